@@ -1,0 +1,39 @@
+// Lint rules that carry the architecture: imports point inward (DESIGN.md "The parts").
+import tseslint from 'typescript-eslint';
+import importX from 'eslint-plugin-import-x';
+
+const zone = (target, from, message) => ({ target, from, message });
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'data/**', 'web/dist/**', 'test-results/**', 'eslint.config.js'] },
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    plugins: { 'import-x': importX },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'import-x/no-cycle': 'error',
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            zone('./src/core', './src/!(core)/**/*', 'core/ imports nothing of ours'),
+            zone('./src/store', './src/!(core|store)/**/*', 'store/ depends only on core/'),
+            zone('./src/protocols', './src/!(core|protocols)/**/*', 'protocols/ are wire formats only'),
+            zone('./src/connectors', './src/!(core|protocols|connectors)/**/*', 'connectors/ sit below plane/'),
+            zone('./src/plane', './src/host', 'plane/ and host/ meet only on the wire'),
+            zone('./src/host', './src/plane', 'plane/ and host/ meet only on the wire'),
+            zone('./src/plane', './src/(server|cli|lab)/**/*', 'plane/ is below server/, cli/ and lab/'),
+            zone('./src/host', './src/(server|cli|lab|connectors)/**/*', 'host/ is below server/ and cli/'),
+            zone('./src/server', './src/(cli|lab)/**/*', 'server/ is below cli/'),
+          ],
+        },
+      ],
+      'no-console': 'error',
+    },
+  },
+  { files: ['src/cli/**/*.ts', 'test/**/*.ts'], rules: { 'no-console': 'off' } },
+);

@@ -1,0 +1,30 @@
+import { Command, CommanderError } from 'commander';
+import { TaskplaneError } from '../core/errors.ts';
+
+/**
+ * `taskplane` entry point. Each command lives in its own file and adds itself here. Errors a person can
+ * act on (bad flags, unreachable database, newer schema) print one line and exit non-zero; only a bug
+ * prints a stack.
+ */
+const program = new Command();
+program
+  .name('taskplane')
+  .description('Durable control plane and agent host for long-running AI-agent work')
+  .version('0.1.0')
+  .showHelpAfterError('(add --help for usage)');
+
+const commands: Array<(program: Command) => void> = [
+  // commands register here, one line each
+];
+for (const register of commands) register(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) process.exit(err.exitCode);
+  if (err instanceof TaskplaneError) {
+    console.error(`taskplane: ${err.message}`);
+    process.exit(2);
+  }
+  throw err;
+}

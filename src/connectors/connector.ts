@@ -1,0 +1,154 @@
+import type { NormalizedState } from '../core/states.ts';
+
+/**
+ * The Connector port: the client side of one remote system (A2A agent, MCP server, OpenAI background
+ * responses, Claude Managed Agents). The plane engine talks to remotes only through this, and branches
+ * only on `capabilities`, never on `kind`. Every method takes an AbortSignal; implementations apply
+ * their own per-call timeout as well.
+ *
+ * Errors: throw TaskplaneError. `not_found` for a remote object the remote does not know (A2A
+ * TaskNotFoundError, HTTP 404): on a job we created that means "lost". `unavailable`/`timeout` for
+ * transport trouble (retryable). `failed_precondition` for "not in a state that allows this"
+ * (A2A UnsupportedOperationError / TaskNotCancelableError).
+ */
+export interface Connector {
+  /** `a2a`, `mcp`, `openai`, `claude`. For display and metrics labels only. */
+  readonly kind: string;
+  /** The configured target name this instance talks to. */
+  readonly target: string;
+  readonly capabilities: ConnectorCapabilities;
+
+  /**
+   * Starts the remote job. `request.messageId` is the idempotency key on the wire: calling start again
+   * with the same messageId after a lost response must not create a second job where the remote
+   * deduplicates (`capabilities.idempotentStart`). Returns the first snapshot.
+   */
+  start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot>;
+
+  /** Authoritative current state. Throws `not_found` when the remote does not know the job. */
+  get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot>;
+
+  /**
+   * Jobs changed at or after `since` (epoch ms), one page. Only when `capabilities.list`.
+   * A2A ListTasks with statusTimestampAfter.
+   */
+  listChanged?(query: ListChangedQuery, signal: AbortSignal): Promise<ListChangedPage>;
+
+  /**
+   * Streams snapshots of one job from `cursor` (or from now with a current snapshot first) until it is
+   * terminal or the stream ends. Only when `capabilities.stream`. The iterator ends normally when the
+   * remote closes the stream; a drop throws `unavailable`.
+   */
+  observe?(remoteId: string, cursor: string | null, signal: AbortSignal): AsyncIterable<RemoteSnapshot>;
+
+  /** Answers a pending input request. Only when `capabilities.input`. Returns the next snapshot. */
+  answer?(remoteId: string, answer: InputAnswer, signal: AbortSignal): Promise<RemoteSnapshot>;
+
+  /** Asks the remote to cancel. Returns what it says now (may still be running). */
+  cancel?(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot>;
+
+  /**
+   * Registers a webhook for one job. Only when `capabilities.push`. `token` is a fresh single-purpose
+   * secret the remote echoes back (A2A `authentication`), so the ingress can verify deliveries.
+   */
+  registerPush?(remoteId: string, push: PushRegistration, signal: AbortSignal): Promise<{ configId: string }>;
+
+  /**
+   * Verifies and parses an inbound webhook for this target. Throws `unauthenticated` when the
+   * credentials are wrong. Returns the wake-up signal: which job, a delivery id to dedup on, and the
+   * payload's snapshot (informational only: the engine fetches authoritative state).
+   */
+  parseWebhook?(request: InboundWebhook): Promise<WebhookSignal>;
+}
+
+export interface ConnectorCapabilities {
+  /** start() with the same messageId returns the same remote job. */
+  idempotentStart: boolean;
+  /** listChanged() exists: reconciliation is one paged call per target, not one per job. */
+  list: boolean;
+  /** observe() exists: streams with reattach. */
+  stream: boolean;
+  /** observe() can resume from a cursor without losing events (OpenAI starting_after). */
+  streamResume: boolean;
+  /** registerPush()/parseWebhook() exist. */
+  push: boolean;
+  input: boolean;
+  cancel: boolean;
+  /** Server guidance for polling, when the protocol has it (MCP pollIntervalMs). */
+  pollIntervalMs?: number;
+}
+
+export interface StartRequest {
+  /** Our envelope id, for correlation only. */
+  envelopeId: string;
+  /** Idempotency key on the wire (A2A messageId). */
+  messageId: string;
+  /** A2A contextId we chose, so a lost create can be found by context. */
+  contextId: string | null;
+  input: unknown;
+  /** When set, the remote is asked to push to this registration from the start. */
+  push?: PushRegistration;
+}
+
+export interface PushRegistration {
+  url: string;
+  token: string;
+}
+
+/** One authoritative look at a remote job, normalized, with the native state kept. */
+export interface RemoteSnapshot {
+  remoteId: string;
+  contextId: string | null;
+  state: NormalizedState;
+  nativeState: string;
+  /** Ordering key: sequence number or remote status timestamp (ms). Null when the remote has none. */
+  remoteVersion: number | null;
+  /** Remote status timestamp (ms), when given. */
+  stateTimestamp: number | null;
+  /** Stream resume cursor after this snapshot, when the protocol has one. */
+  cursor?: string | null;
+  inputRequest?: { requestId: string; prompt: string; schema?: Record<string, unknown> } | null;
+  artifacts?: RemoteArtifact[];
+  result?: unknown;
+  error?: { code: string; message: string } | null;
+  usage?: Record<string, number> | null;
+}
+
+export interface RemoteArtifact {
+  artifactId: string;
+  name?: string;
+  mediaType?: string;
+  /** The artifact content in the protocol's own shape; the engine hashes it canonically. */
+  content: unknown;
+}
+
+export interface ListChangedQuery {
+  since: number;
+  cursor?: string;
+  pageSize?: number;
+}
+
+export interface ListChangedPage {
+  items: RemoteSnapshot[];
+  nextCursor?: string;
+}
+
+export interface InputAnswer {
+  requestId: string;
+  /** A fresh messageId for the answer, fixed before the call so a retry is idempotent. */
+  messageId: string;
+  value: unknown;
+}
+
+export interface InboundWebhook {
+  headers: Record<string, string>;
+  rawBody: string;
+}
+
+export interface WebhookSignal {
+  remoteId: string;
+  deliveryId: string;
+  /** The token presented (verified against the stored hash by the engine). */
+  token: string | null;
+  snapshot: RemoteSnapshot | null;
+}

@@ -1,0 +1,143 @@
+import type { NormalizedState } from './states.ts';
+
+/**
+ * The task control envelope: one durable record per tracked job (seed 000, "Persist a task control
+ * envelope"; DESIGN.md). All times are epoch milliseconds. No secrets, tokens or credentials in it:
+ * push tokens are kept as hashes, API keys never.
+ */
+export interface Envelope {
+  /** Internal id, unguessable and sortable (`tsk_…`). */
+  id: string;
+  tenant: string;
+  actor: string | null;
+  workflowId: string | null;
+  parentId: string | null;
+
+  /** Connector kind: `a2a`, `mcp`, `openai`, `claude`. */
+  connector: string;
+  /** Configured target name (an agent, an MCP server, a provider account). */
+  target: string;
+  /** The remote system's id for the job, once known. */
+  remoteId: string | null;
+  /** A2A contextId / OpenAI conversation / Claude session, as the protocol has it. */
+  contextId: string | null;
+  /** The idempotent creation key we send (A2A messageId); fixed before the remote call. */
+  messageId: string | null;
+
+  requestKind: string;
+  /** The request as sent, kept so a lost job can be resubmitted under the same key. */
+  input: unknown;
+  inputHash: string;
+  idempotencyKey: string | null;
+  createdAt: number;
+  updatedAt: number;
+
+  nativeState: string | null;
+  state: NormalizedState;
+  /** Remote ordering key of the last applied observation (see core/states.ts). */
+  remoteVersion: number | null;
+  /** When the remote state was last confirmed by any source. */
+  lastConfirmedAt: number | null;
+  /** Remote status timestamp of the current state, when the remote gives one. */
+  stateTimestamp: number | null;
+
+  streamCursor: string | null;
+  lastEventId: string | null;
+  /** Delivery ids of webhooks seen for this job (the durable dedup is the deliveries table). */
+  webhookIds: string[];
+  subscription: Subscription | null;
+
+  pendingInput: PendingInput | null;
+  approval: Record<string, unknown> | null;
+
+  artifacts: ArtifactRef[];
+  /** Output text or data the remote returned, small enough to keep inline. */
+  result: unknown;
+  error: { code: string; message: string } | null;
+
+  budget: Budget | null;
+  usage: Record<string, number> | null;
+  timeoutMs: number | null;
+  ttlMs: number | null;
+  retentionUntil: number | null;
+  /** How long the job is expected to run; past it plus a margin it counts as an orphan. */
+  expectedDurationMs: number | null;
+
+  cancel: CancelRecord | null;
+  reconciliation: ReconciliationRecord | null;
+  acceptance: AcceptanceRecord | null;
+
+  /** Row version for optimistic concurrency; every write bumps it. */
+  version: number;
+}
+
+export interface Subscription {
+  kind: 'push' | 'stream' | 'poll';
+  /** Remote push config id, when registered. */
+  configId?: string;
+  /** SHA-256 of the single-purpose push token; the token itself is never stored. */
+  tokenHash?: string;
+  registeredAt?: number;
+}
+
+export interface PendingInput {
+  requestId: string;
+  prompt: string;
+  schema?: Record<string, unknown>;
+  deadlineAt?: number | null;
+  askedAt: number;
+  answeredAt?: number | null;
+}
+
+export interface ArtifactRef {
+  artifactId: string;
+  name?: string;
+  mediaType?: string;
+  /** `sha256:<hex>` of the canonical artifact parts. */
+  hash: string;
+  size?: number;
+  /** Where it came from: connector, remote id, source of the observation. */
+  provenance: { source: ObservationSource; remoteId: string | null; at: number };
+}
+
+export interface Budget {
+  /** Spend cap in the connector's unit (cents, tokens). */
+  limit: number;
+  unit: string;
+}
+
+export interface CancelRecord {
+  requestedAt: number;
+  requestedBy: string | null;
+  acknowledgedAt: number | null;
+  /** What the remote actually ended in, including `succeeded` when it finished despite the request. */
+  outcome: NormalizedState | null;
+}
+
+export interface ReconciliationRecord {
+  result: 'ok' | 'lost' | 'resubmitted' | 'escalated';
+  at: number;
+  attempts: number;
+  note?: string;
+}
+
+export interface AcceptanceRecord {
+  status: 'pending' | 'accepted' | 'rejected';
+  reasons: string[];
+  schema?: Record<string, unknown>;
+  decidedAt?: number | null;
+}
+
+export type ObservationSource = 'create' | 'stream' | 'push' | 'poll' | 'reconcile' | 'api' | 'local';
+
+/** One entry of the append-only event log; `seq` is global and monotonic (SSE `Last-Event-ID`). */
+export interface EnvelopeEvent {
+  seq: number;
+  envelopeId: string;
+  tenant: string;
+  type: string;
+  at: number;
+  data: Record<string, unknown>;
+}
+
+export type NewEnvelopeEvent = Omit<EnvelopeEvent, 'seq'>;

@@ -1,0 +1,60 @@
+/**
+ * One small error hierarchy with stable codes (undici style). Translation to JSON-RPC, HTTP, A2A or MCP
+ * shapes happens only at the edge (server/, protocols/); a client never sees raw internal text.
+ */
+export type ErrorCode =
+  | 'invalid_argument'
+  | 'not_found'
+  | 'conflict'
+  | 'version_conflict'
+  | 'unauthenticated'
+  | 'permission_denied'
+  | 'failed_precondition'
+  | 'unsupported'
+  | 'unavailable'
+  | 'timeout'
+  | 'remote_error'
+  | 'schema_too_new'
+  | 'config'
+  | 'internal';
+
+export interface TaskplaneErrorOptions {
+  /** The request or config field at fault, when one is. */
+  field?: string;
+  retryable?: boolean;
+  cause?: unknown;
+  details?: Record<string, unknown>;
+}
+
+export class TaskplaneError extends Error {
+  readonly code: ErrorCode;
+  readonly field: string | undefined;
+  readonly retryable: boolean;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: TaskplaneErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'TaskplaneError';
+    this.code = code;
+    this.field = options.field;
+    this.retryable = options.retryable ?? (code === 'unavailable' || code === 'timeout');
+    this.details = options.details;
+  }
+}
+
+export const invalidArgument = (field: string, message: string) =>
+  new TaskplaneError('invalid_argument', `${field}: ${message}`, { field });
+
+export const notFound = (what: string) => new TaskplaneError('not_found', `${what} not found`);
+
+/** An optimistic-concurrency check failed: someone else wrote the record first. Retry from a fresh read. */
+export class VersionConflictError extends TaskplaneError {
+  constructor(what: string) {
+    super('version_conflict', `${what} was changed by another writer`, { retryable: true });
+    this.name = 'VersionConflictError';
+  }
+}
+
+export function isTaskplaneError(err: unknown): err is TaskplaneError {
+  return err instanceof TaskplaneError;
+}

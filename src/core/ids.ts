@@ -1,0 +1,50 @@
+import type { Clock } from './clock.ts';
+import type { Random } from './random.ts';
+
+// Crockford base32: sortable as ASCII, no ambiguous letters.
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+function encodeBase32(bytes: Uint8Array): string {
+  let out = '';
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += ALPHABET[(buffer >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    buffer &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += ALPHABET[(buffer << (5 - bits)) & 31];
+  return out;
+}
+
+/**
+ * Ids are 10 base32 characters of creation time (ms, sortable until the year 10889) followed by 26
+ * characters carrying 130 random bits: unguessable (seed 000 asks for ids that are capabilities) and
+ * sortable by creation. An optional prefix names the kind (`tsk_`, `evt_`).
+ */
+export function newId(clock: Clock, random: Random, prefix = ''): string {
+  const time = Math.max(0, Math.floor(clock.now()));
+  let timePart = '';
+  let t = time;
+  for (let i = 0; i < 10; i++) {
+    timePart = ALPHABET[t % 32] + timePart;
+    t = Math.floor(t / 32);
+  }
+  return prefix + timePart + encodeBase32(random.bytes(17)).slice(0, 26);
+}
+
+/** Creation time encoded in an id from `newId` (prefix stripped by the caller's knowledge of its length). */
+export function idTime(id: string, prefixLength = 0): number {
+  let t = 0;
+  for (const ch of id.slice(prefixLength, prefixLength + 10)) t = t * 32 + ALPHABET.indexOf(ch);
+  return t;
+}
+
+/** A random token (base32, `bits` of entropy rounded up to whole characters). */
+export function newToken(random: Random, bits = 160): string {
+  return encodeBase32(random.bytes(Math.ceil(bits / 8))).slice(0, Math.ceil(bits / 5));
+}

@@ -1,0 +1,262 @@
+import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../core/envelope.ts';
+import type { NormalizedState } from '../core/states.ts';
+
+/**
+ * The Store port: everything durable that the control plane (envelopes, events, deliveries, leases)
+ * and the agent host (agent tasks, push configs, the push outbox) keep. Three implementations share one
+ * behaviour suite: memory (pure TS, runs in a browser for the lab), sqlite (default) and postgres.
+ *
+ * Rules every backend keeps:
+ * - "now" is always a parameter (from the Clock port), never SQL now(), so the lab can replay.
+ * - Every write that two paths can make is checked against a version (optimistic concurrency): a stale
+ *   write throws VersionConflictError and changes nothing. No last-writer-wins.
+ * - Each method is one transaction: a state change, its events and its outbox rows commit together.
+ */
+export interface Store {
+  readonly capabilities: StoreCapabilities;
+
+  // --- control plane: envelopes -------------------------------------------------------------
+  /**
+   * Inserts a new envelope (version 1) and its first events. When `(tenant, idempotencyKey)` already
+   * exists, inserts nothing and returns the stored envelope with `created: false`.
+   */
+  createEnvelope(envelope: Envelope, events: NewEnvelopeEvent[]): Promise<{ created: boolean; envelope: Envelope }>;
+  getEnvelope(id: string): Promise<Envelope | undefined>;
+  findEnvelopeByIdempotencyKey(tenant: string, key: string): Promise<Envelope | undefined>;
+  findEnvelopeByRemoteId(target: string, remoteId: string): Promise<Envelope | undefined>;
+  /**
+   * Writes `next` if the stored version is still `expectedVersion`, setting version to
+   * expectedVersion + 1, and appends `events` in the same transaction. Throws VersionConflictError
+   * otherwise. Returns the stored envelope and the appended events with their sequence numbers.
+   */
+  updateEnvelope(
+    next: Envelope,
+    expectedVersion: number,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ envelope: Envelope; events: EnvelopeEvent[] }>;
+  listEnvelopes(query: EnvelopeQuery): Promise<Page<Envelope>>;
+  /** Counts by state for one tenant, or all tenants when tenant is undefined. */
+  countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>>;
+
+  // --- control plane: the event log ---------------------------------------------------------
+  /** Events with seq > afterSeq in seq order, optionally for one tenant and/or one envelope. */
+  listEvents(query: EventQuery): Promise<EnvelopeEvent[]>;
+
+  // --- inbound delivery dedup ---------------------------------------------------------------
+  /**
+   * Records an inbound delivery (webhook, notification) by `(source, deliveryId)`. Returns true when it
+   * is new, false when it was recorded before (a duplicate). Durable before it returns.
+   */
+  recordDelivery(delivery: InboundDelivery): Promise<boolean>;
+
+  // --- leases: one owner at a time for a named piece of work (a target's reconciliation) ----
+  /**
+   * Takes or renews the lease `name` for `owner` until now + ttlMs when it is free, expired or already
+   * held by `owner`. Returns true when `owner` holds it afterwards.
+   */
+  acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+  releaseLease(name: string, owner: string): Promise<void>;
+
+  // --- settings (first-start API key, instance id) ------------------------------------------
+  getSetting(key: string): Promise<string | undefined>;
+  /** Sets `key` only if absent; returns the value now stored (so two processes agree). */
+  putSettingIfAbsent(key: string, value: string): Promise<string>;
+
+  // --- agent host: tasks ----------------------------------------------------------------------
+  /**
+   * Creates an agent task. When `(owner, messageId)` was used before, creates nothing and returns the
+   * existing task with `created: false` (SendMessage idempotent on messageId per caller).
+   */
+  createAgentTask(
+    task: AgentTaskRecord,
+    messageId: string,
+    events: NewAgentTaskEvent[],
+    outbox: NewOutboxRow[],
+  ): Promise<{ created: boolean; task: AgentTaskRecord }>;
+  /** The task when it exists and `owner` may see it (owner undefined = any owner, for the host itself). */
+  getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined>;
+  /** Task id a `(owner, messageId)` pair created, if any. */
+  findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined>;
+  /**
+   * CAS write of a task (version check as updateEnvelope), with its events and outbox rows in the same
+   * transaction. `messageId`, when given, is recorded for (owner, messageId) idempotency; if that pair is
+   * already recorded the write is refused with `duplicate: true` and nothing changes.
+   */
+  updateAgentTask(
+    next: AgentTaskRecord,
+    expectedVersion: number,
+    events: NewAgentTaskEvent[],
+    outbox: NewOutboxRow[],
+    messageId?: string,
+  ): Promise<{ duplicate: boolean; task: AgentTaskRecord; events: AgentTaskEvent[] }>;
+  listAgentTasks(query: AgentTaskQuery): Promise<AgentTaskPage>;
+  /** Every task not in a terminal state (restart recovery). */
+  listActiveAgentTasks(): Promise<AgentTaskRecord[]>;
+  /** Task events with seq > afterSeq, in order (SubscribeToTask replay, Last-Event-ID). */
+  listAgentTaskEvents(taskId: string, afterSeq: number, limit?: number): Promise<AgentTaskEvent[]>;
+
+  // --- agent host: push configs ---------------------------------------------------------------
+  putPushConfig(config: PushConfigRecord): Promise<PushConfigRecord>;
+  getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined>;
+  listPushConfigs(taskId: string): Promise<PushConfigRecord[]>;
+  /** Idempotent: deleting an absent config is not an error. */
+  deletePushConfig(taskId: string, id: string): Promise<void>;
+
+  // --- agent host: push outbox ----------------------------------------------------------------
+  /**
+   * Leases up to `limit` deliverable rows: status pending with nextAttemptAt <= now, or leased with an
+   * expired lease (the sweeper case), and only the oldest undelivered row per (taskId, configId) so
+   * delivery stays in order. Sets lease owner and expiry and increments attempts, atomically
+   * (FOR UPDATE SKIP LOCKED / BEGIN IMMEDIATE).
+   */
+  claimOutbox(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxRow[]>;
+  /** Marks a leased row delivered. Ignored unless `owner` still holds the lease. */
+  completeOutbox(id: number, owner: string, now: number): Promise<void>;
+  /** Returns a leased row to pending with a next attempt time, or dead-letters it (`nextAttemptAt` null). */
+  failOutbox(id: number, owner: string, error: string, nextAttemptAt: number | null): Promise<void>;
+  listOutbox(query: { status?: OutboxStatus; taskId?: string; limit?: number }): Promise<OutboxRow[]>;
+
+  // --- change feed ----------------------------------------------------------------------------
+  /**
+   * Calls `listener` soon after envelope events or agent-task events are committed by ANY process
+   * sharing this store (in-process for memory/sqlite, LISTEN/NOTIFY for postgres). It only wakes:
+   * readers then list events after their last seq, so a missed wake-up loses nothing.
+   */
+  onChange(listener: (change: ChangeNotice) => void): () => void;
+
+  close(): Promise<void>;
+}
+
+/** What a backend can do; code branches on these flags, never on backend names (pg-boss). */
+export interface StoreCapabilities {
+  /** Data survives the process. */
+  durable: boolean;
+  /** Several processes may share it. */
+  multiProcess: boolean;
+  /** Other processes' commits reach onChange. */
+  crossProcessNotify: boolean;
+}
+
+export interface ChangeNotice {
+  kind: 'envelope' | 'agentTask';
+  /** Envelope or agent task id. */
+  id: string;
+  seq: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Opaque; absent on the last page. */
+  nextCursor?: string;
+}
+
+export interface EnvelopeQuery {
+  tenant?: string;
+  states?: NormalizedState[];
+  target?: string;
+  connector?: string;
+  /** Only envelopes with updatedAt > this. */
+  updatedAfter?: number;
+  /** Newest first by default (updatedAt desc, id desc); 'asc' for oldest first. */
+  order?: 'desc' | 'asc';
+  cursor?: string;
+  /** @default 50, at most 500 */
+  limit?: number;
+}
+
+export interface EventQuery {
+  afterSeq: number;
+  tenant?: string;
+  envelopeId?: string;
+  /** @default 500 */
+  limit?: number;
+}
+
+export interface InboundDelivery {
+  /** Which ingress: `a2a-push:<target>`, `openai-webhook`, … */
+  source: string;
+  deliveryId: string;
+  envelopeId: string | null;
+  receivedAt: number;
+}
+
+/** The host's stored A2A task. `task` is the A2A 1.0 Task in its ProtoJSON wire shape. */
+export interface AgentTaskRecord {
+  id: string;
+  owner: string;
+  contextId: string;
+  /** A2A TaskState name, e.g. `TASK_STATE_WORKING`. */
+  state: string;
+  /** Status timestamp in epoch ms (ListTasks sorts and filters on it). */
+  statusTimestamp: number;
+  task: Record<string, unknown>;
+  /** Executor bookkeeping that survives restarts (resume point, pending input request). */
+  executorState: Record<string, unknown> | null;
+  createdAt: number;
+  updatedAt: number;
+  version: number;
+}
+
+export interface NewAgentTaskEvent {
+  taskId: string;
+  at: number;
+  /** A StreamResponse in wire shape: `{statusUpdate: …}`, `{artifactUpdate: …}`, `{task: …}`. */
+  payload: Record<string, unknown>;
+}
+
+export interface AgentTaskEvent extends NewAgentTaskEvent {
+  seq: number;
+}
+
+export interface AgentTaskQuery {
+  owner: string;
+  contextId?: string;
+  state?: string;
+  /** Tasks whose statusTimestamp >= this (proto: "at or after"). */
+  statusTimestampAfter?: number;
+  /** Sorted by statusTimestamp desc, id desc. */
+  cursor?: string;
+  /** @default 50 */
+  pageSize?: number;
+}
+
+export interface AgentTaskPage {
+  tasks: AgentTaskRecord[];
+  nextCursor: string | undefined;
+  totalSize: number;
+}
+
+export interface PushConfigRecord {
+  id: string;
+  taskId: string;
+  owner: string;
+  url: string;
+  /** The A2A `token` field, returned to its owner. */
+  token: string | null;
+  /** Credentials are stored to send them, and never returned by Get/List. */
+  authentication: { scheme: string; credentials?: string } | null;
+  createdAt: number;
+}
+
+export type OutboxStatus = 'pending' | 'leased' | 'delivered' | 'dead';
+
+export interface NewOutboxRow {
+  taskId: string;
+  configId: string;
+  /** Stable across attempts: receivers deduplicate on it. */
+  deliveryId: string;
+  /** StreamResponse wire shape. */
+  payload: Record<string, unknown>;
+  nextAttemptAt: number;
+}
+
+export interface OutboxRow extends NewOutboxRow {
+  id: number;
+  status: OutboxStatus;
+  attempts: number;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  lastError: string | null;
+  createdAt: number;
+  deliveredAt: number | null;
+}
