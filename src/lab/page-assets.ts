@@ -1,0 +1,71 @@
+/**
+ * The lab page's assets and a fetch-style handler, so `taskplane lab --serve` and, later, the control
+ * plane's server (`/lab` on `taskplane serve`) serve the same thing:
+ *
+ * ```ts
+ * const assets = await buildLabAssets(repoRoot);          // bundles web/lab/lab-page.ts with esbuild
+ * const handle = labPageHandler(assets);                   // (request: Request) => Response | null
+ * app.get('/lab/*', (c) => handle(c.req.raw) ?? c.notFound());   // Hono
+ * ```
+ *
+ * The simulation itself runs in the browser (the bundle holds lab/, plane/, store/memory and core/), so
+ * serving it needs no work per run. Only buildLabAssets touches the file system, through a dynamic
+ * import, so nothing the browser bundle imports depends on node: modules.
+ */
+export const LAB_PAGE_FILES = {
+  html: 'web/lab/index.html',
+  entry: 'web/lab/lab-page.ts',
+  bundle: 'web/dist/lab.js',
+} as const;
+
+export interface LabPageAssets {
+  html: string;
+  script: string;
+}
+
+/** Serves `<base>` and `<base>/` (the page) and `<base>/lab.js` (the bundle); null for anything else. */
+export function labPageHandler(assets: LabPageAssets, basePath = '/lab'): (request: Request) => Response | null {
+  const base = basePath.replace(/\/+$/, '');
+  return (request) => {
+    const path = new URL(request.url).pathname;
+    if (request.method !== 'GET' && request.method !== 'HEAD') return null;
+    // The page loads `lab.js` relative to itself, so it must be served under a trailing slash.
+    if (path === base) return new Response(null, { status: 301, headers: { location: `${base}/` } });
+    if (path === `${base}/` || path === `${base}/index.html`) {
+      return new Response(assets.html, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } });
+    }
+    if (path === `${base}/lab.js`) {
+      return new Response(assets.script, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' } });
+    }
+    return null;
+  };
+}
+
+/**
+ * Bundles the page entry with esbuild (a dev dependency, loaded only here) and reads the HTML. With
+ * `write`, also writes the bundle to web/dist/lab.js.
+ */
+export async function buildLabAssets(rootDir: string, options: { write?: boolean } = {}): Promise<LabPageAssets> {
+  const fs = await import('node:fs/promises');
+  const path = await import('node:path');
+  const esbuild = await import('esbuild');
+  const result = await esbuild.build({
+    entryPoints: [path.join(rootDir, LAB_PAGE_FILES.entry)],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'silent',
+  });
+  const script = result.outputFiles[0]!.text;
+  if (options.write) {
+    const out = path.join(rootDir, LAB_PAGE_FILES.bundle);
+    await fs.mkdir(path.dirname(out), { recursive: true });
+    await fs.writeFile(out, script);
+  }
+  const html = await fs.readFile(path.join(rootDir, LAB_PAGE_FILES.html), 'utf8');
+  return { html, script };
+}

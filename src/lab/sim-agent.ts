@@ -1,0 +1,255 @@
+import type { VirtualClock } from '../core/clock.ts';
+import { TaskplaneError } from '../core/errors.ts';
+import type { Ledger, TimelineJob } from './ledger.ts';
+import { isTerminalA2A, type A2AState, type AgentSnapshot, type SimNetwork, type StreamConn } from './sim-network.ts';
+import { WORLD, type JobSpec } from './world-model.ts';
+
+export interface PushTarget {
+  url: string;
+  token: string;
+}
+
+interface AgentTask {
+  id: string;
+  contextId: string;
+  job: number;
+  messageId: string;
+  state: A2AState;
+  statusMs: number;
+  version: number;
+  inputRequestId: string | null;
+  /** Work left to do from `workingSince`. */
+  remainingMs: number;
+  workingSince: number;
+  cancelTimer: (() => void) | null;
+  push: PushTarget | null;
+  streams: StreamConn[];
+  attempt: TimelineJob['attempts'][number] | null;
+}
+
+/**
+ * A simulated remote A2A agent that keeps its tasks in process memory, like many real ones:
+ * - SendMessage always creates a new task. The spec says Send "MAY be idempotent"; this agent is not,
+ *   which is the seed's premise for resend-on-drop duplicates (and, after the restart, it could not be).
+ * - A task works for its job's duration, pausing once for input when the job says so; an input request
+ *   unanswered for 15 min fails the task.
+ * - Every status change goes to the task's open streams and, when a push config exists, is POSTed with
+ *   at-least-once delivery: base 5 s doubling, K retries, then the event is given up.
+ * - restart() forgets everything (no persistence): get/subscribe answer TaskNotFound, pushes stop.
+ */
+export class SimAgent {
+  private tasks = new Map<string, AgentTask>();
+  /** Tasks of each job alive in this process (not forgotten), and jobs that ever completed. */
+  private liveByJob = new Map<number, number>();
+  private readonly completedJobs = new Set<number>();
+  private epoch = 0;
+  private seq = 0;
+  private active = 0;
+  private pendingPushes = 0;
+  private sortedCache: AgentTask[] | null = null;
+
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly net: SimNetwork,
+    private readonly ledger: Ledger,
+    private readonly jobs: readonly JobSpec[],
+    private readonly pushRetries: number,
+  ) {}
+
+  /** Nothing left that could change what the client learns: no working task, no push in flight. */
+  get idle(): boolean {
+    return this.active === 0 && this.pendingPushes === 0;
+  }
+
+  /** SendMessage (returnImmediately). With `stream`, SendStreamingMessage: the stream starts with the Task. */
+  send(req: { messageId: string; contextId: string; job: number; push?: PushTarget | null }, stream?: StreamConn): AgentSnapshot {
+    const now = this.clock.now();
+    const job = this.jobs[req.job];
+    if (!job) throw new TaskplaneError('invalid_argument', 'unknown job');
+    const dup = (this.liveByJob.get(job.index) ?? 0) > 0 || this.completedJobs.has(job.index);
+    if (dup) this.ledger.duplicateTasks++;
+    this.liveByJob.set(job.index, (this.liveByJob.get(job.index) ?? 0) + 1);
+    const id = `t${this.epoch}-${(this.seq++).toString(36)}`;
+    const shown = this.ledger.timeline.get(job.index);
+    const attempt = shown ? { startMs: now, endMs: null, dup, segments: [] } : null;
+    if (shown && attempt) shown.attempts.push(attempt);
+    const task: AgentTask = {
+      id,
+      contextId: req.contextId,
+      job: job.index,
+      messageId: req.messageId,
+      state: 'TASK_STATE_WORKING',
+      statusMs: now,
+      version: 1,
+      inputRequestId: null,
+      remainingMs: job.durationMs,
+      workingSince: now,
+      cancelTimer: null,
+      push: req.push ?? null,
+      streams: [],
+      attempt,
+    };
+    this.tasks.set(id, task);
+    this.sortedCache = null;
+    this.active++;
+    this.segment(task, 'working');
+    if (job.inputAtWorkMs !== null) {
+      task.cancelTimer = this.clock.setTimer(job.inputAtWorkMs, () => this.askInput(task, job.durationMs - job.inputAtWorkMs!));
+    } else {
+      task.cancelTimer = this.clock.setTimer(job.durationMs, () => this.finish(task, 'TASK_STATE_COMPLETED'));
+    }
+    if (stream) this.attach(task, stream);
+    return snap(task);
+  }
+
+  /** The job a task works on, for labelling streams; undefined when the agent does not know the task. */
+  jobOf(id: string): number | undefined {
+    return this.tasks.get(id)?.job;
+  }
+
+  get(id: string): AgentSnapshot {
+    return snap(this.find(id));
+  }
+
+  /** SubscribeToTask: the first event is the current Task; terminal tasks answer UnsupportedOperation. */
+  subscribe(id: string, stream: StreamConn): AgentSnapshot {
+    const task = this.find(id);
+    if (isTerminalA2A(task.state)) throw new TaskplaneError('failed_precondition', 'task is terminal');
+    this.attach(task, stream);
+    return snap(task);
+  }
+
+  /** ListTasks with statusTimestampAfter ("at or after"), newest first, offset cursor. */
+  list(sinceMs: number, cursor: string | undefined, pageSize: number): { items: AgentSnapshot[]; nextCursor?: string } {
+    // Sorted once per change burst: a reconciliation round pages through the same order.
+    this.sortedCache ??= [...this.tasks.values()].sort((a, b) => b.statusMs - a.statusMs || (a.id < b.id ? 1 : -1));
+    const matching = this.sortedCache.filter((t) => t.statusMs >= sinceMs);
+    const from = cursor ? Number(cursor) : 0;
+    const items = matching.slice(from, from + pageSize).map(snap);
+    const next = from + pageSize;
+    return next < matching.length ? { items, nextCursor: String(next) } : { items };
+  }
+
+  /** Answers the pending input; with `stream`, as SendStreamingMessage on the task (the stream continues). */
+  answer(id: string, requestId: string, stream?: StreamConn): AgentSnapshot {
+    const task = this.find(id);
+    if (task.state !== 'TASK_STATE_INPUT_REQUIRED' || task.inputRequestId !== requestId) {
+      throw new TaskplaneError('failed_precondition', 'no such pending input request');
+    }
+    task.cancelTimer?.();
+    task.inputRequestId = null;
+    task.state = 'TASK_STATE_WORKING';
+    task.workingSince = this.clock.now();
+    this.segment(task, 'working');
+    task.cancelTimer = this.clock.setTimer(task.remainingMs, () => this.finish(task, 'TASK_STATE_COMPLETED'));
+    if (stream) task.streams.push(stream);
+    this.emit(task);
+    return snap(task);
+  }
+
+  registerPush(id: string, target: PushTarget): void {
+    this.find(id).push = target;
+  }
+
+  /** Restart without persistence: every task, stream and pending push is forgotten. */
+  restart(): void {
+    this.epoch++;
+    for (const task of this.tasks.values()) {
+      task.cancelTimer?.();
+      if (!isTerminalA2A(task.state)) this.endAttempt(task);
+      for (const s of task.streams) s.crash();
+    }
+    this.tasks = new Map();
+    this.sortedCache = null;
+    this.liveByJob = new Map();
+    this.active = 0;
+  }
+
+  private find(id: string): AgentTask {
+    const task = this.tasks.get(id);
+    if (!task) throw new TaskplaneError('not_found', 'task not found');
+    return task;
+  }
+
+  private attach(task: AgentTask, stream: StreamConn): void {
+    task.streams = task.streams.filter((s) => s.open);
+    task.streams.push(stream);
+    stream.push(snap(task));
+  }
+
+  private askInput(task: AgentTask, remainingMs: number): void {
+    task.remainingMs = remainingMs;
+    task.state = 'TASK_STATE_INPUT_REQUIRED';
+    task.inputRequestId = `${task.id}-q`;
+    this.segment(task, 'input');
+    task.cancelTimer = this.clock.setTimer(WORLD.inputTimeoutMs, () => {
+      this.ledger.missedInputs++;
+      this.finish(task, 'TASK_STATE_FAILED');
+    });
+    this.emit(task);
+  }
+
+  private finish(task: AgentTask, state: A2AState): void {
+    task.state = state;
+    task.inputRequestId = null;
+    task.cancelTimer = null;
+    this.active--;
+    if (state === 'TASK_STATE_COMPLETED') this.completedJobs.add(task.job);
+    this.ledger.endedOnAgent(task.job);
+    this.endAttempt(task);
+    this.emit(task);
+  }
+
+  private emit(task: AgentTask): void {
+    task.version++;
+    task.statusMs = this.clock.now();
+    this.sortedCache = null;
+    const s = snap(task);
+    // Like our host (src/host/task-streams.ts, spec §1.8): streams close at a terminal state and at
+    // INPUT_REQUIRED; a subscription made while the task already waits stays open.
+    const closes = isTerminalA2A(task.state) || task.state === 'TASK_STATE_INPUT_REQUIRED';
+    for (const stream of task.streams) {
+      stream.push(s);
+      if (closes) stream.finish();
+    }
+    if (closes) task.streams = [];
+    if (task.push) this.deliver(task.push, s, 0, this.epoch);
+  }
+
+  private deliver(target: PushTarget, s: AgentSnapshot, attempt: number, epoch: number): void {
+    this.pendingPushes++;
+    this.net.post({ deliveryId: `${s.id}:${s.version}`, url: target.url, token: target.token, snapshot: s }, (ok) => {
+      if (ok || attempt >= this.pushRetries || epoch !== this.epoch) {
+        this.pendingPushes--;
+        return;
+      }
+      // Wait before retry k (1-based) is 5·2^(k−1) s, so after k retries 5·(2^k − 1) s have passed.
+      this.clock.setTimer(WORLD.pushBaseMs * 2 ** attempt, () => {
+        this.pendingPushes--;
+        if (epoch === this.epoch) this.deliver(target, s, attempt + 1, epoch);
+      });
+    });
+  }
+
+  private segment(task: AgentTask, kind: 'working' | 'input'): void {
+    const a = task.attempt;
+    if (!a) return;
+    const now = this.clock.now();
+    const last = a.segments[a.segments.length - 1];
+    if (last && last.toMs === null) last.toMs = now;
+    a.segments.push({ kind, fromMs: now, toMs: null });
+  }
+
+  private endAttempt(task: AgentTask): void {
+    const a = task.attempt;
+    if (!a) return;
+    const now = this.clock.now();
+    a.endMs = now;
+    const last = a.segments[a.segments.length - 1];
+    if (last && last.toMs === null) last.toMs = now;
+  }
+}
+
+function snap(t: AgentTask): AgentSnapshot {
+  return { id: t.id, contextId: t.contextId, job: t.job, state: t.state, statusMs: t.statusMs, version: t.version, inputRequestId: t.inputRequestId };
+}

@@ -1,0 +1,218 @@
+import type { VirtualClock } from '../core/clock.ts';
+import { TaskplaneError } from '../core/errors.ts';
+import type { NormalizedState } from '../core/states.ts';
+import type {
+  Connector,
+  ConnectorCapabilities,
+  InboundWebhook,
+  InputAnswer,
+  ListChangedPage,
+  ListChangedQuery,
+  PushRegistration,
+  RemoteSnapshot,
+  StartRequest,
+  WebhookSignal,
+} from '../connectors/connector.ts';
+import type { Ledger } from './ledger.ts';
+import type { SimAgent } from './sim-agent.ts';
+import type { AgentSnapshot, SimNetwork, StreamConn, WebhookDelivery } from './sim-network.ts';
+import { WORLD } from './world-model.ts';
+
+const STATE: Record<AgentSnapshot['state'], NormalizedState> = {
+  TASK_STATE_WORKING: 'running',
+  TASK_STATE_INPUT_REQUIRED: 'waiting_for_input',
+  TASK_STATE_COMPLETED: 'succeeded',
+  TASK_STATE_FAILED: 'failed',
+};
+
+/** The header the simulated agent echoes the push token in (A2A `X-A2A-Notification-Token`). */
+export const TOKEN_HEADER = 'x-a2a-notification-token';
+
+export function toRemote(s: AgentSnapshot): RemoteSnapshot {
+  return {
+    remoteId: s.id,
+    contextId: s.contextId,
+    state: STATE[s.state],
+    nativeState: s.state,
+    remoteVersion: s.version,
+    stateTimestamp: s.statusMs,
+    inputRequest: s.inputRequestId ? { requestId: s.inputRequestId, prompt: 'Which edition does this record refer to?' } : null,
+  };
+}
+
+/** The webhook body the simulated agent posts: a StreamResponse-like status update with its delivery id. */
+export function webhookBody(d: WebhookDelivery): InboundWebhook {
+  return { headers: { [TOKEN_HEADER]: d.token }, rawBody: JSON.stringify({ deliveryId: d.deliveryId, snapshot: d.snapshot }) };
+}
+
+export interface SimConnectorOptions {
+  stream: boolean;
+  push: boolean;
+  /** Called with the `since` of every reconciliation round's first ListTasks page. */
+  onListRound?: () => void;
+}
+
+/**
+ * The Connector port over the simulated agent and network: what the real A2A connector does on the
+ * wire, one request per call (counted in the ledger exactly as LAB.md defines a request), one network
+ * latency each way, TaskNotFound as `not_found`, UnsupportedOperation as `failed_precondition`, a stream
+ * drop as `unavailable`. The agent is not idempotent on messageId (`idempotentStart: false`).
+ */
+export class SimConnector implements Connector {
+  readonly kind = 'a2a';
+  readonly target = 'lab-agent';
+  readonly capabilities: ConnectorCapabilities;
+
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly agent: SimAgent,
+    private readonly net: SimNetwork,
+    private readonly ledger: Ledger,
+    private readonly options: SimConnectorOptions,
+  ) {
+    this.capabilities = {
+      idempotentStart: false,
+      list: true,
+      stream: options.stream,
+      streamResume: false,
+      push: options.push,
+      input: true,
+      cancel: false,
+    };
+  }
+
+  /** One request: reaches the agent one latency later, the answer comes back one latency after that. */
+  private async call<T>(kind: Parameters<Ledger['request']>[0], signal: AbortSignal, fn: () => T): Promise<T> {
+    this.ledger.request(kind);
+    await this.clock.sleep(WORLD.latencyMs, signal);
+    let result: T;
+    try {
+      result = fn();
+    } catch (err) {
+      await this.clock.sleep(WORLD.latencyMs, signal);
+      throw err;
+    }
+    await this.clock.sleep(WORLD.latencyMs, signal);
+    return result;
+  }
+
+  start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot> {
+    const req = this.sendRequest(request);
+    return this.call('send', signal, () => toRemote(this.agent.send(req)));
+  }
+
+  /**
+   * SendStreamingMessage: one request starts the task and streams it (the engine uses this when it
+   * streams, and reattaches with observe() after a drop). The stream begins with the Task.
+   */
+  async *startStream(request: StartRequest, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+    const req = this.sendRequest(request);
+    const stream = new OpenStream(this.net, req.job);
+    try {
+      await this.call('send', signal, () => this.agent.send(req, stream.conn));
+    } catch (err) {
+      stream.close();
+      throw err;
+    }
+    yield* this.follow(stream, signal);
+  }
+
+  private sendRequest(request: StartRequest): { messageId: string; contextId: string; job: number; push: PushRegistration | null } {
+    const job = (request.input as { job?: unknown } | null)?.job;
+    if (typeof job !== 'number') throw new TaskplaneError('invalid_argument', 'input.job: required');
+    return { messageId: request.messageId, contextId: request.contextId ?? `ctx-${job}`, job, push: request.push ?? null };
+  }
+
+  get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
+    return this.call('get', signal, () => toRemote(this.agent.get(remoteId)));
+  }
+
+  listChanged(query: ListChangedQuery, signal: AbortSignal): Promise<ListChangedPage> {
+    if (!query.cursor) this.options.onListRound?.();
+    this.ledger.reconcileReal++;
+    this.ledger.reconcileListCharge++;
+    return this.call('list', signal, () => {
+      const page = this.agent.list(query.since, query.cursor, query.pageSize ?? 100);
+      return { items: page.items.map(toRemote), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+    });
+  }
+
+  /** SubscribeToTask: the current Task first, then every update, until terminal (ends) or a drop (throws). */
+  async *observe(remoteId: string, _cursor: string | null, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+    const stream = new OpenStream(this.net, this.agent.jobOf(remoteId) ?? -1);
+    try {
+      await this.call('subscribe', signal, () => this.agent.subscribe(remoteId, stream.conn));
+    } catch (err) {
+      stream.close();
+      throw err;
+    }
+    yield* this.follow(stream, signal);
+  }
+
+  private async *follow(stream: OpenStream, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+    const onAbort = () => stream.close();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        const item = await stream.next();
+        if (item === 'done') return;
+        if (item === 'drop') throw new TaskplaneError('unavailable', 'stream dropped');
+        yield toRemote(item);
+      }
+    } finally {
+      stream.close();
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  answer(remoteId: string, answer: InputAnswer, signal: AbortSignal): Promise<RemoteSnapshot> {
+    return this.call('answer', signal, () => toRemote(this.agent.answer(remoteId, answer.requestId)));
+  }
+
+  async registerPush(remoteId: string, push: PushRegistration, signal: AbortSignal): Promise<{ configId: string }> {
+    await this.call('register_push', signal, () => this.agent.registerPush(remoteId, push));
+    return { configId: `${remoteId}-push` };
+  }
+
+  async parseWebhook(request: InboundWebhook): Promise<WebhookSignal> {
+    let body: { deliveryId?: string; snapshot?: AgentSnapshot };
+    try {
+      body = JSON.parse(request.rawBody) as typeof body;
+    } catch {
+      throw new TaskplaneError('invalid_argument', 'webhook body is not JSON');
+    }
+    if (!body.snapshot || typeof body.deliveryId !== 'string') throw new TaskplaneError('invalid_argument', 'webhook body has no task');
+    return { remoteId: body.snapshot.id, deliveryId: body.deliveryId, token: request.headers[TOKEN_HEADER] ?? null, snapshot: toRemote(body.snapshot) };
+  }
+}
+
+/** One open stream's events, buffered until the engine reads them. */
+class OpenStream {
+  readonly conn: StreamConn;
+  private readonly queue: Array<AgentSnapshot | 'done' | 'drop'> = [];
+  private wake: (() => void) | null = null;
+
+  constructor(net: SimNetwork, job: number) {
+    this.conn = net.openStream(job, {
+      event: (s) => this.put(s),
+      end: (reason) => this.put(reason),
+    });
+  }
+
+  private put(item: AgentSnapshot | 'done' | 'drop'): void {
+    this.queue.push(item);
+    this.wake?.();
+  }
+
+  close(): void {
+    if (!this.conn.open) return;
+    this.conn.open = false;
+    this.put('done');
+  }
+
+  async next(): Promise<AgentSnapshot | 'done' | 'drop'> {
+    while (this.queue.length === 0) await new Promise<void>((resolve) => (this.wake = resolve));
+    this.wake = null;
+    return this.queue.shift()!;
+  }
+}
