@@ -20,14 +20,18 @@ export interface Store {
    * Inserts a new envelope (version 1) and its first events. When `(tenant, idempotencyKey)` already
    * exists, inserts nothing and returns the stored envelope with `created: false`.
    */
-  createEnvelope(envelope: Envelope, events: NewEnvelopeEvent[]): Promise<{ created: boolean; envelope: Envelope }>;
+  createEnvelope(
+    envelope: Envelope,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ created: boolean; envelope: Envelope }>;
   getEnvelope(id: string): Promise<Envelope | undefined>;
   findEnvelopeByIdempotencyKey(tenant: string, key: string): Promise<Envelope | undefined>;
   findEnvelopeByRemoteId(target: string, remoteId: string): Promise<Envelope | undefined>;
   /**
    * Writes `next` if the stored version is still `expectedVersion`, setting version to
    * expectedVersion + 1, and appends `events` in the same transaction. Throws VersionConflictError
-   * otherwise. Returns the stored envelope and the appended events with their sequence numbers.
+   * otherwise (TaskplaneError `not_found` when there is no such envelope). Returns the stored envelope
+   * and the appended events with their sequence numbers.
    */
   updateEnvelope(
     next: Envelope,
@@ -64,8 +68,9 @@ export interface Store {
 
   // --- agent host: tasks ----------------------------------------------------------------------
   /**
-   * Creates an agent task. When `(owner, messageId)` was used before, creates nothing and returns the
-   * existing task with `created: false` (SendMessage idempotent on messageId per caller).
+   * Creates an agent task at version 1 (whatever `task.version` says). When `(owner, messageId)` was used
+   * before, creates nothing and returns the existing task with `created: false` (SendMessage idempotent on
+   * messageId per caller). Outbox rows get `createdAt = task.updatedAt`.
    */
   createAgentTask(
     task: AgentTaskRecord,
@@ -80,7 +85,10 @@ export interface Store {
   /**
    * CAS write of a task (version check as updateEnvelope), with its events and outbox rows in the same
    * transaction. `messageId`, when given, is recorded for (owner, messageId) idempotency; if that pair is
-   * already recorded the write is refused with `duplicate: true` and nothing changes.
+   * already recorded the write is refused with `duplicate: true` and nothing changes; that check comes
+   * before the version check, so a retried message reads as a duplicate, not a conflict. The owner never
+   * changes (the stored one is kept). Outbox rows get `createdAt = next.updatedAt`. TaskplaneError
+   * `not_found` when there is no such task.
    */
   updateAgentTask(
     next: AgentTaskRecord,
@@ -92,7 +100,10 @@ export interface Store {
   listAgentTasks(query: AgentTaskQuery): Promise<AgentTaskPage>;
   /** Every task not in a terminal state (restart recovery). */
   listActiveAgentTasks(): Promise<AgentTaskRecord[]>;
-  /** Task events with seq > afterSeq, in order (SubscribeToTask replay, Last-Event-ID). */
+  /**
+   * Task events with seq > afterSeq, in order (SubscribeToTask replay, Last-Event-ID). Task event seqs
+   * come from one sequence shared by all tasks: increasing per task, with gaps between a task's events.
+   */
   listAgentTaskEvents(taskId: string, afterSeq: number, limit?: number): Promise<AgentTaskEvent[]>;
 
   // --- agent host: push configs ---------------------------------------------------------------
@@ -120,7 +131,8 @@ export interface Store {
   /**
    * Calls `listener` soon after envelope events or agent-task events are committed by ANY process
    * sharing this store (in-process for memory/sqlite, LISTEN/NOTIFY for postgres). It only wakes:
-   * readers then list events after their last seq, so a missed wake-up loses nothing.
+   * readers then list events after their last seq, so a missed wake-up loses nothing. One notice per
+   * write, carrying that write's last seq; writes without events notify nothing.
    */
   onChange(listener: (change: ChangeNotice) => void): () => void;
 

@@ -1,0 +1,211 @@
+import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
+import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
+import type { NormalizedState } from '../../core/states.ts';
+import { ChangeHub, envelopeNotices } from '../change-hub.ts';
+import { MemoryAgentHost, clone, cloneOrUndefined, compare, pair } from './memory-agent-host.ts';
+import type {
+  ChangeNotice,
+  EnvelopeQuery,
+  EventQuery,
+  InboundDelivery,
+  Page,
+  Store,
+  StoreCapabilities,
+} from '../store.ts';
+import { afterKeyset, decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+
+/**
+ * The Store in plain TypeScript maps: no node: imports and no native code, so the lab can run the real
+ * engine in a browser. Every record is deep-copied on the way in and out (structuredClone) so a caller
+ * mutating what it passed or got back can never change stored state behind the version check.
+ *
+ * Each method runs to completion without an await, which makes it one atomic "transaction" on the single
+ * JS thread; concurrency between callers happens only between methods, exactly where CAS checks apply.
+ */
+export class MemoryStore extends MemoryAgentHost implements Store {
+  readonly capabilities: StoreCapabilities = {
+    durable: false,
+    multiProcess: false,
+    crossProcessNotify: false,
+  };
+
+  private readonly envelopes = new Map<string, Envelope>();
+  /** `tenant \u0000 key` → envelope id. */
+  private readonly idempotencyKeys = new Map<string, string>();
+  private readonly events: EnvelopeEvent[] = [];
+  private eventSeq = 0;
+  private readonly deliveries = new Set<string>();
+  private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
+  private readonly settings = new Map<string, string>();
+  protected readonly hub = new ChangeHub();
+  private closed = false;
+
+  // --- envelopes -----------------------------------------------------------------------------
+
+  async createEnvelope(
+    envelope: Envelope,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ created: boolean; envelope: Envelope }> {
+    this.assertOpen();
+    if (envelope.idempotencyKey !== null) {
+      const existing = this.idempotencyKeys.get(pair(envelope.tenant, envelope.idempotencyKey));
+      if (existing !== undefined) return { created: false, envelope: clone(this.envelopes.get(existing)!) };
+    }
+    if (this.envelopes.has(envelope.id))
+      throw new TaskplaneError('conflict', `envelope ${envelope.id} already exists`);
+    const stored = { ...clone(envelope), version: 1 };
+    this.envelopes.set(stored.id, stored);
+    if (stored.idempotencyKey !== null)
+      this.idempotencyKeys.set(pair(stored.tenant, stored.idempotencyKey), stored.id);
+    const appended = this.appendEvents(events);
+    this.hub.emit(envelopeNotices(stored.id, appended));
+    return { created: true, envelope: clone(stored) };
+  }
+
+  async getEnvelope(id: string): Promise<Envelope | undefined> {
+    return cloneOrUndefined(this.envelopes.get(id));
+  }
+
+  async findEnvelopeByIdempotencyKey(tenant: string, key: string): Promise<Envelope | undefined> {
+    const id = this.idempotencyKeys.get(pair(tenant, key));
+    return id === undefined ? undefined : cloneOrUndefined(this.envelopes.get(id));
+  }
+
+  async findEnvelopeByRemoteId(target: string, remoteId: string): Promise<Envelope | undefined> {
+    for (const envelope of this.envelopes.values()) {
+      if (envelope.target === target && envelope.remoteId === remoteId) return clone(envelope);
+    }
+    return undefined;
+  }
+
+  async updateEnvelope(
+    next: Envelope,
+    expectedVersion: number,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ envelope: Envelope; events: EnvelopeEvent[] }> {
+    this.assertOpen();
+    const current = this.envelopes.get(next.id);
+    if (!current) throw notFound(`envelope ${next.id}`);
+    if (current.version !== expectedVersion) throw new VersionConflictError(`envelope ${next.id}`);
+    if (next.tenant !== current.tenant || next.idempotencyKey !== current.idempotencyKey) {
+      // The unique (tenant, idempotencyKey) index is fixed at creation, as in the SQL backends.
+      const key = next.idempotencyKey === null ? undefined : pair(next.tenant, next.idempotencyKey);
+      if (key !== undefined && this.idempotencyKeys.has(key)) {
+        throw new TaskplaneError('conflict', `idempotency key already used in tenant ${next.tenant}`);
+      }
+      if (current.idempotencyKey !== null)
+        this.idempotencyKeys.delete(pair(current.tenant, current.idempotencyKey));
+      if (key !== undefined) this.idempotencyKeys.set(key, next.id);
+    }
+    const stored = { ...clone(next), version: expectedVersion + 1 };
+    this.envelopes.set(stored.id, stored);
+    const appended = this.appendEvents(events);
+    this.hub.emit(envelopeNotices(stored.id, appended));
+    return { envelope: clone(stored), events: clone(appended) };
+  }
+
+  async listEnvelopes(query: EnvelopeQuery): Promise<Page<Envelope>> {
+    const limit = envelopeLimit(query.limit);
+    const order = query.order ?? 'desc';
+    const keyset = decodeCursor(query.cursor);
+    const states = query.states && new Set<NormalizedState>(query.states);
+    const matching = [...this.envelopes.values()].filter(
+      (e) =>
+        (query.tenant === undefined || e.tenant === query.tenant) &&
+        (states === undefined || states.has(e.state)) &&
+        (query.target === undefined || e.target === query.target) &&
+        (query.connector === undefined || e.connector === query.connector) &&
+        (query.updatedAfter === undefined || e.updatedAt > query.updatedAfter) &&
+        (keyset === undefined || afterKeyset(e.updatedAt, e.id, keyset, order)),
+    );
+    const sign = order === 'desc' ? -1 : 1;
+    matching.sort((a, b) => sign * (a.updatedAt - b.updatedAt || compare(a.id, b.id)));
+    const items = matching.slice(0, limit).map(clone);
+    const last = items[items.length - 1];
+    return matching.length > limit && last
+      ? { items, nextCursor: encodeCursor(last.updatedAt, last.id) }
+      : { items };
+  }
+
+  async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
+    const counts: Partial<Record<NormalizedState, number>> = {};
+    for (const e of this.envelopes.values()) {
+      if (tenant === undefined || e.tenant === tenant) counts[e.state] = (counts[e.state] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  // --- event log -----------------------------------------------------------------------------
+
+  async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {
+    const limit = eventLimit(query.limit);
+    const out: EnvelopeEvent[] = [];
+    // seq starts at 1 and has no gaps here, so the start index is afterSeq itself.
+    for (let i = Math.max(0, Math.floor(query.afterSeq)); i < this.events.length && out.length < limit; i++) {
+      const event = this.events[i]!;
+      if (query.tenant !== undefined && event.tenant !== query.tenant) continue;
+      if (query.envelopeId !== undefined && event.envelopeId !== query.envelopeId) continue;
+      out.push(clone(event));
+    }
+    return out;
+  }
+
+  // --- deliveries, leases, settings -------------------------------------------------------------
+
+  async recordDelivery(delivery: InboundDelivery): Promise<boolean> {
+    this.assertOpen();
+    const key = pair(delivery.source, delivery.deliveryId);
+    if (this.deliveries.has(key)) return false;
+    this.deliveries.add(key);
+    return true;
+  }
+
+  async acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    this.assertOpen();
+    const lease = this.leases.get(name);
+    if (lease && lease.owner !== owner && lease.expiresAt > now) return false;
+    this.leases.set(name, { owner, expiresAt: now + ttlMs });
+    return true;
+  }
+
+  async releaseLease(name: string, owner: string): Promise<void> {
+    if (this.leases.get(name)?.owner === owner) this.leases.delete(name);
+  }
+
+  async getSetting(key: string): Promise<string | undefined> {
+    return this.settings.get(key);
+  }
+
+  async putSettingIfAbsent(key: string, value: string): Promise<string> {
+    this.assertOpen();
+    const existing = this.settings.get(key);
+    if (existing !== undefined) return existing;
+    this.settings.set(key, value);
+    return value;
+  }
+
+  // --- change feed -----------------------------------------------------------------------------
+
+  onChange(listener: (change: ChangeNotice) => void): () => void {
+    return this.hub.subscribe(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.hub.clear();
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  protected assertOpen(): void {
+    if (this.closed) throw new TaskplaneError('unavailable', 'store is closed', { retryable: false });
+  }
+
+  private appendEvents(events: NewEnvelopeEvent[]): EnvelopeEvent[] {
+    return events.map((event) => {
+      const stored = { ...clone(event), seq: ++this.eventSeq };
+      this.events.push(stored);
+      return stored;
+    });
+  }
+}

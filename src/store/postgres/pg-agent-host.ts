@@ -1,0 +1,245 @@
+import type pg from 'pg';
+import { VersionConflictError, notFound } from '../../core/errors.ts';
+import { taskNotices } from '../change-hub.ts';
+import { snapshot } from '../snapshot.ts';
+import * as rows from '../sql-rows.ts';
+import { where } from '../sql-where.ts';
+import type {
+  AgentTaskEvent,
+  AgentTaskPage,
+  AgentTaskQuery,
+  AgentTaskRecord,
+  ChangeNotice,
+  NewAgentTaskEvent,
+  NewOutboxRow,
+  OutboxRow,
+  OutboxStatus,
+  PushConfigRecord,
+} from '../store.ts';
+import {
+  TERMINAL_AGENT_TASK_STATES,
+  agentTaskPageSize,
+  decodeCursor,
+  encodeCursor,
+  eventLimit,
+  outboxLimit,
+} from '../store-query.ts';
+import { claimOutboxSql, insertOutbox, insertTaskEvents } from './pg-sql.ts';
+
+type Client = pg.PoolClient;
+
+/**
+ * The agent-host half of the PostgreSQL Store (tasks, their events, push configs, the push outbox), split
+ * from pg-store.ts to keep files readable. It needs only the pool query path and the transaction path.
+ */
+export abstract class PgAgentHost {
+  protected abstract readonly pool: pg.Pool;
+  /** Runs one statement on the pool, translating errors. */
+  protected abstract query<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]>;
+  protected abstract run<R extends pg.QueryResultRow>(
+    sql: string,
+    params: unknown[],
+  ): Promise<pg.QueryResult<R>>;
+  /** One transaction; notices pushed by `fn` are NOTIFYed inside it and emitted locally after COMMIT. */
+  protected abstract tx<T>(fn: (client: Client, notices: ChangeNotice[]) => Promise<T>): Promise<T>;
+
+  // --- agent tasks -----------------------------------------------------------------------------
+
+  createAgentTask(
+    task: AgentTaskRecord,
+    messageId: string,
+    events: NewAgentTaskEvent[],
+    outbox: NewOutboxRow[],
+  ): Promise<{ created: boolean; task: AgentTaskRecord }> {
+    ({ task, events, outbox } = snapshot({ task, events, outbox }));
+    return this.tx(async (c, notices) => {
+      // The (owner, messageId) row goes first: a concurrent duplicate waits on it, then sees ours.
+      const claimed = await this.recordMessage(c, task.owner, messageId, task.id);
+      if (!claimed) {
+        const existing = await c.query<{ task_id: string }>(
+          'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND message_id = $2',
+          [task.owner, messageId],
+        );
+        return { created: false, task: (await this.readTask(c, existing.rows[0]!.task_id))! };
+      }
+      const stored = { ...task, version: 1 };
+      await c.query(
+        `INSERT INTO agent_tasks (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
+           executor_state, id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [...taskColumns(stored), stored.id],
+      );
+      notices.push(...taskNotices(stored.id, await insertTaskEvents(c, events)));
+      await insertOutbox(c, outbox, stored.updatedAt);
+      return { created: true, task: structuredClone(stored) };
+    });
+  }
+
+  async getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined> {
+    const task = await this.readTask(this.pool, id);
+    return task && (owner === undefined || task.owner === owner) ? task : undefined;
+  }
+
+  async findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined> {
+    const sql = 'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND message_id = $2';
+    return (await this.query<{ task_id: string }>(sql, [owner, messageId]))[0]?.task_id;
+  }
+
+  updateAgentTask(
+    next: AgentTaskRecord,
+    expectedVersion: number,
+    events: NewAgentTaskEvent[],
+    outbox: NewOutboxRow[],
+    messageId?: string,
+  ): Promise<{ duplicate: boolean; task: AgentTaskRecord; events: AgentTaskEvent[] }> {
+    ({ next, events, outbox } = snapshot({ next, events, outbox }));
+    return this.tx(async (c, notices) => {
+      const current = await this.readTask(c, next.id);
+      if (!current) throw notFound(`agent task ${next.id}`);
+      // Duplicate before version: a retried message must read as "already done", not as a conflict.
+      if (messageId !== undefined && !(await this.recordMessage(c, current.owner, messageId, next.id))) {
+        return { duplicate: true, task: (await this.readTask(c, next.id))!, events: [] };
+      }
+      const stored = { ...next, owner: current.owner, version: expectedVersion + 1 };
+      // The row lock this UPDATE takes also orders this task's events: no two writers of one task can
+      // interleave their event inserts, so per-task replay (listAgentTaskEvents) never skips a seq.
+      const updated = await c.query(
+        `UPDATE agent_tasks SET owner = $1, context_id = $2, state = $3, status_timestamp = $4, created_at = $5,
+           updated_at = $6, version = $7, task = $8, executor_state = $9 WHERE id = $10 AND version = $11`,
+        [...taskColumns(stored), next.id, expectedVersion],
+      );
+      if (updated.rowCount === 0) throw new VersionConflictError(`agent task ${next.id}`);
+      const appended = await insertTaskEvents(c, events);
+      await insertOutbox(c, outbox, stored.updatedAt);
+      notices.push(...taskNotices(stored.id, appended));
+      return { duplicate: false, task: structuredClone(stored), events: appended };
+    });
+  }
+
+  async listAgentTasks(query: AgentTaskQuery): Promise<AgentTaskPage> {
+    const pageSize = agentTaskPageSize(query.pageSize);
+    const keyset = decodeCursor(query.cursor);
+    const w = where('pg');
+    w.add('owner = $?', query.owner);
+    if (query.contextId !== undefined) w.add('context_id = $?', query.contextId);
+    if (query.state !== undefined) w.add('state = $?', query.state);
+    if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);
+    const total = (
+      await this.query<{ n: number }>(`SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`, w.params)
+    )[0]!.n;
+    if (keyset) w.add('(status_timestamp, id) < ($?, $?)', keyset.at, keyset.id);
+    const sql = `SELECT * FROM agent_tasks ${w.sql()} ORDER BY status_timestamp DESC, id DESC LIMIT ${pageSize + 1}`;
+    const found = (await this.query<rows.AgentTaskRow>(sql, w.params)).map(rows.toAgentTask);
+    const tasks = found.slice(0, pageSize);
+    const last = tasks[tasks.length - 1];
+    const nextCursor =
+      found.length > pageSize && last ? encodeCursor(last.statusTimestamp, last.id) : undefined;
+    return { tasks, nextCursor, totalSize: total };
+  }
+
+  async listActiveAgentTasks(): Promise<AgentTaskRecord[]> {
+    const sql = 'SELECT * FROM agent_tasks WHERE NOT (state = ANY($1::text[])) ORDER BY id';
+    return (await this.query<rows.AgentTaskRow>(sql, [TERMINAL_AGENT_TASK_STATES])).map(rows.toAgentTask);
+  }
+
+  async listAgentTaskEvents(taskId: string, afterSeq: number, limit?: number): Promise<AgentTaskEvent[]> {
+    const sql = `SELECT * FROM agent_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT ${eventLimit(limit)}`;
+    return (await this.query<rows.TaskEventRow>(sql, [taskId, afterSeq])).map(rows.toTaskEvent);
+  }
+
+  // --- push configs ----------------------------------------------------------------------------
+
+  async putPushConfig(c: PushConfigRecord): Promise<PushConfigRecord> {
+    await this.run(
+      `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, url = excluded.url, token = excluded.token,
+         authentication = excluded.authentication, created_at = excluded.created_at`,
+      [c.taskId, c.id, c.owner, c.url, c.token, jsonOrNull(c.authentication), c.createdAt],
+    );
+    return structuredClone(c);
+  }
+
+  async getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
+    const sql = 'SELECT * FROM push_configs WHERE task_id = $1 AND id = $2';
+    const found = await this.query<rows.PushConfigRow>(sql, [taskId, id]);
+    return found[0] && rows.toPushConfig(found[0]);
+  }
+
+  async listPushConfigs(taskId: string): Promise<PushConfigRecord[]> {
+    const sql = 'SELECT * FROM push_configs WHERE task_id = $1 ORDER BY created_at, id';
+    return (await this.query<rows.PushConfigRow>(sql, [taskId])).map(rows.toPushConfig);
+  }
+
+  async deletePushConfig(taskId: string, id: string): Promise<void> {
+    await this.run('DELETE FROM push_configs WHERE task_id = $1 AND id = $2', [taskId, id]);
+  }
+
+  // --- push outbox -----------------------------------------------------------------------------
+
+  async claimOutbox(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxRow[]> {
+    const found = await this.query<rows.OutboxDbRow>(claimOutboxSql, [
+      owner,
+      now + leaseMs,
+      now,
+      Math.max(0, limit),
+    ]);
+    return found.map(rows.toOutbox).sort((a, b) => a.id - b.id);
+  }
+
+  async completeOutbox(id: number, owner: string, now: number): Promise<void> {
+    await this.run(
+      `UPDATE outbox SET status = 'delivered', delivered_at = $1, lease_owner = NULL, lease_expires_at = NULL
+       WHERE id = $2 AND status = 'leased' AND lease_owner = $3`,
+      [now, id, owner],
+    );
+  }
+
+  async failOutbox(id: number, owner: string, error: string, nextAttemptAt: number | null): Promise<void> {
+    await this.run(
+      `UPDATE outbox SET status = $1, next_attempt_at = COALESCE($2, next_attempt_at), last_error = $3,
+         lease_owner = NULL, lease_expires_at = NULL
+       WHERE id = $4 AND status = 'leased' AND lease_owner = $5`,
+      [nextAttemptAt === null ? 'dead' : 'pending', nextAttemptAt, error, id, owner],
+    );
+  }
+
+  async listOutbox(query: { status?: OutboxStatus; taskId?: string; limit?: number }): Promise<OutboxRow[]> {
+    const w = where('pg');
+    if (query.status !== undefined) w.add('status = $?', query.status);
+    if (query.taskId !== undefined) w.add('task_id = $?', query.taskId);
+    const sql = `SELECT * FROM outbox ${w.sql()} ORDER BY id LIMIT ${outboxLimit(query.limit)}`;
+    return (await this.query<rows.OutboxDbRow>(sql, w.params)).map(rows.toOutbox);
+  }
+
+  protected async readTask(c: pg.Pool | Client, id: string): Promise<AgentTaskRecord | undefined> {
+    const found = await c.query<rows.AgentTaskRow>('SELECT * FROM agent_tasks WHERE id = $1', [id]);
+    return found.rows[0] && rows.toAgentTask(found.rows[0]);
+  }
+
+  private async recordMessage(c: Client, owner: string, messageId: string, taskId: string): Promise<boolean> {
+    const result = await c.query(
+      `INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+      [owner, messageId, taskId],
+    );
+    return result.rowCount === 1;
+  }
+}
+
+function taskColumns(t: AgentTaskRecord): unknown[] {
+  const task = JSON.stringify(t.task);
+  return [
+    t.owner,
+    t.contextId,
+    t.state,
+    t.statusTimestamp,
+    t.createdAt,
+    t.updatedAt,
+    t.version,
+    task,
+    jsonOrNull(t.executorState),
+  ];
+}
+
+function jsonOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}

@@ -1,0 +1,374 @@
+import pg from 'pg';
+import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
+import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
+import type { NormalizedState } from '../../core/states.ts';
+import { ChangeHub } from '../change-hub.ts';
+import { snapshot } from '../snapshot.ts';
+import * as rows from '../sql-rows.ts';
+import { where } from '../sql-where.ts';
+import type {
+  ChangeNotice,
+  EnvelopeQuery,
+  EventQuery,
+  InboundDelivery,
+  Page,
+  Store,
+  StoreCapabilities,
+} from '../store.ts';
+import { silentLogger, type StoreLogger } from '../store-logger.ts';
+import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import { clientConfig, parsePgUrl, translatePgError, type PgTarget } from './pg-connect.ts';
+import { PgAgentHost } from './pg-agent-host.ts';
+import { EnvelopeBatcher, type EnvelopeOp } from './pg-envelope-batcher.ts';
+import { PgListener, type WirePayload } from './pg-listener.ts';
+import { migratePostgres } from './pg-migrate.ts';
+import { PG_MIGRATIONS } from './pg-schema.ts';
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:pass@host:port/db?schema=name`; the schema is created when missing. */
+  url: string;
+  /** Pooled connections per store. @default 10 */
+  poolMax?: number;
+  /** Give up connecting after this long (then `unavailable`). @default 5000 */
+  connectTimeoutMs?: number;
+  /** Share one transaction between envelope writes that queue up behind a running one. @default true */
+  groupCommit?: boolean;
+  /** Keep a LISTEN connection so other processes' commits reach onChange. @default true */
+  listen?: boolean;
+  logger?: StoreLogger;
+  /** "now" for the migrations table only. @default Date.now */
+  nowMs?: () => number;
+}
+
+type Client = pg.PoolClient;
+
+/**
+ * The shared Store: several taskplane processes on one PostgreSQL database (or one schema of it). Dedup
+ * rests on unique constraints with ON CONFLICT, CAS on a version column in the UPDATE, claims on
+ * FOR UPDATE SKIP LOCKED, and fan-out on LISTEN/NOTIFY sent inside the writing transaction.
+ */
+export class PostgresStore extends PgAgentHost implements Store {
+  readonly capabilities: StoreCapabilities = { durable: true, multiProcess: true, crossProcessNotify: true };
+  private readonly hub = new ChangeHub();
+  private readonly instanceId = globalThis.crypto.randomUUID();
+  private readonly channel: string;
+  private readonly eventLockKey: string;
+  private listener: PgListener | undefined;
+  private readonly envelopes: EnvelopeBatcher;
+  private closed = false;
+
+  /** `host:port/database`, safe to log (no credentials). */
+  get label(): string {
+    return this.target.label;
+  }
+
+  private constructor(
+    protected readonly pool: pg.Pool,
+    private readonly target: PgTarget,
+    groupCommit: boolean,
+  ) {
+    super();
+    const schema = target.schema ?? 'default';
+    // Channel names are identifiers (63 bytes max): 10 + a schema name of at most 48.
+    this.channel = `taskplane_${schema}`;
+    this.eventLockKey = `taskplane_events:${schema}`;
+    this.envelopes = new EnvelopeBatcher({
+      pool,
+      groupCommit,
+      maxBatch: 128,
+      lockEvents: (c) => this.lockEvents(c),
+      notify: (c, notices) => this.notify(c, notices),
+      onCommit: (notices) => this.hub.emit(notices),
+      translate: (err) => translatePgError(err, target.label),
+    });
+  }
+
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const target = parsePgUrl(options.url);
+    const logger = options.logger ?? silentLogger;
+    const config = clientConfig(target, options.connectTimeoutMs ?? 5000);
+    const pool = new pg.Pool({ ...config, max: options.poolMax ?? 10 });
+    // An idle pooled connection dying (server restart) must not crash the process; the next query reconnects.
+    pool.on('error', (err) =>
+      logger.warn(`postgres pool connection error at ${target.label} (${err.message})`),
+    );
+    const store = new PostgresStore(pool, target, options.groupCommit ?? true);
+    try {
+      const client = await pool.connect();
+      try {
+        await migratePostgres(client, target.schema, PG_MIGRATIONS, (options.nowMs ?? Date.now)());
+      } finally {
+        client.release();
+      }
+      if (options.listen ?? true) {
+        store.listener = new PgListener(config, store.channel, store.instanceId, store.hub, logger);
+        await store.listener.start();
+      }
+    } catch (err) {
+      await store.close();
+      throw translatePgError(err, target.label);
+    }
+    return store;
+  }
+
+  // --- envelopes -----------------------------------------------------------------------------
+
+  createEnvelope(
+    envelope: Envelope,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ created: boolean; envelope: Envelope }> {
+    ({ envelope, events } = snapshot({ envelope, events }));
+    return this.envelopeWrite(async ({ client: c, appendEvents }) => {
+      const stored = { ...envelope, version: 1 };
+      // ON CONFLICT on the idempotency index: a concurrent create with the same key waits for ours, then
+      // finds it, instead of failing on the unique index.
+      const inserted = await c.query(
+        `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
+        [...envelopeColumns(stored), stored.id],
+      );
+      if (inserted.rowCount === 0) {
+        const existing = await c.query<rows.EnvelopeRow>(
+          'SELECT doc, version FROM envelopes WHERE tenant = $1 AND idempotency_key = $2',
+          [envelope.tenant, envelope.idempotencyKey],
+        );
+        return { created: false, envelope: rows.toEnvelope(existing.rows[0]!) };
+      }
+      appendEvents(stored.id, events);
+      return { created: true, envelope: structuredClone(stored) };
+    });
+  }
+
+  async getEnvelope(id: string): Promise<Envelope | undefined> {
+    const found = await this.query<rows.EnvelopeRow>('SELECT doc, version FROM envelopes WHERE id = $1', [
+      id,
+    ]);
+    return found[0] && rows.toEnvelope(found[0]);
+  }
+
+  async findEnvelopeByIdempotencyKey(tenant: string, key: string): Promise<Envelope | undefined> {
+    const sql = 'SELECT doc, version FROM envelopes WHERE tenant = $1 AND idempotency_key = $2';
+    const found = await this.query<rows.EnvelopeRow>(sql, [tenant, key]);
+    return found[0] && rows.toEnvelope(found[0]);
+  }
+
+  async findEnvelopeByRemoteId(target: string, remoteId: string): Promise<Envelope | undefined> {
+    const sql = 'SELECT doc, version FROM envelopes WHERE target = $1 AND remote_id = $2 LIMIT 1';
+    const found = await this.query<rows.EnvelopeRow>(sql, [target, remoteId]);
+    return found[0] && rows.toEnvelope(found[0]);
+  }
+
+  updateEnvelope(
+    next: Envelope,
+    expectedVersion: number,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ envelope: Envelope; events: EnvelopeEvent[] }> {
+    ({ next, events } = snapshot({ next, events }));
+    return this.envelopeWrite(async ({ client: c, appendEvents }) => {
+      const stored = { ...next, version: expectedVersion + 1 };
+      const updated = await c.query(
+        `UPDATE envelopes SET tenant = $1, idempotency_key = $2, connector = $3, target = $4, remote_id = $5,
+           state = $6, updated_at = $7, version = $8, doc = $9 WHERE id = $10 AND version = $11`,
+        [...envelopeColumns(stored), next.id, expectedVersion],
+      );
+      if (updated.rowCount === 0) {
+        const exists = await c.query('SELECT 1 FROM envelopes WHERE id = $1', [next.id]);
+        throw exists.rowCount
+          ? new VersionConflictError(`envelope ${next.id}`)
+          : notFound(`envelope ${next.id}`);
+      }
+      return { envelope: structuredClone(stored), events: appendEvents(stored.id, events) };
+    });
+  }
+
+  async listEnvelopes(query: EnvelopeQuery): Promise<Page<Envelope>> {
+    const limit = envelopeLimit(query.limit);
+    const desc = (query.order ?? 'desc') === 'desc';
+    const keyset = decodeCursor(query.cursor);
+    const w = where('pg');
+    if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.states !== undefined) w.add('state = ANY($?::text[])', query.states);
+    if (query.target !== undefined) w.add('target = $?', query.target);
+    if (query.connector !== undefined) w.add('connector = $?', query.connector);
+    if (query.updatedAfter !== undefined) w.add('updated_at > $?', query.updatedAfter);
+    if (keyset) w.add(`(updated_at, id) ${desc ? '<' : '>'} ($?, $?)`, keyset.at, keyset.id);
+    const dir = desc ? 'DESC' : 'ASC';
+    const sql = `SELECT doc, version FROM envelopes ${w.sql()} ORDER BY updated_at ${dir}, id ${dir} LIMIT ${limit + 1}`;
+    const found = (await this.query<rows.EnvelopeRow>(sql, w.params)).map(rows.toEnvelope);
+    const items = found.slice(0, limit);
+    const last = items[items.length - 1];
+    return found.length > limit && last
+      ? { items, nextCursor: encodeCursor(last.updatedAt, last.id) }
+      : { items };
+  }
+
+  async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
+    const found = await this.query<{ state: NormalizedState; n: number }>(
+      tenant === undefined
+        ? 'SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state'
+        : 'SELECT state, COUNT(*) AS n FROM envelopes WHERE tenant = $1 GROUP BY state',
+      tenant === undefined ? [] : [tenant],
+    );
+    return Object.fromEntries(found.map((r) => [r.state, r.n]));
+  }
+
+  async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {
+    const w = where('pg');
+    w.add('seq > $?', query.afterSeq);
+    if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.envelopeId !== undefined) w.add('envelope_id = $?', query.envelopeId);
+    const sql = `SELECT * FROM envelope_events ${w.sql()} ORDER BY seq LIMIT ${eventLimit(query.limit)}`;
+    return (await this.query<rows.EventRow>(sql, w.params)).map(rows.toEvent);
+  }
+
+  // --- deliveries, leases, settings -------------------------------------------------------------
+
+  async recordDelivery(d: InboundDelivery): Promise<boolean> {
+    const result = await this.run(
+      `INSERT INTO deliveries (source, delivery_id, envelope_id, received_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING`,
+      [d.source, d.deliveryId, d.envelopeId, d.receivedAt],
+    );
+    return result.rowCount === 1;
+  }
+
+  async acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    const result = await this.run(
+      `INSERT INTO leases (name, owner, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+       WHERE leases.owner = excluded.owner OR leases.expires_at <= $4`,
+      [name, owner, now + ttlMs, now],
+    );
+    return result.rowCount === 1;
+  }
+
+  async releaseLease(name: string, owner: string): Promise<void> {
+    await this.run('DELETE FROM leases WHERE name = $1 AND owner = $2', [name, owner]);
+  }
+
+  async getSetting(key: string): Promise<string | undefined> {
+    return (await this.query<{ value: string }>('SELECT value FROM settings WHERE key = $1', [key]))[0]
+      ?.value;
+  }
+
+  async putSettingIfAbsent(key: string, value: string): Promise<string> {
+    // Two statements, not one CTE: under READ COMMITTED the fallback read must take a snapshot after a
+    // racing insert committed, or it sees neither row.
+    const inserted = await this.query<{ value: string }>(
+      'INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING value',
+      [key, value],
+    );
+    if (inserted[0]) return inserted[0].value;
+    return (await this.query<{ value: string }>('SELECT value FROM settings WHERE key = $1', [key]))[0]!
+      .value;
+  }
+
+  // --- change feed, lifecycle --------------------------------------------------------------------
+
+  onChange(listener: (change: ChangeNotice) => void): () => void {
+    return this.hub.subscribe(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.envelopes.idle();
+    this.hub.clear();
+    await this.listener?.close();
+    await this.pool.end().catch(() => undefined);
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  protected async query<R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]> {
+    return (await this.run<R>(sql, params)).rows;
+  }
+
+  protected async run<R extends pg.QueryResultRow>(
+    sql: string,
+    params: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    this.assertOpen();
+    try {
+      return await this.pool.query<R>(sql, params);
+    } catch (err) {
+      throw translatePgError(err, this.target.label);
+    }
+  }
+
+  /** One transaction; NOTIFY rides in it, so listeners hear only of committed changes. */
+  protected async tx<T>(fn: (client: Client, notices: ChangeNotice[]) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    let client: Client;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw translatePgError(err, this.target.label);
+    }
+    const notices: ChangeNotice[] = [];
+    try {
+      await client.query('BEGIN');
+      const value = await fn(client, notices);
+      await this.notify(client, notices);
+      await client.query('COMMIT');
+      client.release();
+      this.hub.emit(notices);
+      return value;
+    } catch (err) {
+      const broken = await client.query('ROLLBACK').then(
+        () => undefined,
+        (rollbackErr: unknown) => rollbackErr as Error,
+      );
+      client.release(broken);
+      throw translatePgError(err, this.target.label);
+    }
+  }
+
+  /** Envelope writes go through the group-commit batcher (see EnvelopeBatcher for why). */
+  private envelopeWrite<T>(op: EnvelopeOp<T>): Promise<T> {
+    this.assertOpen();
+    return this.envelopes.run(op);
+  }
+
+  /**
+   * Envelope events need a global order that readers can trust: a reader that lists "seq > N" must never
+   * later see a smaller seq commit (identity values are taken at insert, commits land in any order). So
+   * every event-inserting transaction takes one transaction-level advisory lock per schema just before
+   * its insert and holds it through COMMIT: seq order equals commit order, and listEvents needs no care.
+   * The price is that those commits (and their fsyncs) are serialized, which EnvelopeBatcher buys back
+   * by putting many writes in each transaction. The alternative, readers stopping below the oldest
+   * in-flight transaction, moves the cost onto every reader and stalls them behind any long transaction.
+   */
+  private async lockEvents(c: Client): Promise<void> {
+    await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [this.eventLockKey]);
+  }
+
+  /** NOTIFY inside the writing transaction: listeners hear only of committed changes. */
+  private async notify(c: Client, notices: ChangeNotice[]): Promise<void> {
+    if (notices.length === 0) return;
+    const payloads = notices.map((n) => {
+      const wire: WirePayload = { i: this.instanceId, k: n.kind, id: n.id, s: n.seq };
+      return JSON.stringify(wire);
+    });
+    await c.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [this.channel, payloads]);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new TaskplaneError('unavailable', 'store is closed', { retryable: false });
+  }
+}
+
+function envelopeColumns(e: Envelope): unknown[] {
+  return [
+    e.tenant,
+    e.idempotencyKey,
+    e.connector,
+    e.target,
+    e.remoteId,
+    e.state,
+    e.updatedAt,
+    e.version,
+    JSON.stringify(e),
+  ];
+}

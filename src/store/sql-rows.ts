@@ -1,0 +1,144 @@
+import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
+import type { AgentTaskEvent, AgentTaskRecord, OutboxRow, OutboxStatus, PushConfigRecord } from './store.ts';
+
+/**
+ * Row shapes of the SQL backends and their mapping to the port's records. SQLite hands JSON back as text,
+ * PostgreSQL (jsonb) as parsed values; `json` accepts both so one mapping serves both backends.
+ */
+
+type Json = string | Record<string, unknown>;
+
+function json<T>(value: Json): T {
+  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+}
+
+export interface EnvelopeRow {
+  doc: Json;
+  version: number;
+}
+
+export interface EventRow {
+  seq: number;
+  envelope_id: string;
+  tenant: string;
+  type: string;
+  at: number;
+  data: Json;
+}
+
+export interface AgentTaskRow {
+  id: string;
+  owner: string;
+  context_id: string;
+  state: string;
+  status_timestamp: number;
+  created_at: number;
+  updated_at: number;
+  version: number;
+  task: Json;
+  executor_state: Json | null;
+}
+
+export interface TaskEventRow {
+  seq: number;
+  task_id: string;
+  at: number;
+  payload: Json;
+}
+
+export interface PushConfigRow {
+  task_id: string;
+  id: string;
+  owner: string;
+  url: string;
+  token: string | null;
+  authentication: Json | null;
+  created_at: number;
+}
+
+export interface OutboxDbRow {
+  id: number;
+  task_id: string;
+  config_id: string;
+  delivery_id: string;
+  payload: Json;
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
+export function toEnvelope(row: EnvelopeRow): Envelope {
+  // The version column is authoritative: it is what the CAS UPDATE checks.
+  return { ...json<Envelope>(row.doc), version: row.version };
+}
+
+export function toEvent(row: EventRow): EnvelopeEvent {
+  return {
+    seq: row.seq,
+    envelopeId: row.envelope_id,
+    tenant: row.tenant,
+    type: row.type,
+    at: row.at,
+    data: json<Record<string, unknown>>(row.data),
+  };
+}
+
+export function toAgentTask(row: AgentTaskRow): AgentTaskRecord {
+  return {
+    id: row.id,
+    owner: row.owner,
+    contextId: row.context_id,
+    state: row.state,
+    statusTimestamp: row.status_timestamp,
+    task: json<Record<string, unknown>>(row.task),
+    executorState: row.executor_state === null ? null : json<Record<string, unknown>>(row.executor_state),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    version: row.version,
+  };
+}
+
+export function toTaskEvent(row: TaskEventRow): AgentTaskEvent {
+  return {
+    seq: row.seq,
+    taskId: row.task_id,
+    at: row.at,
+    payload: json<Record<string, unknown>>(row.payload),
+  };
+}
+
+export function toPushConfig(row: PushConfigRow): PushConfigRecord {
+  return {
+    id: row.id,
+    taskId: row.task_id,
+    owner: row.owner,
+    url: row.url,
+    token: row.token,
+    authentication:
+      row.authentication === null ? null : json<PushConfigRecord['authentication']>(row.authentication),
+    createdAt: row.created_at,
+  };
+}
+
+export function toOutbox(row: OutboxDbRow): OutboxRow {
+  return {
+    id: row.id,
+    taskId: row.task_id,
+    configId: row.config_id,
+    deliveryId: row.delivery_id,
+    payload: json<Record<string, unknown>>(row.payload),
+    status: row.status as OutboxStatus,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    lastError: row.last_error,
+    createdAt: row.created_at,
+    deliveredAt: row.delivered_at,
+  };
+}

@@ -1,0 +1,269 @@
+import type Database from 'better-sqlite3';
+import { VersionConflictError, notFound } from '../../core/errors.ts';
+import { snapshot } from '../snapshot.ts';
+import * as rows from '../sql-rows.ts';
+import { taskNotices } from '../change-hub.ts';
+import type {
+  AgentTaskEvent,
+  AgentTaskPage,
+  AgentTaskQuery,
+  AgentTaskRecord,
+  NewAgentTaskEvent,
+  NewOutboxRow,
+  OutboxRow,
+  OutboxStatus,
+  PushConfigRecord,
+} from '../store.ts';
+import {
+  TERMINAL_AGENT_TASK_STATES,
+  agentTaskPageSize,
+  decodeCursor,
+  encodeCursor,
+  eventLimit,
+  outboxLimit,
+} from '../store-query.ts';
+import { where } from '../sql-where.ts';
+import type { WriteOp } from './write-batcher.ts';
+
+const OPEN_STATES = `('pending', 'leased')`;
+
+/**
+ * The agent-host half of the SQLite Store (tasks, their events, push configs, the push outbox), split
+ * from sqlite-store.ts to keep files readable. It needs only a statement cache and the write path.
+ */
+export abstract class SqliteAgentHost {
+  /** A cached prepared statement. */
+  protected abstract q(sql: string): Database.Statement;
+  /** Runs `op` inside a (group-committed) BEGIN IMMEDIATE transaction. */
+  protected abstract write<T>(op: WriteOp<T>): Promise<T>;
+
+  // --- agent tasks -----------------------------------------------------------------------------
+
+  createAgentTask(
+    task: AgentTaskRecord,
+    messageId: string,
+    events: NewAgentTaskEvent[],
+    outbox: NewOutboxRow[],
+  ): Promise<{ created: boolean; task: AgentTaskRecord }> {
+    ({ task, events, outbox } = snapshot({ task, events, outbox }));
+    return this.write((notices) => {
+      const existing = this.taskIdForMessage(task.owner, messageId);
+      if (existing !== undefined) return { created: false, task: this.readTask(existing)! };
+      const stored = { ...task, version: 1 };
+      this.q(
+        `INSERT INTO agent_tasks (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
+           executor_state, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(...taskColumns(stored), stored.id);
+      this.recordMessage(stored.owner, messageId, stored.id);
+      notices.push(...taskNotices(stored.id, this.appendTaskEvents(events)));
+      this.appendOutbox(outbox, stored.updatedAt);
+      return { created: true, task: structuredClone(stored) };
+    });
+  }
+
+  async getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined> {
+    const task = this.readTask(id);
+    return task && (owner === undefined || task.owner === owner) ? task : undefined;
+  }
+
+  async findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined> {
+    return this.taskIdForMessage(owner, messageId);
+  }
+
+  updateAgentTask(
+    next: AgentTaskRecord,
+    expectedVersion: number,
+    events: NewAgentTaskEvent[],
+    outbox: NewOutboxRow[],
+    messageId?: string,
+  ): Promise<{ duplicate: boolean; task: AgentTaskRecord; events: AgentTaskEvent[] }> {
+    ({ next, events, outbox } = snapshot({ next, events, outbox }));
+    return this.write((notices) => {
+      const current = this.readTask(next.id);
+      if (!current) throw notFound(`agent task ${next.id}`);
+      // Duplicate before version: a retried message must read as "already done", not as a conflict.
+      if (messageId !== undefined && this.taskIdForMessage(current.owner, messageId) !== undefined) {
+        return { duplicate: true, task: current, events: [] };
+      }
+      const stored = { ...next, owner: current.owner, version: expectedVersion + 1 };
+      const result = this.q(
+        `UPDATE agent_tasks SET owner = ?, context_id = ?, state = ?, status_timestamp = ?, created_at = ?,
+           updated_at = ?, version = ?, task = ?, executor_state = ? WHERE id = ? AND version = ?`,
+      ).run(...taskColumns(stored), next.id, expectedVersion);
+      if (result.changes === 0) throw new VersionConflictError(`agent task ${next.id}`);
+      if (messageId !== undefined) this.recordMessage(current.owner, messageId, next.id);
+      const appended = this.appendTaskEvents(events);
+      this.appendOutbox(outbox, stored.updatedAt);
+      notices.push(...taskNotices(stored.id, appended));
+      return { duplicate: false, task: structuredClone(stored), events: appended };
+    });
+  }
+
+  async listAgentTasks(query: AgentTaskQuery): Promise<AgentTaskPage> {
+    const pageSize = agentTaskPageSize(query.pageSize);
+    const keyset = decodeCursor(query.cursor);
+    const w = where('sqlite');
+    w.add('owner = $?', query.owner);
+    if (query.contextId !== undefined) w.add('context_id = $?', query.contextId);
+    if (query.state !== undefined) w.add('state = $?', query.state);
+    if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);
+    const total = (
+      this.q(`SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`).get(...w.params) as { n: number }
+    ).n;
+    if (keyset) w.add('(status_timestamp, id) < ($?, $?)', keyset.at, keyset.id);
+    const sql = `SELECT * FROM agent_tasks ${w.sql()} ORDER BY status_timestamp DESC, id DESC LIMIT ?`;
+    const found = (this.q(sql).all(...w.params, pageSize + 1) as rows.AgentTaskRow[]).map(rows.toAgentTask);
+    const tasks = found.slice(0, pageSize);
+    const last = tasks[tasks.length - 1];
+    const nextCursor =
+      found.length > pageSize && last ? encodeCursor(last.statusTimestamp, last.id) : undefined;
+    return { tasks, nextCursor, totalSize: total };
+  }
+
+  async listActiveAgentTasks(): Promise<AgentTaskRecord[]> {
+    const terminal = TERMINAL_AGENT_TASK_STATES.map(() => '?').join(', ');
+    const found = this.q(`SELECT * FROM agent_tasks WHERE state NOT IN (${terminal}) ORDER BY id`).all(
+      ...TERMINAL_AGENT_TASK_STATES,
+    ) as rows.AgentTaskRow[];
+    return found.map(rows.toAgentTask);
+  }
+
+  async listAgentTaskEvents(taskId: string, afterSeq: number, limit?: number): Promise<AgentTaskEvent[]> {
+    const found = this.q(
+      'SELECT * FROM agent_task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+    ).all(taskId, afterSeq, eventLimit(limit)) as rows.TaskEventRow[];
+    return found.map(rows.toTaskEvent);
+  }
+
+  // --- push configs ----------------------------------------------------------------------------
+
+  putPushConfig(c: PushConfigRecord): Promise<PushConfigRecord> {
+    c = snapshot(c);
+    return this.write(() => {
+      this.q(
+        `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, url = excluded.url, token = excluded.token,
+           authentication = excluded.authentication, created_at = excluded.created_at`,
+      ).run(c.taskId, c.id, c.owner, c.url, c.token, jsonOrNull(c.authentication), c.createdAt);
+      return structuredClone(c);
+    });
+  }
+
+  async getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
+    const row = this.q('SELECT * FROM push_configs WHERE task_id = ? AND id = ?').get(taskId, id);
+    return row === undefined ? undefined : rows.toPushConfig(row as rows.PushConfigRow);
+  }
+
+  async listPushConfigs(taskId: string): Promise<PushConfigRecord[]> {
+    const found = this.q('SELECT * FROM push_configs WHERE task_id = ? ORDER BY created_at, id').all(taskId);
+    return (found as rows.PushConfigRow[]).map(rows.toPushConfig);
+  }
+
+  deletePushConfig(taskId: string, id: string): Promise<void> {
+    return this.write(
+      () => void this.q('DELETE FROM push_configs WHERE task_id = ? AND id = ?').run(taskId, id),
+    );
+  }
+
+  // --- push outbox -----------------------------------------------------------------------------
+
+  claimOutbox(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxRow[]> {
+    // Runs inside the batch's BEGIN IMMEDIATE, so no other writer can claim between SELECT and UPDATE.
+    return this.write(() => {
+      const claimed = this.q(
+        `UPDATE outbox SET status = 'leased', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
+         WHERE id IN (
+           SELECT c.id FROM outbox c
+           WHERE ((c.status = 'pending' AND c.next_attempt_at <= ?) OR (c.status = 'leased' AND c.lease_expires_at <= ?))
+             AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.task_id = c.task_id AND p.config_id = c.config_id
+                             AND p.status IN ${OPEN_STATES} AND p.id < c.id)
+           ORDER BY c.id LIMIT ?)
+         RETURNING *`,
+      ).all(owner, now + leaseMs, now, now, Math.max(0, limit)) as rows.OutboxDbRow[];
+      return claimed.map(rows.toOutbox).sort((a, b) => a.id - b.id);
+    });
+  }
+
+  completeOutbox(id: number, owner: string, now: number): Promise<void> {
+    return this.write(() => {
+      this.q(
+        `UPDATE outbox SET status = 'delivered', delivered_at = ?, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ? AND status = 'leased' AND lease_owner = ?`,
+      ).run(now, id, owner);
+    });
+  }
+
+  failOutbox(id: number, owner: string, error: string, nextAttemptAt: number | null): Promise<void> {
+    return this.write(() => {
+      this.q(
+        `UPDATE outbox SET status = ?, next_attempt_at = COALESCE(?, next_attempt_at), last_error = ?,
+           lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ? AND status = 'leased' AND lease_owner = ?`,
+      ).run(nextAttemptAt === null ? 'dead' : 'pending', nextAttemptAt, error, id, owner);
+    });
+  }
+
+  async listOutbox(query: { status?: OutboxStatus; taskId?: string; limit?: number }): Promise<OutboxRow[]> {
+    const w = where('sqlite');
+    if (query.status !== undefined) w.add('status = $?', query.status);
+    if (query.taskId !== undefined) w.add('task_id = $?', query.taskId);
+    const sql = `SELECT * FROM outbox ${w.sql()} ORDER BY id LIMIT ?`;
+    return (this.q(sql).all(...w.params, outboxLimit(query.limit)) as rows.OutboxDbRow[]).map(rows.toOutbox);
+  }
+
+  protected readTask(id: string): AgentTaskRecord | undefined {
+    const row = this.q('SELECT * FROM agent_tasks WHERE id = ?').get(id);
+    return row === undefined ? undefined : rows.toAgentTask(row as rows.AgentTaskRow);
+  }
+
+  protected taskIdForMessage(owner: string, messageId: string): string | undefined {
+    const row = this.q('SELECT task_id FROM agent_task_messages WHERE owner = ? AND message_id = ?').get(
+      owner,
+      messageId,
+    );
+    return (row as { task_id: string } | undefined)?.task_id;
+  }
+
+  private recordMessage(owner: string, messageId: string, taskId: string): void {
+    this.q('INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES (?, ?, ?)').run(
+      owner,
+      messageId,
+      taskId,
+    );
+  }
+
+  private appendTaskEvents(events: NewAgentTaskEvent[]): AgentTaskEvent[] {
+    const insert = this.q('INSERT INTO agent_task_events (task_id, at, payload) VALUES (?, ?, ?)');
+    return events.map((e) => {
+      const seq = Number(insert.run(e.taskId, e.at, JSON.stringify(e.payload)).lastInsertRowid);
+      return { ...structuredClone(e), seq };
+    });
+  }
+
+  private appendOutbox(outbox: NewOutboxRow[], createdAt: number): void {
+    const insert = this.q(
+      `INSERT INTO outbox (task_id, config_id, delivery_id, payload, status, attempts, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
+    );
+    for (const r of outbox)
+      insert.run(r.taskId, r.configId, r.deliveryId, JSON.stringify(r.payload), r.nextAttemptAt, createdAt);
+  }
+}
+
+function taskColumns(t: AgentTaskRecord): unknown[] {
+  return [
+    t.owner,
+    t.contextId,
+    t.state,
+    t.statusTimestamp,
+    t.createdAt,
+    t.updatedAt,
+    t.version,
+    JSON.stringify(t.task),
+    jsonOrNull(t.executorState),
+  ];
+}
+
+function jsonOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}

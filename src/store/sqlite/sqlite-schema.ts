@@ -1,0 +1,117 @@
+import type { Migration } from '../migration.ts';
+
+/**
+ * SQLite migrations: numbered, forward-only, bundled in the code. Never edit a released entry; append a
+ * new one. Documents are JSON text; the columns beside them exist only to be indexed and queried.
+ * Times are INTEGER epoch ms passed in by the caller (never SQL now()).
+ */
+
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    id: 1,
+    name: 'initial schema',
+    sql: `
+      CREATE TABLE envelopes (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        idempotency_key TEXT,
+        connector TEXT NOT NULL,
+        target TEXT NOT NULL,
+        remote_id TEXT,
+        state TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        doc TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX envelopes_idempotency ON envelopes (tenant, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+      CREATE INDEX envelopes_remote ON envelopes (target, remote_id) WHERE remote_id IS NOT NULL;
+      CREATE INDEX envelopes_updated ON envelopes (updated_at, id);
+      CREATE INDEX envelopes_tenant_updated ON envelopes (tenant, updated_at, id);
+      CREATE INDEX envelopes_tenant_state ON envelopes (tenant, state);
+
+      CREATE TABLE envelope_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        envelope_id TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        type TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX envelope_events_envelope ON envelope_events (envelope_id, seq);
+      CREATE INDEX envelope_events_tenant ON envelope_events (tenant, seq);
+
+      CREATE TABLE deliveries (
+        source TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        envelope_id TEXT,
+        received_at INTEGER NOT NULL,
+        PRIMARY KEY (source, delivery_id)
+      );
+
+      CREATE TABLE leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL);
+      CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+      CREATE TABLE agent_tasks (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        context_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        status_timestamp INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        task TEXT NOT NULL,
+        executor_state TEXT
+      );
+      CREATE INDEX agent_tasks_owner ON agent_tasks (owner, status_timestamp, id);
+      CREATE INDEX agent_tasks_state ON agent_tasks (state);
+
+      CREATE TABLE agent_task_messages (
+        owner TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        PRIMARY KEY (owner, message_id)
+      );
+
+      CREATE TABLE agent_task_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        payload TEXT NOT NULL
+      );
+      CREATE INDEX agent_task_events_task ON agent_task_events (task_id, seq);
+
+      CREATE TABLE push_configs (
+        task_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        url TEXT NOT NULL,
+        token TEXT,
+        authentication TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (task_id, id)
+      );
+
+      CREATE TABLE outbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id TEXT NOT NULL,
+        config_id TEXT NOT NULL,
+        delivery_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_attempt_at INTEGER NOT NULL,
+        lease_owner TEXT,
+        lease_expires_at INTEGER,
+        last_error TEXT,
+        created_at INTEGER NOT NULL,
+        delivered_at INTEGER
+      );
+      -- The claim looks only at open rows; the partial index keeps it small as delivered rows pile up.
+      CREATE INDEX outbox_open ON outbox (task_id, config_id, id) WHERE status IN ('pending', 'leased');
+      CREATE INDEX outbox_status ON outbox (status, id);
+      CREATE INDEX outbox_task ON outbox (task_id, id);
+    `,
+  },
+];

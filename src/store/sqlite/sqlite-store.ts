@@ -1,0 +1,312 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
+import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
+import type { NormalizedState } from '../../core/states.ts';
+import { ChangeHub, envelopeNotices } from '../change-hub.ts';
+import type {
+  ChangeNotice,
+  EnvelopeQuery,
+  EventQuery,
+  InboundDelivery,
+  Page,
+  Store,
+  StoreCapabilities,
+} from '../store.ts';
+import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import { migrateSqlite } from './sqlite-migrate.ts';
+import { snapshot } from '../snapshot.ts';
+import * as rows from '../sql-rows.ts';
+import { where } from '../sql-where.ts';
+import { SQLITE_MIGRATIONS } from './sqlite-schema.ts';
+import { SqliteAgentHost } from './sqlite-agent-host.ts';
+import { WriteBatcher, type WriteOp } from './write-batcher.ts';
+
+export interface SqliteStoreOptions {
+  /** A file path, or `:memory:` for a private in-process database. */
+  path: string;
+  /**
+   * `FULL` makes every commit reach the disk before the write resolves (durable). `NORMAL` in WAL mode
+   * may lose the last commits on power loss (not on a process crash). @default 'FULL'
+   */
+  synchronous?: 'FULL' | 'NORMAL';
+  /** How long a write waits for another process's write lock before failing `unavailable`. @default 5000 */
+  busyTimeoutMs?: number;
+  /** Share one transaction (one fsync) between writes issued in the same turn. @default true */
+  groupCommit?: boolean;
+  /** "now" for the migrations table only. @default Date.now */
+  nowMs?: () => number;
+}
+
+/**
+ * The embedded default Store on better-sqlite3 12. Writes go through a WriteBatcher (BEGIN IMMEDIATE,
+ * group commit); reads run directly, seeing only committed data since batches are synchronous.
+ */
+export class SqliteStore extends SqliteAgentHost implements Store {
+  readonly capabilities: StoreCapabilities;
+  private readonly db: Database.Database;
+  private readonly writes: WriteBatcher;
+  private readonly hub = new ChangeHub();
+  private readonly statements = new Map<string, Database.Statement>();
+  private closed = false;
+
+  constructor(options: SqliteStoreOptions) {
+    super();
+    const inMemory = options.path === ':memory:';
+    if (!inMemory) mkdirSync(dirname(options.path), { recursive: true });
+    this.db = new Database(options.path);
+    try {
+      // busy_timeout first: switching to WAL needs a lock another starting process may hold.
+      this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+      if (!inMemory) this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+      migrateSqlite(this.db, SQLITE_MIGRATIONS, (options.nowMs ?? Date.now)());
+    } catch (err) {
+      this.db.close();
+      throw translate(err);
+    }
+    this.capabilities = { durable: !inMemory, multiProcess: !inMemory, crossProcessNotify: false };
+    this.writes = new WriteBatcher(this.db, {
+      groupCommit: options.groupCommit ?? true,
+      maxBatch: 256,
+      onCommit: (notices) => this.hub.emit(notices),
+      translate,
+    });
+  }
+
+  // --- envelopes -----------------------------------------------------------------------------
+
+  createEnvelope(
+    envelope: Envelope,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ created: boolean; envelope: Envelope }> {
+    ({ envelope, events } = snapshot({ envelope, events }));
+    return this.write((notices) => {
+      if (envelope.idempotencyKey !== null) {
+        const existing = this.findByKey(envelope.tenant, envelope.idempotencyKey);
+        if (existing) return { created: false, envelope: existing };
+      }
+      const stored = { ...envelope, version: 1 };
+      this.q(
+        `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(...envelopeColumns(stored), stored.id);
+      notices.push(...envelopeNotices(stored.id, this.appendEvents(events)));
+      return { created: true, envelope: structuredClone(stored) };
+    });
+  }
+
+  async getEnvelope(id: string): Promise<Envelope | undefined> {
+    const row = this.q('SELECT doc, version FROM envelopes WHERE id = ?').get(id) as
+      rows.EnvelopeRow | undefined;
+    return row && rows.toEnvelope(row);
+  }
+
+  async findEnvelopeByIdempotencyKey(tenant: string, key: string): Promise<Envelope | undefined> {
+    return this.findByKey(tenant, key);
+  }
+
+  async findEnvelopeByRemoteId(target: string, remoteId: string): Promise<Envelope | undefined> {
+    const row = this.q('SELECT doc, version FROM envelopes WHERE target = ? AND remote_id = ? LIMIT 1').get(
+      target,
+      remoteId,
+    ) as rows.EnvelopeRow | undefined;
+    return row && rows.toEnvelope(row);
+  }
+
+  updateEnvelope(
+    next: Envelope,
+    expectedVersion: number,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ envelope: Envelope; events: EnvelopeEvent[] }> {
+    ({ next, events } = snapshot({ next, events }));
+    return this.write((notices) => {
+      const stored = { ...next, version: expectedVersion + 1 };
+      const result = this.q(
+        `UPDATE envelopes SET tenant = ?, idempotency_key = ?, connector = ?, target = ?, remote_id = ?, state = ?,
+           updated_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?`,
+      ).run(...envelopeColumns(stored), next.id, expectedVersion);
+      if (result.changes === 0) {
+        const exists = this.q('SELECT 1 FROM envelopes WHERE id = ?').get(next.id) !== undefined;
+        throw exists ? new VersionConflictError(`envelope ${next.id}`) : notFound(`envelope ${next.id}`);
+      }
+      const appended = this.appendEvents(events);
+      notices.push(...envelopeNotices(stored.id, appended));
+      return { envelope: structuredClone(stored), events: appended };
+    });
+  }
+
+  async listEnvelopes(query: EnvelopeQuery): Promise<Page<Envelope>> {
+    const limit = envelopeLimit(query.limit);
+    const desc = (query.order ?? 'desc') === 'desc';
+    const keyset = decodeCursor(query.cursor);
+    const w = where('sqlite');
+    if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.states !== undefined) {
+      w.add(`state IN (${query.states.map(() => '$?').join(', ') || 'NULL'})`, ...query.states);
+    }
+    if (query.target !== undefined) w.add('target = $?', query.target);
+    if (query.connector !== undefined) w.add('connector = $?', query.connector);
+    if (query.updatedAfter !== undefined) w.add('updated_at > $?', query.updatedAfter);
+    if (keyset) w.add(`(updated_at, id) ${desc ? '<' : '>'} ($?, $?)`, keyset.at, keyset.id);
+    const dir = desc ? 'DESC' : 'ASC';
+    const sql = `SELECT doc, version FROM envelopes ${w.sql()}
+      ORDER BY updated_at ${dir}, id ${dir} LIMIT ?`;
+    const found = (this.q(sql).all(...w.params, limit + 1) as rows.EnvelopeRow[]).map(rows.toEnvelope);
+    const items = found.slice(0, limit);
+    const last = items[items.length - 1];
+    return found.length > limit && last
+      ? { items, nextCursor: encodeCursor(last.updatedAt, last.id) }
+      : { items };
+  }
+
+  async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
+    const found = (
+      tenant === undefined
+        ? this.q('SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state').all()
+        : this.q('SELECT state, COUNT(*) AS n FROM envelopes WHERE tenant = ? GROUP BY state').all(tenant)
+    ) as { state: NormalizedState; n: number }[];
+    return Object.fromEntries(found.map((r) => [r.state, r.n]));
+  }
+
+  async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {
+    const limit = eventLimit(query.limit);
+    const w = where('sqlite');
+    w.add('seq > $?', query.afterSeq);
+    if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.envelopeId !== undefined) w.add('envelope_id = $?', query.envelopeId);
+    const sql = `SELECT * FROM envelope_events ${w.sql()} ORDER BY seq LIMIT ?`;
+    return (this.q(sql).all(...w.params, limit) as rows.EventRow[]).map(rows.toEvent);
+  }
+
+  // --- deliveries, leases, settings -------------------------------------------------------------
+
+  recordDelivery(d: InboundDelivery): Promise<boolean> {
+    d = snapshot(d);
+    return this.write(
+      () =>
+        this.q(
+          `INSERT INTO deliveries (source, delivery_id, envelope_id, received_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT DO NOTHING`,
+        ).run(d.source, d.deliveryId, d.envelopeId, d.receivedAt).changes === 1,
+    );
+  }
+
+  acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.write(
+      () =>
+        this.q(
+          `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+           ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+           WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
+        ).run(name, owner, now + ttlMs, now).changes === 1,
+    );
+  }
+
+  releaseLease(name: string, owner: string): Promise<void> {
+    return this.write(() => void this.q('DELETE FROM leases WHERE name = ? AND owner = ?').run(name, owner));
+  }
+
+  async getSetting(key: string): Promise<string | undefined> {
+    return (this.q('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined)
+      ?.value;
+  }
+
+  putSettingIfAbsent(key: string, value: string): Promise<string> {
+    return this.write(() => {
+      this.q('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, value);
+      return (this.q('SELECT value FROM settings WHERE key = ?').get(key) as { value: string }).value;
+    });
+  }
+
+  // --- change feed, lifecycle --------------------------------------------------------------------
+
+  onChange(listener: (change: ChangeNotice) => void): () => void {
+    return this.hub.subscribe(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.writes.drain();
+    this.closed = true;
+    this.hub.clear();
+    this.db.close();
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  protected write<T>(op: WriteOp<T>): Promise<T> {
+    if (this.closed)
+      return Promise.reject(new TaskplaneError('unavailable', 'store is closed', { retryable: false }));
+    return this.writes.run(op);
+  }
+
+  /** Prepared statements are cached by text: the hot paths prepare once per store. */
+  protected q(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) this.statements.set(sql, (statement = this.db.prepare(sql)));
+    return statement;
+  }
+
+  private findByKey(tenant: string, key: string): Envelope | undefined {
+    const row = this.q('SELECT doc, version FROM envelopes WHERE tenant = ? AND idempotency_key = ?').get(
+      tenant,
+      key,
+    );
+    return row === undefined ? undefined : rows.toEnvelope(row as rows.EnvelopeRow);
+  }
+
+  private appendEvents(events: NewEnvelopeEvent[]): EnvelopeEvent[] {
+    const insert = this.q(
+      'INSERT INTO envelope_events (envelope_id, tenant, type, at, data) VALUES (?, ?, ?, ?, ?)',
+    );
+    return events.map((e) => {
+      const seq = Number(
+        insert.run(e.envelopeId, e.tenant, e.type, e.at, JSON.stringify(e.data)).lastInsertRowid,
+      );
+      return { ...structuredClone(e), seq };
+    });
+  }
+}
+
+function envelopeColumns(e: Envelope): unknown[] {
+  return [
+    e.tenant,
+    e.idempotencyKey,
+    e.connector,
+    e.target,
+    e.remoteId,
+    e.state,
+    e.updatedAt,
+    e.version,
+    JSON.stringify(e),
+  ];
+}
+
+/** Driver errors to the port's codes; a TaskplaneError passes through. */
+function translate(err: unknown): unknown {
+  if (err instanceof TaskplaneError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+      return new TaskplaneError('unavailable', 'sqlite database is locked by another writer', { cause: err });
+    }
+    if (code.startsWith('SQLITE_CONSTRAINT')) {
+      return new TaskplaneError('conflict', 'a record with this key already exists', { cause: err });
+    }
+    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+      return new TaskplaneError('unavailable', 'file is not a readable sqlite database', {
+        cause: err,
+        retryable: false,
+      });
+    }
+    if (code === 'SQLITE_CANTOPEN') {
+      return new TaskplaneError('unavailable', 'sqlite database file cannot be opened', {
+        cause: err,
+        retryable: false,
+      });
+    }
+  }
+  return new TaskplaneError('internal', 'sqlite store error', { cause: err });
+}

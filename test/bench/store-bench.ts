@@ -1,0 +1,164 @@
+// Store benchmark (issue 2): durable envelope transitions per second on SQLite (file, WAL,
+// synchronous=FULL) and PostgreSQL. Run with `npm run bench:store`. A benchmark, not a test.
+//
+// - single:  one envelope, updateEnvelope with one event each, awaited one by one (latency-bound:
+//            every transition waits for its own commit to reach the disk).
+// - batched: CONCURRENCY envelopes, one writer loop each, all in flight at once. The Store port has no
+//            batch method; concurrency is what lets SQLite's group commit (and PostgreSQL's own commit
+//            grouping and connection pool) share fsyncs. Every transition is still durable when it resolves.
+// Each figure is the median of RUNS runs.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Envelope } from '../../src/core/envelope.ts';
+import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
+import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.ts';
+import type { Store } from '../../src/store/store.ts';
+
+const RUNS = 5;
+const SINGLE_MS = 250;
+const CONCURRENCY = 256;
+const BATCHED_MS = 400;
+const PG_URL = process.env.TASKPLANE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+let idCounter = 0;
+function envelope(): Envelope {
+  idCounter += 1;
+  const id = `bench_${process.pid}_${idCounter}`;
+  return {
+    id,
+    tenant: 'bench',
+    actor: null,
+    workflowId: null,
+    parentId: null,
+    connector: 'a2a',
+    target: 'agent',
+    remoteId: null,
+    contextId: null,
+    messageId: null,
+    requestKind: 'message',
+    input: { text: 'x' },
+    inputHash: 'h',
+    idempotencyKey: null,
+    createdAt: 0,
+    updatedAt: 0,
+    nativeState: null,
+    state: 'accepted',
+    remoteVersion: 0,
+    lastConfirmedAt: null,
+    stateTimestamp: null,
+    streamCursor: null,
+    lastEventId: null,
+    webhookIds: [],
+    subscription: null,
+    pendingInput: null,
+    approval: null,
+    artifacts: [],
+    result: null,
+    error: null,
+    budget: null,
+    usage: null,
+    timeoutMs: null,
+    ttlMs: null,
+    retentionUntil: null,
+    expectedDurationMs: null,
+    cancel: null,
+    reconciliation: null,
+    acceptance: null,
+    version: 1,
+  };
+}
+
+/** Applies `count` transitions to one envelope, awaiting each; stops early at `deadline` when given. */
+async function transitions(store: Store, count: number, deadline = Infinity): Promise<number> {
+  let current = (await store.createEnvelope(envelope(), [])).envelope;
+  let done = 0;
+  while (done < count && performance.now() < deadline) {
+    const next = {
+      ...current,
+      remoteVersion: (current.remoteVersion ?? 0) + 1,
+      updatedAt: current.updatedAt + 1,
+    };
+    const event = {
+      envelopeId: next.id,
+      tenant: next.tenant,
+      type: 'state',
+      at: next.updatedAt,
+      data: { v: done },
+    };
+    current = (await store.updateEnvelope(next, current.version, [event])).envelope;
+    done += 1;
+  }
+  return done;
+}
+
+async function single(store: Store): Promise<number> {
+  const start = performance.now();
+  const done = await transitions(store, Number.MAX_SAFE_INTEGER, start + SINGLE_MS);
+  return done / ((performance.now() - start) / 1000);
+}
+
+async function batched(store: Store): Promise<number> {
+  const start = performance.now();
+  const deadline = start + BATCHED_MS;
+  const counts = await Promise.all(
+    Array.from({ length: CONCURRENCY }, () => transitions(store, Number.MAX_SAFE_INTEGER, deadline)),
+  );
+  return counts.reduce((a, b) => a + b, 0) / ((performance.now() - start) / 1000);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+async function measure(open: () => Promise<Store>): Promise<{ single: number; batched: number }> {
+  const store = await open();
+  try {
+    // Warm up: JIT, prepared statements, the pool, and a WAL file grown to its checkpoint size (the first
+    // commits into a new WAL also extend the file, which costs an extra metadata sync each).
+    await transitions(store, 50);
+    await batched(store);
+    const s: number[] = [];
+    const b: number[] = [];
+    for (let i = 0; i < RUNS; i++) s.push(await single(store));
+    for (let i = 0; i < RUNS; i++) b.push(await batched(store));
+    return { single: median(s), batched: median(b) };
+  } finally {
+    await store.close();
+  }
+}
+
+const rows: { backend: string; single: string; batched: string }[] = [];
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-'));
+try {
+  const sqlite = (name: string, options: Omit<SqliteStoreOptions, 'path'>) => async () => {
+    const result = await measure(async () => new SqliteStore({ path: join(dir, `${name}.db`), ...options }));
+    rows.push({ backend: `sqlite WAL ${name}`, single: fmt(result.single), batched: fmt(result.batched) });
+  };
+  await sqlite('FULL, group commit', { synchronous: 'FULL', groupCommit: true })();
+  await sqlite('FULL, no group commit', { synchronous: 'FULL', groupCommit: false })();
+
+  const schema = `tp_bench_${process.pid}`;
+  const url = new URL(PG_URL);
+  url.searchParams.set('schema', schema);
+  try {
+    const result = await measure(() => PostgresStore.open({ url: url.toString(), poolMax: 16 }));
+    rows.push({ backend: 'postgres', single: fmt(result.single), batched: fmt(result.batched) });
+  } finally {
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+console.log(
+  `\ndurable envelope transitions/s (median of ${RUNS}; batched = ${CONCURRENCY} writers in flight)\n`,
+);
+console.table(Object.fromEntries(rows.map((r) => [r.backend, { single: r.single, batched: r.batched }])));

@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { openStore } from '../../src/store/open-store.ts';
+import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
+import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/sqlite-schema.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
+
+const run = promisify(execFile);
+
+function tempDb(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'taskplane-migrate-'));
+  onTestFinished(({ task }) => {
+    if (task.result?.state !== 'fail') rmSync(dir, { recursive: true, force: true });
+  });
+  return join(dir, 'store.db');
+}
+
+function freshSchema(): { schema: string; url: string } {
+  const schema = freshSchemaName('tp_migrate');
+  onTestFinished(({ task }) => disposeSchema(schema, task.result?.state === 'fail'));
+  return { schema, url: urlForSchema(schema) };
+}
+
+describe('migrations', () => {
+  it('sqlite: four processes opening one new file at once all succeed and migrate once', async () => {
+    const path = tempDb();
+    const child = join(import.meta.dirname, 'support', 'open-sqlite-child.ts');
+    const outputs = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        run(process.execPath, ['--import', 'tsx', child, path], { timeout: 30_000 }),
+      ),
+    );
+    expect(outputs.map((o) => o.stdout.trim())).toEqual(['ok', 'ok', 'ok', 'ok']);
+    const db = new Database(path, { readonly: true });
+    const applied = db.prepare('SELECT id FROM taskplane_migrations ORDER BY id').all() as { id: number }[];
+    const opened = db.prepare("SELECT COUNT(*) AS n FROM settings WHERE key LIKE 'opened-by-%'").get() as {
+      n: number;
+    };
+    db.close();
+    expect(applied.map((r) => r.id)).toEqual(SQLITE_MIGRATIONS.map((m) => m.id));
+    expect(opened.n).toBe(4);
+  });
+
+  it('sqlite: reopening an up-to-date file applies nothing and keeps the data', async () => {
+    const path = tempDb();
+    const first = new SqliteStore({ path });
+    await first.putSettingIfAbsent('k', 'v');
+    await first.close();
+    const second = new SqliteStore({ path });
+    expect(await second.getSetting('k')).toBe('v');
+    await second.close();
+  });
+
+  it('sqlite: a database with a future migration is refused with schema_too_new', async () => {
+    const path = tempDb();
+    await new SqliteStore({ path }).close();
+    const db = new Database(path);
+    db.prepare('INSERT INTO taskplane_migrations (id, name, applied_at) VALUES (999, ?, 0)').run(
+      'from the future',
+    );
+    db.close();
+    const opening = openStore(`sqlite:${path}`);
+    await expect(opening).rejects.toMatchObject({ code: 'schema_too_new' });
+    await expect(opening).rejects.toThrow(/migration 999 .* knows only up to \d+/);
+  });
+
+  it('postgres: four stores migrating one new schema at once all succeed and migrate once', async () => {
+    const { schema, url } = freshSchema();
+    const stores = await Promise.all(
+      Array.from({ length: 4 }, () => PostgresStore.open({ url, poolMax: 2 })),
+    );
+    await Promise.all(stores.map((s, i) => s.putSettingIfAbsent(`opened-${i}`, 'yes')));
+    await Promise.all(stores.map((s) => s.close()));
+    const applied = await withPgClient((c) =>
+      c.query<{ id: number }>(`SELECT id FROM ${schema}.taskplane_migrations ORDER BY id`),
+    );
+    expect(applied.rows.map((r) => r.id)).toEqual(PG_MIGRATIONS.map((m) => m.id));
+  });
+
+  it('postgres: a database with a future migration is refused with schema_too_new', async () => {
+    const { schema, url } = freshSchema();
+    await (await PostgresStore.open({ url })).close();
+    await withPgClient((c) =>
+      c.query(`INSERT INTO ${schema}.taskplane_migrations (id, name, applied_at) VALUES (999, 'future', 0)`),
+    );
+    const opening = openStore(url);
+    await expect(opening).rejects.toMatchObject({ code: 'schema_too_new' });
+    await expect(opening).rejects.toThrow(/migration 999/);
+  });
+});

@@ -1,0 +1,110 @@
+import { expect } from 'vitest';
+import { VersionConflictError } from '../../../src/core/errors.ts';
+import type { EnvelopeEvent } from '../../../src/core/envelope.ts';
+import type { SuiteContext } from '../store-suite.ts';
+import { event, makeEnvelope, makeTask } from './fixtures.ts';
+
+export function concurrencyCases({ store, peer, test }: SuiteContext): void {
+  test('a reader tailing listEvents while two instances write concurrently sees every event once', async () => {
+    const other = await peer();
+    const writers = [store(), other];
+    const expected = new Set<string>();
+    let writing = true;
+    const seen: EnvelopeEvent[] = [];
+    const tail = (async () => {
+      let afterSeq = 0;
+      for (;;) {
+        const done = !writing; // read the flag before the page: the final page is taken after all commits
+        const page = await store().listEvents({ afterSeq, limit: 50 });
+        seen.push(...page);
+        afterSeq = page[page.length - 1]?.seq ?? afterSeq;
+        if (done && page.length === 0) return;
+        // Yield to I/O so writers progress (SQLite reads are synchronous); not a timed sleep.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        const writer = writers[w % 2]!;
+        for (let i = 0; i < 10; i++) {
+          const env = makeEnvelope({ id: `race-${w}-${i}` });
+          expected.add(`${env.id}:created`).add(`${env.id}:updated`);
+          await writer.createEnvelope(env, [event(env, 'created')]);
+          await writer.updateEnvelope({ ...env, state: 'running' }, 1, [event(env, 'updated')]);
+        }
+      }),
+    );
+    writing = false;
+    await tail;
+    const keys = seen.map((e) => `${e.envelopeId}:${e.type}`);
+    expect(new Set(keys)).toEqual(expected);
+    expect(keys).toHaveLength(expected.size);
+    const seqs = seen.map((e) => e.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+  });
+
+  test('a stale write among concurrent writes fails alone; its neighbours commit', async () => {
+    const envs = [makeEnvelope(), makeEnvelope(), makeEnvelope()];
+    for (const env of envs) await store().createEnvelope(env, []);
+    const [a, b, c] = envs as [(typeof envs)[0], (typeof envs)[0], (typeof envs)[0]];
+    const results = await Promise.allSettled([
+      store().updateEnvelope({ ...a, state: 'running' }, 1, [event(a, 'ok-a')]),
+      store().updateEnvelope({ ...b, state: 'running' }, 7, [event(b, 'stale-b')]),
+      store().updateEnvelope({ ...c, state: 'running' }, 1, [event(c, 'ok-c')]),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(VersionConflictError);
+    expect((await store().listEvents({ afterSeq: 0 })).map((e) => e.type)).toEqual(['ok-a', 'ok-c']);
+    expect((await store().getEnvelope(b.id))!.version).toBe(1);
+  });
+
+  test('a write failing on a constraint among concurrent writes fails alone with conflict', async () => {
+    const taken = makeEnvelope();
+    await store().createEnvelope(taken, []);
+    const y = makeEnvelope();
+    const z = makeEnvelope();
+    const results = await Promise.allSettled([
+      store().createEnvelope(y, [event(y, 'created-y')]),
+      store().createEnvelope({ ...makeEnvelope(), id: taken.id }, [event(taken, 'created-dup')]),
+      store().createEnvelope(z, [event(z, 'created-z')]),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'conflict' });
+    expect((await store().listEvents({ afterSeq: 0 })).map((e) => e.type)).toEqual([
+      'created-y',
+      'created-z',
+    ]);
+  });
+
+  test('concurrent creates with one idempotency key create one envelope', async () => {
+    const other = await peer();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => {
+        const env = makeEnvelope({ idempotencyKey: 'once' });
+        return (i % 2 ? other : store()).createEnvelope(env, [event(env, 'created')]);
+      }),
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.envelope.id)).size).toBe(1);
+    expect(await store().listEvents({ afterSeq: 0 })).toHaveLength(1);
+  });
+
+  test('concurrent SendMessage retries with one (owner, messageId) create one task', async () => {
+    const other = await peer();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 ? other : store()).createAgentTask(makeTask(), 'm-once', [], []),
+      ),
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.task.id)).size).toBe(1);
+    expect((await store().listAgentTasks({ owner: 'alice' })).totalSize).toBe(1);
+  });
+
+  test('a closed store refuses writes with unavailable', async () => {
+    const other = await peer();
+    if (other === store()) return; // one shared object: closing it would end the test's store too
+    await other.close();
+    await expect(other.putSettingIfAbsent('k', 'v')).rejects.toMatchObject({ code: 'unavailable' });
+  });
+}

@@ -1,0 +1,115 @@
+import type { Envelope, NewEnvelopeEvent } from '../../../src/core/envelope.ts';
+import { VersionConflictError } from '../../../src/core/errors.ts';
+import type { AgentTaskRecord, NewOutboxRow, Store } from '../../../src/store/store.ts';
+
+let counter = 0;
+/** Unique, sortable-enough ids for one test run. */
+export function uid(prefix: string): string {
+  counter += 1;
+  return `${prefix}_${Date.now().toString(36)}_${counter.toString().padStart(6, '0')}`;
+}
+
+export function makeEnvelope(overrides: Partial<Envelope> = {}): Envelope {
+  return {
+    id: uid('tsk'),
+    tenant: 't1',
+    actor: null,
+    workflowId: null,
+    parentId: null,
+    connector: 'a2a',
+    target: 'agent-a',
+    remoteId: null,
+    contextId: null,
+    messageId: null,
+    requestKind: 'message',
+    input: { text: 'hello', nested: { n: 1 } },
+    inputHash: 'sha256:00',
+    idempotencyKey: null,
+    createdAt: 1000,
+    updatedAt: 1000,
+    nativeState: null,
+    state: 'accepted',
+    remoteVersion: null,
+    lastConfirmedAt: null,
+    stateTimestamp: null,
+    streamCursor: null,
+    lastEventId: null,
+    webhookIds: [],
+    subscription: null,
+    pendingInput: null,
+    approval: null,
+    artifacts: [],
+    result: null,
+    error: null,
+    budget: null,
+    usage: null,
+    timeoutMs: null,
+    ttlMs: null,
+    retentionUntil: null,
+    expectedDurationMs: null,
+    cancel: null,
+    reconciliation: null,
+    acceptance: null,
+    version: 1,
+    ...overrides,
+  };
+}
+
+export function event(envelope: Envelope, type: string, at = envelope.updatedAt): NewEnvelopeEvent {
+  return { envelopeId: envelope.id, tenant: envelope.tenant, type, at, data: { type } };
+}
+
+export function makeTask(overrides: Partial<AgentTaskRecord> = {}): AgentTaskRecord {
+  const id = overrides.id ?? uid('task');
+  return {
+    id,
+    owner: 'alice',
+    contextId: 'ctx-1',
+    state: 'TASK_STATE_SUBMITTED',
+    statusTimestamp: 1000,
+    task: { id, status: { state: 'TASK_STATE_SUBMITTED' } },
+    executorState: null,
+    createdAt: 1000,
+    updatedAt: 1000,
+    version: 1,
+    ...overrides,
+  };
+}
+
+export function outboxRow(taskId: string, configId: string, n: number, nextAttemptAt = 0): NewOutboxRow {
+  return { taskId, configId, deliveryId: `${taskId}:${configId}:${n}`, payload: { n }, nextAttemptAt };
+}
+
+/** Read-modify-write with a retry loop on version conflicts: the pattern every caller uses. */
+export async function incrementUsage(store: Store, id: string, times: number): Promise<number> {
+  let conflicts = 0;
+  for (let i = 0; i < times; i++) {
+    for (;;) {
+      const current = (await store.getEnvelope(id))!;
+      const count = (current.usage?.count ?? 0) + 1;
+      const next = { ...current, usage: { count }, updatedAt: current.updatedAt + 1 };
+      try {
+        await store.updateEnvelope(next, current.version, [event(next, 'usage')]);
+        break;
+      } catch (err) {
+        if (!(err instanceof VersionConflictError)) throw err;
+        conflicts += 1;
+      }
+    }
+  }
+  return conflicts;
+}
+
+/** Resolves with the first change notice matching `predicate`. */
+export function nextChange<T extends { id: string }>(
+  subscribe: (listener: (change: T) => void) => () => void,
+  predicate: (change: T) => boolean,
+): Promise<T> {
+  return new Promise((resolve) => {
+    const off = subscribe((change) => {
+      if (!predicate(change)) return;
+      off();
+      resolve(change);
+    });
+  });
+}

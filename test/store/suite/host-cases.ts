@@ -1,0 +1,243 @@
+import { expect } from 'vitest';
+import { VersionConflictError } from '../../../src/core/errors.ts';
+import type { ChangeNotice, PushConfigRecord } from '../../../src/store/store.ts';
+import type { SuiteContext } from '../store-suite.ts';
+import { makeTask, nextChange, outboxRow } from './fixtures.ts';
+
+const statusEvent = (taskId: string, state: string, at = 1000) => ({
+  taskId,
+  at,
+  payload: { statusUpdate: { taskId, status: { state } } },
+});
+
+export function hostCases({ store, peer, test }: SuiteContext): void {
+  test('createAgentTask is idempotent on (owner, messageId) and not across owners', async () => {
+    const task = makeTask({ version: 3 });
+    const res = await store().createAgentTask(
+      task,
+      'm-1',
+      [statusEvent(task.id, 'TASK_STATE_SUBMITTED')],
+      [],
+    );
+    expect(res).toEqual({ created: true, task: { ...task, version: 1 } });
+    const again = await store().createAgentTask(makeTask(), 'm-1', [], []);
+    expect(again).toEqual({ created: false, task: { ...task, version: 1 } });
+    expect(await store().findAgentTaskByMessageId('alice', 'm-1')).toBe(task.id);
+    const bobs = await store().createAgentTask(makeTask({ owner: 'bob' }), 'm-1', [], []);
+    expect(bobs.created).toBe(true);
+    expect(await store().findAgentTaskByMessageId('bob', 'm-1')).toBe(bobs.task.id);
+    expect(await store().getAgentTask(task.id, 'bob')).toBeUndefined();
+    expect((await store().getAgentTask(task.id, 'alice'))?.id).toBe(task.id);
+    expect((await store().getAgentTask(task.id))?.id).toBe(task.id);
+    expect(await store().listAgentTaskEvents(task.id, 0)).toHaveLength(1);
+  });
+
+  test('updateAgentTask is CAS, records messageId and refuses a duplicate messageId', async () => {
+    const task = makeTask();
+    await store().createAgentTask(task, 'm-1', [], []);
+    const working = { ...task, state: 'TASK_STATE_WORKING', executorState: { step: 1 } };
+    const res = await store().updateAgentTask(
+      working,
+      1,
+      [statusEvent(task.id, 'TASK_STATE_WORKING')],
+      [],
+      'm-2',
+    );
+    expect(res.duplicate).toBe(false);
+    expect(res.task).toMatchObject({ version: 2, state: 'TASK_STATE_WORKING', executorState: { step: 1 } });
+    expect(res.events).toHaveLength(1);
+    expect(await store().findAgentTaskByMessageId('alice', 'm-2')).toBe(task.id);
+    const dup = await store().updateAgentTask({ ...working, state: 'TASK_STATE_FAILED' }, 2, [], [], 'm-2');
+    expect(dup).toEqual({ duplicate: true, task: res.task, events: [] });
+    const dupOfCreate = await store().updateAgentTask(
+      { ...working, state: 'TASK_STATE_FAILED' },
+      2,
+      [],
+      [],
+      'm-1',
+    );
+    expect(dupOfCreate.duplicate).toBe(true);
+    await expect(store().updateAgentTask(working, 1, [], [])).rejects.toBeInstanceOf(VersionConflictError);
+    expect((await store().getAgentTask(task.id))!.version).toBe(2);
+    expect(await store().listAgentTaskEvents(task.id, 0)).toHaveLength(1);
+  });
+
+  test('listAgentTaskEvents returns events after a seq, in order, per task', async () => {
+    const a = makeTask();
+    const b = makeTask();
+    await store().createAgentTask(a, 'ma', [statusEvent(a.id, 'S1')], []);
+    await store().createAgentTask(b, 'mb', [statusEvent(b.id, 'S1')], []);
+    await store().updateAgentTask(a, 1, [statusEvent(a.id, 'S2'), statusEvent(a.id, 'S3')], []);
+    const events = await store().listAgentTaskEvents(a.id, 0);
+    expect(events.map((e) => (e.payload.statusUpdate as { status: { state: string } }).status.state)).toEqual(
+      ['S1', 'S2', 'S3'],
+    );
+    expect(await store().listAgentTaskEvents(a.id, events[0]!.seq)).toEqual(events.slice(1));
+    expect(await store().listAgentTaskEvents(a.id, 0, 1)).toEqual(events.slice(0, 1));
+  });
+
+  test('listAgentTasks scopes by owner, filters, pages by cursor with totalSize, newest status first', async () => {
+    for (let i = 0; i < 6; i++) {
+      const task = makeTask({
+        id: `task-${i}`,
+        statusTimestamp: 1000 + (i % 3),
+        contextId: i < 4 ? 'ctx-1' : 'ctx-2',
+        state: i === 5 ? 'TASK_STATE_COMPLETED' : 'TASK_STATE_WORKING',
+      });
+      await store().createAgentTask(task, `m-${i}`, [], []);
+    }
+    await store().createAgentTask(makeTask({ id: 'task-bob', owner: 'bob' }), 'm-b', [], []);
+    const first = await store().listAgentTasks({ owner: 'alice', pageSize: 4 });
+    expect(first.tasks.map((t) => t.id)).toEqual(['task-5', 'task-2', 'task-4', 'task-1']);
+    expect(first.totalSize).toBe(6);
+    const second = await store().listAgentTasks({ owner: 'alice', pageSize: 4, cursor: first.nextCursor! });
+    expect(second.tasks.map((t) => t.id)).toEqual(['task-3', 'task-0']);
+    expect(second.nextCursor).toBeUndefined();
+    expect(second.totalSize).toBe(6);
+    const ctx = await store().listAgentTasks({ owner: 'alice', contextId: 'ctx-2' });
+    expect(ctx.tasks.map((t) => t.id)).toEqual(['task-5', 'task-4']);
+    const working = await store().listAgentTasks({
+      owner: 'alice',
+      state: 'TASK_STATE_WORKING',
+      statusTimestampAfter: 1001,
+    });
+    expect(working.tasks.map((t) => t.id)).toEqual(['task-2', 'task-4', 'task-1']);
+    expect(working.totalSize).toBe(3);
+    expect((await store().listAgentTasks({ owner: 'carol' })).totalSize).toBe(0);
+    const active = await store().listActiveAgentTasks();
+    expect(active.map((t) => t.id).sort()).toEqual([
+      'task-0',
+      'task-1',
+      'task-2',
+      'task-3',
+      'task-4',
+      'task-bob',
+    ]);
+  });
+
+  test('push configs: put upserts, get/list/delete, delete of an absent config is fine', async () => {
+    const config: PushConfigRecord = {
+      id: 'c1',
+      taskId: 'task-1',
+      owner: 'alice',
+      url: 'https://hooks.example/1',
+      token: 'tok',
+      authentication: { scheme: 'Bearer', credentials: 'secret' },
+      createdAt: 1,
+    };
+    expect(await store().putPushConfig(config)).toEqual(config);
+    await store().putPushConfig({ ...config, id: 'c2', createdAt: 2, token: null, authentication: null });
+    expect(await store().getPushConfig('task-1', 'c1')).toEqual(config);
+    await store().putPushConfig({ ...config, url: 'https://hooks.example/changed' });
+    expect((await store().getPushConfig('task-1', 'c1'))!.url).toBe('https://hooks.example/changed');
+    expect((await store().listPushConfigs('task-1')).map((c) => c.id)).toEqual(['c1', 'c2']);
+    expect(await store().listPushConfigs('task-2')).toEqual([]);
+    await store().deletePushConfig('task-1', 'c1');
+    await store().deletePushConfig('task-1', 'c1');
+    expect(await store().getPushConfig('task-1', 'c1')).toBeUndefined();
+    expect((await store().listPushConfigs('task-1')).map((c) => c.id)).toEqual(['c2']);
+  });
+
+  test('outbox delivers in order per (task, config): only the oldest undelivered row is claimable', async () => {
+    const task = makeTask({ updatedAt: 500 });
+    const rows = [outboxRow(task.id, 'c1', 1), outboxRow(task.id, 'c1', 2), outboxRow(task.id, 'c2', 1)];
+    await store().createAgentTask(task, 'm', [], rows);
+    const claimed = await store().claimOutbox('w1', 1000, 30_000, 10);
+    expect(claimed.map((r) => r.deliveryId)).toEqual([`${task.id}:c1:1`, `${task.id}:c2:1`]);
+    expect(claimed[0]).toMatchObject({
+      status: 'leased',
+      attempts: 1,
+      leaseOwner: 'w1',
+      leaseExpiresAt: 31_000,
+    });
+    expect(claimed[0]).toMatchObject({
+      createdAt: 500,
+      deliveredAt: null,
+      lastError: null,
+      payload: { n: 1 },
+    });
+    expect(await store().claimOutbox('w2', 1000, 30_000, 10)).toEqual([]);
+    await store().completeOutbox(claimed[0]!.id, 'w1', 1100);
+    const next = await store().claimOutbox('w2', 1200, 30_000, 10);
+    expect(next.map((r) => r.deliveryId)).toEqual([`${task.id}:c1:2`]);
+    const delivered = await store().listOutbox({ status: 'delivered', taskId: task.id });
+    expect(delivered).toMatchObject([{ id: claimed[0]!.id, deliveredAt: 1100, leaseOwner: null }]);
+    await store().updateAgentTask(task, 1, [], [outboxRow(task.id, 'c2', 2)]);
+    expect((await store().listOutbox({ taskId: task.id })).map((r) => r.status)).toEqual([
+      'delivered',
+      'leased',
+      'leased',
+      'pending',
+    ]);
+  });
+
+  test('outbox respects nextAttemptAt, reclaims expired leases and ignores the old owner', async () => {
+    const task = makeTask();
+    await store().createAgentTask(task, 'm', [], [outboxRow(task.id, 'c1', 1, 2000)]);
+    expect(await store().claimOutbox('w1', 1999, 100, 10)).toEqual([]);
+    const [row] = await store().claimOutbox('w1', 2000, 100, 10);
+    expect(row).toBeDefined();
+    expect(await store().claimOutbox('w2', 2099, 100, 10)).toEqual([]);
+    const [again] = await store().claimOutbox('w2', 2100, 100, 10);
+    expect(again).toMatchObject({ id: row!.id, attempts: 2, leaseOwner: 'w2', leaseExpiresAt: 2200 });
+    await store().completeOutbox(row!.id, 'w1', 2150);
+    await store().failOutbox(row!.id, 'w1', 'late', 9999);
+    expect((await store().listOutbox({ taskId: task.id }))[0]).toMatchObject({
+      status: 'leased',
+      leaseOwner: 'w2',
+    });
+    await store().failOutbox(row!.id, 'w2', 'HTTP 503', 5000);
+    expect((await store().listOutbox({ taskId: task.id }))[0]).toMatchObject({
+      status: 'pending',
+      nextAttemptAt: 5000,
+      lastError: 'HTTP 503',
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    });
+    expect(await store().claimOutbox('w3', 4999, 100, 10)).toEqual([]);
+    expect(await store().claimOutbox('w3', 5000, 100, 10)).toMatchObject([{ attempts: 3 }]);
+  });
+
+  test('outbox dead-letters a row and lets the next one for the same config go', async () => {
+    const task = makeTask();
+    await store().createAgentTask(task, 'm', [], [outboxRow(task.id, 'c1', 1), outboxRow(task.id, 'c1', 2)]);
+    const [first] = await store().claimOutbox('w1', 1000, 100, 1);
+    await store().failOutbox(first!.id, 'w1', 'gave up', null);
+    expect(await store().listOutbox({ status: 'dead' })).toMatchObject([
+      { id: first!.id, lastError: 'gave up' },
+    ]);
+    const [second] = await store().claimOutbox('w1', 1000, 100, 1);
+    expect(second?.deliveryId).toBe(`${task.id}:c1:2`);
+    expect(await store().listOutbox({ status: 'pending' })).toEqual([]);
+  });
+
+  test('concurrent claimers never claim the same outbox row', async () => {
+    const other = await peer();
+    for (let t = 0; t < 4; t++) {
+      const task = makeTask();
+      const rows = Array.from({ length: 5 }, (_, c) => outboxRow(task.id, `c${c}`, 1));
+      await store().createAgentTask(task, `m-${t}`, [], rows);
+    }
+    const [a, b] = await Promise.all([
+      store().claimOutbox('w1', 1000, 1000, 15),
+      other.claimOutbox('w2', 1000, 1000, 15),
+    ]);
+    const ids = [...a, ...b].map((r) => r.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toHaveLength(20);
+  });
+
+  test('onChange wakes listeners after agent-task events commit', async () => {
+    const writer = store();
+    const listener = writer.capabilities.crossProcessNotify ? await peer() : writer;
+    const task = makeTask();
+    const seen = nextChange<ChangeNotice>(
+      (l) => listener.onChange(l),
+      (c) => c.id === task.id,
+    );
+    await writer.createAgentTask(task, 'm', [statusEvent(task.id, 'TASK_STATE_SUBMITTED')], []);
+    const change = await seen;
+    expect(change.kind).toBe('agentTask');
+    expect((await listener.listAgentTaskEvents(task.id, change.seq - 1)).length).toBe(1);
+  });
+}

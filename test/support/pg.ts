@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/** The PostgreSQL the tests use; CI starts one (.ci/run). Tests never skip when it is absent: they fail. */
+export const TEST_PG_URL = process.env.TASKPLANE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A new schema name per test, so tests run in parallel against one database without touching each other. */
+export function freshSchemaName(prefix = 'tp_test'): string {
+  return `${prefix}_${randomBytes(6).toString('hex')}`;
+}
+
+/** The test database URL pointed at `schema` (the store creates it on open). */
+export function urlForSchema(schema: string, base = TEST_PG_URL): string {
+  const url = new URL(base);
+  url.searchParams.set('schema', schema);
+  return url.toString();
+}
+
+/** Runs `fn` on a short-lived admin connection to the test database. */
+export async function withPgClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: TEST_PG_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Drops a test schema; when the test failed it is kept (and named on stderr) so one can look at the rows.
+ */
+export async function disposeSchema(schema: string, failed: boolean): Promise<void> {
+  if (failed) {
+    console.error(
+      `kept postgres schema for inspection: ${schema} in ${new URL(TEST_PG_URL).pathname.slice(1)}`,
+    );
+    return;
+  }
+  await withPgClient((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
+}
