@@ -1,0 +1,281 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../core/clock.ts';
+import { TaskplaneError } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import type { Random } from '../core/random.ts';
+import type { AgentTaskRecord, Store } from '../store/store.ts';
+import { A2AError, invalidParams, taskNotFound } from '../protocols/a2a/errors.ts';
+import type { A2ARequestHandler, CallContext, StreamItem } from '../protocols/a2a/handler.ts';
+import {
+  isTerminalTaskState,
+  type AgentCard,
+  type ListTasksRequest,
+  type ListTasksResponse,
+  type Message,
+  type SendMessageRequest,
+  type SendMessageResponse,
+  type Task,
+} from '../protocols/a2a/types.ts';
+import type { Executions } from './executions.ts';
+import type { HostLiveness } from './host-liveness.ts';
+import { PushConfigs } from './push-configs.ts';
+import type { TaskStreams } from './task-streams.ts';
+import { type ExecutorState, type StoredEvent, payloadState, setStatus, statusEvent, taskOf, toIso, wireTask } from './task-model.ts';
+import type { TaskFeed } from './task-feed.ts';
+import type { TaskWriter } from './task-writer.ts';
+
+export interface A2AServiceOptions {
+  store: Store;
+  clock: Clock;
+  random: Random;
+  writer: TaskWriter;
+  feed: TaskFeed;
+  streams: TaskStreams;
+  executions: Executions;
+  liveness: HostLiveness;
+  card: () => AgentCard;
+  logger: Logger;
+}
+
+/** Tenant scoping: a `/{tenant}` or `tenant` request is a separate space of the same caller. */
+function scope(ctx: CallContext): string {
+  return ctx.tenant ? `${ctx.owner}@${ctx.tenant}` : ctx.owner;
+}
+
+/**
+ * The A2A 1.0 operations over the Store: the behaviour behind both bindings. Section numbers (§1.6…)
+ * refer to the spec digest ../shared/spec/a2a-1.0.md, which cites the spec and proto clauses.
+ */
+export class A2AService implements A2ARequestHandler {
+  private readonly push: PushConfigs;
+
+  constructor(private readonly o: A2AServiceOptions) {
+    this.push = new PushConfigs(o.store, o.clock, o.random);
+  }
+
+  agentCard(): AgentCard {
+    return this.o.card();
+  }
+
+  async sendMessage(req: SendMessageRequest, ctx: CallContext): Promise<SendMessageResponse> {
+    const { record } = await this.accept(req, ctx);
+    const historyLength = req.configuration?.historyLength;
+    // §1.6: blocking is the default; wait for a terminal or interrupted state.
+    if (req.configuration?.returnImmediately || isStopped(record.state)) {
+      return { task: wireTask(taskOf(record), historyLength) };
+    }
+    await this.waitForStop(record.id, record.version, ctx.signal);
+    const latest = (await this.o.store.getAgentTask(record.id)) ?? record;
+    return { task: wireTask(taskOf(latest), historyLength) };
+  }
+
+  async sendStreamingMessage(req: SendMessageRequest, ctx: CallContext): Promise<AsyncIterable<StreamItem[]>> {
+    const { record, created } = await this.accept(req, ctx);
+    if (created) return this.o.streams.fromCreation(record.id, ctx.signal);
+    // A follow-up (or a retried send): the current task first, then what follows.
+    const view = (t: Task) => wireTask(t, req.configuration?.historyLength);
+    if (isTerminalTaskState(record.state)) return single([{ id: '0', payload: { task: view(taskOf(record)) } }]);
+    return this.o.streams.snapshotThenLive(record.id, record.owner, ctx.signal, view);
+  }
+
+  async getTask(req: { id: string; historyLength?: number }, ctx: CallContext): Promise<Task> {
+    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
+    if (!record) throw taskNotFound(req.id);
+    return wireTask(taskOf(record), req.historyLength);
+  }
+
+  async listTasks(req: ListTasksRequest, ctx: CallContext): Promise<ListTasksResponse> {
+    const pageSize = req.pageSize ?? 50;
+    let page;
+    try {
+      page = await this.o.store.listAgentTasks({
+        owner: scope(ctx),
+        ...(req.contextId ? { contextId: req.contextId } : {}),
+        ...(req.status ? { state: req.status } : {}),
+        ...(req.statusTimestampAfter ? { statusTimestampAfter: Date.parse(req.statusTimestampAfter) } : {}),
+        ...(req.pageToken ? { cursor: req.pageToken } : {}),
+        pageSize,
+      });
+    } catch (err) {
+      if (err instanceof TaskplaneError && err.code === 'invalid_argument') throw invalidParams('pageToken', 'is not a token this server issued');
+      throw err;
+    }
+    return {
+      // §1.7: the `artifacts` key is absent unless includeArtifacts, present (maybe []) when it is.
+      tasks: page.tasks.map((r) => wireTask(taskOf(r), req.historyLength, req.includeArtifacts === true)),
+      nextPageToken: page.nextCursor ?? '',
+      pageSize,
+      totalSize: page.totalSize,
+    };
+  }
+
+  async cancelTask(req: { id: string }, ctx: CallContext): Promise<Task> {
+    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
+    if (!record) throw taskNotFound(req.id);
+    // §1.5: cancel of a canceled task is idempotent; other terminal states are not cancelable.
+    const result = await this.o.writer.update(record.id, (d) => {
+      const state = d.task.status.state;
+      if (state === 'TASK_STATE_CANCELED') return null;
+      if (isTerminalTaskState(state)) throw new A2AError('TaskNotCancelableError', `Task is ${state}`);
+      delete d.executor.pendingInput;
+      setStatus(d.task, 'TASK_STATE_CANCELED', this.o.clock.now());
+      return { events: [statusEvent(d.task)] };
+    });
+    if (result.written) this.o.executions.abort(record.id, 'canceled');
+    return wireTask(taskOf(result.record));
+  }
+
+  async subscribeToTask(req: { id: string }, ctx: CallContext): Promise<AsyncIterable<StreamItem[]>> {
+    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
+    if (!record) throw taskNotFound(req.id);
+    if (ctx.lastEventId !== undefined) {
+      return this.o.streams.afterEventId(record.id, ctx.lastEventId, isTerminalTaskState(record.state), ctx.signal);
+    }
+    // §1.5: SubscribeToTask on a terminal task → UnsupportedOperationError.
+    if (isTerminalTaskState(record.state)) throw new A2AError('UnsupportedOperationError', `Task is ${record.state}; use GetTask`);
+    return this.o.streams.snapshotThenLive(record.id, record.owner, ctx.signal, (t) => wireTask(t));
+  }
+
+  createTaskPushNotificationConfig: A2ARequestHandler['createTaskPushNotificationConfig'] = async (req, ctx) => {
+    await this.ownTask(req.taskId, ctx);
+    return this.push.create(req.taskId, scope(ctx), req);
+  };
+
+  getTaskPushNotificationConfig: A2ARequestHandler['getTaskPushNotificationConfig'] = async (req, ctx) => {
+    await this.ownTask(req.taskId, ctx);
+    return this.push.get(req.taskId, req.id, scope(ctx));
+  };
+
+  listTaskPushNotificationConfigs: A2ARequestHandler['listTaskPushNotificationConfigs'] = async (req, ctx) => {
+    await this.ownTask(req.taskId, ctx);
+    return this.push.list(req.taskId, scope(ctx), req.pageSize, req.pageToken);
+  };
+
+  deleteTaskPushNotificationConfig: A2ARequestHandler['deleteTaskPushNotificationConfig'] = async (req, ctx) => {
+    await this.ownTask(req.taskId, ctx);
+    await this.push.delete(req.taskId, req.id, scope(ctx));
+  };
+
+  async getExtendedAgentCard(): Promise<AgentCard> {
+    // §3.3.4: capabilities.extendedAgentCard is false on our card → UnsupportedOperationError.
+    throw new A2AError('UnsupportedOperationError', 'This agent has no extended agent card');
+  }
+
+  // --- internals ---------------------------------------------------------------------------------
+
+  private async ownTask(taskId: string, ctx: CallContext): Promise<AgentTaskRecord> {
+    const record = await this.o.store.getAgentTask(taskId, scope(ctx));
+    if (!record) throw taskNotFound(taskId);
+    return record;
+  }
+
+  /** Creates the task or applies a follow-up; idempotent on (caller, messageId). */
+  private async accept(req: SendMessageRequest, ctx: CallContext): Promise<{ record: AgentTaskRecord; created: boolean }> {
+    const owner = scope(ctx);
+    const message = req.message;
+    if (message.taskId) return { record: await this.followUp(message, owner), created: false };
+
+    // Idempotency on (caller, messageId) is decided by createAgentTask itself (one store call).
+    const { clock, random } = this.o;
+    const now = clock.now();
+    const id = newId(clock, random, 'task_');
+    const contextId = message.contextId ?? newId(clock, random, 'ctx_');
+    const stored: Message = { ...message, taskId: id, contextId };
+    const task: Task = { id, contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: toIso(now) }, history: [stored], artifacts: [] };
+    if (req.metadata) task.metadata = req.metadata;
+    const pushConfig = req.configuration?.taskPushNotificationConfig;
+    let configId: string | undefined;
+    if (pushConfig) configId = (await this.push.create(id, owner, { ...pushConfig, taskId: id })).id;
+    const executor: ExecutorState = { inputs: [], runs: 0, trigger: stored, host: this.o.liveness.hostId };
+    const record: AgentTaskRecord = {
+      id,
+      owner,
+      contextId,
+      state: task.status.state,
+      statusTimestamp: now,
+      task: task as unknown as Record<string, unknown>,
+      executorState: executor as unknown as Record<string, unknown>,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    };
+    const first: StoredEvent = { task: wireTask(task), _v: 1 };
+    const outbox = configId ? await this.o.writer.outboxRows(id, [first], now) : [];
+    const result = await this.o.store.createAgentTask(record, message.messageId, [{ taskId: id, at: now, payload: first }], outbox);
+    if (!result.created) {
+      if (configId) await this.o.store.deletePushConfig(id, configId);
+      return { record: result.task, created: false };
+    }
+    this.o.writer.prime(result.task);
+    if (outbox.length > 0) this.o.writer.onOutboxRows();
+    this.o.executions.start(result.task, false);
+    return { record: result.task, created: true };
+  }
+
+  /**
+   * A message with a taskId (§1.4): the task must exist for this caller, contextIds must match, a
+   * terminal task refuses it (UnsupportedOperationError), an INPUT_REQUIRED task takes it as the answer.
+   */
+  private async followUp(message: Message, owner: string): Promise<AgentTaskRecord> {
+    const taskId = message.taskId!;
+    const current = await this.o.store.getAgentTask(taskId, owner);
+    if (!current) throw taskNotFound(taskId);
+    if (message.contextId && message.contextId !== current.contextId) {
+      throw invalidParams('message.contextId', 'does not match the task’s contextId');
+    }
+    // The answer goes to the execute waiting for it: here, on the live host that runs the task (it
+    // watches the store), or, when that host is gone, here after taking the task over in this write.
+    const me = this.o.liveness.hostId;
+    const runner = (current.executorState as unknown as ExecutorState | null)?.host;
+    const takeOver = runner !== me && !(await this.o.liveness.isAlive(runner));
+    let answered = false;
+    const result = await this.o.writer.update(
+      taskId,
+      (d) => {
+        const state = d.task.status.state;
+        if (isTerminalTaskState(state)) {
+          throw new A2AError('UnsupportedOperationError', `Task is ${state}; start a new task in the same context`);
+        }
+        const stored: Message = { ...message, taskId, contextId: d.task.contextId };
+        (d.task.history ??= []).push(stored);
+        const pending = d.executor.pendingInput;
+        if (state === 'TASK_STATE_INPUT_REQUIRED' && pending) {
+          d.executor.inputs[pending.index] = stored;
+          delete d.executor.pendingInput;
+          if (takeOver && d.executor.host === runner) d.executor.host = me;
+          setStatus(d.task, 'TASK_STATE_WORKING', this.o.clock.now());
+          answered = true;
+          return { events: [statusEvent(d.task)] };
+        }
+        return { events: [] };
+      },
+      message.messageId,
+    );
+    if (answered && result.written && (result.record.executorState as unknown as ExecutorState).host === me) {
+      this.o.executions.answered(result.record, executorAnswer(result.record));
+    }
+    return result.record;
+  }
+
+  /** Waits for a stop written after version `afterVersion` (so an earlier INPUT_REQUIRED does not count). */
+  private async waitForStop(taskId: string, afterVersion: number, signal: AbortSignal): Promise<void> {
+    for await (const event of this.o.feed.events(taskId, 0, signal)) {
+      const stored = event.payload as StoredEvent;
+      if ((stored._v ?? 0) <= afterVersion) continue;
+      if (isStopped(payloadState(stored))) return;
+    }
+  }
+}
+
+function isStopped(state: string | undefined): boolean {
+  return state !== undefined && (isTerminalTaskState(state) || state === 'TASK_STATE_INPUT_REQUIRED' || state === 'TASK_STATE_AUTH_REQUIRED');
+}
+
+function executorAnswer(record: AgentTaskRecord): Message {
+  const exec = record.executorState as unknown as ExecutorState;
+  return exec.inputs[exec.inputs.length - 1]!;
+}
+
+async function* single(items: StreamItem[]): AsyncGenerator<StreamItem[]> {
+  yield items;
+}

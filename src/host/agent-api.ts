@@ -1,0 +1,112 @@
+import type { Logger } from 'pino';
+import type { AgentSkill, Artifact, JsonObject, Message, Part, Task } from '../protocols/a2a/types.ts';
+
+/**
+ * The public API for writing an agent the host runs (issue 3: "executors are user code").
+ *
+ * ```ts
+ * import { defineAgent } from 'taskplane/host';
+ * export default defineAgent({
+ *   card: { name: 'Summarizer', description: 'Summarizes text', version: '1.0.0' },
+ *   resumable: true,
+ *   async execute(ctx) {
+ *     await ctx.status('reading');
+ *     const edition = await ctx.askInput('Which edition?');   // survives a host restart
+ *     await ctx.artifact({ name: 'summary', parts: [{ text: `summary of ${edition.text}` }] });
+ *     return 'done';                                          // completes the task with this message
+ *   },
+ * });
+ * ```
+ *
+ * Durability contract: every ctx call that changes the task is on disk before it resolves. When the
+ * host restarts, a `resumable` agent's execute is called again with `ctx.resumed === true`; answers
+ * already given to askInput are replayed in order (so askInput calls must happen in the same order on
+ * every run) and `ctx.checkpoint` holds what was last saved with `ctx.save`. A non-resumable agent's
+ * unfinished tasks are failed with a readable reason instead.
+ */
+export interface AgentDefinition {
+  card: AgentCardInfo;
+  /**
+   * May execute be called again for a task that was running when the host stopped? Only say yes if
+   * re-running from `ctx.checkpoint` is safe. @default false
+   */
+  resumable?: boolean;
+  /**
+   * Runs the task. Resolve to finish it: a string or Part[] becomes the completing status message.
+   * Throwing fails the task (the client sees a generic reason; details go to the host log).
+   */
+  execute(ctx: ExecutionContext): Promise<string | Part[] | void>;
+}
+
+export interface AgentCardInfo {
+  name: string;
+  description: string;
+  version: string;
+  skills?: AgentSkill[];
+  documentationUrl?: string;
+  provider?: { url: string; organization: string };
+  defaultInputModes?: string[];
+  defaultOutputModes?: string[];
+}
+
+export interface InputAnswer {
+  message: Message;
+  /** The text parts joined with newlines. */
+  text: string;
+  /** The first data part's value, if any. */
+  data: unknown;
+}
+
+export interface ArtifactChunk {
+  /** Stable id; chunks with the same id and `append: true` extend it. @default a new id */
+  artifactId?: string;
+  name?: string;
+  description?: string;
+  parts: Part[];
+  metadata?: JsonObject;
+  append?: boolean;
+  lastChunk?: boolean;
+}
+
+export interface ExecutionContext {
+  readonly taskId: string;
+  readonly contextId: string;
+  /** The message that started the task. */
+  readonly message: Message;
+  /** Its text parts joined, and its first data part. */
+  readonly text: string;
+  readonly data: unknown;
+  /** The stored task as execute starts (on a resume: as it was when the host stopped). */
+  readonly task: Task;
+  /** True when execute runs again after a host restart (or after input arrived across a restart). */
+  readonly resumed: boolean;
+  /** What the last ctx.save stored, on a resume. */
+  readonly checkpoint: Record<string, unknown> | undefined;
+  /** Fires on CancelTask, on input timeout and on host shutdown. Pass it to every outbound call. */
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+  /** TASK_STATE_WORKING with an agent status message. */
+  status(text: string): Promise<void>;
+  /** Publishes an artifact chunk (TaskArtifactUpdateEvent); returns the artifact id. */
+  artifact(chunk: ArtifactChunk): Promise<string>;
+  /**
+   * Moves the task to TASK_STATE_INPUT_REQUIRED with `prompt` and resolves with the client's answer
+   * (the next message on this task). Rejects when the input timeout passes or the task is canceled.
+   */
+  askInput(prompt: string): Promise<InputAnswer>;
+  /** Saves a resume point (durable before it resolves). */
+  save(checkpoint: Record<string, unknown>): Promise<void>;
+  /** Waits on the host's clock; rejects when `signal` fires. */
+  sleep(ms: number): Promise<void>;
+  /** Finishes the task as TASK_STATE_COMPLETED. */
+  complete(message?: string | Part[]): Promise<void>;
+  /** Finishes the task as TASK_STATE_FAILED with a reason the client can read. */
+  fail(reason: string): Promise<void>;
+}
+
+/** Identity function that gives an agent module its types. */
+export function defineAgent(definition: AgentDefinition): AgentDefinition {
+  return definition;
+}
+
+export type { Artifact };

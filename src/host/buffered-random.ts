@@ -1,0 +1,30 @@
+import type { Random } from '../core/random.ts';
+
+/**
+ * Draws random bytes from `source` 4 KiB at a time. Every task, message, artifact and delivery id takes
+ * 17 random bytes; one getRandomValues call per id showed up at ~3 % of host CPU under load.
+ */
+export class BufferedRandom implements Random {
+  private pool: Uint8Array = new Uint8Array(0);
+  private offset = 0;
+
+  constructor(
+    private readonly source: Random,
+    private readonly poolBytes = 4096,
+  ) {}
+
+  next(): number {
+    return this.source.next();
+  }
+
+  bytes(n: number): Uint8Array {
+    if (n > this.poolBytes) return this.source.bytes(n);
+    if (this.offset + n > this.pool.length) {
+      this.pool = this.source.bytes(this.poolBytes);
+      this.offset = 0;
+    }
+    const out = this.pool.slice(this.offset, this.offset + n);
+    this.offset += n;
+    return out;
+  }
+}

@@ -1,0 +1,76 @@
+import type { Clock } from '../core/clock.ts';
+import { newId } from '../core/ids.ts';
+import type { Random } from '../core/random.ts';
+import type { PushConfigRecord, Store } from '../store/store.ts';
+import { A2AError, invalidParams } from '../protocols/a2a/errors.ts';
+import type { ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig } from '../protocols/a2a/types.ts';
+
+/**
+ * Push-config CRUD. Credentials are stored so the outbox can send them and are never returned: Get and
+ * List answer `authentication: {scheme}` only (A2A#1681, the redaction the v1.1 epic proposes).
+ */
+export class PushConfigs {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly random: Random,
+  ) {}
+
+  async create(taskId: string, owner: string, cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    // Only the scheme is checked here; the SSRF check runs at dispatch time, after DNS resolution,
+    // so it covers every registration path and DNS changes after registration (a2a-python#1164).
+    let url: URL;
+    try {
+      url = new URL(cfg.url);
+    } catch {
+      throw invalidParams('url', 'must be an absolute URL');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidParams('url', 'must be http or https');
+    const record: PushConfigRecord = {
+      id: cfg.id || newId(this.clock, this.random, 'pcfg_'),
+      taskId,
+      owner,
+      url: cfg.url,
+      token: cfg.token ?? null,
+      authentication: cfg.authentication
+        ? { scheme: cfg.authentication.scheme, ...(cfg.authentication.credentials !== undefined ? { credentials: cfg.authentication.credentials } : {}) }
+        : null,
+      createdAt: this.clock.now(),
+    };
+    const existing = await this.store.getPushConfig(taskId, record.id);
+    if (existing && existing.owner !== owner) throw invalidParams('id', 'is already in use');
+    return toWire(await this.store.putPushConfig(record));
+  }
+
+  async get(taskId: string, id: string, owner: string): Promise<TaskPushNotificationConfig> {
+    const record = await this.store.getPushConfig(taskId, id);
+    if (!record || record.owner !== owner) throw new A2AError('TaskNotFoundError', 'Push notification config not found', { metadata: { taskId, configId: id } });
+    return toWire(record);
+  }
+
+  async list(taskId: string, owner: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResponse> {
+    const all = (await this.store.listPushConfigs(taskId)).filter((c) => c.owner === owner);
+    const start = pageToken ? Number(pageToken) : 0;
+    if (!Number.isInteger(start) || start < 0) throw invalidParams('pageToken', 'is not a token this server issued');
+    const size = pageSize && pageSize > 0 ? pageSize : 100;
+    const page = all.slice(start, start + size);
+    const next = start + size < all.length ? String(start + size) : '';
+    return { configs: page.map(toWire), nextPageToken: next };
+  }
+
+  /** Idempotent (§1.6: Delete MUST be idempotent). */
+  async delete(taskId: string, id: string, owner: string): Promise<void> {
+    const record = await this.store.getPushConfig(taskId, id);
+    if (record && record.owner === owner) await this.store.deletePushConfig(taskId, id);
+  }
+}
+
+export function toWire(record: PushConfigRecord): TaskPushNotificationConfig {
+  return {
+    id: record.id,
+    taskId: record.taskId,
+    url: record.url,
+    ...(record.token ? { token: record.token } : {}),
+    ...(record.authentication ? { authentication: { scheme: record.authentication.scheme } } : {}),
+  };
+}

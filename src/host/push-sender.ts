@@ -1,0 +1,101 @@
+import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import type { Clock } from '../core/clock.ts';
+import { A2A_CONTENT_TYPE } from '../protocols/a2a/types.ts';
+import { checkWebhookUrl, type Resolver } from './ssrf.ts';
+
+export interface PushRequest {
+  url: string;
+  body: string;
+  deliveryId: string;
+  /** `Authorization: <scheme> <credentials>` from the config's AuthenticationInfo. */
+  authorization?: string;
+  /** The A2A `token`, also sent as `X-A2A-Notification-Token` for receivers written to 0.3 SDKs. */
+  token?: string;
+}
+
+export type PushResult = { ok: true; status: number } | { ok: false; error: string; retryable: boolean };
+
+export type PushSender = (req: PushRequest) => Promise<PushResult>;
+
+/** Header carrying the stable delivery id on every attempt, so receivers can deduplicate. */
+export const DELIVERY_ID_HEADER = 'A2A-Delivery-Id';
+/** HMAC signature header, sent when the config has a `token` (DESIGN.md: push is signed). */
+export const SIGNATURE_HEADER = 'Taskplane-Signature';
+
+/**
+ * `t=<epoch ms>,v1=<hex HMAC-SHA256(token, "<t>.<deliveryId>.<body>")>`. A receiver that knows the token
+ * it registered checks integrity and, with `t`, freshness (reject old timestamps to stop replays; the
+ * delivery id deduplicates retries). Same shape as Stripe's and Standard Webhooks' signatures.
+ */
+export function signPush(token: string, at: number, deliveryId: string, body: string): string {
+  const mac = createHmac('sha256', token).update(`${at}.${deliveryId}.${body}`).digest('hex');
+  return `t=${at},v1=${mac}`;
+}
+
+export interface SenderOptions {
+  clock: Clock;
+  resolve: Resolver;
+  allowPrivate: boolean;
+  /** Per-call timeout (spec: 10–30 s). @default 15000 */
+  timeoutMs: number;
+}
+
+/**
+ * Sends one push over node:http(s), connecting to the address the SSRF check approved (a pinned
+ * `lookup`, so a second DNS answer cannot redirect the connection) and never following redirects: a
+ * 3xx is a failure. The timeout runs on the Clock port and covers the whole exchange.
+ */
+export function createPushSender(options: SenderOptions): PushSender {
+  return async (req) => {
+    const check = await checkWebhookUrl(req.url, options.resolve, options.allowPrivate);
+    if (!check.ok) return { ok: false, error: `refused: ${check.reason}`, retryable: true };
+    const { url, address, family } = check;
+    const pinned: LookupFunction = (_host, opts, cb) => {
+      if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+      else cb(null, address, family);
+    };
+    const headers: Record<string, string> = {
+      'content-type': A2A_CONTENT_TYPE,
+      'content-length': String(Buffer.byteLength(req.body)),
+      [DELIVERY_ID_HEADER.toLowerCase()]: req.deliveryId,
+      'user-agent': 'taskplane-host',
+    };
+    if (req.authorization) headers.authorization = req.authorization;
+    if (req.token) {
+      headers['x-a2a-notification-token'] = req.token;
+      headers[SIGNATURE_HEADER.toLowerCase()] = signPush(req.token, options.clock.now(), req.deliveryId, req.body);
+    }
+    const mod = url.protocol === 'https:' ? https : http;
+    return new Promise<PushResult>((resolve) => {
+      let settled = false;
+      const settle = (r: PushResult) => {
+        if (settled) return;
+        settled = true;
+        cancelTimer();
+        resolve(r);
+      };
+      const request = mod.request(
+        url,
+        { method: 'POST', headers, lookup: pinned, agent: false },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            if (status >= 200 && status < 300) settle({ ok: true, status });
+            else if (status >= 300 && status < 400) settle({ ok: false, error: `redirect ${status} refused`, retryable: true });
+            else settle({ ok: false, error: `HTTP ${status}`, retryable: true });
+          });
+          res.on('error', (err) => settle({ ok: false, error: err.message, retryable: true }));
+        },
+      );
+      const cancelTimer = options.clock.setTimer(options.timeoutMs, () => {
+        request.destroy(new Error(`timed out after ${options.timeoutMs} ms`));
+      });
+      request.on('error', (err) => settle({ ok: false, error: err.message, retryable: true }));
+      request.end(req.body);
+    });
+  };
+}

@@ -1,0 +1,62 @@
+import { lookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+
+/** Resolves a host name to every address it has (inject a fake in tests: no real DNS). */
+export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
+
+export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
+
+export type UrlCheck =
+  | { ok: true; url: URL; address: string; family: number }
+  | { ok: false; reason: string };
+
+/**
+ * Is `address` a public unicast address? ipaddr.js classifies every special-purpose block (RFC 6890
+ * registries): only `unicast` passes, which refuses loopback 127/8 and ::1, private 10/8, 172.16/12,
+ * 192.168/16, link-local 169.254/16 (the cloud metadata address 169.254.169.254) and fe80::/10, unique
+ * local fc00::/7, CGNAT 100.64/10, unspecified 0.0.0.0 and ::, multicast, broadcast, reserved, and the
+ * IPv6 forms that embed an IPv4 address (6to4, NAT64, Teredo). IPv4-mapped IPv6 (::ffff:a.b.c.d) is
+ * judged as the IPv4 address it maps to.
+ */
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  let ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  return ip.range() === 'unicast';
+}
+
+/**
+ * The dispatch-time webhook check (spec §13.2; a2a-python#1164, a2a-js#645): http(s) only, the host
+ * resolved now, and EVERY resolved address public (one private answer refuses the URL, so a name with
+ * a public and a loopback record cannot be used to rebind). The caller connects to the returned
+ * address, not to a second lookup, closing the DNS-rebinding window. `allowPrivate` (the host's
+ * `--allow-private-webhooks`) skips the address rule for tests and sidecars, never the scheme rule.
+ */
+export async function checkWebhookUrl(raw: string, resolve: Resolver, allowPrivate = false): Promise<UrlCheck> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return { ok: false, reason: 'not an absolute URL' };
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: `scheme ${url.protocol} is not allowed` };
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  if (host === '') return { ok: false, reason: 'no host' };
+  let addresses: Array<{ address: string; family: number }>;
+  if (ipaddr.isValid(host)) {
+    addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
+  } else {
+    try {
+      addresses = await resolve(host);
+    } catch {
+      return { ok: false, reason: 'host name does not resolve' };
+    }
+  }
+  if (addresses.length === 0) return { ok: false, reason: 'host name does not resolve' };
+  if (!allowPrivate) {
+    const bad = addresses.find((a) => !isPublicAddress(a.address));
+    if (bad) return { ok: false, reason: 'resolves to a private, loopback, link-local or reserved address' };
+  }
+  const first = addresses[0]!;
+  return { ok: true, url, address: first.address, family: first.family };
+}

@@ -1,0 +1,270 @@
+/**
+ * `npm run bench:host`: our durable host (SQLite file, synchronous=FULL with group commit) vs the
+ * official @a2a-js/sdk server (express, InMemoryTaskStore, same trivial agent) vs a bare node:http
+ * server (the ceiling), in one run, each as its own process, measured one after another from this
+ * in-process load generator (fetch keep-alive, bounded concurrency, loopback only, bounded time).
+ *
+ * Rows: non-blocking SendMessage req/s and p99, GetTask req/s and p99, time to deliver 1,000 status
+ * events to 100 SSE subscribers. Medians of BENCH_RUNS runs (default 3) and ratios.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import http from 'node:http';
+import { spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 100);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
+const V = { 'content-type': 'application/json', 'A2A-Version': '1.0' };
+
+interface Target {
+  name: string;
+  proc: TestProcess;
+  url: string;
+  fanout: (url: string) => Promise<number>;
+  getTaskBody?: string;
+}
+
+let seq = 0;
+const sendBody = () =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id: ++seq,
+    method: 'SendMessage',
+    params: { message: { messageId: `b-${process.pid}-${seq}`, role: 'ROLE_USER', parts: [{ text: 'hi' }] }, configuration: { returnImmediately: true } },
+  });
+
+/** Runs `total` requests with at most `concurrency` in flight; returns req/s and p99 (ms). */
+async function load(total: number, concurrency: number, one: () => Promise<void>): Promise<{ rps: number; p99: number }> {
+  const latencies: number[] = [];
+  let next = 0;
+  const start = performance.now();
+  const deadline = start + 60_000; // bounded time, whatever happens
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total && performance.now() < deadline) {
+        next++;
+        const t0 = performance.now();
+        await one();
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - start) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { rps: latencies.length / seconds, p99: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))]! };
+}
+
+/** node:http with a keep-alive pool: far cheaper per request than fetch, so the client (which shares the
+ * machine's two cores with the server) steals less CPU from the server it measures. */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+function post(url: string, body: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, headers: { ...V, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        try {
+          const json = JSON.parse(text) as Record<string, unknown>;
+          if ((res.statusCode ?? 0) >= 300 || json.error) reject(new Error(`${url}: ${res.statusCode} ${text.slice(0, 300)}`));
+          else resolve(json);
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Opens an SSE stream; resolves `opened` at the first frame and `done` with the frame count at the end. */
+function subscribe(url: string, init: RequestInit): { opened: Promise<void>; done: Promise<number> } {
+  let onOpen!: () => void;
+  const opened = new Promise<void>((r) => (onOpen = r));
+  const done = (async () => {
+    const res = await fetch(url, init);
+    if (!res.ok) throw new Error(`subscribe ${url}: ${res.status} ${await res.text()}`);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let frames = 0;
+    let first = true;
+    for (;;) {
+      const { done: end, value } = await reader.read();
+      if (end) break;
+      buffer += decoder.decode(value, { stream: true });
+      let i: number;
+      while ((i = buffer.indexOf('\n\n')) >= 0) {
+        const frame = buffer.slice(0, i);
+        buffer = buffer.slice(i + 2);
+        if (first) {
+          first = false;
+          onOpen();
+        }
+        if (/^data:/m.test(frame)) frames++;
+      }
+    }
+    onOpen();
+    return frames;
+  })();
+  return { opened, done };
+}
+
+async function fanout(open: () => ReturnType<typeof subscribe>, go: () => Promise<unknown>, minFrames: number): Promise<number> {
+  const subs = Array.from({ length: SUBSCRIBERS }, open);
+  await Promise.all(subs.map((s) => s.opened));
+  const t0 = performance.now();
+  await go();
+  const counts = await Promise.all(subs.map((s) => s.done));
+  const ms = performance.now() - t0;
+  const short = counts.filter((c) => c < minFrames).length;
+  if (short > 0) throw new Error(`${short} subscribers got fewer than ${minFrames} frames`);
+  return ms;
+}
+
+const rpcUrl = (base: string) => `${base}/a2a/jsonrpc`;
+
+async function ourFanout(base: string): Promise<number> {
+  // Blocking send returns at INPUT_REQUIRED: the agent waits for "go" (its input answer).
+  const created = await post(rpcUrl(base), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `f-${++seq}`, role: 'ROLE_USER', parts: [{ data: { fanout: EVENTS } }] } } }));
+  const id = (created.result as { task: { id: string } }).task.id;
+  return fanout(
+    () => subscribe(`${base}/a2a/rest/tasks/${id}:subscribe`, { method: 'GET', headers: V }),
+    () => post(rpcUrl(base), JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: { messageId: `g-${++seq}`, role: 'ROLE_USER', taskId: id, parts: [{ text: 'go' }] }, configuration: { returnImmediately: true } } })),
+    EVENTS,
+  );
+}
+
+async function sdkFanout(base: string): Promise<number> {
+  const created = await post(rpcUrl(base), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `f-${++seq}`, role: 'ROLE_USER', parts: [{ data: { fanout: EVENTS } }] }, configuration: { returnImmediately: true } } }));
+  const id = (created.result as { task: { id: string } }).task.id;
+  return fanout(
+    () => subscribe(`${base}/a2a/rest/tasks/${id}:subscribe`, { method: 'POST', headers: V }),
+    () => fetch(`${base}/bench/go`, { method: 'POST' }),
+    EVENTS,
+  );
+}
+
+async function bareFanout(base: string): Promise<number> {
+  return fanout(
+    () => subscribe(`${base}/sse`, { method: 'GET' }),
+    () => fetch(`${base}/bench/go?n=${EVENTS}`, { method: 'POST' }),
+    EVENTS,
+  );
+}
+
+/**
+ * CPU time (user + system, ms) a server process has used, from /proc (Linux). The machine this runs on
+ * is shared, so req/s move with other load; CPU per request does not, and says what a quiet machine
+ * would show. Resolution: one clock tick (10 ms), fine for thousands of requests.
+ */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function measure(t: Target) {
+  const base = rpcUrl(t.url);
+  // Warm up (JIT, connection pool, SQLite page cache).
+  await load(500, CONCURRENCY, async () => void (await post(base, sendBody())));
+  const created = await post(base, sendBody());
+  const taskId = (created.result as { task: { id: string } }).task.id;
+  const getBody = t.getTaskBody ?? JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: taskId } });
+  const rows = {
+    sendRps: [] as number[],
+    sendP99: [] as number[],
+    sendCpu: [] as number[],
+    getRps: [] as number[],
+    getP99: [] as number[],
+    getCpu: [] as number[],
+    fanoutMs: [] as number[],
+  };
+  const pid = t.proc.pid;
+  for (let r = 0; r < RUNS; r++) {
+    let c0 = cpuMs(pid);
+    const s = await load(REQUESTS, CONCURRENCY, async () => void (await post(base, sendBody())));
+    rows.sendCpu.push(((cpuMs(pid) - c0) * 1000) / REQUESTS);
+    rows.sendRps.push(s.rps);
+    rows.sendP99.push(s.p99);
+    c0 = cpuMs(pid);
+    const g = await load(REQUESTS, CONCURRENCY, async () => void (await post(base, getBody)));
+    rows.getCpu.push(((cpuMs(pid) - c0) * 1000) / REQUESTS);
+    rows.getRps.push(g.rps);
+    rows.getP99.push(g.p99);
+    rows.fanoutMs.push(await t.fanout(t.url));
+  }
+  return {
+    sendRps: median(rows.sendRps),
+    sendP99: median(rows.sendP99),
+    sendCpuUs: median(rows.sendCpu),
+    getRps: median(rows.getRps),
+    getP99: median(rows.getP99),
+    getCpuUs: median(rows.getCpu),
+    fanoutMs: median(rows.fanoutMs),
+  };
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-'));
+  const results: Record<string, Awaited<ReturnType<typeof measure>>> = {};
+  const env = { LOG_LEVEL: 'warn' };
+  try {
+    const starts: Array<() => Promise<Target>> = [
+      async () => {
+        const proc = await spawnTaskplane(['host', '--port', '0', '--db', `sqlite:${join(dir, 'host.db')}`, '--agent', 'test/bench/bench-agent.ts'], { env, ready: /taskplane host ready (\S+)/ });
+        return { name: 'taskplane host (SQLite, durable)', proc, url: proc.readyMatch![1]!, fanout: ourFanout };
+      },
+      async () => {
+        const proc = await spawnProcess(process.execPath, ['--import', 'tsx', 'test/bench/sdk-server.ts'], { env, ready: /sdk server ready (\S+)/ });
+        return { name: '@a2a-js/sdk 1.3.0 (express, in-memory)', proc, url: proc.readyMatch![1]!, fanout: sdkFanout };
+      },
+      async () => {
+        const proc = await spawnProcess(process.execPath, ['--import', 'tsx', 'test/bench/bare-server.ts'], { env, ready: /bare server ready (\S+)/ });
+        return { name: 'bare node:http (ceiling)', proc, url: proc.readyMatch![1]!, fanout: bareFanout, getTaskBody: '{}' };
+      },
+    ];
+    for (const start of starts) {
+      const target = await start();
+      try {
+        console.error(`measuring ${target.name} …`);
+        results[target.name] = await measure(target);
+      } finally {
+        await target.proc.stop();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const [ours, sdk, bare] = Object.values(results) as [Awaited<ReturnType<typeof measure>>, Awaited<ReturnType<typeof measure>>, Awaited<ReturnType<typeof measure>>];
+  const f = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+  console.log(`\nhost bench: medians of ${RUNS} runs, ${REQUESTS} requests at concurrency ${CONCURRENCY}, ${EVENTS} events to ${SUBSCRIBERS} SSE subscribers\n`);
+  console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`);
+  console.log('| server | SendMessage (non-blocking) req/s | p99 ms | server CPU µs/req | GetTask req/s | p99 ms | server CPU µs/req | 1,000 events → 100 SSE, ms |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const [name, r] of Object.entries(results)) {
+    console.log(
+      `| ${name} | ${f(r.sendRps)} | ${f(r.sendP99, 1)} | ${f(r.sendCpuUs)} | ${f(r.getRps)} | ${f(r.getP99, 1)} | ${f(r.getCpuUs)} | ${f(r.fanoutMs)} |`,
+    );
+  }
+  console.log('');
+  console.log(`CPU per request, sdk / ours: sends ${f(sdk.sendCpuUs / ours.sendCpuUs, 2)}×, GetTask ${f(sdk.getCpuUs / ours.getCpuUs, 2)}×`);
+  console.log(`ours / sdk: sends ${f(ours.sendRps / sdk.sendRps, 2)}×, send p99 ${f(ours.sendP99 / sdk.sendP99, 2)}×, GetTask ${f(ours.getRps / sdk.getRps, 2)}×, fan-out time ${f(ours.fanoutMs / sdk.fanoutMs, 2)}×`);
+  console.log(`ours / bare: sends ${f(ours.sendRps / bare.sendRps, 2)}×, GetTask ${f(ours.getRps / bare.getRps, 2)}×, fan-out time ${f(ours.fanoutMs / bare.fanoutMs, 2)}×`);
+  console.log(`sdk / bare: fan-out time ${f(sdk.fanoutMs / bare.fanoutMs, 2)}×`);
+}
+
+await main();
