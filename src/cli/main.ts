@@ -1,5 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
+import { registerHostCommand } from './host-command.ts';
+import { registerLabCommand } from './lab-command.ts';
+import { registerServeCommand } from './serve-command.ts';
+import { registerTasksCommand } from './tasks-command.ts';
 
 /**
  * `taskplane` entry point. Each command lives in its own file and adds itself here. Errors a person can
@@ -15,6 +19,10 @@ program
 
 const commands: Array<(program: Command) => void> = [
   // commands register here, one line each
+  registerHostCommand,
+  registerLabCommand,
+  registerServeCommand,
+  registerTasksCommand,
 ];
 for (const register of commands) register(program);
 

@@ -1,5 +1,16 @@
 import type { NormalizedState } from '../core/states.ts';
 
+/*
+ * CHANGES (control plane engineer, issue 4) — additive only, no method renamed:
+ * - `startStream?(request, signal)`: optional. Starts the job and streams it in ONE call (A2A
+ *   SendStreamingMessage), so a streaming client spends one request per task instead of start +
+ *   subscribe. The first snapshot carries the remote id. The engine uses it only when
+ *   `capabilities.stream` is true and the stream mechanism is configured; after a drop it reattaches
+ *   with `observe` (never by calling startStream again). A simulated connector may leave it out.
+ * - The engine puts `?envelope=<envelope id>` on the push URL it registers, and passes that id to the
+ *   ingress, so a delivery that beats the start response still finds its envelope.
+ */
+
 /**
  * The Connector port: the client side of one remote system (A2A agent, MCP server, OpenAI background
  * responses, Claude Managed Agents). The plane engine talks to remotes only through this, and branches
@@ -24,6 +35,14 @@ export interface Connector {
    * deduplicates (`capabilities.idempotentStart`). Returns the first snapshot.
    */
   start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot>;
+
+  /**
+   * Starts the remote job and streams its snapshots in one call (A2A SendStreamingMessage). Optional;
+   * only when `capabilities.stream`. Same idempotency contract as `start`; the first snapshot carries
+   * the remote id; ends like `observe`. A failure before the first snapshot leaves the start outcome
+   * unknown (the engine then recovers with the same messageId, as after a lost `start` response).
+   */
+  startStream?(request: StartRequest, signal: AbortSignal): AsyncIterable<RemoteSnapshot>;
 
   /** Authoritative current state. Throws `not_found` when the remote does not know the job. */
   get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot>;

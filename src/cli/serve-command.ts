@@ -1,0 +1,126 @@
+import { mkdirSync } from 'node:fs';
+import type { Command } from 'commander';
+import pino from 'pino';
+import { TaskplaneError } from '../core/errors.ts';
+import { parseStoreUrl } from '../store/store-url.ts';
+import type { RunningHost } from '../host/start-host.ts';
+import { demoTarget, seedDemoTasks, startDemoHost } from '../server/demo.ts';
+import { parseTargets, startServer } from '../server/start-server.ts';
+import type { PlaneOptions } from '../plane/options.ts';
+
+function int(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new TaskplaneError('config', `--${name} must be a non-negative integer`, { field: name });
+    return n;
+  };
+}
+
+/** Flags first, then the JSON options over them, one level deep per section (delivery, stream, poll, …). */
+function mergePlaneOptions(base: PlaneOptions, json: string | undefined): PlaneOptions {
+  if (!json) return base;
+  let extra: Record<string, unknown>;
+  try {
+    extra = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    throw new TaskplaneError('config', '--plane-options must be a JSON object', { field: 'plane-options' });
+  }
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(extra)) {
+    const prior = out[k];
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && prior && typeof prior === 'object' ? { ...prior, ...v } : v;
+  }
+  return out as PlaneOptions;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/**
+ * `taskplane serve`: the control plane (API, dashboard, engine). `--demo` also runs the demo agent host
+ * in this process as target `demo` and starts a few sample tasks. The first stdout line is
+ * `taskplane serve ready <url>` so scripts and tests can wait on it.
+ */
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('Run the control plane: API under /v1, dashboard at /, /metrics')
+    .option('--port <port>', 'TCP port (0 = any free port)', int('port'), 8080)
+    .option('--bind <address>', 'interface to bind', '127.0.0.1')
+    .option('--db <url>', 'sqlite:PATH | postgres://… | memory:', 'sqlite:./data/taskplane.db')
+    .option('--public-url <url>', 'base URL agents can reach this plane at (enables push webhooks); "self" = the listening URL')
+    .option('--target <name=url>', 'an A2A agent to track tasks on (repeatable; also TASKPLANE_TARGETS=name=url,…)', collect, [])
+    .option('--keys-file <path>', 'API keys, one tenant:key per line (else TASKPLANE_API_KEYS=tenant:key,…)')
+    .option('--reconcile-interval-ms <ms>', 'reconciliation interval per target', int('reconcile-interval-ms'), 600_000)
+    .option('--no-stream', 'do not watch tasks over streams')
+    .option('--poll', 'poll every task (fallback mechanism)', false)
+    .option('--lost-policy <policy>', 'resubmit | escalate, for tasks the agent no longer knows', 'resubmit')
+    .option('--plane-options <json>', 'engine options as JSON (see docs/plane.md; also TASKPLANE_PLANE_OPTIONS), merged over the flags')
+    .option('--demo', 'also run the demo agent host as target "demo" and start sample tasks', false)
+    .action(async (opts: Record<string, unknown>) => {
+      const logger = pino({ level: process.env.LOG_LEVEL ?? 'info' }, pino.destination(2));
+      const db = opts.db as string;
+      const parsed = parseStoreUrl(db);
+      if (parsed.kind === 'sqlite' && parsed.path.includes('/')) mkdirSync(parsed.path.slice(0, parsed.path.lastIndexOf('/')), { recursive: true });
+      const targets: Record<string, string | { baseUrl: string; idempotentStart: boolean }> = {
+        ...parseTargets(process.env.TASKPLANE_TARGETS),
+        ...parseTargets((opts.target as string[]).join(',')),
+      };
+      let host: RunningHost | null = null;
+      if (opts.demo) {
+        mkdirSync('data', { recursive: true });
+        host = await startDemoHost({ logger });
+        targets.demo = demoTarget(host);
+      }
+      const lostPolicy = opts.lostPolicy as string;
+      if (lostPolicy !== 'resubmit' && lostPolicy !== 'escalate') throw new TaskplaneError('config', '--lost-policy must be resubmit or escalate', { field: 'lost-policy' });
+      const server = await startServer({
+        port: opts.port as number,
+        bind: opts.bind as string,
+        db,
+        targets,
+        ...(process.env.TASKPLANE_API_KEYS ? { apiKeys: process.env.TASKPLANE_API_KEYS } : {}),
+        ...(opts.keysFile ? { apiKeysFile: opts.keysFile as string } : {}),
+        // The demo host is on this machine, so push to the listening URL works and shows the fast path.
+        publicUrl: (opts.publicUrl as string | undefined) ?? (opts.demo ? 'self' : null),
+        plane: mergePlaneOptions(
+          {
+            delivery: { stream: opts.stream !== false, push: true, poll: opts.poll === true },
+            reconcile: { intervalMs: opts.reconcileIntervalMs as number },
+            lostPolicy,
+          },
+          (opts.planeOptions as string | undefined) ?? process.env.TASKPLANE_PLANE_OPTIONS,
+        ),
+        logger,
+      });
+      console.log(`taskplane serve ready ${server.url}`);
+      console.log(`  dashboard: ${server.dashboardUrl}`);
+      if (server.generatedApiKey) {
+        console.log(`  API key (tenant "default", shown once; only its hash is stored): ${server.generatedApiKey}`);
+        console.log(`  try: TASKPLANE_API_KEY=${server.generatedApiKey} taskplane tasks list`);
+      } else if (!process.env.TASKPLANE_API_KEYS && !opts.keysFile) {
+        console.log('  API key: the one printed at first start (set TASKPLANE_API_KEYS=tenant:key,… to choose your own)');
+      }
+      if (host) {
+        const ids = await seedDemoTasks(server);
+        console.log(`  demo host: ${host.url} (target "demo"); started ${ids.length} sample tasks, one will ask "Which edition?"`);
+      }
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          process.off('SIGTERM', stop);
+          process.off('SIGINT', stop);
+          void server
+            .close()
+            .then(() => host?.close())
+            .then(resolve, (err: unknown) => {
+              console.error('taskplane serve: shutdown failed', err);
+              resolve();
+            });
+        };
+        process.on('SIGTERM', stop);
+        process.on('SIGINT', stop);
+      });
+      console.log('taskplane serve stopped');
+    });
+}

@@ -1,0 +1,272 @@
+import { sha256Hex } from '../../core/canonical-json.ts';
+import { TaskplaneError } from '../../core/errors.ts';
+import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, type AgentCard, type AgentInterface, type Part, type Task } from '../../protocols/a2a/types.ts';
+import type {
+  Connector,
+  ConnectorCapabilities,
+  InboundWebhook,
+  InputAnswer,
+  ListChangedPage,
+  ListChangedQuery,
+  PushRegistration,
+  RemoteSnapshot,
+  StartRequest,
+  WebhookSignal,
+} from '../connector.ts';
+import { applyFrame, decodeTask, frameTaskId, taskToSnapshot } from './task-snapshot.ts';
+import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
+import { a2aWireError, transportError } from './wire-errors.ts';
+
+/**
+ * The A2A 1.0 client connector. Chooses JSON-RPC or HTTP+JSON from the agent card (first usable
+ * interface in the card's order unless `preferBinding` says otherwise), starts tasks with
+ * `returnImmediately: true` and the envelope's fixed messageId/contextId, observes with SubscribeToTask
+ * (whose first frame is the current Task, so a reattach loses nothing), reconciles with ListTasks
+ * (statusTimestampAfter, paged, artifacts included), answers input with a follow-up message on the
+ * task, cancels with CancelTask, and registers push with a single-purpose bearer token.
+ */
+export interface A2AConnectorOptions {
+  target: string;
+  /** Base URL of the agent; the card is read from `<baseUrl>/.well-known/agent-card.json`. */
+  baseUrl: string;
+  /** Use this card instead of fetching one. */
+  card?: AgentCard;
+  /** Headers sent on every call (e.g. `{ authorization: 'Bearer …' }` for an agent that wants a key). */
+  headers?: Record<string, string>;
+  /** Per-call timeout. @default 30000 */
+  timeoutMs?: number;
+  preferBinding?: 'JSONRPC' | 'HTTP+JSON';
+  /**
+   * The agent deduplicates SendMessage on messageId (our host does; the spec says MAY). When false the
+   * engine looks for a lost start by contextId before resending. @default false
+   */
+  idempotentStart?: boolean;
+  fetch?: typeof fetch;
+}
+
+function usable(i: AgentInterface): boolean {
+  return (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON') && i.protocolVersion.startsWith('1.');
+}
+
+export async function fetchAgentCard(baseUrl: string, signal: AbortSignal, options: { headers?: Record<string, string>; fetch?: typeof fetch; timeoutMs?: number } = {}): Promise<AgentCard> {
+  const url = baseUrl.replace(/\/+$/, '') + AGENT_CARD_PATH;
+  const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
+  let response: Response;
+  try {
+    response = await (options.fetch ?? fetch)(url, {
+      headers: { accept: 'application/json', [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION, ...options.headers },
+      signal: AbortSignal.any([signal, timeout]),
+    });
+  } catch (err) {
+    throw transportError(err, signal, () => timeout.aborted);
+  }
+  if (!response.ok) throw a2aWireError({ httpStatus: response.status, message: 'agent card' });
+  return (await response.json()) as AgentCard;
+}
+
+function toParts(value: unknown): Part[] {
+  if (typeof value === 'string') return [{ text: value }];
+  if (value && typeof value === 'object' && Array.isArray((value as { parts?: unknown }).parts)) {
+    return (value as { parts: Part[] }).parts;
+  }
+  return [{ data: (value ?? null) as Part['data'] }];
+}
+
+export class A2AConnector implements Connector {
+  readonly kind = 'a2a';
+  readonly target: string;
+  /** Until the card is read these are the optimistic defaults; reading the card makes them truthful. */
+  readonly capabilities: ConnectorCapabilities;
+  private state: { card: AgentCard; transport: A2ATransport } | null = null;
+  private loading: Promise<{ card: AgentCard; transport: A2ATransport }> | null = null;
+
+  /**
+   * Builds the connector without any I/O: the agent card is read on first use (and again after a
+   * failed read), so a plane can start while an agent is down and recover its jobs when it returns.
+   */
+  constructor(private readonly options: A2AConnectorOptions) {
+    this.target = options.target;
+    this.capabilities = { idempotentStart: options.idempotentStart ?? false, list: true, stream: true, streamResume: false, push: true, input: true, cancel: true };
+    if (options.card) this.state = this.bind(options.card);
+  }
+
+  /** Reads the agent card now (unless given) and returns the ready connector. */
+  static async connect(options: A2AConnectorOptions, signal: AbortSignal = new AbortController().signal): Promise<A2AConnector> {
+    const c = new A2AConnector(options);
+    await c.ready(signal);
+    return c;
+  }
+
+  get card(): AgentCard | null {
+    return this.state?.card ?? null;
+  }
+
+  get transport(): A2ATransport {
+    if (!this.state) throw new TaskplaneError('unavailable', `target ${this.target}: agent card not read yet`);
+    return this.state.transport;
+  }
+
+  private bind(card: AgentCard): { card: AgentCard; transport: A2ATransport } {
+    const o = this.options;
+    const interfaces = (card.supportedInterfaces ?? []).filter(usable);
+    const chosen = interfaces.find((i) => i.protocolBinding === o.preferBinding) ?? interfaces[0];
+    if (!chosen) throw new TaskplaneError('unsupported', `target ${o.target}: agent card has no A2A 1.0 JSON-RPC or HTTP+JSON interface`);
+    const t = { url: chosen.url, headers: o.headers ?? {}, timeoutMs: o.timeoutMs ?? 30_000, ...(chosen.tenant ? { tenant: chosen.tenant } : {}), ...(o.fetch ? { fetch: o.fetch } : {}) };
+    this.capabilities.stream = card.capabilities?.streaming === true;
+    this.capabilities.push = card.capabilities?.pushNotifications === true;
+    return { card, transport: chosen.protocolBinding === 'JSONRPC' ? jsonRpcTransport(t) : restTransport(t) };
+  }
+
+  async ready(signal: AbortSignal): Promise<A2ATransport> {
+    if (this.state) return this.state.transport;
+    const o = this.options;
+    this.loading ??= fetchAgentCard(o.baseUrl, signal, {
+      ...(o.headers ? { headers: o.headers } : {}),
+      ...(o.fetch ? { fetch: o.fetch } : {}),
+      ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
+    }).then(
+      (card) => (this.state = this.bind(card)),
+      (err: unknown) => {
+        this.loading = null;
+        throw err;
+      },
+    );
+    return (await this.loading).transport;
+  }
+
+  async start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot> {
+    const result = await (await this.ready(signal)).call('SendMessage', this.sendParams(request), signal);
+    return this.sendResult(result, request.messageId);
+  }
+
+  /**
+   * SendStreamingMessage: starts and streams in one request. The first frame is the Task (or a single
+   * Message, the whole outcome); the stream then carries status and artifact updates.
+   */
+  async *startStream(request: StartRequest, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+    const params = this.sendParams(request);
+    delete (params.configuration as Record<string, unknown>).returnImmediately;
+    let task: Task | null = null;
+    for await (const frame of (await this.ready(signal)).stream('SendStreamingMessage', params, signal)) {
+      const f = frame as { message?: unknown };
+      if (!task && f && typeof f === 'object' && f.message) {
+        yield this.sendResult(frame, request.messageId);
+        return;
+      }
+      const next = applyFrame(task, frame);
+      if (!next) continue;
+      task = next;
+      yield taskToSnapshot(task);
+    }
+  }
+
+  private sendParams(request: StartRequest): Record<string, unknown> {
+    const configuration: Record<string, unknown> = { returnImmediately: true, historyLength: 0 };
+    if (request.push && this.capabilities.push) {
+      configuration.taskPushNotificationConfig = {
+        url: request.push.url,
+        token: request.push.token,
+        authentication: { scheme: 'Bearer', credentials: request.push.token },
+      };
+    }
+    const message: Record<string, unknown> = { messageId: request.messageId, role: 'ROLE_USER', parts: toParts(request.input) };
+    if (request.contextId) message.contextId = request.contextId;
+    return { message, configuration };
+  }
+
+  /** SendMessage answers `{task}` or, for an agent that replies without a task, `{message}`. */
+  private sendResult(result: unknown, messageId: string): RemoteSnapshot {
+    const r = (result ?? {}) as { task?: unknown; message?: { contextId?: string; parts?: Part[] } };
+    if (r.task) return taskToSnapshot(decodeTask(r.task));
+    if (r.message) {
+      // A direct message reply is the whole outcome: there is no task to follow.
+      return {
+        remoteId: `message:${messageId}`,
+        contextId: r.message.contextId ?? null,
+        state: 'succeeded',
+        nativeState: 'MESSAGE',
+        remoteVersion: null,
+        stateTimestamp: null,
+        result: r.message.parts ?? [],
+      };
+    }
+    // Some servers answer with the bare Task (0.3 habit); accept it.
+    return taskToSnapshot(decodeTask(result));
+  }
+
+  async get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
+    return taskToSnapshot(decodeTask(await (await this.ready(signal)).call('GetTask', { id: remoteId, historyLength: 0 }, signal)));
+  }
+
+  async listChanged(query: ListChangedQuery, signal: AbortSignal): Promise<ListChangedPage> {
+    const params: Record<string, unknown> = {
+      statusTimestampAfter: new Date(Math.max(0, query.since)).toISOString(),
+      pageSize: Math.min(100, Math.max(1, query.pageSize ?? 100)),
+      includeArtifacts: true,
+      historyLength: 0,
+    };
+    if (query.cursor) params.pageToken = query.cursor;
+    const r = (await (await this.ready(signal)).call('ListTasks', params, signal)) as { tasks?: unknown[]; nextPageToken?: string } | null;
+    const items = (Array.isArray(r?.tasks) ? r.tasks : []).map((t) => taskToSnapshot(decodeTask(t)));
+    return typeof r?.nextPageToken === 'string' && r.nextPageToken ? { items, nextCursor: r.nextPageToken } : { items };
+  }
+
+  async *observe(remoteId: string, _cursor: string | null, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+    let task: Task | null = null;
+    for await (const frame of (await this.ready(signal)).stream('SubscribeToTask', { id: remoteId }, signal)) {
+      const next = applyFrame(task, frame);
+      if (!next) continue;
+      task = next;
+      yield taskToSnapshot(task);
+    }
+  }
+
+  async answer(remoteId: string, answer: InputAnswer, signal: AbortSignal): Promise<RemoteSnapshot> {
+    const message = { messageId: answer.messageId, taskId: remoteId, role: 'ROLE_USER', parts: toParts(answer.value) };
+    const result = await (await this.ready(signal)).call('SendMessage', { message, configuration: { returnImmediately: true, historyLength: 0 } }, signal);
+    return this.sendResult(result, answer.messageId);
+  }
+
+  async cancel(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
+    return taskToSnapshot(decodeTask(await (await this.ready(signal)).call('CancelTask', { id: remoteId }, signal)));
+  }
+
+  async registerPush(remoteId: string, push: PushRegistration, signal: AbortSignal): Promise<{ configId: string }> {
+    const r = (await (await this.ready(signal)).call(
+      'CreateTaskPushNotificationConfig',
+      { taskId: remoteId, url: push.url, token: push.token, authentication: { scheme: 'Bearer', credentials: push.token } },
+      signal,
+    )) as { id?: string } | null;
+    return { configId: r?.id ?? '' };
+  }
+
+  /**
+   * A push body is one StreamResponse. The token is the bearer credential we registered (or the legacy
+   * `X-A2A-Notification-Token` some SDKs still send); the engine verifies it against the stored hash.
+   * The delivery id is the sender's `A2A-Delivery-Id` when present, else a hash of the body, so a
+   * byte-identical retry is still recognised.
+   */
+  async parseWebhook(request: InboundWebhook): Promise<WebhookSignal> {
+    const h = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const auth = h['authorization'] ?? '';
+    const token = /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : (h['x-a2a-notification-token'] ?? null);
+    let body: unknown;
+    try {
+      body = JSON.parse(request.rawBody);
+    } catch {
+      throw new TaskplaneError('invalid_argument', 'body: not JSON', { field: 'body' });
+    }
+    const remoteId = frameTaskId(body);
+    if (!remoteId) throw new TaskplaneError('invalid_argument', 'body: not an A2A StreamResponse about a task', { field: 'body' });
+    const deliveryId = h['a2a-delivery-id'] || 'sha256:' + sha256Hex(request.rawBody);
+    let snapshot: RemoteSnapshot | null = null;
+    const b = body as { task?: unknown; statusUpdate?: { status?: { state?: string } } };
+    if (b.task) snapshot = taskToSnapshot(decodeTask(b.task));
+    else if (b.statusUpdate) {
+      const task = applyFrame({ id: remoteId, contextId: '', status: { state: 'TASK_STATE_UNSPECIFIED' } }, body);
+      // A terminal status without the task's artifacts is incomplete: the engine must fetch the task.
+      if (task && !['succeeded', 'failed'].includes(taskToSnapshot(task).state)) snapshot = taskToSnapshot(task);
+    }
+    return { remoteId, deliveryId, token: token || null, snapshot };
+  }
+}

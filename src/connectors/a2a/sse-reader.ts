@@ -1,0 +1,33 @@
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { TaskplaneError } from '../../core/errors.ts';
+
+/**
+ * Reads an SSE response body as a sequence of events (eventsource-parser does the framing). The
+ * iterator ends when the server closes the stream normally; a broken connection throws `unavailable`,
+ * which the engine treats as a drop and answers with SubscribeToTask, never with a resend.
+ */
+export async function* readSse(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+  const queue: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (ev) => queue.push(ev) });
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        throw new TaskplaneError('unavailable', signal.aborted ? 'stream aborted' : 'stream dropped', { cause: err });
+      }
+      if (chunk.done) {
+        parser.feed(decoder.decode());
+        while (queue.length) yield queue.shift()!;
+        return;
+      }
+      parser.feed(decoder.decode(chunk.value, { stream: true }));
+      while (queue.length) yield queue.shift()!;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}

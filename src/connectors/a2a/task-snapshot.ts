@@ -1,0 +1,168 @@
+import { TaskplaneError } from '../../core/errors.ts';
+import type { NormalizedState } from '../../core/states.ts';
+import { decodeTaskState, normalizeKeys } from '../../protocols/a2a/decode.ts';
+import type { Artifact, Part, Task, TaskState } from '../../protocols/a2a/types.ts';
+import type { RemoteArtifact, RemoteSnapshot } from '../connector.ts';
+
+/**
+ * A2A Task ⇄ RemoteSnapshot. Normalized states (issue 4): SUBMITTED→accepted, WORKING→running,
+ * INPUT_REQUIRED and AUTH_REQUIRED→waiting_for_input (the native state is kept, so the signals can tell
+ * them apart), COMPLETED→succeeded, FAILED and REJECTED→failed, CANCELED→cancelled. The remote version
+ * is the status timestamp in ms: A2A 1.0 has no sequence numbers (A2A#1986).
+ */
+const STATE_MAP: Record<TaskState, NormalizedState> = {
+  TASK_STATE_UNSPECIFIED: 'unknown',
+  TASK_STATE_SUBMITTED: 'accepted',
+  TASK_STATE_WORKING: 'running',
+  TASK_STATE_INPUT_REQUIRED: 'waiting_for_input',
+  TASK_STATE_AUTH_REQUIRED: 'waiting_for_input',
+  TASK_STATE_COMPLETED: 'succeeded',
+  TASK_STATE_FAILED: 'failed',
+  TASK_STATE_REJECTED: 'failed',
+  TASK_STATE_CANCELED: 'cancelled',
+};
+
+export function normalizeState(state: TaskState | undefined): NormalizedState {
+  return STATE_MAP[state ?? 'TASK_STATE_UNSPECIFIED'];
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Lenient ProtoJSON → Task (snake_case, enum ints accepted); throws remote_error when it is not a task. */
+export function decodeTask(raw: unknown): Task {
+  const o = normalizeKeys(raw);
+  if (!isObj(o) || typeof o.id !== 'string' || !isObj(o.status)) {
+    throw new TaskplaneError('remote_error', 'remote: response is not an A2A Task');
+  }
+  const status = o.status;
+  let state: TaskState | undefined;
+  try {
+    state = decodeTaskState(status.state, 'status.state');
+  } catch {
+    state = undefined;
+  }
+  const task: Task = {
+    id: o.id,
+    contextId: typeof o.contextId === 'string' ? o.contextId : '',
+    status: { state: state ?? 'TASK_STATE_UNSPECIFIED' },
+  };
+  if (typeof status.timestamp === 'string') task.status.timestamp = status.timestamp;
+  if (isObj(status.message)) {
+    const m = status.message;
+    task.status.message = {
+      messageId: typeof m.messageId === 'string' ? m.messageId : '',
+      role: 'ROLE_AGENT',
+      parts: Array.isArray(m.parts) ? (m.parts.filter(isObj) as Part[]) : [],
+    };
+    if (!task.status.message.messageId) delete (task.status.message as { messageId?: string }).messageId;
+  }
+  if (Array.isArray(o.artifacts)) task.artifacts = o.artifacts.map(sanitizeArtifact).filter((a): a is Artifact => a !== null);
+  return task;
+}
+
+/** A remote's artifact, kept only as far as it is well-formed: an id and object parts. */
+export function sanitizeArtifact(raw: unknown): Artifact | null {
+  if (!isObj(raw) || typeof raw.artifactId !== 'string') return null;
+  const parts = Array.isArray(raw.parts) ? (raw.parts.filter(isObj) as Part[]) : [];
+  const a: Artifact = { artifactId: raw.artifactId, parts };
+  if (typeof raw.name === 'string') a.name = raw.name;
+  return a;
+}
+
+function partsText(parts: Part[] | undefined): string {
+  return (parts ?? []).flatMap((p) => (typeof p.text === 'string' ? [p.text] : [])).join('\n');
+}
+
+/** What the engine hashes and checks: one data part → the data; text only → the text; else the parts. */
+export function artifactContent(parts: Part[]): unknown {
+  if (parts.length === 1 && parts[0]!.data !== undefined) return parts[0]!.data;
+  if (parts.length > 0 && parts.every((p) => typeof p.text === 'string')) return partsText(parts);
+  return parts;
+}
+
+function toRemoteArtifact(a: Artifact): RemoteArtifact {
+  const out: RemoteArtifact = { artifactId: a.artifactId, content: artifactContent(a.parts ?? []) };
+  if (a.name !== undefined) out.name = a.name;
+  const mediaType = a.parts?.find((p) => p.mediaType)?.mediaType;
+  if (mediaType) out.mediaType = mediaType;
+  return out;
+}
+
+export function timestampMs(ts: string | undefined): number | null {
+  if (!ts) return null;
+  const ms = Date.parse(ts);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+export function taskToSnapshot(task: Task): RemoteSnapshot {
+  const native = task.status.state;
+  const state = normalizeState(native);
+  const ts = timestampMs(task.status.timestamp);
+  const snap: RemoteSnapshot = {
+    remoteId: task.id,
+    contextId: task.contextId || null,
+    state,
+    nativeState: native,
+    remoteVersion: ts,
+    stateTimestamp: ts,
+  };
+  if (task.artifacts) snap.artifacts = task.artifacts.map(toRemoteArtifact);
+  const message = task.status.message;
+  if (state === 'waiting_for_input') {
+    // A2A has no input request id: the status message id (or the status time) names this request.
+    snap.inputRequest = {
+      requestId: message?.messageId ?? `${task.id}@${task.status.timestamp ?? ''}`,
+      prompt: partsText(message?.parts) || (native === 'TASK_STATE_AUTH_REQUIRED' ? 'authorization required' : 'input required'),
+    };
+  } else {
+    snap.inputRequest = null;
+  }
+  if (state === 'failed') snap.error = { code: native === 'TASK_STATE_REJECTED' ? 'rejected' : 'failed', message: partsText(message?.parts).slice(0, 500) || native };
+  return snap;
+}
+
+/**
+ * Applies one StreamResponse frame to the task a stream is following (the first frame is the Task,
+ * spec §1.8). Returns the updated task, or null for frames that change nothing we track (messages).
+ */
+export function applyFrame(current: Task | null, rawFrame: unknown): Task | null {
+  const frame = normalizeKeys(rawFrame);
+  if (!isObj(frame)) return null;
+  if (isObj(frame.task)) return decodeTask(frame.task);
+  if (!current) return null;
+  if (isObj(frame.statusUpdate)) {
+    const su = frame.statusUpdate;
+    if (!isObj(su.status)) return null;
+    const next = structuredClone(current);
+    const decoded = decodeTask({ id: current.id, contextId: current.contextId, status: su.status });
+    next.status = decoded.status;
+    return next;
+  }
+  if (isObj(frame.artifactUpdate)) {
+    const au = frame.artifactUpdate;
+    const artifact = sanitizeArtifact(au.artifact);
+    if (!artifact) return null;
+    const next = structuredClone(current);
+    const list = (next.artifacts ??= []);
+    const existing = list.find((a) => a.artifactId === artifact.artifactId);
+    if (existing && au.append === true) existing.parts = [...(existing.parts ?? []), ...(artifact.parts ?? [])];
+    else if (existing) list[list.indexOf(existing)] = artifact;
+    else list.push(artifact);
+    return next;
+  }
+  return null;
+}
+
+/** The task id a StreamResponse (push body) is about. */
+export function frameTaskId(rawFrame: unknown): string | null {
+  const frame = normalizeKeys(rawFrame);
+  if (!isObj(frame)) return null;
+  if (isObj(frame.task) && typeof frame.task.id === 'string') return frame.task.id;
+  for (const k of ['statusUpdate', 'artifactUpdate'] as const) {
+    const v = frame[k];
+    if (isObj(v) && typeof v.taskId === 'string') return v.taskId;
+  }
+  if (isObj(frame.message) && typeof frame.message.taskId === 'string') return frame.message.taskId;
+  return null;
+}

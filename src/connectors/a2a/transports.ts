@@ -1,0 +1,212 @@
+import { TaskplaneError } from '../../core/errors.ts';
+import { A2A_CONTENT_TYPE, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, type A2AMethod } from '../../protocols/a2a/types.ts';
+import { readSse } from './sse-reader.ts';
+import { a2aWireError, transportError } from './wire-errors.ts';
+
+/**
+ * The two A2A 1.0 HTTP bindings behind one interface: JSON-RPC (POST the envelope to the interface URL)
+ * and HTTP+JSON (REST routes under the interface URL). Every request carries `A2A-Version: 1.0`
+ * (§1.11: a 1.0 server treats a missing header as 0.3 and refuses), a per-call timeout and the caller's
+ * AbortSignal. A stream's timeout covers only the time to the response headers.
+ */
+export interface A2ATransport {
+  readonly binding: 'JSONRPC' | 'HTTP+JSON';
+  call(method: A2AMethod, params: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
+  stream(method: 'SubscribeToTask' | 'SendStreamingMessage', params: Record<string, unknown>, signal: AbortSignal): AsyncIterable<unknown>;
+}
+
+export interface TransportOptions {
+  url: string;
+  /** Copied into every request when the chosen AgentInterface names one (1.0.1 §8.3.2). */
+  tenant?: string;
+  /** Extra headers (e.g. `authorization` for an agent that wants a key). */
+  headers?: Record<string, string>;
+  timeoutMs: number;
+  fetch?: typeof fetch;
+}
+
+interface Sent {
+  response: Response;
+  done: () => void;
+}
+
+async function send(o: TransportOptions, url: string, init: RequestInit, signal: AbortSignal, accept: string): Promise<Sent> {
+  const controller = new AbortController();
+  let timedOut = false;
+  const onAbort = () => controller.abort(signal.reason);
+  if (signal.aborted) controller.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  // A connector is I/O, not engine: a real timer is right here (the engine adds its own on the Clock port).
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error('timeout'));
+  }, o.timeoutMs);
+  const headers: Record<string, string> = { [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION, accept, ...o.headers };
+  if (init.body !== undefined) headers['content-type'] ??= 'application/json';
+  try {
+    const response = await (o.fetch ?? fetch)(url, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) }, signal: controller.signal });
+    clearTimeout(timer);
+    return { response, done: () => signal.removeEventListener('abort', onAbort) };
+  } catch (err) {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+    throw transportError(err, signal, () => timedOut);
+  }
+}
+
+async function readJson(response: Response): Promise<unknown> {
+  const text = await response.text().catch((err: unknown) => {
+    throw new TaskplaneError('unavailable', 'response body interrupted', { cause: err });
+  });
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new TaskplaneError('remote_error', `remote: invalid JSON (HTTP ${response.status})`);
+  }
+}
+
+function isSse(response: Response): boolean {
+  return (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+}
+
+// --- JSON-RPC ---------------------------------------------------------------------------------
+
+function rpcResult(body: unknown, httpStatus: number): unknown {
+  const b = body as { result?: unknown; error?: { code?: number; message?: string; data?: unknown } } | null;
+  if (b && b.error) return Promise.reject(a2aWireError({ rpcCode: b.error.code, message: b.error.message, details: b.error.data, httpStatus }));
+  if (!b || !('result' in b)) throw a2aWireError({ httpStatus, message: 'not a JSON-RPC response' });
+  return b.result;
+}
+
+export function jsonRpcTransport(o: TransportOptions): A2ATransport {
+  let nextId = 1;
+  const body = (method: string, params: Record<string, unknown>) =>
+    JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params: o.tenant ? { tenant: o.tenant, ...params } : params });
+  return {
+    binding: 'JSONRPC',
+    async call(method, params, signal) {
+      const { response, done } = await send(o, o.url, { method: 'POST', body: body(method, params) }, signal, 'application/json');
+      try {
+        const json = await readJson(response);
+        if (!response.ok && (json === null || typeof json !== 'object' || !('error' in json))) {
+          throw a2aWireError({ httpStatus: response.status });
+        }
+        return await rpcResult(json, response.status);
+      } finally {
+        done();
+      }
+    },
+    async *stream(method, params, signal) {
+      const { response, done } = await send(o, o.url, { method: 'POST', body: body(method, params) }, signal, 'text/event-stream');
+      try {
+        if (!isSse(response)) {
+          // Pre-stream errors come back as a plain JSON-RPC error (spec §1.8).
+          await rpcResult(await readJson(response), response.status);
+          throw a2aWireError({ httpStatus: response.status, message: 'expected an event stream' });
+        }
+        for await (const ev of readSse(response.body!, signal)) {
+          if (!ev.data) continue;
+          let frame: unknown;
+          try {
+            frame = JSON.parse(ev.data);
+          } catch {
+            throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
+          }
+          yield await rpcResult(frame, response.status);
+        }
+      } finally {
+        done();
+      }
+    },
+  };
+}
+
+// --- HTTP+JSON ----------------------------------------------------------------------------------
+
+interface Route {
+  method: 'GET' | 'POST';
+  path: string;
+  query?: Record<string, string>;
+  body?: Record<string, unknown>;
+}
+
+const enc = encodeURIComponent;
+
+function route(method: A2AMethod, p: Record<string, unknown>): Route {
+  const { id, taskId, ...rest } = p as { id?: string; taskId?: string } & Record<string, unknown>;
+  switch (method) {
+    case 'SendMessage':
+      return { method: 'POST', path: '/message:send', body: p };
+    case 'SendStreamingMessage':
+      return { method: 'POST', path: '/message:stream', body: p };
+    case 'GetTask': {
+      const query: Record<string, string> = {};
+      if (p.historyLength !== undefined) query.historyLength = String(p.historyLength);
+      return { method: 'GET', path: `/tasks/${enc(String(id))}`, query };
+    }
+    case 'ListTasks': {
+      const query: Record<string, string> = {};
+      for (const [k, v] of Object.entries(p)) if (v !== undefined && v !== '') query[k] = String(v);
+      return { method: 'GET', path: '/tasks', query };
+    }
+    case 'CancelTask':
+      return { method: 'POST', path: `/tasks/${enc(String(id))}:cancel`, body: rest };
+    case 'SubscribeToTask':
+      return { method: 'POST', path: `/tasks/${enc(String(id))}:subscribe`, body: {} };
+    case 'CreateTaskPushNotificationConfig':
+      return { method: 'POST', path: `/tasks/${enc(String(taskId))}/pushNotificationConfigs`, body: p };
+    default:
+      throw new TaskplaneError('unsupported', `${method} is not used by the connector`);
+  }
+}
+
+function restError(json: unknown, httpStatus: number): TaskplaneError {
+  const e = (json as { error?: { code?: number; message?: string; details?: unknown } } | null)?.error;
+  return a2aWireError({ httpStatus, message: e?.message, details: e?.details });
+}
+
+export function restTransport(o: TransportOptions): A2ATransport {
+  const base = o.url.replace(/\/+$/, '') + (o.tenant ? `/${enc(o.tenant)}` : '');
+  const request = (r: Route, signal: AbortSignal, accept: string) => {
+    const qs = r.query && Object.keys(r.query).length ? '?' + new URLSearchParams(r.query).toString() : '';
+    const init: RequestInit = { method: r.method };
+    if (r.method === 'POST') {
+      init.body = JSON.stringify(r.body ?? {});
+      init.headers = { 'content-type': A2A_CONTENT_TYPE };
+    }
+    return send(o, base + r.path + qs, init, signal, accept);
+  };
+  return {
+    binding: 'HTTP+JSON',
+    async call(method, params, signal) {
+      const { response, done } = await request(route(method, params), signal, `${A2A_CONTENT_TYPE}, application/json`);
+      try {
+        const json = await readJson(response);
+        if (!response.ok) throw restError(json, response.status);
+        return json;
+      } finally {
+        done();
+      }
+    },
+    async *stream(method, params, signal) {
+      const { response, done } = await request(route(method, params), signal, 'text/event-stream');
+      try {
+        if (!response.ok || !isSse(response)) throw restError(await readJson(response), response.status);
+        for await (const ev of readSse(response.body!, signal)) {
+          if (!ev.data) continue;
+          let frame: unknown;
+          try {
+            frame = JSON.parse(ev.data);
+          } catch {
+            throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
+          }
+          if (ev.event === 'error') throw restError(frame, 500);
+          yield frame;
+        }
+      } finally {
+        done();
+      }
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import type { Envelope } from '../core/envelope.ts';
+import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import { decideLocalTransition, isTerminal } from '../core/states.ts';
+import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
+import { observe, updateLocal } from './observe.ts';
+import { handleLost, sendCancel } from './start-remote.ts';
+
+/**
+ * Answering input and cancelling: both are local intents recorded durably BEFORE the remote call, so
+ * the record shows what was asked even when the call is lost, and a second caller racing the first
+ * loses on the version check (409) instead of sending a second answer.
+ */
+
+export interface AnswerRequest {
+  requestId: string;
+  value: unknown;
+  actor?: string | null;
+}
+
+export async function answerInput(ctx: PlaneContext, envelopeId: string, req: AnswerRequest): Promise<Envelope> {
+  if (typeof req.requestId !== 'string' || req.requestId === '') {
+    throw new TaskplaneError('invalid_argument', 'requestId: required', { field: 'requestId' });
+  }
+  const current = await ctx.store.getEnvelope(envelopeId);
+  if (!current) throw new TaskplaneError('not_found', 'task not found');
+  const connector = connectorFor(ctx, current.target);
+  if (!connector.answer) throw new TaskplaneError('unsupported', 'target does not take input answers');
+  const messageId = newId(ctx.clock, ctx.random, 'msg_');
+  const { envelope } = await updateLocal(ctx, envelopeId, (env, now) => {
+    const pending = env.pendingInput;
+    if (isTerminal(env.state) || !pending) {
+      throw new TaskplaneError('conflict', 'no input is pending for this task', { field: 'requestId' });
+    }
+    if (pending.requestId !== req.requestId) {
+      throw new TaskplaneError('conflict', 'requestId does not match the pending input request', { field: 'requestId' });
+    }
+    if (pending.answeredAt) throw new TaskplaneError('conflict', 'this input request was already answered', { field: 'requestId' });
+    if (!env.remoteId) throw new TaskplaneError('failed_precondition', 'task has no remote job yet');
+    return {
+      next: { ...env, pendingInput: { ...pending, answeredAt: now } },
+      events: [{ type: 'input_answered', data: { requestId: pending.requestId, messageId, actor: req.actor ?? null } }],
+    };
+  });
+  const remoteId = envelope.remoteId!;
+  try {
+    const snap = await remoteCall(ctx, 'answer', envelope, (signal) =>
+      connector.answer!(remoteId, { requestId: req.requestId, messageId, value: req.value }, signal),
+    );
+    const result = await observe(ctx, envelopeId, snap, 'api');
+    ctx.wake(envelopeId);
+    return result.envelope;
+  } catch (err) {
+    if (isTaskplaneError(err) && err.code === 'not_found') await handleLost(ctx, envelopeId, remoteId, 'api');
+    // The answer did not reach the remote: reopen the request so the caller can try again.
+    await updateLocal(ctx, envelopeId, (env) =>
+      env.pendingInput?.requestId === req.requestId && env.pendingInput.answeredAt
+        ? {
+            next: { ...env, pendingInput: { ...env.pendingInput, answeredAt: null } },
+            events: [{ type: 'input_answer_failed', data: { requestId: req.requestId, error: describeError(err) } }],
+          }
+        : null,
+    );
+    throw err;
+  }
+}
+
+export async function cancelTask(ctx: PlaneContext, envelopeId: string, actor: string | null): Promise<Envelope> {
+  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
+    if (env.state === 'cancel_requested') return null;
+    const decision = decideLocalTransition(
+      { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
+      'cancel_requested',
+    );
+    if (!decision.apply) throw new TaskplaneError('conflict', `task is already ${env.state}`, { field: 'state' });
+    return {
+      next: {
+        ...env,
+        state: 'cancel_requested',
+        cancel: { requestedAt: now, requestedBy: actor, acknowledgedAt: null, outcome: null },
+      },
+      events: [{ type: 'cancel_requested', data: { from: env.state, actor } }],
+    };
+  });
+  if (!written) return envelope;
+  // Not started yet: the start path sends the cancel once the remote job exists (or never starts it).
+  if (!envelope.remoteId) return envelope;
+  return sendCancel(ctx, envelopeId);
+}

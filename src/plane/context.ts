@@ -1,0 +1,106 @@
+import type { Clock } from '../core/clock.ts';
+import type { Random } from '../core/random.ts';
+import type { Envelope } from '../core/envelope.ts';
+import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
+import type { Store } from '../store/store.ts';
+import type { Connector } from '../connectors/connector.ts';
+import type { PlaneConfig } from './options.ts';
+import type { RequestKind, SignalCounters } from './signals.ts';
+
+/** The subset of pino the engine uses; pass a pino logger or anything shaped like it. */
+export interface PlaneLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export const silentLogger: PlaneLogger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** Resolves a target name to its connector; throws `not_found` (or returns undefined) for unknown targets. */
+export type ConnectorResolver = (target: string) => Connector | undefined;
+
+/** What every engine part shares. Built once by Plane. */
+export interface PlaneContext {
+  clock: Clock;
+  random: Random;
+  store: Store;
+  connectors: ConnectorResolver;
+  logger: PlaneLogger;
+  config: PlaneConfig;
+  counters: SignalCounters;
+  /** Aborted by Plane.stop(); every wait and remote call is tied to it. */
+  signal: AbortSignal;
+  /** Wakes the watcher of one envelope (after an answer, a resubmission, a state change from elsewhere). */
+  wake(envelopeId: string): void;
+  /** (Re)starts the fast-path watchers of an envelope if it has none. */
+  ensureWatching(envelopeId: string): void;
+  /** True while a stream watcher is attached to this envelope's remote job (it sees every change). */
+  streamAttached(envelopeId: string): boolean;
+  /** Runs background work that stop() waits for (it must end when `signal` aborts). */
+  spawn(work: Promise<unknown>): void;
+}
+
+export function connectorFor(ctx: PlaneContext, target: string): Connector {
+  const connector = ctx.connectors(target);
+  if (!connector) {
+    throw new TaskplaneError('invalid_argument', `target: unknown target '${target}'`, { field: 'target' });
+  }
+  return connector;
+}
+
+/**
+ * Every remote call goes through here: counted as one request (seed 004's cost unit), bounded by the
+ * per-call timeout, and cut short by stop(). A timeout surfaces as a retryable `timeout` error.
+ */
+export async function remoteCall<T>(
+  ctx: PlaneContext,
+  kind: RequestKind,
+  envelope: Pick<Envelope, 'id'> | null,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  ctx.counters.request(kind, envelope?.id ?? null);
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(ctx.signal.reason);
+  ctx.signal.addEventListener('abort', onAbort, { once: true });
+  let timedOut = false;
+  const cancelTimer = ctx.clock.setTimer(ctx.config.requestTimeoutMs, () => {
+    timedOut = true;
+    controller.abort(new TaskplaneError('timeout', `${kind} timed out`));
+  });
+  try {
+    return await fn(controller.signal);
+  } catch (err) {
+    if (timedOut && !isTaskplaneError(err)) throw new TaskplaneError('timeout', `${kind} timed out`, { cause: err });
+    throw err;
+  } finally {
+    cancelTimer();
+    ctx.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** Waits `ms` on the clock; resolves early (false) when `signal` aborts instead of throwing. */
+export async function waitFor(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return false;
+  try {
+    await clock.sleep(Math.max(0, Math.round(ms)), signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** An error's stable code, `internal` for anything that is not ours. */
+export function errorCode(err: unknown): string {
+  return isTaskplaneError(err) ? err.code : 'internal';
+}
+
+export function isRetryable(err: unknown): boolean {
+  return isTaskplaneError(err) ? err.retryable : true;
+}
+
+/** Short, safe description of an error for logs and events: never raw internal text from elsewhere. */
+export function describeError(err: unknown): { code: string; message: string } {
+  if (isTaskplaneError(err)) return { code: err.code, message: err.message };
+  return { code: 'internal', message: 'unexpected error' };
+}

@@ -1,0 +1,230 @@
+import type { Envelope } from '../core/envelope.ts';
+import { isTaskplaneError } from '../core/errors.ts';
+import { isTerminal } from '../core/states.ts';
+import { nextBackoff } from '../core/backoff.ts';
+import type { Connector } from '../connectors/connector.ts';
+import { connectorFor, describeError, isRetryable, remoteCall, type PlaneContext } from './context.ts';
+import { observe } from './observe.ts';
+import { ensureStarted, handleLost, preparePush, pushEnabled, recordStartRefused, startRequest, type StartOutcome } from './start-remote.ts';
+import { WakeSignal } from './wake-signal.ts';
+
+/**
+ * The fast path of one job: a stream watcher that reattaches after drops (never resends), or a poller
+ * where no stream is available. Push needs no per-job loop: deliveries arrive at the webhook ingress.
+ * Each watcher has an explicit state so tests, the lab and /metrics can see what it is doing.
+ */
+export type WatcherState = 'starting' | 'attached' | 'backing_off' | 'parked' | 'polling' | 'done';
+export type Mechanism = 'stream' | 'poll' | 'push-only';
+
+export function mechanismFor(ctx: PlaneContext, connector: Connector): Mechanism {
+  const stream = ctx.config.delivery.stream && connector.capabilities.stream && connector.observe !== undefined;
+  const push = pushEnabled(ctx, connector);
+  if (stream) return 'stream';
+  if (ctx.config.delivery.poll || !push) return 'poll';
+  return 'push-only';
+}
+
+export class JobWatcher {
+  state: WatcherState = 'starting';
+  readonly done: Promise<void>;
+  private readonly wakeSignal: WakeSignal;
+
+  constructor(
+    private readonly ctx: PlaneContext,
+    readonly envelopeId: string,
+    readonly mechanism: Mechanism,
+    /** Start the job with connector.startStream and report how the start went. */
+    startFirst?: (outcome: StartOutcome) => void,
+  ) {
+    this.wakeSignal = new WakeSignal(ctx.clock, ctx.signal);
+    let reported = false;
+    const report = (outcome: StartOutcome) => {
+      if (reported) return;
+      reported = true;
+      startFirst?.(outcome);
+    };
+    this.done = (mechanism === 'stream' ? this.streamLoop(startFirst ? report : undefined) : this.pollLoop())
+      .catch((err) => ctx.logger.error({ envelopeId, err: describeError(err) }, 'watcher failed'))
+      .finally(() => {
+        this.state = 'done';
+        // Whoever waits on the start must never hang, whatever ended this watcher.
+        report({ kind: 'retry', error: { code: 'unavailable', message: 'watcher ended before the start was confirmed' } });
+      });
+  }
+
+  wake(): void {
+    this.wakeSignal.wake();
+  }
+
+  private async current(): Promise<Envelope | null> {
+    const env = await this.ctx.store.getEnvelope(this.envelopeId);
+    return env && !isTerminal(env.state) ? env : null;
+  }
+
+  /** Handles the errors every mechanism shares; returns true when the loop should continue at once. */
+  private async onRemoteError(env: Envelope, err: unknown, source: 'stream' | 'poll'): Promise<boolean> {
+    if (!isTaskplaneError(err)) return false;
+    if (err.code === 'not_found' && env.remoteId) {
+      await handleLost(this.ctx, env.id, env.remoteId, source);
+      return true;
+    }
+    if (err.code === 'failed_precondition' && env.remoteId) {
+      // A2A answers SubscribeToTask on a terminal task with UnsupportedOperationError: read it instead.
+      const connector = connectorFor(this.ctx, env.target);
+      const remoteId = env.remoteId;
+      try {
+        const snap = await remoteCall(this.ctx, 'get', env, (signal) => connector.get(remoteId, signal));
+        const result = await observe(this.ctx, env.id, snap, source);
+        // Still running although the remote refused to stream it: back off like a drop, never spin.
+        return isTerminal(result.envelope.state) || result.envelope.remoteId !== remoteId;
+      } catch (getErr) {
+        if (isTaskplaneError(getErr) && getErr.code === 'not_found') {
+          await handleLost(this.ctx, env.id, remoteId, source);
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Start and stream in one call (connector.startStream). Returns true when the stream ended or
+   * dropped after the job was bound (the main loop takes over, reattaching with observe), false when
+   * the start outcome is unknown or refused (recovery is already arranged).
+   */
+  private async streamingStart(report: (outcome: StartOutcome) => void): Promise<'ended' | 'dropped' | 'not_started'> {
+    const ctx = this.ctx;
+    const env = await ctx.store.getEnvelope(this.envelopeId);
+    if (!env) return 'not_started';
+    const connector = connectorFor(ctx, env.target);
+    let bound = false;
+    try {
+      const push = await preparePush(ctx, env, connector);
+      this.state = 'attached';
+      ctx.counters.request('start', env.id);
+      for await (const snap of connector.startStream!(startRequest(env, push), ctx.signal)) {
+        const result = await observe(ctx, env.id, snap, bound ? 'stream' : 'create');
+        if (!bound) {
+          bound = true;
+          report({ kind: 'started', envelope: result.envelope });
+        }
+        if (isTerminal(result.envelope.state)) break;
+      }
+      if (bound) return 'ended';
+      report({ kind: 'retry', error: { code: 'unavailable', message: 'stream ended before the first snapshot' } });
+    } catch (err) {
+      if (bound) {
+        if (ctx.signal.aborted) return 'ended';
+        ctx.counters.streamDrops++;
+        return 'dropped';
+      }
+      if (!ctx.signal.aborted && !isRetryable(err)) {
+        report({ kind: 'refused', envelope: await recordStartRefused(ctx, env, err) });
+        return 'not_started';
+      }
+      report({ kind: 'retry', error: describeError(err) });
+    }
+    // Outcome unknown: the job may exist. Recover with the same messageId (or find it by contextId).
+    ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
+    return 'not_started';
+  }
+
+  private async streamLoop(startFirst?: (outcome: StartOutcome) => void): Promise<void> {
+    const ctx = this.ctx;
+    let attempt = 0;
+    let dropped = false;
+    // What the previous stream did: decides whether to wait before (re)attaching.
+    let last: 'none' | 'ended' | 'dropped' = 'none';
+    if (startFirst) {
+      const r = await this.streamingStart(startFirst);
+      last = r === 'not_started' ? 'none' : r;
+      dropped = r === 'dropped';
+    }
+    while (!ctx.signal.aborted) {
+      const env = await this.current();
+      if (!env) return;
+      if (env.remoteId === null) {
+        // Not started yet (or being resubmitted): whoever binds the remote id wakes us.
+        this.state = 'parked';
+        if ((await this.wakeSignal.wait(Infinity)) === 'stopped') return;
+        continue;
+      }
+      if (last === 'ended' && env.state === 'waiting_for_input') {
+        // Servers close the stream at INPUT_REQUIRED; resubscribing at once would spin. Wait for an
+        // answer (which wakes us), a recheck if configured, or reconciliation.
+        this.state = 'parked';
+        if ((await this.wakeSignal.wait(ctx.config.stream.waitingRecheckMs || Infinity)) === 'stopped') return;
+        last = 'none';
+        continue;
+      }
+      if (last !== 'none') {
+        // After a drop (or a server closing early while running): back off with jitter, then reattach.
+        const wait = nextBackoff(ctx.config.stream.reattach, attempt++, ctx.random) ?? ctx.config.stream.reattach.maximumIntervalMs;
+        this.state = 'backing_off';
+        if ((await this.wakeSignal.wait(wait)) === 'stopped') return;
+        last = 'none';
+        continue;
+      }
+      const connector = connectorFor(ctx, env.target);
+      const remoteId = env.remoteId;
+      this.state = 'attached';
+      try {
+        if (dropped) ctx.counters.reattaches++;
+        ctx.counters.request('subscribe', env.id);
+        for await (const snap of connector.observe!(remoteId, env.streamCursor, ctx.signal)) {
+          attempt = 0;
+          dropped = false;
+          const result = await observe(ctx, env.id, snap, 'stream');
+          if (isTerminal(result.envelope.state) || result.envelope.remoteId !== remoteId) break;
+        }
+        last = 'ended';
+      } catch (err) {
+        if (ctx.signal.aborted) return;
+        ctx.logger.debug({ envelopeId: env.id, err: describeError(err) }, 'stream ended with error');
+        if (await this.onRemoteError(env, err, 'stream')) continue;
+        ctx.counters.streamDrops++;
+        dropped = true;
+        last = 'dropped';
+      }
+    }
+  }
+
+  private async pollLoop(): Promise<void> {
+    const ctx = this.ctx;
+    const cfg = ctx.config.poll;
+    let interval: number | null = null;
+    let errors = 0;
+    while (!ctx.signal.aborted) {
+      const env = await this.current();
+      if (!env) return;
+      const connector = connectorFor(ctx, env.target);
+      if (interval === null) interval = Math.max(cfg.intervalMs, connector.capabilities.pollIntervalMs ?? 0);
+      if (cfg.deadlineMs !== null && ctx.clock.now() - env.createdAt > cfg.deadlineMs) {
+        // Past the deadline the poller stops; reconciliation still covers the job (seed 000: never invent an outcome).
+        ctx.logger.info({ envelopeId: env.id }, 'poll deadline reached');
+        return;
+      }
+      const jitter = 1 + cfg.jitterRatio * (2 * ctx.random.next() - 1);
+      this.state = env.remoteId === null ? 'parked' : 'polling';
+      const wait = errors > 0 ? (nextBackoff(cfg.errorBackoff, errors - 1, ctx.random) ?? cfg.maximumIntervalMs) : interval * jitter;
+      if ((await this.wakeSignal.wait(env.remoteId === null ? Infinity : wait)) === 'stopped') return;
+      const fresh = await this.current();
+      if (!fresh || fresh.remoteId === null) continue;
+      const remoteId = fresh.remoteId;
+      try {
+        const snap = await remoteCall(ctx, 'get', fresh, (signal) => connector.get(remoteId, signal));
+        const result = await observe(ctx, fresh.id, snap, 'poll');
+        errors = 0;
+        const guidance = connector.capabilities.pollIntervalMs ?? 0;
+        interval = result.changed
+          ? Math.max(cfg.intervalMs, guidance)
+          : Math.min(cfg.maximumIntervalMs, Math.max(interval * cfg.multiplier, guidance));
+      } catch (err) {
+        if (ctx.signal.aborted) return;
+        ctx.logger.debug({ envelopeId: fresh.id, err: describeError(err) }, 'poll failed');
+        if (await this.onRemoteError(fresh, err, 'poll')) continue;
+        errors++;
+      }
+    }
+  }
+}

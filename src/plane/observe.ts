@@ -1,0 +1,189 @@
+import type { ArtifactRef, Envelope, NewEnvelopeEvent, ObservationSource, PendingInput } from '../core/envelope.ts';
+import { inputHash } from '../core/canonical-json.ts';
+import { TaskplaneError, VersionConflictError } from '../core/errors.ts';
+import { decideTransition, isTerminal, type TransitionDecision } from '../core/states.ts';
+import type { RemoteSnapshot } from '../connectors/connector.ts';
+import { decideAcceptance } from './acceptance.ts';
+import type { PlaneContext } from './context.ts';
+
+/**
+ * THE observe path (DESIGN.md, "The envelope"): every observation from every source (create, stream,
+ * push, poll, reconcile, api) comes through `observe`. It re-reads the envelope, asks the one
+ * forward-only rule (core/states.ts decideTransition), and writes the result with its event in one
+ * CAS transaction, retrying from a fresh read when another path wrote first.
+ */
+
+export interface ObserveResult {
+  envelope: Envelope;
+  /** The state moved (an event `state_changed` was written). */
+  changed: boolean;
+  /** Something was written at all (state, artifacts, input, binding). */
+  written: boolean;
+  decision: TransitionDecision;
+}
+
+/** Hash of an artifact's content, canonical so key order or whitespace never makes a "new" artifact. */
+function artifactRefs(
+  current: ArtifactRef[],
+  snapshot: RemoteSnapshot,
+  source: ObservationSource,
+  now: number,
+): { refs: ArtifactRef[]; changed: ArtifactRef[] } {
+  if (!snapshot.artifacts || snapshot.artifacts.length === 0) return { refs: current, changed: [] };
+  const byId = new Map(current.map((a) => [a.artifactId, a]));
+  const changed: ArtifactRef[] = [];
+  for (const artifact of snapshot.artifacts) {
+    const hash = inputHash(artifact.content ?? null);
+    const prior = byId.get(artifact.artifactId);
+    if (prior && prior.hash === hash) continue;
+    const ref: ArtifactRef = {
+      artifactId: artifact.artifactId,
+      hash,
+      provenance: { source, remoteId: snapshot.remoteId, at: now },
+    };
+    if (artifact.name !== undefined) ref.name = artifact.name;
+    if (artifact.mediaType !== undefined) ref.mediaType = artifact.mediaType;
+    byId.set(artifact.artifactId, ref);
+    changed.push(ref);
+  }
+  return { refs: [...byId.values()], changed };
+}
+
+/** The pending input the envelope should show after this observation. */
+function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number): PendingInput | null {
+  const waiting = env.state === 'waiting_for_input' || (env.state === 'cancel_requested' && snapshot.state === 'waiting_for_input');
+  if (!waiting) return null;
+  const req = snapshot.inputRequest ?? {
+    // A remote that gives no request id (A2A has none) still gets a stable one per status version.
+    requestId: `req_${snapshot.remoteVersion ?? snapshot.stateTimestamp ?? 0}`,
+    prompt: '',
+  };
+  const prior = env.pendingInput;
+  if (prior && prior.requestId === req.requestId) return prior;
+  const pending: PendingInput = { requestId: req.requestId, prompt: req.prompt, askedAt: now, answeredAt: null, deadlineAt: null };
+  if (req.schema) pending.schema = req.schema;
+  return pending;
+}
+
+export async function observe(
+  ctx: PlaneContext,
+  envelopeId: string,
+  snapshot: RemoteSnapshot,
+  source: ObservationSource,
+): Promise<ObserveResult> {
+  for (let attempt = 0; attempt < ctx.config.maxObserveRetries; attempt++) {
+    const env = await ctx.store.getEnvelope(envelopeId);
+    if (!env) throw new TaskplaneError('not_found', 'envelope not found');
+    const now = ctx.clock.now();
+    const decision = decideTransition(
+      { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
+      { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
+    );
+    // A stale snapshot must not touch anything; a duplicate may still carry new artifact chunks.
+    const fresh = decision.apply || decision.reason === 'duplicate';
+    const next: Envelope = { ...env };
+    const events: NewEnvelopeEvent[] = [];
+    const event = (type: string, data: Record<string, unknown>) =>
+      events.push({ envelopeId: env.id, tenant: env.tenant, type, at: now, data: { source, ...data } });
+
+    if (fresh && !isTerminal(env.state)) {
+      if (env.remoteId === null && snapshot.remoteId) {
+        next.remoteId = snapshot.remoteId;
+        event('bound', { remoteId: snapshot.remoteId });
+      }
+      if (snapshot.contextId && env.contextId !== snapshot.contextId) next.contextId = snapshot.contextId;
+      if (snapshot.cursor !== undefined && snapshot.cursor !== env.streamCursor) next.streamCursor = snapshot.cursor;
+      const arts = artifactRefs(env.artifacts, snapshot, source, now);
+      next.artifacts = arts.refs;
+      for (const a of arts.changed) event('artifact', { artifactId: a.artifactId, hash: a.hash, name: a.name ?? null });
+      if (snapshot.result !== undefined) next.result = snapshot.result;
+      if (snapshot.usage) next.usage = snapshot.usage;
+    }
+
+    if (decision.apply) {
+      next.state = decision.next.state;
+      next.nativeState = decision.next.nativeState;
+      next.remoteVersion = decision.next.remoteVersion;
+      if (snapshot.stateTimestamp !== null) next.stateTimestamp = snapshot.stateTimestamp;
+      if (snapshot.error) next.error = snapshot.error;
+      if (env.state !== next.state) {
+        event('state_changed', {
+          from: env.state,
+          to: next.state,
+          nativeState: next.nativeState,
+          remoteVersion: next.remoteVersion,
+        });
+      }
+      if (isTerminal(next.state) && next.cancel && next.cancel.outcome === null) {
+        // The true outcome, including "completed after cancel was requested" (seed 000).
+        next.cancel = { ...next.cancel, outcome: next.state };
+        event('cancel_outcome', { outcome: next.state });
+      }
+      if (isTerminal(next.state) && next.acceptance) {
+        const contents = (snapshot.artifacts ?? []).map((a) => a.content);
+        const acceptance = decideAcceptance(next, contents, now);
+        if (acceptance && acceptance !== next.acceptance) {
+          next.acceptance = acceptance;
+          event('acceptance', { status: acceptance.status, reasons: acceptance.reasons });
+        }
+      }
+    }
+    if (fresh && !isTerminal(env.state)) {
+      const pending = nextPendingInput(next, snapshot, now);
+      if (pending !== env.pendingInput) {
+        next.pendingInput = pending;
+        if (pending && pending.requestId !== env.pendingInput?.requestId) {
+          event('input_requested', { requestId: pending.requestId, prompt: pending.prompt });
+        }
+      }
+    }
+
+    const written = events.length > 0 || next.artifacts !== env.artifacts || next.streamCursor !== env.streamCursor;
+    if (!written) {
+      if (decision.apply === false && decision.reason !== 'stale') ctx.counters.duplicatesObservation++;
+      return { envelope: env, changed: false, written: false, decision };
+    }
+    next.lastConfirmedAt = now;
+    next.updatedAt = now;
+    try {
+      const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
+      if (decision.apply && env.state !== envelope.state && snapshot.stateTimestamp !== null) {
+        ctx.counters.delay(source, now - snapshot.stateTimestamp);
+      }
+      return { envelope, changed: env.state !== envelope.state, written: true, decision };
+    } catch (err) {
+      if (err instanceof VersionConflictError) continue;
+      throw err;
+    }
+  }
+  throw new TaskplaneError('unavailable', 'observe: too many concurrent writers', { retryable: true });
+}
+
+/**
+ * Local writes that are not observations of the remote (cancel intent, answers, lost, rebinding after a
+ * resubmission) go through this CAS helper: `mutate` returns the next envelope and its events, or null
+ * to write nothing. Retries from a fresh read on a version conflict.
+ */
+export async function updateLocal(
+  ctx: PlaneContext,
+  envelopeId: string,
+  mutate: (env: Envelope, now: number) => { next: Envelope; events: Array<{ type: string; data: Record<string, unknown> }> } | null,
+): Promise<{ envelope: Envelope; written: boolean }> {
+  for (let attempt = 0; attempt < ctx.config.maxObserveRetries; attempt++) {
+    const env = await ctx.store.getEnvelope(envelopeId);
+    if (!env) throw new TaskplaneError('not_found', 'envelope not found');
+    const now = ctx.clock.now();
+    const change = mutate(env, now);
+    if (!change) return { envelope: env, written: false };
+    const next = { ...change.next, updatedAt: now };
+    const events = change.events.map((e) => ({ envelopeId: env.id, tenant: env.tenant, type: e.type, at: now, data: e.data }));
+    try {
+      const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
+      return { envelope, written: true };
+    } catch (err) {
+      if (err instanceof VersionConflictError) continue;
+      throw err;
+    }
+  }
+  throw new TaskplaneError('unavailable', 'update: too many concurrent writers', { retryable: true });
+}

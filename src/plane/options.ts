@@ -1,0 +1,216 @@
+import { backoffPolicy, ConfigError, type BackoffOptions, type BackoffPolicy } from '../core/backoff.ts';
+
+/**
+ * Engine options → defaults → validated config (STYLE.md). Every default is documented here; units are
+ * in the names; a bad value throws ConfigError naming the field (`reconcile.intervalMs: must be > 0`).
+ *
+ * Which delivery mechanisms the engine uses is configurable because the lab compares configurations
+ * (seed 004, "Choosing the delivery mix"): streams and push give latency, reconciliation gives
+ * completeness, polling is the fallback when neither fast path is available.
+ */
+export interface PlaneOptions {
+  delivery?: {
+    /** Watch each job over the connector's stream (A2A SubscribeToTask) and reattach after drops. @default true */
+    stream?: boolean;
+    /** Ask the remote to push to `publicUrl` (only when set and the connector can push). @default true */
+    push?: boolean;
+    /**
+     * Poll each job with get(). Also used, whatever this says, for a job that has neither a stream nor
+     * push available, so every job has some path besides reconciliation. @default false
+     */
+    poll?: boolean;
+  };
+  /** Base URL remotes can reach this plane at; push webhooks go to `<publicUrl>/v1/webhooks/<kind>/<target>`. */
+  publicUrl?: string | null;
+  /** Per remote call timeout (every connector call also gets the engine's AbortSignal). @default 30000 */
+  requestTimeoutMs?: number;
+  stream?: {
+    /**
+     * Reattach backoff after a drop. Full jitter so a network blip does not make every watcher
+     * reconnect in the same millisecond. @default { initialIntervalMs: 1000, maximumIntervalMs: 60000 }
+     */
+    reattach?: BackoffOptions;
+    /**
+     * When a stream ends while the job waits for input (A2A servers close at INPUT_REQUIRED), resubscribe
+     * after this long; 0 parks the watcher until an answer or another source wakes it, leaving the
+     * rest to reconciliation (no hot resubscribe loop). @default 0
+     */
+    waitingRecheckMs?: number;
+  };
+  poll?: {
+    /** First interval; the connector's own guidance (MCP pollIntervalMs) wins when it is larger. @default 15000 */
+    intervalMs?: number;
+    /** Growth per poll that saw no change (1 = fixed interval). @default 1.5 */
+    multiplier?: number;
+    /** Largest interval. @default 300000 */
+    maximumIntervalMs?: number;
+    /** Relative jitter on each interval, in [0, 1): the wait is interval × (1 ± ratio). @default 0.1 */
+    jitterRatio?: number;
+    /** Stop polling a job this long after creation (reconciliation still covers it); null = never. @default null */
+    deadlineMs?: number | null;
+    /** Backoff after a failed poll. @default { initialIntervalMs: 1000, maximumIntervalMs: 60000 } */
+    errorBackoff?: BackoffOptions;
+  };
+  reconcile?: {
+    /** Run reconciliation at all. @default true */
+    enabled?: boolean;
+    /** One paged list call per target per interval (seed 004 recommends 10–15 min). @default 600000 */
+    intervalMs?: number;
+    /** Page size asked of listChanged. @default 100 */
+    pageSize?: number;
+    /**
+     * Subtracted from the previous round's start when asking for changes since then, to absorb clock
+     * skew between us and the remote. @default 5000
+     */
+    sinceSkewMs?: number;
+    /** Expected job duration when the create request gives none. @default 900000 */
+    defaultExpectedDurationMs?: number;
+    /** A job past expected duration + this margin is an orphan and is fetched one by one. @default 300000 */
+    orphanMarginMs?: number;
+    /** A job whose start was never confirmed is retried by reconciliation after this long. @default 30000 */
+    startGraceMs?: number;
+    /** Lease on a target's reconciliation so several planes sharing a store do not all list. @default intervalMs */
+    leaseTtlMs?: number;
+  };
+  /**
+   * What to do when the remote no longer knows a job we created (TaskNotFound on our own task):
+   * `resubmit` starts it again with the same messageId and keeps tracking it on the same envelope;
+   * `escalate` marks it `lost` for a person. @default 'resubmit'
+   */
+  lostPolicy?: 'resubmit' | 'escalate';
+  /** After this many resubmissions of one job, escalate instead. @default 3 */
+  maxResubmits?: number;
+  /** Retry of a start whose response was lost or failed in transport. @default { initialIntervalMs: 1000, maximumIntervalMs: 60000 } */
+  startRetry?: BackoffOptions;
+  webhook?: {
+    /**
+     * `always`: every new delivery fetches authoritative state with get() (seed 000: webhooks are wake-up
+     * signals). `when-incomplete`: use the verified payload when it carries a versioned snapshot, fetch
+     * otherwise; saves one request per delivery, safe because stale snapshots lose on version. @default 'always'
+     */
+    fetchState?: 'always' | 'when-incomplete';
+  };
+  /** How many CAS retries one observation gets before giving up (each retry re-reads). @default 20 */
+  maxObserveRetries?: number;
+}
+
+export interface PlaneConfig {
+  delivery: { stream: boolean; push: boolean; poll: boolean };
+  publicUrl: string | null;
+  requestTimeoutMs: number;
+  stream: { reattach: BackoffPolicy; waitingRecheckMs: number };
+  poll: {
+    intervalMs: number;
+    multiplier: number;
+    maximumIntervalMs: number;
+    jitterRatio: number;
+    deadlineMs: number | null;
+    errorBackoff: BackoffPolicy;
+  };
+  reconcile: {
+    enabled: boolean;
+    intervalMs: number;
+    pageSize: number;
+    sinceSkewMs: number;
+    defaultExpectedDurationMs: number;
+    orphanMarginMs: number;
+    startGraceMs: number;
+    leaseTtlMs: number;
+  };
+  lostPolicy: 'resubmit' | 'escalate';
+  maxResubmits: number;
+  startRetry: BackoffPolicy;
+  webhook: { fetchState: 'always' | 'when-incomplete' };
+  maxObserveRetries: number;
+}
+
+function positive(field: string, value: number): number {
+  if (!(Number.isFinite(value) && value > 0)) throw new ConfigError(field, 'must be a number > 0');
+  return value;
+}
+
+function nonNegative(field: string, value: number): number {
+  if (!(Number.isFinite(value) && value >= 0)) throw new ConfigError(field, 'must be a number >= 0');
+  return value;
+}
+
+function bool(field: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw new ConfigError(field, 'must be true or false');
+  return value;
+}
+
+export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
+  const d = options.delivery ?? {};
+  const s = options.stream ?? {};
+  const p = options.poll ?? {};
+  const r = options.reconcile ?? {};
+  const publicUrl = options.publicUrl ?? null;
+  if (publicUrl !== null && !/^https?:\/\/[^/]+/.test(publicUrl)) {
+    throw new ConfigError('publicUrl', 'must be an http(s) URL');
+  }
+  const intervalMs = positive('reconcile.intervalMs', r.intervalMs ?? 600_000);
+  const lostPolicy = options.lostPolicy ?? 'resubmit';
+  if (lostPolicy !== 'resubmit' && lostPolicy !== 'escalate') {
+    throw new ConfigError('lostPolicy', "must be 'resubmit' or 'escalate'");
+  }
+  const fetchState = options.webhook?.fetchState ?? 'always';
+  if (fetchState !== 'always' && fetchState !== 'when-incomplete') {
+    throw new ConfigError('webhook.fetchState', "must be 'always' or 'when-incomplete'");
+  }
+  const jitterRatio = nonNegative('poll.jitterRatio', p.jitterRatio ?? 0.1);
+  if (jitterRatio >= 1) throw new ConfigError('poll.jitterRatio', 'must be < 1');
+  const pollInterval = positive('poll.intervalMs', p.intervalMs ?? 15_000);
+  const pollMax = positive('poll.maximumIntervalMs', p.maximumIntervalMs ?? 300_000);
+  if (pollMax < pollInterval) throw new ConfigError('poll.maximumIntervalMs', 'must be >= poll.intervalMs');
+  const multiplier = p.multiplier ?? 1.5;
+  if (!(multiplier >= 1)) throw new ConfigError('poll.multiplier', 'must be >= 1');
+  const deadlineMs = p.deadlineMs ?? null;
+  if (deadlineMs !== null) positive('poll.deadlineMs', deadlineMs);
+  const maxResubmits = options.maxResubmits ?? 3;
+  if (!Number.isInteger(maxResubmits) || maxResubmits < 0) throw new ConfigError('maxResubmits', 'must be an integer >= 0');
+  const maxObserveRetries = options.maxObserveRetries ?? 20;
+  if (!Number.isInteger(maxObserveRetries) || maxObserveRetries < 1) {
+    throw new ConfigError('maxObserveRetries', 'must be an integer >= 1');
+  }
+  const pageSize = r.pageSize ?? 100;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
+    throw new ConfigError('reconcile.pageSize', 'must be an integer in 1..1000');
+  }
+  const defaultBackoff: BackoffOptions = { initialIntervalMs: 1000, maximumIntervalMs: 60_000 };
+  return {
+    delivery: {
+      stream: bool('delivery.stream', d.stream ?? true),
+      push: bool('delivery.push', d.push ?? true),
+      poll: bool('delivery.poll', d.poll ?? false),
+    },
+    publicUrl: publicUrl?.replace(/\/+$/, '') ?? null,
+    requestTimeoutMs: positive('requestTimeoutMs', options.requestTimeoutMs ?? 30_000),
+    stream: {
+      reattach: backoffPolicy({ ...defaultBackoff, ...s.reattach }, 'stream.reattach.'),
+      waitingRecheckMs: nonNegative('stream.waitingRecheckMs', s.waitingRecheckMs ?? 0),
+    },
+    poll: {
+      intervalMs: pollInterval,
+      multiplier,
+      maximumIntervalMs: pollMax,
+      jitterRatio,
+      deadlineMs,
+      errorBackoff: backoffPolicy({ ...defaultBackoff, ...p.errorBackoff }, 'poll.errorBackoff.'),
+    },
+    reconcile: {
+      enabled: bool('reconcile.enabled', r.enabled ?? true),
+      intervalMs,
+      pageSize,
+      sinceSkewMs: nonNegative('reconcile.sinceSkewMs', r.sinceSkewMs ?? 5000),
+      defaultExpectedDurationMs: positive('reconcile.defaultExpectedDurationMs', r.defaultExpectedDurationMs ?? 900_000),
+      orphanMarginMs: nonNegative('reconcile.orphanMarginMs', r.orphanMarginMs ?? 300_000),
+      startGraceMs: nonNegative('reconcile.startGraceMs', r.startGraceMs ?? 30_000),
+      leaseTtlMs: positive('reconcile.leaseTtlMs', r.leaseTtlMs ?? intervalMs),
+    },
+    lostPolicy,
+    maxResubmits,
+    startRetry: backoffPolicy({ ...defaultBackoff, ...options.startRetry }, 'startRetry.'),
+    webhook: { fetchState },
+    maxObserveRetries,
+  };
+}

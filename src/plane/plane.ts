@@ -1,0 +1,336 @@
+/**
+ * The control plane engine, sans-I/O (DESIGN.md): it reaches time, randomness, storage and remotes only
+ * through the ports it is given, so production, tests and the lab run the same code.
+ *
+ * ```ts
+ * const plane = new Plane({ clock, random, store, connectors: (target) => connector, logger, options });
+ * await plane.start();                       // recovery: resume watching every non-terminal envelope
+ * const { envelope } = await plane.create({ tenant, target, input, idempotencyKey });
+ * await plane.answer(tenant, envelope.id, { requestId, value });   // 409 on wrong id / second answer
+ * await plane.cancel(tenant, envelope.id);   // records intent, calls remote, learns the true outcome
+ * await plane.handleWebhook(target, { headers, rawBody, envelopeId });  // push ingress (throws unauthenticated)
+ * await plane.reconcileNow();                // one reconciliation round now (the loop runs every interval)
+ * await plane.signals();                     // orphans, delays, input by age, duplicates, requests per task
+ * await plane.stop();                        // ends every loop and watcher promptly
+ * ```
+ *
+ * Every observation goes through `observe` (plane/observe.ts), the one forward-only path. Which
+ * delivery mechanisms are used is configuration (plane/options.ts): stream / push / poll, the
+ * reconciliation interval and the lost policy.
+ */
+import type { Clock } from '../core/clock.ts';
+import type { Random } from '../core/random.ts';
+import type { Envelope, EnvelopeEvent, ObservationSource } from '../core/envelope.ts';
+import { TaskplaneError } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import { inputHash } from '../core/canonical-json.ts';
+import type { EnvelopeQuery, Page, Store } from '../store/store.ts';
+import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
+import { checkAcceptanceSchema } from './acceptance.ts';
+import { answerInput, cancelTask, type AnswerRequest } from './answer-and-cancel.ts';
+import { connectorFor, describeError, silentLogger, type ConnectorResolver, type PlaneContext, type PlaneLogger } from './context.ts';
+import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
+import { observe, type ObserveResult } from './observe.ts';
+import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
+import { Reconciler, listActiveEnvelopes, type ReconcileReport } from './reconciler.ts';
+import { SignalCounters } from './signals.ts';
+import { collectSignals, type PlaneSignals } from './signal-report.ts';
+import { ensureStarted, startOnce, type StartOutcome } from './start-remote.ts';
+import { handleWebhook, type WebhookResult } from './webhook-ingress.ts';
+import { WorkerLoop } from './worker-loop.ts';
+
+export interface PlanePorts {
+  clock: Clock;
+  random: Random;
+  store: Store;
+  connectors: ConnectorResolver;
+  logger?: PlaneLogger;
+  options?: PlaneOptions;
+  /** Lease owner name; unique per process. @default a random id */
+  instanceId?: string;
+}
+
+export interface CreateTaskRequest {
+  tenant: string;
+  target: string;
+  input: unknown;
+  /** Same key + same input → the same envelope; same key + different input → 409. */
+  idempotencyKey?: string | null;
+  actor?: string | null;
+  requestKind?: string;
+  workflowId?: string | null;
+  parentId?: string | null;
+  /** Our contextId for the remote conversation; a fresh one when absent. */
+  contextId?: string | null;
+  expectedDurationMs?: number | null;
+  timeoutMs?: number | null;
+  /** JSON Schema the output must satisfy for business acceptance. */
+  acceptance?: { schema?: Record<string, unknown> } | null;
+}
+
+function requireString(field: string, value: unknown, max = 200): string {
+  if (typeof value !== 'string' || value === '' || value.length > max) {
+    throw new TaskplaneError('invalid_argument', `${field}: must be a non-empty string of at most ${max} characters`, { field });
+  }
+  return value;
+}
+
+function optionalPositive(field: string, value: unknown): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !(value > 0)) throw new TaskplaneError('invalid_argument', `${field}: must be a number > 0`, { field });
+  return value;
+}
+
+export class Plane {
+  readonly config: PlaneConfig;
+  private readonly ctx: PlaneContext;
+  private readonly controller = new AbortController();
+  private readonly watchers = new Map<string, JobWatcher>();
+  private readonly background = new Set<Promise<unknown>>();
+  private readonly reconciler: Reconciler;
+  private reconcileLoop: WorkerLoop<string> | null = null;
+  private started = false;
+
+  constructor(private readonly ports: PlanePorts) {
+    this.config = planeConfig(ports.options);
+    const instanceId = ports.instanceId ?? newId(ports.clock, ports.random, 'pln_');
+    this.ctx = {
+      clock: ports.clock,
+      random: ports.random,
+      store: ports.store,
+      connectors: ports.connectors,
+      logger: ports.logger ?? silentLogger,
+      config: this.config,
+      counters: new SignalCounters(),
+      signal: this.controller.signal,
+      wake: (id) => this.watchers.get(id)?.wake(),
+      ensureWatching: (id) => this.spawn(this.watch(id)),
+      spawn: (work) => this.spawn(work),
+      streamAttached: (id) => this.watchers.get(id)?.state === 'attached',
+    };
+    this.reconciler = new Reconciler(this.ctx, instanceId);
+  }
+
+  /**
+   * Aborted by stop(). Every watcher, wait and call listens to it, so a host with many jobs should lift
+   * Node's listener warning on it (server/ does: `events.setMaxListeners(0, plane.signal)`).
+   */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Recovery, then the reconciliation loop: every non-terminal envelope is watched again. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const active = await listActiveEnvelopes(this.ctx.store);
+    for (const env of active) {
+      this.ctx.counters.track(env.id);
+      if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+      else this.spawn(this.watch(env.id));
+    }
+    if (this.config.reconcile.enabled) {
+      this.reconcileLoop = new WorkerLoop<string>({
+        name: 'reconcile',
+        clock: this.ctx.clock,
+        signal: this.controller.signal,
+        fetch: () => this.reconciler.dueTargets(),
+        handle: async (target) => {
+          // The first round after a restart with work in flight is the recovery round: not skipped for a lease.
+          await this.reconciler.reconcileTarget(target, { force: this.reconcileLoop?.rounds === 0 && active.length > 0 });
+        },
+        error: (err, target) => this.ctx.logger.warn({ target, err: describeError(err) }, 'reconciliation failed'),
+        intervalMs: () => this.config.reconcile.intervalMs,
+        // After a restart, reconcile at once: the fast path may have missed anything while we were down.
+        initialDelayMs: active.length > 0 ? 0 : this.config.reconcile.intervalMs,
+      });
+      this.reconcileLoop.start();
+    }
+    this.ctx.logger.info({ recovered: active.length }, 'plane started');
+  }
+
+  /** Ends every loop, watcher and wait promptly; in-flight remote calls are aborted. */
+  async stop(): Promise<void> {
+    this.controller.abort(new TaskplaneError('unavailable', 'plane stopped'));
+    await this.reconcileLoop?.finished();
+    await Promise.allSettled([...this.watchers.values()].map((w) => w.done));
+    await Promise.allSettled([...this.background]);
+    await this.reconciler.releaseLeases();
+  }
+
+  async create(req: CreateTaskRequest): Promise<{ envelope: Envelope; created: boolean }> {
+    const ctx = this.ctx;
+    const tenant = requireString('tenant', req.tenant);
+    const target = requireString('target', req.target);
+    const connector = connectorFor(ctx, target);
+    const idempotencyKey = req.idempotencyKey == null ? null : requireString('idempotencyKey', req.idempotencyKey);
+    const requestKind = req.requestKind ?? 'message';
+    if (req.input === undefined) throw new TaskplaneError('invalid_argument', 'input: required', { field: 'input' });
+    const hash = inputHash({ target, requestKind, input: req.input });
+    const schema = req.acceptance?.schema === undefined ? undefined : checkAcceptanceSchema(req.acceptance.schema);
+    const sameOrConflict = (existing: Envelope) => {
+      if (existing.inputHash !== hash) {
+        throw new TaskplaneError('conflict', 'idempotencyKey was used with a different input', { field: 'idempotencyKey' });
+      }
+      return { envelope: existing, created: false };
+    };
+    if (idempotencyKey) {
+      const existing = await ctx.store.findEnvelopeByIdempotencyKey(tenant, idempotencyKey);
+      if (existing) return sameOrConflict(existing);
+    }
+    const now = ctx.clock.now();
+    const id = newId(ctx.clock, ctx.random, 'tsk_');
+    const envelope: Envelope = {
+      id,
+      tenant,
+      actor: req.actor ?? null,
+      workflowId: req.workflowId ?? null,
+      parentId: req.parentId ?? null,
+      connector: connector.kind,
+      target,
+      remoteId: null,
+      contextId: req.contextId ?? newId(ctx.clock, ctx.random, 'ctx_'),
+      messageId: newId(ctx.clock, ctx.random, 'msg_'),
+      requestKind,
+      input: req.input,
+      inputHash: hash,
+      idempotencyKey,
+      createdAt: now,
+      updatedAt: now,
+      nativeState: null,
+      state: 'accepted',
+      remoteVersion: null,
+      lastConfirmedAt: null,
+      stateTimestamp: null,
+      streamCursor: null,
+      lastEventId: null,
+      webhookIds: [],
+      subscription: null,
+      pendingInput: null,
+      approval: null,
+      artifacts: [],
+      result: null,
+      error: null,
+      budget: null,
+      usage: null,
+      timeoutMs: optionalPositive('timeoutMs', req.timeoutMs),
+      ttlMs: null,
+      retentionUntil: null,
+      expectedDurationMs: optionalPositive('expectedDurationMs', req.expectedDurationMs),
+      cancel: null,
+      reconciliation: null,
+      acceptance: schema === undefined && !req.acceptance ? null : { status: 'pending', reasons: [], ...(schema ? { schema } : {}) },
+      version: 1,
+    };
+    const created = await ctx.store.createEnvelope(envelope, [
+      { envelopeId: id, tenant, type: 'created', at: now, data: { target, messageId: envelope.messageId, contextId: envelope.contextId, inputHash: hash } },
+    ]);
+    if (!created.created) return sameOrConflict(created.envelope);
+    ctx.counters.track(id);
+    // The envelope with its messageId is durable before the remote hears of it.
+    if (mechanismFor(ctx, connector) === 'stream' && connector.startStream) {
+      // One call starts and streams (A2A SendStreamingMessage); the watcher owns recovery from here.
+      const outcome = await new Promise<StartOutcome>((resolve) => this.startWatcher(id, 'stream', resolve));
+      if (outcome.kind === 'retry') ctx.logger.warn({ envelopeId: id, err: outcome.error }, 'streaming start failed; recovering with the same messageId');
+      return { envelope: outcome.kind === 'retry' ? ((await ctx.store.getEnvelope(id)) ?? created.envelope) : outcome.envelope, created: true };
+    }
+    const outcome = await startOnce(ctx, created.envelope, { resend: false });
+    if (outcome.kind === 'retry') {
+      ctx.logger.warn({ envelopeId: id, err: outcome.error }, 'start failed; retrying with the same messageId');
+      this.spawn(ensureStarted(ctx, id, { waitFirst: true }));
+    } else {
+      this.spawn(this.watch(id));
+    }
+    return { envelope: (await ctx.store.getEnvelope(id)) ?? created.envelope, created: true };
+  }
+
+  /** The envelope when it belongs to `tenant`; another tenant's task is not found (no existence leak). */
+  async get(tenant: string, id: string): Promise<Envelope> {
+    const env = await this.ctx.store.getEnvelope(id);
+    if (!env || env.tenant !== tenant) throw new TaskplaneError('not_found', 'task not found');
+    return env;
+  }
+
+  list(tenant: string, query: Omit<EnvelopeQuery, 'tenant'> = {}): Promise<Page<Envelope>> {
+    return this.ctx.store.listEnvelopes({ ...query, tenant });
+  }
+
+  events(tenant: string, query: { afterSeq: number; envelopeId?: string; limit?: number }): Promise<EnvelopeEvent[]> {
+    return this.ctx.store.listEvents({ ...query, tenant });
+  }
+
+  async cancel(tenant: string, id: string, actor: string | null = null): Promise<Envelope> {
+    await this.get(tenant, id);
+    return cancelTask(this.ctx, id, actor);
+  }
+
+  async answer(tenant: string, id: string, req: AnswerRequest): Promise<Envelope> {
+    await this.get(tenant, id);
+    return answerInput(this.ctx, id, req);
+  }
+
+  handleWebhook(target: string, request: InboundWebhook & { envelopeId?: string | null }): Promise<WebhookResult> {
+    return handleWebhook(this.ctx, target, request);
+  }
+
+  /** The one observe path, for callers outside the engine (the API source, the lab). */
+  observe(envelopeId: string, snapshot: RemoteSnapshot, source: ObservationSource = 'api'): Promise<ObserveResult> {
+    return observe(this.ctx, envelopeId, snapshot, source);
+  }
+
+  /** Runs one reconciliation round now, for one target or every target with active jobs. */
+  async reconcileNow(target?: string): Promise<ReconcileReport[]> {
+    const targets = target ? [target] : await this.reconciler.dueTargets();
+    const reports: ReconcileReport[] = [];
+    for (const t of targets) reports.push(await this.reconciler.reconcileTarget(t));
+    return reports;
+  }
+
+  signals(tenant?: string): Promise<PlaneSignals> {
+    return collectSignals(this.ctx, tenant);
+  }
+
+  /** Requests made for one job so far (seed 004's cost unit). */
+  requestsFor(envelopeId: string): number {
+    return this.ctx.counters.requestsFor(envelopeId);
+  }
+
+  watcherStates(): Record<string, WatcherState> {
+    const out: Record<string, WatcherState> = {};
+    for (const [id, w] of this.watchers) out[id] = w.state;
+    return out;
+  }
+
+  private spawn(p: Promise<unknown>): void {
+    const tracked = p.catch((err) => this.ctx.logger.error({ err: describeError(err) }, 'background task failed'));
+    this.background.add(tracked);
+    void tracked.finally(() => this.background.delete(tracked));
+  }
+
+  /** Starts the fast-path watcher of an envelope when it has none running. */
+  private async watch(id: string): Promise<void> {
+    if (this.controller.signal.aborted) return;
+    const existing = this.watchers.get(id);
+    if (existing && existing.state !== 'done') {
+      existing.wake();
+      return;
+    }
+    const env = await this.ctx.store.getEnvelope(id);
+    if (!env) return;
+    const connector = this.ctx.connectors(env.target);
+    if (!connector) return;
+    const mechanism = mechanismFor(this.ctx, connector);
+    if (mechanism === 'push-only') return;
+    const raced = this.watchers.get(id);
+    if (raced && raced.state !== 'done') return;
+    this.startWatcher(id, mechanism);
+  }
+
+  private startWatcher(id: string, mechanism: Mechanism, startFirst?: (outcome: StartOutcome) => void): void {
+    const watcher = new JobWatcher(this.ctx, id, mechanism, startFirst);
+    this.watchers.set(id, watcher);
+    void watcher.done.finally(() => {
+      if (this.watchers.get(id) === watcher) this.watchers.delete(id);
+    });
+  }
+}

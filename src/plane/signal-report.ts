@@ -1,0 +1,55 @@
+import type { NormalizedState } from '../core/states.ts';
+import type { PlaneContext } from './context.ts';
+import { listActiveEnvelopes } from './reconciler.ts';
+import type { CounterSignals } from './signals.ts';
+
+/** Age buckets for jobs waiting on a person (seed 004: "anything older than a few minutes is a missed notification"). */
+export interface AgeBuckets {
+  under1m: number;
+  under5m: number;
+  under15m: number;
+  over15m: number;
+}
+
+export interface PlaneSignals extends CounterSignals {
+  /** Non-terminal jobs past their expected duration plus the margin. */
+  orphans: number;
+  /** Jobs waiting for input (native INPUT_REQUIRED and the like), by how long they have waited. */
+  inputRequiredByAge: AgeBuckets;
+  /** Jobs waiting for authorization (native AUTH_REQUIRED), by age. */
+  authRequiredByAge: AgeBuckets;
+  byState: Partial<Record<NormalizedState, number>>;
+}
+
+function bucket(b: AgeBuckets, ageMs: number): void {
+  if (ageMs < 60_000) b.under1m++;
+  else if (ageMs < 300_000) b.under5m++;
+  else if (ageMs < 900_000) b.under15m++;
+  else b.over15m++;
+}
+
+const emptyBuckets = (): AgeBuckets => ({ under1m: 0, under5m: 0, under15m: 0, over15m: 0 });
+
+/** Counters from memory plus the signals derived from the envelopes themselves (they survive restarts). */
+export async function collectSignals(ctx: PlaneContext, tenant?: string): Promise<PlaneSignals> {
+  const now = ctx.clock.now();
+  const active = (await listActiveEnvelopes(ctx.store)).filter((e) => tenant === undefined || e.tenant === tenant);
+  const inputRequiredByAge = emptyBuckets();
+  const authRequiredByAge = emptyBuckets();
+  let orphans = 0;
+  for (const env of active) {
+    const expected = env.expectedDurationMs ?? ctx.config.reconcile.defaultExpectedDurationMs;
+    if (now - env.createdAt > expected + ctx.config.reconcile.orphanMarginMs) orphans++;
+    if (env.state === 'waiting_for_input') {
+      const since = env.pendingInput?.askedAt ?? env.stateTimestamp ?? env.updatedAt;
+      bucket(/AUTH/i.test(env.nativeState ?? '') ? authRequiredByAge : inputRequiredByAge, now - since);
+    }
+  }
+  return {
+    ...ctx.counters.snapshot(),
+    orphans,
+    inputRequiredByAge,
+    authRequiredByAge,
+    byState: await ctx.store.countEnvelopesByState(tenant),
+  };
+}

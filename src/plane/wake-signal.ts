@@ -1,0 +1,51 @@
+import type { Clock } from '../core/clock.ts';
+
+/**
+ * A wait that ends at the earliest of: its timeout, wake(), or the owner's AbortSignal. Loops use it
+ * so stop() ends them promptly and other paths (an answer, a resubmission) can nudge them early.
+ * A wake() that arrives while nobody waits is remembered, so it is never lost between two waits.
+ */
+export class WakeSignal {
+  private pending = false;
+  private current: AbortController | null = null;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  wake(): void {
+    if (this.current) this.current.abort();
+    else this.pending = true;
+  }
+
+  /**
+   * Resolves 'timeout', 'woken' or 'stopped'. `ms` = Infinity waits for a wake or stop only.
+   */
+  async wait(ms: number): Promise<'timeout' | 'woken' | 'stopped'> {
+    if (this.signal.aborted) return 'stopped';
+    if (this.pending) {
+      this.pending = false;
+      return 'woken';
+    }
+    const controller = new AbortController();
+    this.current = controller;
+    const onStop = () => controller.abort();
+    this.signal.addEventListener('abort', onStop, { once: true });
+    try {
+      if (Number.isFinite(ms)) {
+        // Whole milliseconds: a jittered wait must not leave a virtual clock at a fraction that a
+        // store then writes into an integer column (found with PostgreSQL: 22P02).
+        await this.clock.sleep(Math.max(0, Math.round(ms)), controller.signal);
+      } else {
+        await new Promise<void>((_, reject) => controller.signal.addEventListener('abort', () => reject(new Error('woken')), { once: true }));
+      }
+      return 'timeout';
+    } catch {
+      return this.signal.aborted ? 'stopped' : 'woken';
+    } finally {
+      this.current = null;
+      this.signal.removeEventListener('abort', onStop);
+    }
+  }
+}

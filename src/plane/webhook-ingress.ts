@@ -1,0 +1,92 @@
+import { timingSafeEqualString } from './constant-time.ts';
+import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
+import { isTerminal } from '../core/states.ts';
+import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
+import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
+import { observe } from './observe.ts';
+import { handleLost, tokenHash } from './start-remote.ts';
+
+/**
+ * Push ingress (seed 004, "Push notifications"; seed 000, "Use wake-up signals"): a delivery is a
+ * wake-up signal, not a command. Verify the token against the envelope's stored hash, check the job is
+ * ours, record the delivery durably (the dedup table), then fetch authoritative state and observe it.
+ * The caller answers 2xx only after this resolves, i.e. after the delivery is recorded.
+ */
+export interface WebhookResult {
+  status: 'observed' | 'duplicate' | 'ignored';
+  envelopeId: string | null;
+}
+
+export async function handleWebhook(
+  ctx: PlaneContext,
+  target: string,
+  request: InboundWebhook & { envelopeId?: string | null },
+): Promise<WebhookResult> {
+  const connector = connectorFor(ctx, target);
+  if (!connector.parseWebhook) throw new TaskplaneError('unsupported', 'target does not take webhooks');
+  const unauthenticated = () => {
+    ctx.counters.webhooksRejected++;
+    return new TaskplaneError('unauthenticated', 'webhook credentials are not valid');
+  };
+  let signal;
+  try {
+    signal = await connector.parseWebhook(request);
+  } catch (err) {
+    if (isTaskplaneError(err) && err.code === 'unauthenticated') throw unauthenticated();
+    throw err;
+  }
+  // Find the envelope: by the id we put in the webhook URL, else by the remote id. Either way the job
+  // must be ours on this target, and the token must match the one we registered for it.
+  const env = request.envelopeId
+    ? await ctx.store.getEnvelope(request.envelopeId)
+    : await ctx.store.findEnvelopeByRemoteId(target, signal.remoteId);
+  const expected = env?.subscription?.tokenHash;
+  if (!env || env.target !== target || !expected || signal.token === null || !timingSafeEqualString(tokenHash(signal.token), expected)) {
+    throw unauthenticated();
+  }
+  // A delivery about a remote job this envelope no longer tracks (replaced after a resubmission) is old news.
+  if (env.remoteId !== null && env.remoteId !== signal.remoteId) {
+    await ctx.store.recordDelivery({ source: `${connector.kind}-push:${target}`, deliveryId: signal.deliveryId, envelopeId: env.id, receivedAt: ctx.clock.now() });
+    return { status: 'ignored', envelopeId: env.id };
+  }
+  const fresh = await ctx.store.recordDelivery({
+    source: `${connector.kind}-push:${target}`,
+    deliveryId: signal.deliveryId,
+    envelopeId: env.id,
+    receivedAt: ctx.clock.now(),
+  });
+  if (!fresh) {
+    ctx.counters.duplicatesWebhook++;
+    return { status: 'duplicate', envelopeId: env.id };
+  }
+  if (isTerminal(env.state)) return { status: 'ignored', envelopeId: env.id };
+
+  const payload = signal.snapshot;
+  const useful = payload !== null && payload.remoteVersion !== null && payload.remoteId === signal.remoteId;
+  let snapshot: RemoteSnapshot | null = ctx.config.webhook.fetchState === 'when-incomplete' && useful ? payload : null;
+  if (!snapshot && ctx.streamAttached(env.id)) {
+    // An attached stream already carries every change of this job: the push is redundant, so spend no
+    // request on it (version ordering makes the verified payload safe to apply, if it has one).
+    snapshot = useful ? payload : null;
+    if (!snapshot) return { status: 'observed', envelopeId: env.id };
+  }
+  if (!snapshot) {
+    try {
+      snapshot = await remoteCall(ctx, 'get', env, (s) => connector.get(signal.remoteId, s));
+    } catch (err) {
+      if (isTaskplaneError(err) && err.code === 'not_found' && env.remoteId) {
+        await handleLost(ctx, env.id, env.remoteId, 'push');
+        return { status: 'observed', envelopeId: env.id };
+      }
+      // The delivery is recorded, so a retry would be absorbed: keep what the verified payload says;
+      // version ordering protects against it being stale, and reconciliation covers the rest.
+      ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'webhook fetch failed; using payload');
+      snapshot = useful ? payload : null;
+    }
+  }
+  if (snapshot) {
+    const result = await observe(ctx, env.id, snapshot, 'push');
+    if (result.changed) ctx.wake(env.id);
+  }
+  return { status: 'observed', envelopeId: env.id };
+}

@@ -1,0 +1,53 @@
+import type { Logger } from 'pino';
+import { startHost, type RunningHost } from '../host/start-host.ts';
+import type { RunningServer } from './start-server.ts';
+
+/**
+ * `serve --demo` (what `npm start` runs): the demo agent host beside the plane in this process,
+ * registered as target `demo`, and a handful of sample tasks so a newcomer sees them move at once,
+ * one of them waiting for input. The host keeps its own SQLite file; push goes to the plane over
+ * loopback, which the host allows for this pairing only.
+ */
+export const DEMO_TASKS: Array<{ label: string; input: unknown }> = [
+  { label: 'quick echo', input: 'hello from the taskplane demo' },
+  { label: 'steady work', input: { durationMs: 20_000, steps: 5, artifactChunks: 2 } },
+  { label: 'asks which edition', input: { durationMs: 30_000, steps: 6, askInput: 'Which edition? (first / second)', artifactChunks: 2 } },
+  { label: 'fails on purpose', input: { durationMs: 10_000, steps: 2, fail: true } },
+  { label: 'long haul', input: { durationMs: 120_000, steps: 12, artifactChunks: 3 } },
+];
+
+/**
+ * Starts the demo host. Call before startServer and pass `demoTarget(host)` in its targets, so the
+ * plane's restart recovery finds the `demo` connector for tasks left from the previous run.
+ */
+export function startDemoHost(o: { logger: Logger; db?: string; port?: number }): Promise<RunningHost> {
+  return startHost({
+    port: o.port ?? 0,
+    db: o.db ?? 'sqlite:./data/demo-host.db',
+    allowPrivateWebhooks: true,
+    pushBaseMs: 1000,
+    logger: o.logger.child({ part: 'demo-host' }),
+  });
+}
+
+/** Our host deduplicates SendMessage on messageId, so a lost start can simply be resent. */
+export function demoTarget(host: RunningHost): { baseUrl: string; idempotentStart: true } {
+  return { baseUrl: host.url, idempotentStart: true };
+}
+
+/** Starts the sample tasks; returns their ids. */
+export async function seedDemoTasks(server: RunningServer, tenant = 'default'): Promise<string[]> {
+  const ids: string[] = [];
+  for (const t of DEMO_TASKS) {
+    const { envelope } = await server.plane.create({
+      tenant,
+      target: 'demo',
+      input: t.input,
+      actor: 'demo',
+      workflowId: `demo:${t.label}`,
+      expectedDurationMs: typeof t.input === 'object' ? (t.input as { durationMs: number }).durationMs + 60_000 : 60_000,
+    });
+    ids.push(envelope.id);
+  }
+  return ids;
+}

@@ -1,0 +1,162 @@
+import type { Hono } from 'hono';
+import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
+import { TaskplaneError } from '../core/errors.ts';
+import { isNormalizedState, type NormalizedState } from '../core/states.ts';
+import type { Plane } from '../plane/plane.ts';
+import type { Store } from '../store/store.ts';
+import { eventStream, resumePoint } from './event-stream.ts';
+import { sendError } from './http-errors.ts';
+
+/** Hono variables set by the auth middleware. */
+export type ServerEnv = { Variables: { tenant: string } };
+
+/** What the API shows of an envelope: everything but the push token hash. */
+export function taskView(env: Envelope): Record<string, unknown> {
+  const { subscription, ...rest } = env;
+  return { ...rest, subscription: subscription ? { kind: subscription.kind, registeredAt: subscription.registeredAt ?? null } : null };
+}
+
+export function eventView(e: EnvelopeEvent): EnvelopeEvent {
+  return e;
+}
+
+async function jsonBody(req: Request): Promise<Record<string, unknown>> {
+  const text = await req.text();
+  if (!text) return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new TaskplaneError('invalid_argument', 'body: not valid JSON', { field: 'body' });
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new TaskplaneError('invalid_argument', 'body: must be a JSON object', { field: 'body' });
+  return body as Record<string, unknown>;
+}
+
+function timeParam(field: string, raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const n = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
+  if (!Number.isFinite(n)) throw new TaskplaneError('invalid_argument', `${field}: epoch ms or ISO 8601 time`, { field });
+  return n;
+}
+
+function str(body: Record<string, unknown>, field: string): string | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw new TaskplaneError('invalid_argument', `${field}: must be a string`, { field });
+  return v;
+}
+
+export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; store: Store; signal: AbortSignal }): void {
+  const { plane, store } = deps;
+
+  app.post('/v1/tasks', async (c) => {
+    try {
+      const body = await jsonBody(c.req.raw);
+      const idempotencyKey = c.req.header('idempotency-key') ?? str(body, 'idempotencyKey');
+      const acceptance = body.acceptance as { schema?: Record<string, unknown> } | undefined;
+      const { envelope, created } = await plane.create({
+        tenant: c.get('tenant'),
+        target: str(body, 'target') ?? '',
+        input: body.input,
+        idempotencyKey: idempotencyKey ?? null,
+        contextId: str(body, 'contextId') ?? null,
+        workflowId: str(body, 'workflowId') ?? null,
+        actor: str(body, 'actor') ?? null,
+        expectedDurationMs: (body.expectedDurationMs as number | undefined) ?? null,
+        timeoutMs: (body.timeoutMs as number | undefined) ?? null,
+        ...(acceptance ? { acceptance } : {}),
+      });
+      return c.json(taskView(envelope), created ? 201 : 200);
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
+
+  app.get('/v1/tasks', async (c) => {
+    try {
+      const q = c.req.query();
+      const states = q.state ? q.state.split(',').map((s) => s.trim()) : undefined;
+      if (states && !states.every(isNormalizedState)) throw new TaskplaneError('invalid_argument', 'state: unknown state', { field: 'state' });
+      const limit = q.limit ? Number(q.limit) : undefined;
+      if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 500)) {
+        throw new TaskplaneError('invalid_argument', 'limit: integer in 1..500', { field: 'limit' });
+      }
+      const updatedAfter = timeParam('updatedAfter', q.updatedAfter);
+      const page = await plane.list(c.get('tenant'), {
+        ...(states ? { states: states as NormalizedState[] } : {}),
+        ...(q.target ? { target: q.target } : {}),
+        ...(updatedAfter !== undefined ? { updatedAfter } : {}),
+        ...(q.cursor ? { cursor: q.cursor } : {}),
+        ...(limit ? { limit } : {}),
+      });
+      return c.json({ tasks: page.items.map(taskView), nextCursor: page.nextCursor ?? null });
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
+
+  app.get('/v1/tasks/:id', async (c) => {
+    try {
+      return c.json(taskView(await plane.get(c.get('tenant'), c.req.param('id'))));
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
+
+  app.post('/v1/tasks/:id/cancel', async (c) => {
+    try {
+      const body = await jsonBody(c.req.raw);
+      return c.json(taskView(await plane.cancel(c.get('tenant'), c.req.param('id'), str(body, 'actor') ?? null)));
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
+
+  app.post('/v1/tasks/:id/input', async (c) => {
+    try {
+      const body = await jsonBody(c.req.raw);
+      const env = await plane.answer(c.get('tenant'), c.req.param('id'), {
+        requestId: str(body, 'requestId') ?? '',
+        value: body.value,
+        actor: str(body, 'actor') ?? null,
+      });
+      return c.json(taskView(env));
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
+
+  app.get('/v1/tasks/:id/history', async (c) => {
+    try {
+      const tenant = c.get('tenant');
+      const id = c.req.param('id');
+      await plane.get(tenant, id);
+      const after = Number(c.req.query('after') ?? '0') || 0;
+      return c.json({ events: await plane.events(tenant, { afterSeq: after, envelopeId: id }) });
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
+
+  app.get('/v1/tasks/:id/events', async (c) => {
+    try {
+      const tenant = c.get('tenant');
+      const id = c.req.param('id');
+      await plane.get(tenant, id);
+      return eventStream(c, { store, tenant, envelopeId: id, afterSeq: resumePoint(c), signal: deps.signal });
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
+
+  app.get('/v1/events', (c) => eventStream(c, { store, tenant: c.get('tenant'), afterSeq: resumePoint(c), signal: deps.signal }));
+
+  app.get('/v1/signals', async (c) => {
+    try {
+      return c.json(await plane.signals(c.get('tenant')));
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
+}

@@ -1,0 +1,131 @@
+/**
+ * `npm run bench:plane`: the control plane (in this process) against the real durable host (its own
+ * process, `taskplane host --db memory:`), over loopback HTTP. For each delivery configuration it runs
+ * a batch of demo tasks to completion and prints requests per task and the delay from the host's status change (its status timestamp) to the
+ * envelope's update (p50, p99), which is the engine's per-mechanism observation-delay signal.
+ * Reconciliation is on (default 10-min interval) and one round is run while the tasks are in flight.
+ *
+ *   npm run bench:plane -- [tasks=40]
+ */
+import pino from 'pino';
+import { spawnHost } from '../support/process.ts';
+import { startServer, type RunningServer } from '../../src/server/start-server.ts';
+import type { PlaneOptions } from '../../src/plane/options.ts';
+import type { Envelope } from '../../src/core/envelope.ts';
+import { isTerminal } from '../../src/core/states.ts';
+
+const TASKS = Number(process.argv[2] ?? 40);
+const silent = pino({ level: 'silent' });
+const INPUT = { durationMs: 1500, steps: 5, artifactChunks: 1 };
+
+interface Row {
+  setup: string;
+  tasks: number;
+  succeeded: number;
+  requestsPerTask: number;
+  mechanism: string;
+  p50: number | null;
+  p99: number | null;
+  samples: number;
+  liveP50: number | null;
+  liveP99: number | null;
+  liveSamples: number;
+  reconcilePages: number;
+}
+
+/** Waits until every id reached a terminal state, reading only new events on each store change (cheap). */
+async function allTerminal(server: RunningServer, ids: string[]): Promise<Envelope[]> {
+  const left = new Set(ids);
+  let after = 0;
+  for (;;) {
+    const changed = new Promise<void>((resolve) => {
+      const off = server.store.onChange(() => {
+        off();
+        resolve();
+      });
+    });
+    for (const e of await server.store.listEvents({ afterSeq: after, limit: 10_000 })) {
+      after = e.seq;
+      if (e.type === 'state_changed' && isTerminal(e.data.to as Envelope['state'])) left.delete(e.envelopeId);
+    }
+    if (left.size === 0) return Promise.all(ids.map((id) => server.plane.get('default', id)));
+    await changed;
+  }
+}
+
+async function run(setup: string, mechanism: 'stream' | 'push', plane: PlaneOptions, publicUrl: 'self' | null): Promise<Row> {
+  // The host runs as its own process, as it would in production, so its work (and its garbage
+  // collection) does not sit on the plane's event loop and inflate the plane's figures.
+  const { proc: host, url: hostUrl } = await spawnHost(['--port', '0', '--db', 'memory:', '--allow-private-webhooks'], { env: { LOG_LEVEL: 'warn' } });
+  const server = await startServer({
+    port: 0,
+    db: 'memory:',
+    apiKeys: 'default:bench-key-123',
+    targets: { demo: { baseUrl: hostUrl, idempotentStart: true } },
+    publicUrl,
+    plane,
+    dashboard: false,
+    defaultMetrics: false,
+    logger: silent,
+  });
+  try {
+    // Tasks start one after another (each create returns once the remote has the job), then run together.
+    const created = [];
+    for (let i = 0; i < TASKS; i++) created.push(await server.plane.create({ tenant: 'default', target: 'demo', input: INPUT }));
+    // One reconciliation round while they run: one paged list call for the target, whatever the task count.
+    const reports = await server.plane.reconcileNow('demo');
+    const envs = await allTerminal(server, created.map((c) => c.envelope.id));
+    // Delay per transition from the event log: the envelope's update time minus the host's status
+    // timestamp. "live" leaves out each task's first transition, which the host makes while the
+    // start request itself is still in flight (it measures start-up, not change propagation).
+    const events = await server.store.listEvents({ afterSeq: 0, limit: 100_000 });
+    const seen = new Set<string>();
+    const live: number[] = [];
+    for (const e of events) {
+      if (e.type !== 'state_changed' || e.data.source !== mechanism || typeof e.data.remoteVersion !== 'number') continue;
+      if (!seen.has(e.envelopeId)) {
+        seen.add(e.envelopeId);
+        continue;
+      }
+      live.push(e.at - e.data.remoteVersion);
+    }
+    live.sort((a, b) => a - b);
+    if (process.env.BENCH_DEBUG) console.log(mechanism, JSON.stringify(live));
+    const pct = (p: number) => (live.length ? live[Math.min(live.length - 1, Math.ceil((p / 100) * live.length) - 1)]! : null);
+    const s = await server.plane.signals();
+    const d = s.observationDelay[mechanism];
+    return {
+      setup,
+      tasks: TASKS,
+      succeeded: envs.filter((e) => e.state === 'succeeded').length,
+      requestsPerTask: s.requests.total / TASKS,
+      mechanism,
+      p50: d?.p50Ms ?? null,
+      p99: d?.p99Ms ?? null,
+      samples: d?.count ?? 0,
+      liveP50: pct(50),
+      liveP99: pct(99),
+      liveSamples: live.length,
+      reconcilePages: reports[0]?.listPages ?? 0,
+    };
+  } finally {
+    await server.close();
+    await host.stop();
+  }
+}
+
+const rows: Row[] = [];
+rows.push(await run('stream (SendStreamingMessage, reattach)', 'stream', { delivery: { stream: true, push: false } }, null));
+rows.push(await run('push, fetch on every delivery', 'push', { delivery: { stream: false, push: true }, webhook: { fetchState: 'always' } }, 'self'));
+rows.push(await run('push, verified payload when complete', 'push', { delivery: { stream: false, push: true }, webhook: { fetchState: 'when-incomplete' } }, 'self'));
+
+console.log(`plane bench: ${TASKS} demo tasks per setup (${JSON.stringify(INPUT)}), plane in this process, host in its own, loopback HTTP`);
+console.log('setup                                      ok  req/task  all p50/p99 ms (n)   live p50/p99 ms (n)   reconcile pages/round');
+for (const r of rows) {
+  const all = `${r.p50 ?? '-'}/${r.p99 ?? '-'} (${r.samples})`;
+  const live = `${r.liveP50 ?? '-'}/${r.liveP99 ?? '-'} (${r.liveSamples})`;
+  console.log(`${r.setup.padEnd(42)} ${String(r.succeeded).padStart(3)}  ${r.requestsPerTask.toFixed(2).padStart(7)}  ${all.padEnd(19)}  ${live.padEnd(20)}  ${r.reconcilePages}`);
+}
+console.log('req/task includes one reconciliation round (its list pages are charged across the tasks).');
+console.log('delay = envelope update time − host status timestamp, per transition the mechanism delivered; "live" leaves out each');
+console.log("task's first transition (made by the host while the start request is still in flight).");

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { AgentCard, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
+import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
+
+/**
+ * Interop: the connector against the official @a2a-js/sdk 1.3 server, an independent implementation
+ * of A2A 1.0, on both bindings. The peer's executor works in two beats then completes with an artifact.
+ */
+let server: http.Server;
+let base = '';
+
+const executor: AgentExecutor = {
+  async execute(ctx, bus) {
+    const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
+    const at = () => new Date().toISOString();
+    bus.publish(AgentEvent.task(Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: at() } })));
+    await new Promise((r) => setTimeout(r, 30));
+    bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_WORKING', timestamp: at() } })));
+    await new Promise((r) => setTimeout(r, 30));
+    bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'out', parts: [{ data: { answer: 42 } }] }, lastChunk: true })));
+    bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_COMPLETED', timestamp: at() } })));
+    bus.finished();
+  },
+  async cancelTask(taskId, bus) {
+    bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ taskId, contextId: '', status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() } })));
+    bus.finished();
+  },
+};
+
+beforeAll(async () => {
+  const app = express();
+  server = http.createServer(app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const card = AgentCard.fromJSON({
+    name: 'sdk peer',
+    description: 'official SDK server',
+    version: '1.0.0',
+    capabilities: { streaming: true, pushNotifications: false },
+    supportedInterfaces: [
+      { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    ],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['application/json'],
+    skills: [{ id: 's', name: 's', description: 's', tags: ['t'] }],
+  });
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+});
+
+afterAll(async () => {
+  server?.closeAllConnections();
+  await new Promise((r) => server?.close(r));
+});
+
+const never = new AbortController().signal;
+
+for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+  describe(`official SDK peer over ${binding}`, () => {
+    it('start, get until done, list, and not_found', async () => {
+      const c = await A2AConnector.connect({ target: 'peer', baseUrl: base, preferBinding: binding });
+      expect(c.transport.binding).toBe(binding);
+      const s = await c.start({ envelopeId: 'e', messageId: `m-${binding}`, contextId: null, input: 'go' }, never);
+      expect(s.remoteId).toBeTruthy();
+      // Subscribe; the SDK closes the stream at the terminal state. Fall back to get (it may already be done).
+      let last: RemoteSnapshot = s;
+      try {
+        for await (const snap of c.observe(s.remoteId, null, never)) last = snap;
+      } catch (err) {
+        expect((err as { code?: string }).code).toBe('failed_precondition');
+      }
+      if (last.state !== 'succeeded') last = await c.get(s.remoteId, never);
+      expect(last.state).toBe('succeeded');
+      const got = await c.get(s.remoteId, never);
+      expect(got.artifacts?.[0]?.content).toEqual({ answer: 42 });
+      const page = await c.listChanged({ since: Date.now() - 60_000 }, never);
+      expect(page.items.map((i) => i.remoteId)).toContain(s.remoteId);
+      await expect(c.get('missing', never)).rejects.toMatchObject({ code: 'not_found' });
+    });
+  });
+}

@@ -1,0 +1,219 @@
+// taskplane dashboard: tasks with state, target, age and pending input, live over SSE (/v1/events),
+// the lifecycle signals, one task's event timeline, and buttons to answer input and cancel.
+// Plain JS, no build step. The API key comes from the URL fragment `#key=…` (printed by `taskplane
+// serve` at first start), is kept in localStorage, and is sent as a bearer header (EventSource, which
+// cannot send headers, uses `?key=`).
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']);
+const tasks = new Map();
+let selected = null;
+let key = null;
+
+const $ = (sel) => document.querySelector(sel);
+const el = (tag, attrs = {}, ...children) => {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+};
+
+function readKey() {
+  const m = /key=([^&]+)/.exec(location.hash);
+  if (m) {
+    localStorage.setItem('taskplane.key', decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname);
+  }
+  return localStorage.getItem('taskplane.key');
+}
+
+async function api(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const json = await res.json().catch(() => null);
+  if (res.status === 401) askForKey();
+  if (!res.ok) throw new Error(json?.error?.message ?? res.statusText);
+  return json;
+}
+
+function askForKey() {
+  $('#key-form').hidden = false;
+  $('#live').textContent = 'API key needed';
+  $('#live').dataset.state = 'error';
+}
+
+function age(ms) {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+function pendingText(t) {
+  const p = t.pendingInput;
+  return p && !p.answeredAt ? p.prompt || p.requestId : '';
+}
+
+function renderRow(t) {
+  const row = el(
+    'tr',
+    { 'data-id': t.id, onclick: () => select(t.id) },
+    el('td', {}, el('code', {}, t.id.slice(0, 18) + '…')),
+    el('td', {}, el('span', { class: 'state', 'data-state': t.state }, t.state)),
+    el('td', {}, t.target),
+    el('td', { class: 'age', 'data-created': String(t.createdAt) }, age(t.createdAt)),
+    el('td', { class: 'pending' }, pendingText(t)),
+    el('td', {}, t.acceptance ? t.acceptance.status : ''),
+  );
+  if (t.id === selected) row.classList.add('selected');
+  return row;
+}
+
+function renderTasks() {
+  const body = $('#tasks tbody');
+  const sorted = [...tasks.values()].sort((a, b) => b.createdAt - a.createdAt);
+  body.replaceChildren(...sorted.map(renderRow));
+}
+
+const SIGNALS = [
+  ['orphans', (s) => s.orphans, 'orphans'],
+  ['input', (s) => Object.values(s.inputRequiredByAge).reduce((a, b) => a + b, 0), 'waiting for input'],
+  ['input-old', (s) => s.inputRequiredByAge.under15m + s.inputRequiredByAge.over15m, 'input waiting > 5 min'],
+  ['dups', (s) => s.duplicatesAbsorbed.webhook + s.duplicatesAbsorbed.observation, 'duplicates absorbed'],
+  ['reused', (s) => s.reusedMessageIds, 'reused messageIds'],
+  ['notfound', (s) => s.taskNotFoundOwn, 'TaskNotFound on own tasks'],
+  ['rpt', (s) => (s.requests.perTask ?? 0).toFixed(2), 'requests per task'],
+  ['push', (s) => (s.observationDelay.push?.p50Ms ?? '–'), 'push delay p50 ms'],
+  ['stream', (s) => (s.observationDelay.stream?.p50Ms ?? '–'), 'stream delay p50 ms'],
+];
+
+async function refreshSignals() {
+  try {
+    const s = await api('GET', '/v1/signals');
+    $('#signals').replaceChildren(...SIGNALS.map(([id, f, label]) => el('div', { class: 'signal', 'data-signal': id }, el('b', {}, f(s)), el('span', {}, label))));
+  } catch {
+    /* shown by the live badge */
+  }
+}
+
+async function refreshTask(id) {
+  const t = await api('GET', `/v1/tasks/${id}`);
+  tasks.set(id, t);
+  renderTasks();
+  if (id === selected) renderDetail(t);
+}
+
+async function loadTasks() {
+  const page = await api('GET', '/v1/tasks?limit=200');
+  for (const t of page.tasks) tasks.set(t.id, t);
+  renderTasks();
+}
+
+function describe(e) {
+  const d = e.data ?? {};
+  if (e.type === 'state_changed') return `${d.from} → ${d.to}${d.source ? ` (${d.source})` : ''}`;
+  if (e.type === 'input_requested') return `input requested: ${d.prompt || d.requestId}`;
+  if (e.type === 'input_answered') return `input answered (${d.requestId})`;
+  if (e.type === 'artifact') return `artifact ${d.artifactId} ${String(d.hash).slice(0, 19)}…`;
+  return `${e.type} ${JSON.stringify(d)}`;
+}
+
+function timelineItem(e) {
+  return el('li', { 'data-type': e.type }, el('time', {}, new Date(e.at).toLocaleTimeString()), describe(e));
+}
+
+function renderDetail(t) {
+  $('#detail').hidden = false;
+  $('#detail-id').textContent = `${t.id} · ${t.state}${t.nativeState ? ` (${t.nativeState})` : ''}`;
+  const actions = [];
+  if (t.pendingInput && !t.pendingInput.answeredAt && !TERMINAL.has(t.state)) {
+    const input = el('input', { id: 'answer-input', placeholder: t.pendingInput.prompt || 'answer' });
+    const send = async () => {
+      try {
+        await api('POST', `/v1/tasks/${t.id}/input`, { requestId: t.pendingInput.requestId, value: input.value });
+        await refreshTask(t.id);
+      } catch (err) {
+        alert(err.message);
+      }
+    };
+    actions.push(el('div', { class: 'answer' }, el('span', {}, t.pendingInput.prompt), input, el('button', { id: 'answer-button', onclick: send }, 'Answer')));
+  }
+  if (!TERMINAL.has(t.state) && t.state !== 'cancel_requested') {
+    actions.push(
+      el('button', {
+        id: 'cancel-button',
+        onclick: async () => {
+          await api('POST', `/v1/tasks/${t.id}/cancel`, {}).catch((err) => alert(err.message));
+          await refreshTask(t.id);
+        },
+      }, 'Cancel task'),
+    );
+  }
+  $('#detail-actions').replaceChildren(...actions);
+}
+
+async function select(id) {
+  selected = id;
+  renderTasks();
+  const t = tasks.get(id);
+  if (t) renderDetail(t);
+  const { events } = await api('GET', `/v1/tasks/${id}/history`);
+  $('#timeline').replaceChildren(...events.map(timelineItem));
+}
+
+function connectLive() {
+  const source = new EventSource(`/v1/events?key=${encodeURIComponent(key)}`);
+  const pending = new Set();
+  let timer = null;
+  source.onopen = () => {
+    $('#live').textContent = 'live';
+    $('#live').dataset.state = 'live';
+  };
+  source.onerror = () => {
+    $('#live').textContent = 'reconnecting…';
+    $('#live').dataset.state = 'connecting';
+  };
+  source.onmessage = null;
+  const onEvent = (msg) => {
+    const e = JSON.parse(msg.data);
+    if (e.envelopeId === selected) $('#timeline').append(timelineItem(e));
+    pending.add(e.envelopeId);
+    // Coalesce bursts (a replay, a busy agent): one refresh per task per 200 ms.
+    timer ??= setTimeout(async () => {
+      timer = null;
+      const ids = [...pending];
+      pending.clear();
+      for (const id of ids) await refreshTask(id).catch(() => {});
+      await refreshSignals();
+    }, 200);
+  };
+  for (const type of ['created', 'bound', 'state_changed', 'input_requested', 'input_answered', 'input_answer_failed', 'artifact', 'cancel_requested', 'cancel_acknowledged', 'cancel_outcome', 'acceptance', 'lost', 'resubmitted']) {
+    source.addEventListener(type, onEvent);
+  }
+}
+
+async function main() {
+  key = readKey();
+  $('#key-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    localStorage.setItem('taskplane.key', $('#key-input').value.trim());
+    location.reload();
+  });
+  if (!key) return askForKey();
+  await loadTasks();
+  await refreshSignals();
+  connectLive();
+  setInterval(() => {
+    for (const cell of document.querySelectorAll('td.age')) cell.textContent = age(Number(cell.dataset.created));
+  }, 1000);
+  setInterval(refreshSignals, 5000);
+}
+
+main().catch((err) => {
+  $('#live').textContent = `error: ${err.message}`;
+});
