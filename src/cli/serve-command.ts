@@ -33,6 +33,33 @@ function mergePlaneOptions(base: PlaneOptions, json: string | undefined): PlaneO
   return out as PlaneOptions;
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * The JSON log level: `--log-level`, else LOG_LEVEL, else `warn` for the demo and `info` otherwise.
+ * The demo is what a newcomer runs in a terminal: at info its JSON lines (every push delivery, every
+ * start) buried the few lines meant for a person (URL, key, what to try).
+ */
+export function serveLogLevel(flag: string | undefined, env: string | undefined, demo: boolean): string {
+  const level = flag ?? env ?? (demo ? 'warn' : 'info');
+  if (!LOG_LEVELS.includes(level)) throw new TaskplaneError('config', `--log-level must be one of ${LOG_LEVELS.join(', ')}`, { field: 'log-level' });
+  return level;
+}
+
+/**
+ * The lines meant for a person, set apart from the JSON logs on stderr: a rule above and below, and
+ * bold on a terminal. The first line stays exactly `taskplane serve ready <url>` (scripts wait on it).
+ */
+function printForPeople(lines: string[]): void {
+  const tty = process.stdout.isTTY === true;
+  const rule = '─'.repeat(72);
+  const [first, ...rest] = lines;
+  console.log(first);
+  console.log(tty ? `\x1b[2m${rule}\x1b[0m` : rule);
+  for (const line of rest) console.log(tty ? `\x1b[1m${line}\x1b[0m` : line);
+  console.log(tty ? `\x1b[2m${rule}\x1b[0m` : rule);
+}
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -58,8 +85,10 @@ export function registerServeCommand(program: Command): void {
     .option('--lost-policy <policy>', 'resubmit | escalate, for tasks the agent no longer knows', 'resubmit')
     .option('--plane-options <json>', 'engine options as JSON (see docs/plane.md; also TASKPLANE_PLANE_OPTIONS), merged over the flags')
     .option('--demo', 'also run the demo agent host as target "demo" and start sample tasks', false)
+    .option('--log-level <level>', 'JSON log level on stderr: fatal|error|warn|info|debug|trace|silent (default: warn with --demo, else info; also LOG_LEVEL)')
     .action(async (opts: Record<string, unknown>) => {
-      const logger = pino({ level: process.env.LOG_LEVEL ?? 'info' }, pino.destination(2));
+      const level = serveLogLevel(opts.logLevel as string | undefined, process.env.LOG_LEVEL, opts.demo === true);
+      const logger = pino({ level }, pino.destination(2));
       const db = opts.db as string;
       const parsed = parseStoreUrl(db);
       if (parsed.kind === 'sqlite' && parsed.path.includes('/')) mkdirSync(parsed.path.slice(0, parsed.path.lastIndexOf('/')), { recursive: true });
@@ -94,18 +123,19 @@ export function registerServeCommand(program: Command): void {
         ),
         logger,
       });
-      console.log(`taskplane serve ready ${server.url}`);
-      console.log(`  dashboard: ${server.dashboardUrl}`);
+      const lines = [`taskplane serve ready ${server.url}`, `  dashboard: ${server.dashboardUrl}`, `  failure lab: ${server.url}/lab/`];
       if (server.generatedApiKey) {
-        console.log(`  API key (tenant "default", shown once; only its hash is stored): ${server.generatedApiKey}`);
-        console.log(`  try: TASKPLANE_API_KEY=${server.generatedApiKey} taskplane tasks list`);
+        lines.push(`  API key (tenant "default", shown once; only its hash is stored): ${server.generatedApiKey}`);
+        lines.push(`  try: TASKPLANE_API_KEY=${server.generatedApiKey} taskplane tasks list`);
       } else if (!process.env.TASKPLANE_API_KEYS && !opts.keysFile) {
-        console.log('  API key: the one printed at first start (set TASKPLANE_API_KEYS=tenant:key,… to choose your own)');
+        lines.push('  API key: the one printed at first start (set TASKPLANE_API_KEYS=tenant:key,… to choose your own)');
       }
       if (host) {
         const ids = await seedDemoTasks(server);
-        console.log(`  demo host: ${host.url} (target "demo"); started ${ids.length} sample tasks, one will ask "Which edition?"`);
+        lines.push(`  demo host: ${host.url} (target "demo"); started ${ids.length} sample tasks, one will ask "Which edition?"`);
       }
+      lines.push(`  logs: JSON on stderr at level ${level} (--log-level to change)`);
+      printForPeople(lines);
       await new Promise<void>((resolve) => {
         const stop = () => {
           process.off('SIGTERM', stop);

@@ -155,10 +155,12 @@ export function registerTasksCommand(program: Command): void {
 
   tasks
     .command('watch [id]')
-    .description('follow events live (one task until it ends, or all tasks)')
-    .action(async (id: string | undefined, _o: unknown, cmd: Command) => {
+    .description('follow events live (one task from its start until it ends, or all tasks from now)')
+    .option('--replay', 'with no id: replay the whole event log first instead of starting from now')
+    .action(async (id: string | undefined, o: { replay?: boolean }, cmd: Command) => {
       const c = conn(cmd);
-      const path = id ? `/v1/tasks/${encodeURIComponent(id)}/events` : '/v1/events';
+      // One task's history is short and worth seeing; every task's since the beginning is not.
+      const path = id ? `/v1/tasks/${encodeURIComponent(id)}/events` : o.replay ? '/v1/events' : '/v1/events?from=now';
       const res = await fetch(c.url + path, { headers: { authorization: `Bearer ${c.key}`, accept: 'text/event-stream' } }).catch(() => {
         throw new TaskplaneError('unavailable', `cannot reach ${c.url}`);
       });

@@ -9,6 +9,8 @@ import type { NormalizedState } from '../core/states.ts';
  *   with `observe` (never by calling startStream again). A simulated connector may leave it out.
  * - The engine puts `?envelope=<envelope id>` on the push URL it registers, and passes that id to the
  *   ingress, so a delivery that beats the start response still finds its envelope.
+ * - `RemoteSnapshot.eventId?`: optional. The stream event id a snapshot came with (A2A: the SSE `id:`),
+ *   kept on the envelope as `lastEventId`. Connectors without one leave it out.
  */
 
 /**
@@ -126,6 +128,8 @@ export interface RemoteSnapshot {
   stateTimestamp: number | null;
   /** Stream resume cursor after this snapshot, when the protocol has one. */
   cursor?: string | null;
+  /** Id of the stream event this snapshot came from (SSE `id:`), when the stream gives one. */
+  eventId?: string | null;
   inputRequest?: { requestId: string; prompt: string; schema?: Record<string, unknown> } | null;
   artifacts?: RemoteArtifact[];
   result?: unknown;

@@ -4,6 +4,7 @@ import { newId } from '../core/ids.ts';
 import { decideLocalTransition, isTerminal } from '../core/states.ts';
 import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
 import { observe, updateLocal } from './observe.ts';
+import { jobBudgetExhausted, refuseForBudget } from './budgets.ts';
 import { handleLost, sendCancel } from './start-remote.ts';
 
 /**
@@ -26,6 +27,9 @@ export async function answerInput(ctx: PlaneContext, envelopeId: string, req: An
   if (!current) throw new TaskplaneError('not_found', 'task not found');
   const connector = connectorFor(ctx, current.target);
   if (!connector.answer) throw new TaskplaneError('unsupported', 'target does not take input answers');
+  // An answer lets the job go on spending: refused (and recorded) once its budget is used up.
+  const overBudget = jobBudgetExhausted(current);
+  if (overBudget && current.pendingInput?.requestId === req.requestId) await refuseForBudget(ctx, envelopeId, 'answer', overBudget);
   const messageId = newId(ctx.clock, ctx.random, 'msg_');
   const { envelope } = await updateLocal(ctx, envelopeId, (env, now) => {
     const pending = env.pendingInput;

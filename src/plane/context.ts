@@ -50,32 +50,40 @@ export function connectorFor(ctx: PlaneContext, target: string): Connector {
 }
 
 /**
+ * A signal that aborts with `parent` (and with any of `others`) without adding a listener to `parent`.
+ * The engine's signal is shared by every watcher, wait and call; one `addEventListener` per in-flight
+ * call put 50 listeners on it with 50 calls in flight, and Node printed MaxListenersExceededWarning past
+ * 10. AbortSignal.any links the child through the parent's internal dependant set instead (no listener,
+ * held weakly), so the parent's listener count stays flat however many calls run.
+ */
+export function childSignal(parent: AbortSignal, ...others: AbortSignal[]): AbortSignal {
+  return AbortSignal.any([parent, ...others]);
+}
+
+/**
  * Every remote call goes through here: counted as one request (seed 004's cost unit), bounded by the
  * per-call timeout, and cut short by stop(). A timeout surfaces as a retryable `timeout` error.
  */
 export async function remoteCall<T>(
   ctx: PlaneContext,
   kind: RequestKind,
-  envelope: Pick<Envelope, 'id'> | null,
+  envelope: Pick<Envelope, 'id' | 'tenant'> | null,
   fn: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  ctx.counters.request(kind, envelope?.id ?? null);
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(ctx.signal.reason);
-  ctx.signal.addEventListener('abort', onAbort, { once: true });
+  ctx.counters.request(kind, envelope);
+  const timeout = new AbortController();
   let timedOut = false;
   const cancelTimer = ctx.clock.setTimer(ctx.config.requestTimeoutMs, () => {
     timedOut = true;
-    controller.abort(new TaskplaneError('timeout', `${kind} timed out`));
+    timeout.abort(new TaskplaneError('timeout', `${kind} timed out`));
   });
   try {
-    return await fn(controller.signal);
+    return await fn(childSignal(ctx.signal, timeout.signal));
   } catch (err) {
     if (timedOut && !isTaskplaneError(err)) throw new TaskplaneError('timeout', `${kind} timed out`, { cause: err });
     throw err;
   } finally {
     cancelTimer();
-    ctx.signal.removeEventListener('abort', onAbort);
   }
 }
 
@@ -83,7 +91,7 @@ export async function remoteCall<T>(
 export async function waitFor(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return false;
   try {
-    await clock.sleep(Math.max(0, Math.round(ms)), signal);
+    await clock.sleep(Math.max(0, Math.round(ms)), childSignal(signal));
     return true;
   } catch {
     return false;

@@ -3,7 +3,7 @@ import { isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
 import { nextBackoff } from '../core/backoff.ts';
 import type { Connector } from '../connectors/connector.ts';
-import { connectorFor, describeError, isRetryable, remoteCall, type PlaneContext } from './context.ts';
+import { childSignal, connectorFor, describeError, isRetryable, remoteCall, type PlaneContext } from './context.ts';
 import { observe } from './observe.ts';
 import { ensureStarted, handleLost, preparePush, pushEnabled, recordStartRefused, startRequest, type StartOutcome } from './start-remote.ts';
 import { WakeSignal } from './wake-signal.ts';
@@ -28,14 +28,18 @@ export class JobWatcher {
   state: WatcherState = 'starting';
   readonly done: Promise<void>;
   private readonly wakeSignal: WakeSignal;
+  /** The plane's context with this watcher's own signal: stop() ends just this watcher. */
+  private readonly ctx: PlaneContext;
+  private readonly stopper = new AbortController();
 
   constructor(
-    private readonly ctx: PlaneContext,
+    parent: PlaneContext,
     readonly envelopeId: string,
     readonly mechanism: Mechanism,
     /** Start the job with connector.startStream and report how the start went. */
     startFirst?: (outcome: StartOutcome) => void,
   ) {
+    const ctx = (this.ctx = { ...parent, signal: childSignal(parent.signal, this.stopper.signal) });
     this.wakeSignal = new WakeSignal(ctx.clock, ctx.signal);
     let reported = false;
     const report = (outcome: StartOutcome) => {
@@ -50,6 +54,11 @@ export class JobWatcher {
         // Whoever waits on the start must never hang, whatever ended this watcher.
         report({ kind: 'retry', error: { code: 'unavailable', message: 'watcher ended before the start was confirmed' } });
       });
+  }
+
+  /** Ends this watcher (another plane took its watch lease); the plane's other work goes on. */
+  stop(): void {
+    this.stopper.abort();
   }
 
   wake(): void {
@@ -101,8 +110,8 @@ export class JobWatcher {
     try {
       const push = await preparePush(ctx, env, connector);
       this.state = 'attached';
-      ctx.counters.request('start', env.id);
-      for await (const snap of connector.startStream!(startRequest(env, push), ctx.signal)) {
+      ctx.counters.request('start', env);
+      for await (const snap of connector.startStream!(startRequest(env, push), childSignal(ctx.signal))) {
         const result = await observe(ctx, env.id, snap, bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
@@ -115,7 +124,7 @@ export class JobWatcher {
     } catch (err) {
       if (bound) {
         if (ctx.signal.aborted) return 'ended';
-        ctx.counters.streamDrops++;
+        ctx.counters.count('streamDrops', env);
         return 'dropped';
       }
       if (!ctx.signal.aborted && !isRetryable(err)) {
@@ -169,9 +178,9 @@ export class JobWatcher {
       const remoteId = env.remoteId;
       this.state = 'attached';
       try {
-        if (dropped) ctx.counters.reattaches++;
-        ctx.counters.request('subscribe', env.id);
-        for await (const snap of connector.observe!(remoteId, env.streamCursor, ctx.signal)) {
+        if (dropped) ctx.counters.count('reattaches', env);
+        ctx.counters.request('subscribe', env);
+        for await (const snap of connector.observe!(remoteId, env.streamCursor, childSignal(ctx.signal))) {
           attempt = 0;
           dropped = false;
           const result = await observe(ctx, env.id, snap, 'stream');
@@ -182,7 +191,7 @@ export class JobWatcher {
         if (ctx.signal.aborted) return;
         ctx.logger.debug({ envelopeId: env.id, err: describeError(err) }, 'stream ended with error');
         if (await this.onRemoteError(env, err, 'stream')) continue;
-        ctx.counters.streamDrops++;
+        ctx.counters.count('streamDrops', env);
         dropped = true;
         last = 'dropped';
       }

@@ -65,11 +65,25 @@ function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number):
   return pending;
 }
 
+/**
+ * How many webhook delivery ids an envelope keeps. The durable dedup is the deliveries table; this is
+ * for a person reading one job: enough for a job's normal life (an A2A task pushes one delivery per
+ * status or artifact update, typically under 20) while keeping the row small however chatty the agent.
+ */
+export const WEBHOOK_IDS_KEPT = 20;
+
+/** Where an observation came from, beyond its source: the push delivery that woke us. */
+export interface ObserveMeta {
+  /** Delivery id of the (verified, new) webhook this observation answers. */
+  webhookId?: string;
+}
+
 export async function observe(
   ctx: PlaneContext,
   envelopeId: string,
   snapshot: RemoteSnapshot,
   source: ObservationSource,
+  meta: ObserveMeta = {},
 ): Promise<ObserveResult> {
   for (let attempt = 0; attempt < ctx.config.maxObserveRetries; attempt++) {
     const env = await ctx.store.getEnvelope(envelopeId);
@@ -97,7 +111,8 @@ export async function observe(
       next.artifacts = arts.refs;
       for (const a of arts.changed) event('artifact', { artifactId: a.artifactId, hash: a.hash, name: a.name ?? null });
       if (snapshot.result !== undefined) next.result = snapshot.result;
-      if (snapshot.usage) next.usage = snapshot.usage;
+      // Usage is what budgets are checked against, so a change alone is worth a write.
+      if (snapshot.usage && JSON.stringify(snapshot.usage) !== JSON.stringify(env.usage)) next.usage = snapshot.usage;
     }
 
     if (decision.apply) {
@@ -138,9 +153,21 @@ export async function observe(
       }
     }
 
-    const written = events.length > 0 || next.artifacts !== env.artifacts || next.streamCursor !== env.streamCursor;
+    if (meta.webhookId && !isTerminal(env.state) && !env.webhookIds.includes(meta.webhookId)) {
+      // Recorded even when the state did not move: the delivery happened and confirmed the state.
+      next.webhookIds = [...env.webhookIds, meta.webhookId].slice(-WEBHOOK_IDS_KEPT);
+    }
+    const written =
+      events.length > 0 ||
+      next.artifacts !== env.artifacts ||
+      next.streamCursor !== env.streamCursor ||
+      next.webhookIds !== env.webhookIds ||
+      next.usage !== env.usage;
+    // The last APPLIED stream event: a duplicate or stale frame changes nothing, so it neither moves
+    // lastEventId nor costs a write of its own.
+    if (written && fresh && typeof snapshot.eventId === 'string') next.lastEventId = snapshot.eventId;
     if (!written) {
-      if (decision.apply === false && decision.reason !== 'stale') ctx.counters.duplicatesObservation++;
+      if (decision.apply === false && decision.reason !== 'stale') ctx.counters.count('duplicatesObservation', env);
       return { envelope: env, changed: false, written: false, decision };
     }
     next.lastConfirmedAt = now;
@@ -148,7 +175,7 @@ export async function observe(
     try {
       const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
       if (decision.apply && env.state !== envelope.state && snapshot.stateTimestamp !== null) {
-        ctx.counters.delay(source, now - snapshot.stateTimestamp);
+        ctx.counters.delay(source, now - snapshot.stateTimestamp, env);
       }
       return { envelope, changed: env.state !== envelope.state, written: true, decision };
     } catch (err) {

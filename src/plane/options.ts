@@ -92,6 +92,20 @@ export interface PlaneOptions {
   };
   /** How many CAS retries one observation gets before giving up (each retry re-reads). @default 20 */
   maxObserveRetries?: number;
+  /** Spend caps per tenant in the remote's usage unit; an exhausted one refuses new jobs (plane/budgets.ts). @default {} */
+  budgets?: { tenants?: Record<string, { limit: number; unit: string }> };
+  /** Per-job watch leases between planes sharing one store (plane/watch-leases.ts). */
+  watch?: {
+    /**
+     * `auto`: on when the store can be shared by several processes (`capabilities.multiProcess`:
+     * PostgreSQL, an SQLite file), off for memory. `on` / `off` force it. @default 'auto'
+     */
+    leases?: 'auto' | 'on' | 'off';
+    /** A dead plane's jobs are taken over this long after its last renewal (renewed every ttl/3). @default 30000 */
+    leaseTtlMs?: number;
+    /** How often a plane offers to take over jobs nobody watches. @default leaseTtlMs */
+    adoptIntervalMs?: number;
+  };
 }
 
 export interface PlaneConfig {
@@ -122,6 +136,8 @@ export interface PlaneConfig {
   startRetry: BackoffPolicy;
   webhook: { fetchState: 'always' | 'when-incomplete' };
   maxObserveRetries: number;
+  watch: { leases: 'auto' | 'on' | 'off'; leaseTtlMs: number; adoptIntervalMs: number };
+  budgets: { tenants: Record<string, { limit: number; unit: string }> };
 }
 
 function positive(field: string, value: number): number {
@@ -137,6 +153,16 @@ function nonNegative(field: string, value: number): number {
 function bool(field: string, value: unknown): boolean {
   if (typeof value !== 'boolean') throw new ConfigError(field, 'must be true or false');
   return value;
+}
+
+function tenantBudgets(input: Record<string, { limit: number; unit: string }>): Record<string, { limit: number; unit: string }> {
+  const out: Record<string, { limit: number; unit: string }> = {};
+  for (const [tenant, b] of Object.entries(input)) {
+    const field = `budgets.tenants.${tenant}`;
+    if (!b || typeof b.unit !== 'string' || b.unit === '') throw new ConfigError(field, 'must be {limit, unit}');
+    out[tenant] = { limit: positive(`${field}.limit`, b.limit), unit: b.unit };
+  }
+  return out;
 }
 
 export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
@@ -176,6 +202,10 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
     throw new ConfigError('reconcile.pageSize', 'must be an integer in 1..1000');
   }
+  const w = options.watch ?? {};
+  const leases = w.leases ?? 'auto';
+  if (leases !== 'auto' && leases !== 'on' && leases !== 'off') throw new ConfigError('watch.leases', "must be 'auto', 'on' or 'off'");
+  const leaseTtlMs = positive('watch.leaseTtlMs', w.leaseTtlMs ?? 30_000);
   const defaultBackoff: BackoffOptions = { initialIntervalMs: 1000, maximumIntervalMs: 60_000 };
   return {
     delivery: {
@@ -212,5 +242,7 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
     startRetry: backoffPolicy({ ...defaultBackoff, ...options.startRetry }, 'startRetry.'),
     webhook: { fetchState },
     maxObserveRetries,
+    watch: { leases, leaseTtlMs, adoptIntervalMs: positive('watch.adoptIntervalMs', w.adoptIntervalMs ?? leaseTtlMs) },
+    budgets: { tenants: tenantBudgets(options.budgets?.tenants ?? {}) },
   };
 }

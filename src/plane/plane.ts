@@ -10,9 +10,14 @@
  * await plane.cancel(tenant, envelope.id);   // records intent, calls remote, learns the true outcome
  * await plane.handleWebhook(target, { headers, rawBody, envelopeId });  // push ingress (throws unauthenticated)
  * await plane.reconcileNow();                // one reconciliation round now (the loop runs every interval)
- * await plane.signals();                     // orphans, delays, input by age, duplicates, requests per task
- * await plane.stop();                        // ends every loop and watcher promptly
+ * await plane.signals(tenant);               // that tenant's jobs only; signals() = the whole process (operators)
+ * await plane.stop();                        // ends every loop and watcher promptly, releases its leases
+ * await plane.stop({ abandon: true });       // …keeps them, as a crash would (tests, the lab)
  * ```
+ *
+ * On a store several processes share, each job is watched by one plane at a time (per-job watch leases,
+ * plane/watch-leases.ts); a job's `timeoutMs` fires on its own timer (plane/timeouts.ts); budgets refuse
+ * new remote work once used up (plane/budgets.ts).
  *
  * Every observation goes through `observe` (plane/observe.ts), the one forward-only path. Which
  * delivery mechanisms are used is configuration (plane/options.ts): stream / push / poll, the
@@ -27,6 +32,7 @@ import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, Page, Store } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
 import { checkAcceptanceSchema } from './acceptance.ts';
+import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
 import { answerInput, cancelTask, type AnswerRequest } from './answer-and-cancel.ts';
 import { connectorFor, describeError, silentLogger, type ConnectorResolver, type PlaneContext, type PlaneLogger } from './context.ts';
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
@@ -37,6 +43,8 @@ import { SignalCounters } from './signals.ts';
 import { collectSignals, type PlaneSignals } from './signal-report.ts';
 import { ensureStarted, startOnce, type StartOutcome } from './start-remote.ts';
 import { handleWebhook, type WebhookResult } from './webhook-ingress.ts';
+import { TimeoutTimers } from './timeouts.ts';
+import { WatchLeases, leaseLoops } from './watch-leases.ts';
 import { WorkerLoop } from './worker-loop.ts';
 
 export interface PlanePorts {
@@ -66,6 +74,8 @@ export interface CreateTaskRequest {
   timeoutMs?: number | null;
   /** JSON Schema the output must satisfy for business acceptance. */
   acceptance?: { schema?: Record<string, unknown> } | null;
+  /** Spend cap for this job in the remote's usage unit; once reached, no new remote work for it. */
+  budget?: { limit: number; unit: string } | null;
 }
 
 function requireString(field: string, value: unknown, max = 200): string {
@@ -89,6 +99,9 @@ export class Plane {
   private readonly background = new Set<Promise<unknown>>();
   private readonly reconciler: Reconciler;
   private reconcileLoop: WorkerLoop<string> | null = null;
+  private readonly leases: WatchLeases;
+  private readonly timeouts: TimeoutTimers;
+  private leaseLoops: Array<WorkerLoop<string>> = [];
   private started = false;
 
   constructor(private readonly ports: PlanePorts) {
@@ -109,11 +122,14 @@ export class Plane {
       streamAttached: (id) => this.watchers.get(id)?.state === 'attached',
     };
     this.reconciler = new Reconciler(this.ctx, instanceId);
+    this.leases = new WatchLeases(this.ctx, instanceId);
+    this.timeouts = new TimeoutTimers(this.ctx);
   }
 
   /**
-   * Aborted by stop(). Every watcher, wait and call listens to it, so a host with many jobs should lift
-   * Node's listener warning on it (server/ does: `events.setMaxListeners(0, plane.signal)`).
+   * Aborted by stop(). Every watcher, wait and call is linked to it through AbortSignal.any
+   * (context.ts childSignal), never by a listener of its own, so its listener count stays flat however
+   * many jobs are in flight and no caller needs to lift Node's MaxListeners warning.
    */
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -125,10 +141,14 @@ export class Plane {
     this.started = true;
     const active = await listActiveEnvelopes(this.ctx.store);
     for (const env of active) {
-      this.ctx.counters.track(env.id);
+      // With watch leases, a job another live plane watches stays its own (it also (re)starts it).
+      if (!(await this.leases.claim(env.id))) continue;
+      this.ctx.counters.track(env.id, env.tenant);
+      this.timeouts.arm(env);
       if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
       else this.spawn(this.watch(env.id));
     }
+    if (this.leases.enabled) this.startLeaseLoops();
     if (this.config.reconcile.enabled) {
       this.reconcileLoop = new WorkerLoop<string>({
         name: 'reconcile',
@@ -149,13 +169,44 @@ export class Plane {
     this.ctx.logger.info({ recovered: active.length }, 'plane started');
   }
 
-  /** Ends every loop, watcher and wait promptly; in-flight remote calls are aborted. */
-  async stop(): Promise<void> {
+  /**
+   * Ends every loop, watcher and wait promptly; in-flight remote calls are aborted; leases are released
+   * so another plane takes the work over at once. `abandon` keeps the leases, as a crash would (tests
+   * and the lab use it to show what another plane does when this one dies).
+   */
+  async stop(options: { abandon?: boolean } = {}): Promise<void> {
     this.controller.abort(new TaskplaneError('unavailable', 'plane stopped'));
+    this.timeouts.clear();
     await this.reconcileLoop?.finished();
+    await Promise.all(this.leaseLoops.map((l) => l.finished()));
     await Promise.allSettled([...this.watchers.values()].map((w) => w.done));
     await Promise.allSettled([...this.background]);
+    if (options.abandon) return;
     await this.reconciler.releaseLeases();
+    await this.leases.releaseAll();
+  }
+
+  /** Renewal and adoption of per-job watch leases (plane/watch-leases.ts). */
+  private startLeaseLoops(): void {
+    this.leaseLoops = leaseLoops(this.ctx, this.leases, this.controller.signal, {
+      // Another plane holds this job's lease now (we were paused past the ttl): it watches, we stop.
+      stopWatching: (id) => this.watchers.get(id)?.stop(),
+      hasWatcher: (id) => {
+        const w = this.watchers.get(id);
+        return w !== undefined && w.state !== 'done';
+      },
+      isWatching: (id) => {
+        const w = this.watchers.get(id);
+        return (w !== undefined && w.state !== 'done') || (this.leases.enabled && this.leases.holds(id));
+      },
+      adopt: async (env) => {
+        // A dead plane's job: tracked here from now on, as recovery would after a restart.
+        this.ctx.counters.track(env.id, env.tenant);
+        this.timeouts.arm(env);
+        if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+        else await this.watch(env.id);
+      },
+    });
   }
 
   async create(req: CreateTaskRequest): Promise<{ envelope: Envelope; created: boolean }> {
@@ -168,6 +219,7 @@ export class Plane {
     if (req.input === undefined) throw new TaskplaneError('invalid_argument', 'input: required', { field: 'input' });
     const hash = inputHash({ target, requestKind, input: req.input });
     const schema = req.acceptance?.schema === undefined ? undefined : checkAcceptanceSchema(req.acceptance.schema);
+    const budget = checkBudget('budget', req.budget);
     const sameOrConflict = (existing: Envelope) => {
       if (existing.inputHash !== hash) {
         throw new TaskplaneError('conflict', 'idempotencyKey was used with a different input', { field: 'idempotencyKey' });
@@ -177,6 +229,12 @@ export class Plane {
     if (idempotencyKey) {
       const existing = await ctx.store.findEnvelopeByIdempotencyKey(tenant, idempotencyKey);
       if (existing) return sameOrConflict(existing);
+    }
+    const overBudget = await tenantBudgetExhausted(ctx, tenant);
+    if (overBudget) {
+      // Nothing to record it on yet: the refusal (409 with the reason) and a log line say why.
+      ctx.logger.warn({ tenant, target, reason: overBudget }, 'new job refused: budget exhausted');
+      throw new TaskplaneError('failed_precondition', overBudget, { field: 'budget' });
     }
     const now = ctx.clock.now();
     const id = newId(ctx.clock, ctx.random, 'tsk_');
@@ -211,7 +269,7 @@ export class Plane {
       artifacts: [],
       result: null,
       error: null,
-      budget: null,
+      budget,
       usage: null,
       timeoutMs: optionalPositive('timeoutMs', req.timeoutMs),
       ttlMs: null,
@@ -226,7 +284,10 @@ export class Plane {
       { envelopeId: id, tenant, type: 'created', at: now, data: { target, messageId: envelope.messageId, contextId: envelope.contextId, inputHash: hash } },
     ]);
     if (!created.created) return sameOrConflict(created.envelope);
-    ctx.counters.track(id);
+    ctx.counters.track(id, tenant);
+    // Ours to watch before the remote hears of it, so another plane's adoption sweep never starts it too.
+    await this.leases.claim(id);
+    this.timeouts.arm(created.envelope);
     // The envelope with its messageId is durable before the remote hears of it.
     if (mechanismFor(ctx, connector) === 'stream' && connector.startStream) {
       // One call starts and streams (A2A SendStreamingMessage); the watcher owns recovery from here.
@@ -321,6 +382,7 @@ export class Plane {
     if (!connector) return;
     const mechanism = mechanismFor(this.ctx, connector);
     if (mechanism === 'push-only') return;
+    if (!(await this.leases.claim(id))) return;
     const raced = this.watchers.get(id);
     if (raced && raced.state !== 'done') return;
     this.startWatcher(id, mechanism);
@@ -330,7 +392,11 @@ export class Plane {
     const watcher = new JobWatcher(this.ctx, id, mechanism, startFirst);
     this.watchers.set(id, watcher);
     void watcher.done.finally(() => {
-      if (this.watchers.get(id) === watcher) this.watchers.delete(id);
+      if (this.watchers.get(id) !== watcher) return;
+      this.watchers.delete(id);
+      // Done watching (terminal, or a poll deadline): let the lease go unless we are stopping (stop()
+      // decides: release, or keep them as a crash would).
+      if (!this.controller.signal.aborted) this.spawn(this.leases.release(id));
     });
   }
 }

@@ -27,8 +27,8 @@ export interface ReconcileReport {
   restarted: number;
 }
 
-/** Every non-terminal envelope, optionally of one target, oldest first. */
-export async function listActiveEnvelopes(store: Store, target?: string): Promise<Envelope[]> {
+/** Every non-terminal envelope, optionally of one target and/or tenant, oldest first. */
+export async function listActiveEnvelopes(store: Store, filter: { target?: string; tenant?: string } = {}): Promise<Envelope[]> {
   const out: Envelope[] = [];
   let cursor: string | undefined;
   do {
@@ -36,7 +36,8 @@ export async function listActiveEnvelopes(store: Store, target?: string): Promis
       states: ACTIVE_STATES,
       order: 'asc',
       limit: 500,
-      ...(target !== undefined ? { target } : {}),
+      ...(filter.target !== undefined ? { target: filter.target } : {}),
+      ...(filter.tenant !== undefined ? { tenant: filter.tenant } : {}),
       ...(cursor ? { cursor } : {}),
     });
     out.push(...page.items);
@@ -80,10 +81,10 @@ export class Reconciler {
     const held = await ctx.store.acquireLease(lease, this.owner, ctx.clock.now(), ctx.config.reconcile.leaseTtlMs);
     if (held) this.leases.add(lease);
     else if (!opts.force) return report;
-    ctx.counters.reconcileRounds++;
+    ctx.counters.count('reconcileRounds', null);
     const roundStart = ctx.clock.now();
     const connector = connectorFor(ctx, target);
-    const active = await listActiveEnvelopes(ctx.store, target);
+    const active = await listActiveEnvelopes(ctx.store, { target });
     if (active.length === 0) return report;
     const byRemote = new Map(active.filter((e) => e.remoteId).map((e) => [e.remoteId!, e]));
     const byContext = new Map(active.filter((e) => !e.remoteId && e.contextId).map((e) => [e.contextId!, e]));

@@ -12,6 +12,12 @@ export interface AgeBuckets {
 }
 
 export interface PlaneSignals extends CounterSignals {
+  /**
+   * Whose view this is. `tenant`: everything is about that tenant's own jobs (what /v1/signals shows a
+   * tenant); counts about no single job (reconciliation list pages, refused webhooks, rounds) are zero
+   * here. `process`: every job of every tenant this process saw, for operators (/metrics).
+   */
+  scope: { kind: 'tenant'; tenant: string } | { kind: 'process' };
   /** Non-terminal jobs past their expected duration plus the margin. */
   orphans: number;
   /** Jobs waiting for input (native INPUT_REQUIRED and the like), by how long they have waited. */
@@ -30,10 +36,13 @@ function bucket(b: AgeBuckets, ageMs: number): void {
 
 const emptyBuckets = (): AgeBuckets => ({ under1m: 0, under5m: 0, under15m: 0, over15m: 0 });
 
-/** Counters from memory plus the signals derived from the envelopes themselves (they survive restarts). */
+/**
+ * Counters from memory plus the signals derived from the envelopes themselves (they survive restarts),
+ * for one tenant's jobs, or for the whole process when `tenant` is undefined.
+ */
 export async function collectSignals(ctx: PlaneContext, tenant?: string): Promise<PlaneSignals> {
   const now = ctx.clock.now();
-  const active = (await listActiveEnvelopes(ctx.store)).filter((e) => tenant === undefined || e.tenant === tenant);
+  const active = await listActiveEnvelopes(ctx.store, tenant === undefined ? {} : { tenant });
   const inputRequiredByAge = emptyBuckets();
   const authRequiredByAge = emptyBuckets();
   let orphans = 0;
@@ -46,7 +55,8 @@ export async function collectSignals(ctx: PlaneContext, tenant?: string): Promis
     }
   }
   return {
-    ...ctx.counters.snapshot(),
+    scope: tenant === undefined ? { kind: 'process' } : { kind: 'tenant', tenant },
+    ...ctx.counters.snapshot(tenant),
     orphans,
     inputRequiredByAge,
     authRequiredByAge,

@@ -3,7 +3,7 @@ import type { ObservationSource } from '../core/envelope.ts';
 /**
  * Lifecycle signals (seed 004, "Detecting lifecycle failures in production"): the failures that are
  * invisible in request metrics because every single call succeeds. Counters live in memory and start
- * at zero with the process; the store-derived ones (orphans, input waiting by age) are computed by
+ * at zero with the process, per process and per tenant; the store-derived ones (orphans, input waiting by age) are computed by
  * Plane.signals() from the envelopes themselves, so they survive restarts.
  */
 
@@ -72,41 +72,87 @@ export interface CounterSignals {
   reconcileRounds: number;
 }
 
-export class SignalCounters {
-  private readonly byKind: Record<RequestKind, number> = {
-    start: 0,
-    get: 0,
-    subscribe: 0,
-    list: 0,
-    cancel: 0,
-    answer: 0,
-    register_push: 0,
-  };
-  private readonly perEnvelope = new Map<string, number>();
-  private readonly tracked = new Set<string>();
-  private readonly delays = new Map<ObservationSource, DelaySamples>();
-  private total = 0;
-  private targetLevel = 0;
-  duplicatesWebhook = 0;
-  duplicatesObservation = 0;
-  reusedMessageIds = 0;
-  taskNotFoundOwn = 0;
-  streamDrops = 0;
-  reattaches = 0;
-  resubmitted = 0;
-  escalated = 0;
-  webhooksRejected = 0;
-  reconcileRounds = 0;
+/** Counters that are bumped one at a time; each is also kept per tenant when the job's tenant is known. */
+export type CounterName =
+  | 'duplicatesWebhook'
+  | 'duplicatesObservation'
+  | 'reusedMessageIds'
+  | 'taskNotFoundOwn'
+  | 'streamDrops'
+  | 'reattaches'
+  | 'resubmitted'
+  | 'escalated'
+  | 'webhooksRejected'
+  | 'reconcileRounds';
 
-  request(kind: RequestKind, envelopeId: string | null): void {
-    this.total++;
-    this.byKind[kind]++;
-    if (envelopeId === null) this.targetLevel++;
-    else this.perEnvelope.set(envelopeId, (this.perEnvelope.get(envelopeId) ?? 0) + 1);
+/** The job a count is about, when there is one: its tenant decides whose view the count lands in. */
+export type CountedJob = { id: string; tenant?: string } | null;
+
+/** One set of tallies: the process's, or one tenant's. */
+class Tally {
+  readonly byKind: Record<RequestKind, number> = { start: 0, get: 0, subscribe: 0, list: 0, cancel: 0, answer: 0, register_push: 0 };
+  readonly tracked = new Set<string>();
+  readonly delays = new Map<ObservationSource, DelaySamples>();
+  readonly counts: Record<CounterName, number> = {
+    duplicatesWebhook: 0,
+    duplicatesObservation: 0,
+    reusedMessageIds: 0,
+    taskNotFoundOwn: 0,
+    streamDrops: 0,
+    reattaches: 0,
+    resubmitted: 0,
+    escalated: 0,
+    webhooksRejected: 0,
+    reconcileRounds: 0,
+  };
+  total = 0;
+  targetLevel = 0;
+
+  delay(source: ObservationSource, ms: number, capacity: number): void {
+    let samples = this.delays.get(source);
+    if (!samples) this.delays.set(source, (samples = new DelaySamples(capacity)));
+    samples.add(ms);
+  }
+}
+
+/**
+ * The in-memory counters, kept twice: once for the process (the operator's view, /metrics) and once per
+ * tenant, so a tenant's /v1/signals shows only what its own jobs cost and suffered. A count about no
+ * single job (a reconciliation list page, a webhook refused before we knew whose it was, a round) is
+ * the process's only: charging it to any tenant would leak that others exist.
+ */
+export class SignalCounters {
+  private readonly process = new Tally();
+  private readonly tenants = new Map<string, Tally>();
+  /** envelope id → tenant, learned by track() (create, recovery) or from the job a count names. */
+  private readonly tenantOf = new Map<string, string>();
+  private readonly perEnvelope = new Map<string, number>();
+
+  private tallies(job: CountedJob): Tally[] {
+    if (!job) return [this.process];
+    const tenant = job.tenant ?? this.tenantOf.get(job.id);
+    if (tenant === undefined) return [this.process];
+    let t = this.tenants.get(tenant);
+    if (!t) this.tenants.set(tenant, (t = new Tally()));
+    return [this.process, t];
   }
 
-  track(envelopeId: string): void {
-    this.tracked.add(envelopeId);
+  request(kind: RequestKind, job: CountedJob): void {
+    for (const t of this.tallies(job)) {
+      t.total++;
+      t.byKind[kind]++;
+      if (job === null) t.targetLevel++;
+    }
+    if (job) this.perEnvelope.set(job.id, (this.perEnvelope.get(job.id) ?? 0) + 1);
+  }
+
+  count(name: CounterName, job: CountedJob): void {
+    for (const t of this.tallies(job)) t.counts[name]++;
+  }
+
+  track(envelopeId: string, tenant: string): void {
+    this.tenantOf.set(envelopeId, tenant);
+    for (const t of this.tallies({ id: envelopeId, tenant })) t.tracked.add(envelopeId);
   }
 
   /** Requests made for one job (reconciliation list pages are not charged to any job). */
@@ -114,15 +160,15 @@ export class SignalCounters {
     return this.perEnvelope.get(envelopeId) ?? 0;
   }
 
-  delay(source: ObservationSource, ms: number): void {
-    let samples = this.delays.get(source);
-    if (!samples) this.delays.set(source, (samples = new DelaySamples()));
-    samples.add(Math.max(0, ms));
+  delay(source: ObservationSource, ms: number, job: CountedJob = null): void {
+    for (const t of this.tallies(job)) t.delay(source, Math.max(0, ms), 4096);
   }
 
-  snapshot(): CounterSignals {
+  /** The process's counters, or one tenant's (zeros for a tenant that has none yet). */
+  snapshot(tenant?: string): CounterSignals {
+    const t = tenant === undefined ? this.process : (this.tenants.get(tenant) ?? new Tally());
     const observationDelay: Partial<Record<ObservationSource, DelayStats>> = {};
-    for (const [source, s] of this.delays) {
+    for (const [source, s] of t.delays) {
       observationDelay[source] = {
         count: s.count,
         meanMs: s.count ? s.sum / s.count : null,
@@ -131,24 +177,25 @@ export class SignalCounters {
         maxMs: s.count ? s.max : null,
       };
     }
+    const c = t.counts;
     return {
       requests: {
-        total: this.total,
-        byKind: { ...this.byKind },
-        targetLevel: this.targetLevel,
-        tasksTracked: this.tracked.size,
-        perTask: this.tracked.size ? this.total / this.tracked.size : null,
+        total: t.total,
+        byKind: { ...t.byKind },
+        targetLevel: t.targetLevel,
+        tasksTracked: t.tracked.size,
+        perTask: t.tracked.size ? t.total / t.tracked.size : null,
       },
       observationDelay,
-      duplicatesAbsorbed: { webhook: this.duplicatesWebhook, observation: this.duplicatesObservation },
-      reusedMessageIds: this.reusedMessageIds,
-      taskNotFoundOwn: this.taskNotFoundOwn,
-      streamDrops: this.streamDrops,
-      reattaches: this.reattaches,
-      resubmitted: this.resubmitted,
-      escalated: this.escalated,
-      webhooksRejected: this.webhooksRejected,
-      reconcileRounds: this.reconcileRounds,
+      duplicatesAbsorbed: { webhook: c.duplicatesWebhook, observation: c.duplicatesObservation },
+      reusedMessageIds: c.reusedMessageIds,
+      taskNotFoundOwn: c.taskNotFoundOwn,
+      streamDrops: c.streamDrops,
+      reattaches: c.reattaches,
+      resubmitted: c.resubmitted,
+      escalated: c.escalated,
+      webhooksRejected: c.webhooksRejected,
+      reconcileRounds: c.reconcileRounds,
     };
   }
 }

@@ -6,6 +6,7 @@ import { nextBackoff } from '../core/backoff.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
 import type { Connector, PushRegistration, RemoteSnapshot, StartRequest } from '../connectors/connector.ts';
 import { connectorFor, describeError, isRetryable, remoteCall, waitFor, type PlaneContext } from './context.ts';
+import { jobBudgetExhausted } from './budgets.ts';
 import { observe, updateLocal } from './observe.ts';
 
 /**
@@ -77,7 +78,7 @@ export async function recordStartRefused(ctx: PlaneContext, env: Envelope, err: 
 export async function startOnce(ctx: PlaneContext, env: Envelope, opts: { resend: boolean }): Promise<StartOutcome> {
   const connector = connectorFor(ctx, env.target);
   const push = await preparePush(ctx, env, connector);
-  if (opts.resend) ctx.counters.reusedMessageIds++;
+  if (opts.resend) ctx.counters.count('reusedMessageIds', env);
   let snapshot: RemoteSnapshot;
   try {
     snapshot = await remoteCall(ctx, 'start', env, (signal) => connector.start(startRequest(env, push), signal));
@@ -215,18 +216,21 @@ export async function ensureStarted(
  * `escalate`, a job being cancelled, or too many resubmissions mark it `lost` for a person.
  */
 export async function handleLost(ctx: PlaneContext, envelopeId: string, lostRemoteId: string, source: string): Promise<void> {
-  ctx.counters.taskNotFoundOwn++;
+  ctx.counters.count('taskNotFoundOwn', { id: envelopeId });
   let resubmit = false;
   const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
     // Only the job we believe is current can be lost; an older remote id was already replaced.
     if (isTerminal(env.state) || env.remoteId !== lostRemoteId) return null;
     const attempts = (env.reconciliation?.attempts ?? 0) + 1;
-    resubmit = ctx.config.lostPolicy === 'resubmit' && env.state !== 'cancel_requested' && attempts <= ctx.config.maxResubmits;
+    // A resubmission is new remote work: a job whose budget is used up is escalated instead, saying why.
+    const overBudget = jobBudgetExhausted(env);
+    resubmit = ctx.config.lostPolicy === 'resubmit' && env.state !== 'cancel_requested' && attempts <= ctx.config.maxResubmits && !overBudget;
     if (!resubmit) {
       const cancel = env.cancel ? { ...env.cancel, outcome: env.cancel.outcome ?? ('lost' as const) } : env.cancel;
+      const note = overBudget && ctx.config.lostPolicy === 'resubmit' ? `not found (${source}); not resubmitted: ${overBudget}` : `not found (${source})`;
       return {
-        next: { ...env, state: 'lost', cancel, pendingInput: null, reconciliation: { result: 'escalated', at: now, attempts, note: `not found (${source})` } },
-        events: [{ type: 'lost', data: { source, remoteId: lostRemoteId, policy: 'escalate', from: env.state } }],
+        next: { ...env, state: 'lost', cancel, pendingInput: null, reconciliation: { result: 'escalated', at: now, attempts, note } },
+        events: [{ type: 'lost', data: { source, remoteId: lostRemoteId, policy: 'escalate', from: env.state, ...(overBudget ? { budget: overBudget } : {}) } }],
       };
     }
     // Rebind: forget the lost remote job so the new one's first snapshot applies from a clean version.
@@ -244,12 +248,12 @@ export async function handleLost(ctx: PlaneContext, envelopeId: string, lostRemo
   });
   if (!written) return;
   if (!resubmit) {
-    ctx.counters.escalated++;
+    ctx.counters.count('escalated', envelope);
     return;
   }
   const outcome = await startOnce(ctx, envelope, { resend: true });
   if (outcome.kind === 'started') {
-    ctx.counters.resubmitted++;
+    ctx.counters.count('resubmitted', envelope);
     await updateLocal(ctx, envelopeId, (env, now) => ({
       next: { ...env, reconciliation: { ...(env.reconciliation ?? { attempts: 1 }), result: 'resubmitted', at: now } },
       events: [{ type: 'resubmitted', data: { remoteId: env.remoteId, messageId: env.messageId } }],

@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.ts';
+import { childSignal } from './context.ts';
 
 /**
  * A wait that ends at the earliest of: its timeout, wake(), or the owner's AbortSignal. Loops use it
@@ -30,22 +31,22 @@ export class WakeSignal {
     }
     const controller = new AbortController();
     this.current = controller;
-    const onStop = () => controller.abort();
-    this.signal.addEventListener('abort', onStop, { once: true });
+    // Linked, not listened to: every parked watcher waits here, and a listener each on the shared
+    // engine signal is what made Node warn about listener leaks (see childSignal).
+    const ended = childSignal(this.signal, controller.signal);
     try {
       if (Number.isFinite(ms)) {
         // Whole milliseconds: a jittered wait must not leave a virtual clock at a fraction that a
         // store then writes into an integer column (found with PostgreSQL: 22P02).
-        await this.clock.sleep(Math.max(0, Math.round(ms)), controller.signal);
+        await this.clock.sleep(Math.max(0, Math.round(ms)), ended);
       } else {
-        await new Promise<void>((_, reject) => controller.signal.addEventListener('abort', () => reject(new Error('woken')), { once: true }));
+        await new Promise<void>((_, reject) => ended.addEventListener('abort', () => reject(new Error('woken')), { once: true }));
       }
       return 'timeout';
     } catch {
       return this.signal.aborted ? 'stopped' : 'woken';
     } finally {
       this.current = null;
-      this.signal.removeEventListener('abort', onStop);
     }
   }
 }

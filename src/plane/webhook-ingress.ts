@@ -25,7 +25,7 @@ export async function handleWebhook(
   const connector = connectorFor(ctx, target);
   if (!connector.parseWebhook) throw new TaskplaneError('unsupported', 'target does not take webhooks');
   const unauthenticated = () => {
-    ctx.counters.webhooksRejected++;
+    ctx.counters.count('webhooksRejected', null);
     return new TaskplaneError('unauthenticated', 'webhook credentials are not valid');
   };
   let signal;
@@ -56,7 +56,7 @@ export async function handleWebhook(
     receivedAt: ctx.clock.now(),
   });
   if (!fresh) {
-    ctx.counters.duplicatesWebhook++;
+    ctx.counters.count('duplicatesWebhook', env);
     return { status: 'duplicate', envelopeId: env.id };
   }
   if (isTerminal(env.state)) return { status: 'ignored', envelopeId: env.id };
@@ -85,7 +85,7 @@ export async function handleWebhook(
     }
   }
   if (snapshot) {
-    const result = await observe(ctx, env.id, snapshot, 'push');
+    const result = await observe(ctx, env.id, snapshot, 'push', { webhookId: signal.deliveryId });
     if (result.changed) ctx.wake(env.id);
   }
   return { status: 'observed', envelopeId: env.id };

@@ -17,6 +17,14 @@ export const DEMO_TASKS: Array<{ label: string; input: unknown }> = [
 ];
 
 /**
+ * The demo host's id, the same on every start. The host leases its tasks under its id for 30 s; with a
+ * fresh id per start (the default with port 0), a restarted `npm start` saw its own unfinished demo
+ * tasks as another live host's and left them until that lease ran out. With a stable id it owns them
+ * and resumes them at once. One demo host per data directory, so no two live processes share it.
+ */
+export const DEMO_HOST_ID = 'taskplane-demo-host';
+
+/**
  * Starts the demo host. Call before startServer and pass `demoTarget(host)` in its targets, so the
  * plane's restart recovery finds the `demo` connector for tasks left from the previous run.
  */
@@ -26,6 +34,7 @@ export function startDemoHost(o: { logger: Logger; db?: string; port?: number })
     db: o.db ?? 'sqlite:./data/demo-host.db',
     allowPrivateWebhooks: true,
     pushBaseMs: 1000,
+    hostId: DEMO_HOST_ID,
     logger: o.logger.child({ part: 'demo-host' }),
   });
 }

@@ -22,9 +22,42 @@ export interface EventStreamOptions {
   view?: (e: EnvelopeEvent) => unknown;
 }
 
-export function resumePoint(c: Context): number {
-  const raw = c.req.header('last-event-id') ?? c.req.query('after') ?? '0';
-  const n = Number(raw);
+/**
+ * The highest event sequence number in the log (0 when empty), found with O(log n) one-row reads
+ * (`seq > k LIMIT 1`, a primary-key range probe on every backend) instead of a new Store method or a
+ * scan: gallop up from a known seq until nothing lies beyond, then bisect. Across tenants on purpose:
+ * it is only a starting point, and another tenant's events below it are never sent anyway.
+ */
+export async function latestEventSeq(store: Store): Promise<number> {
+  const after = async (k: number) => (await store.listEvents({ afterSeq: k, limit: 1 }))[0]?.seq;
+  let known = await after(0);
+  if (known === undefined) return 0;
+  // Invariant: `known` exists and nothing exists beyond `bound` (once found).
+  let bound: number | null = null;
+  for (let step = 1024; bound === null; step *= 2) {
+    const probe = known + step;
+    const next = await after(probe);
+    if (next === undefined) bound = probe;
+    else known = next;
+  }
+  while (known < bound) {
+    const mid = Math.floor((known + bound) / 2);
+    const next = await after(mid);
+    if (next === undefined) bound = mid;
+    else known = next;
+  }
+  return known;
+}
+
+/**
+ * Where a stream starts: `Last-Event-ID` (an EventSource reconnecting) wins, then `?after=<seq>`, then
+ * `?from=now` (only what happens from here on: a client that loaded the current state by the API
+ * needs no replay of the whole log), else the beginning of the log.
+ */
+export async function resumePoint(c: Context, store: Store): Promise<number> {
+  const raw = c.req.header('last-event-id') ?? c.req.query('after');
+  if (raw === undefined && c.req.query('from') === 'now') return latestEventSeq(store);
+  const n = Number(raw ?? '0');
   return Number.isInteger(n) && n >= 0 ? n : 0;
 }
 

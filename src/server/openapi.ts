@@ -5,7 +5,11 @@
 const error = { $ref: '#/components/responses/Error' };
 const taskId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 const task = { description: 'The task envelope', content: { 'application/json': { schema: { $ref: '#/components/schemas/Task' } } } };
-const sse = { description: 'Server-sent events; `id:` is the event sequence number (resume with Last-Event-ID or ?after=)', content: { 'text/event-stream': {} } };
+const sse = { description: 'Server-sent events; `id:` is the event sequence number (resume with Last-Event-ID or ?after=; ?from=now skips the past)', content: { 'text/event-stream': {} } };
+const streamFrom = [
+  { name: 'after', in: 'query', schema: { type: 'integer' }, description: 'start after this event seq (Last-Event-ID wins)' },
+  { name: 'from', in: 'query', schema: { type: 'string', enum: ['now'] }, description: 'only events from now on' },
+];
 
 export function openApiDocument(): Record<string, unknown> {
   return {
@@ -33,7 +37,7 @@ export function openApiDocument(): Record<string, unknown> {
             { name: 'cursor', in: 'query', schema: { type: 'string' } },
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } },
           ],
-          responses: { '200': { description: '{tasks, nextCursor}' }, '400': error },
+          responses: { '200': { description: '{tasks, nextCursor, eventSeq}: eventSeq is the latest event seq read before the list; tail /v1/events?after=eventSeq to follow on without a replay' }, '400': error },
         },
       },
       '/v1/tasks/{id}': { get: { summary: 'Get a task', parameters: [taskId], responses: { '200': task, '404': error } } },
@@ -49,8 +53,8 @@ export function openApiDocument(): Record<string, unknown> {
         },
       },
       '/v1/tasks/{id}/history': { get: { summary: "A task's event timeline as JSON", parameters: [taskId], responses: { '200': { description: '{events}' }, '404': error } } },
-      '/v1/tasks/{id}/events': { get: { summary: "A task's events as SSE", parameters: [taskId], responses: { '200': sse, '404': error } } },
-      '/v1/events': { get: { summary: "All of the tenant's task events as SSE", responses: { '200': sse } } },
+      '/v1/tasks/{id}/events': { get: { summary: "A task's events as SSE", parameters: [taskId, ...streamFrom], responses: { '200': sse, '404': error } } },
+      '/v1/events': { get: { summary: "All of the tenant's task events as SSE", parameters: streamFrom, responses: { '200': sse } } },
       '/v1/signals': { get: { summary: 'Lifecycle signals: orphans, delays per mechanism, input by age, duplicates absorbed, requests per task', responses: { '200': { description: 'signals' } } } },
       '/v1/webhooks/{kind}/{target}': {
         post: {
@@ -92,8 +96,14 @@ export function openApiDocument(): Record<string, unknown> {
             idempotencyKey: { type: 'string' },
             contextId: { type: 'string' },
             expectedDurationMs: { type: 'number' },
-            timeoutMs: { type: 'number', description: 'past this, the plane asks the remote to cancel and records the true outcome' },
+            timeoutMs: { type: 'number', description: 'at createdAt + timeoutMs the plane asks the remote to cancel (its own timer) and records the true outcome' },
             acceptance: { type: 'object', properties: { schema: { type: 'object' } } },
+            budget: {
+              type: 'object',
+              required: ['limit', 'unit'],
+              properties: { limit: { type: 'number' }, unit: { type: 'string' } },
+              description: "spend cap in the remote's usage unit; once usage reaches it, answers and resubmissions are refused (409 failed_precondition, recorded as a budget_refused event)",
+            },
           },
         },
         Task: {

@@ -1,12 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { Store } from '../store/store.ts';
 import type { ApiKeys } from './api-keys.ts';
 import { sendError } from './http-errors.ts';
+import type { LabRequestHandler } from './lab-route.ts';
 import { createMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
@@ -18,6 +19,8 @@ export interface ServerAppOptions {
   logger: Logger;
   /** Directory of the static dashboard (index.html, *.js, *.css). */
   dashboardDir?: string;
+  /** Serves the failure lab page at `/lab` (server/lab-route.ts); no API key needed, it holds no data. */
+  lab?: LabRequestHandler;
   /** Ends open SSE streams on shutdown. */
   signal: AbortSignal;
   /** Webhook body limit. @default 1048576 */
@@ -35,7 +38,7 @@ const STATIC_TYPES: Record<string, string> = {
 /**
  * The control plane's HTTP surface (Hono): the /v1 API behind bearer API keys (key → tenant), the
  * A2A webhook ingress (authenticated by the per-task push token instead), /healthz, /metrics,
- * /v1/openapi.json and the dashboard at `/`.
+ * /v1/openapi.json, the lab page at `/lab` and the dashboard at `/`.
  */
 export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
@@ -72,6 +75,12 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   });
   registerTaskRoutes(app, { plane: o.plane, store: o.store, signal: o.signal });
 
+  if (o.lab) {
+    const lab = o.lab;
+    const serveLab = async (c: Context<ServerEnv>) => (await lab(c.req.raw)) ?? c.notFound();
+    app.get('/lab', serveLab);
+    app.get('/lab/*', serveLab);
+  }
   if (o.dashboardDir) {
     const dir = o.dashboardDir;
     app.get('/*', async (c) => {

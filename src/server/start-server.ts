@@ -1,11 +1,13 @@
 import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { CryptoRandom, type Random } from '../core/random.ts';
+import { newId } from '../core/ids.ts';
 import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
@@ -13,6 +15,7 @@ import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-co
 import { Plane } from '../plane/plane.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 import { loadApiKeys } from './api-keys.ts';
+import { labRoute } from './lab-route.ts';
 import { createServerApp } from './server-app.ts';
 
 /** Options of `startServer`; every default is the CLI's. */
@@ -39,11 +42,18 @@ export interface ServerOptions {
   plane?: PlaneOptions;
   /** Serve the dashboard at `/`. @default true */
   dashboard?: boolean;
+  /** Serve the failure lab page at `/lab` (bundled on first request). @default true */
+  lab?: boolean;
   logger?: Logger;
   clock?: Clock;
   random?: Random;
   /** prom-client process metrics (off in tests that start many servers). @default true */
   defaultMetrics?: boolean;
+  /**
+   * Names this plane process as the owner of its leases; unique per process sharing a database.
+   * @default `plane@<hostname>:<port>`, or a random id with port 0
+   */
+  instanceId?: string;
 }
 
 export interface RunningServer {
@@ -60,6 +70,8 @@ export interface RunningServer {
 }
 
 export const DASHBOARD_DIR = fileURLToPath(new URL('../../web/dashboard/', import.meta.url));
+/** The repository root, where web/lab lives. */
+const ROOT_DIR = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Parses `name=url,name=url` (TASKPLANE_TARGETS, --target). */
 export function parseTargets(text: string | undefined): Record<string, string> {
@@ -117,9 +129,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     connectors: (target) => connectors.get(target),
     logger: logger.child({ part: 'plane' }),
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
+    // Stable across restarts on a fixed port, so a restarted plane takes its watch leases (and its
+    // reconciliation leases) back at once instead of waiting out its dead predecessor's.
+    instanceId: options.instanceId ?? (port !== 0 ? `plane@${hostname()}:${port}` : newId(clock, random, 'pln_')),
   });
-  // One listener per watched job and in-flight call on the engine's signal is by design.
-  setMaxListeners(0, plane.signal);
+  // The engine links its calls to plane.signal without listeners (plane/context.ts childSignal); the
+  // shutdown signal, though, gets one listener per open SSE stream, by design.
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
   const app = createServerApp({
@@ -129,6 +144,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     logger,
     signal: shutdown.signal,
     ...(options.dashboard === false ? {} : { dashboardDir: DASHBOARD_DIR }),
+    ...(options.lab === false ? {} : { lab: labRoute(ROOT_DIR, logger.child({ part: 'lab-page' })) }),
     ...(options.defaultMetrics !== undefined ? { defaultMetrics: options.defaultMetrics } : {}),
   });
   handler = (req) => app.fetch(req);

@@ -4,7 +4,7 @@ import { TaskplaneError } from '../core/errors.ts';
 import { isNormalizedState, type NormalizedState } from '../core/states.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { Store } from '../store/store.ts';
-import { eventStream, resumePoint } from './event-stream.ts';
+import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
 import { sendError } from './http-errors.ts';
 
 /** Hono variables set by the auth middleware. */
@@ -66,6 +66,7 @@ export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; s
         expectedDurationMs: (body.expectedDurationMs as number | undefined) ?? null,
         timeoutMs: (body.timeoutMs as number | undefined) ?? null,
         ...(acceptance ? { acceptance } : {}),
+        ...(body.budget !== undefined ? { budget: body.budget as { limit: number; unit: string } } : {}),
       });
       return c.json(taskView(envelope), created ? 201 : 200);
     } catch (err) {
@@ -83,6 +84,8 @@ export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; s
         throw new TaskplaneError('invalid_argument', 'limit: integer in 1..500', { field: 'limit' });
       }
       const updatedAfter = timeParam('updatedAfter', q.updatedAfter);
+      // Read before the list: tailing /v1/events?after=eventSeq then misses nothing the list missed.
+      const eventSeq = await latestEventSeq(store);
       const page = await plane.list(c.get('tenant'), {
         ...(states ? { states: states as NormalizedState[] } : {}),
         ...(q.target ? { target: q.target } : {}),
@@ -90,7 +93,7 @@ export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; s
         ...(q.cursor ? { cursor: q.cursor } : {}),
         ...(limit ? { limit } : {}),
       });
-      return c.json({ tasks: page.items.map(taskView), nextCursor: page.nextCursor ?? null });
+      return c.json({ tasks: page.items.map(taskView), nextCursor: page.nextCursor ?? null, eventSeq });
     } catch (err) {
       return sendError(c, err);
     }
@@ -144,13 +147,19 @@ export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; s
       const tenant = c.get('tenant');
       const id = c.req.param('id');
       await plane.get(tenant, id);
-      return eventStream(c, { store, tenant, envelopeId: id, afterSeq: resumePoint(c), signal: deps.signal });
+      return eventStream(c, { store, tenant, envelopeId: id, afterSeq: await resumePoint(c, store), signal: deps.signal });
     } catch (err) {
       return sendError(c, err);
     }
   });
 
-  app.get('/v1/events', (c) => eventStream(c, { store, tenant: c.get('tenant'), afterSeq: resumePoint(c), signal: deps.signal }));
+  app.get('/v1/events', async (c) => {
+    try {
+      return eventStream(c, { store, tenant: c.get('tenant'), afterSeq: await resumePoint(c, store), signal: deps.signal });
+    } catch (err) {
+      return sendError(c, err);
+    }
+  });
 
   app.get('/v1/signals', async (c) => {
     try {

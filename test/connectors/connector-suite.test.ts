@@ -87,6 +87,9 @@ for (const [name, make] of implementations) {
       const first = await it.next();
       expect(first.done).toBe(false);
       expect(first.value?.remoteId).toBe(s.remoteId);
+      // Every implementation here has stream event ids (our host sends the event seq as SSE `id:`);
+      // the engine keeps the last applied one as the envelope's lastEventId.
+      expect(first.value?.eventId).toMatch(/\S/);
       controller.abort();
       await it.return?.(undefined);
     });

@@ -41,6 +41,8 @@ export class FakeRemote {
   readonly pushes: Array<{ url: string; token: string; body: string }> = [];
   private readonly listeners = new Map<string, Set<Listener>>();
   private seq = 0;
+  /** Stream event ids, like the SSE `id:` our host sends (one sequence across jobs). */
+  private eventSeq = 0;
   private failures: Array<{ method: string; error: TaskplaneError }> = [];
   /** Deduplicate start on messageId (our durable host does; a forgetful agent does not after restart). */
   dedupMessageIds = true;
@@ -194,7 +196,7 @@ export class FakeRemote {
                   let set = remote.listeners.get(id);
                   if (!set) remote.listeners.set(id, (set = new Set()));
                   set.add(listener);
-                  return { value: remote.snapshot(job), done: false };
+                  return { value: { ...remote.snapshot(job), eventId: `ev${++remote.eventSeq}` }, done: false };
                 }
                 for (;;) {
                   if (done) return { value: undefined, done: true };
@@ -202,7 +204,7 @@ export class FakeRemote {
                   if (s) {
                     const end = ['succeeded', 'failed', 'cancelled'].includes(s.state) || (remote.closeOnInput && s.state === 'waiting_for_input');
                     if (end) close();
-                    return { value: s, done: false };
+                    return { value: { ...s, eventId: `ev${++remote.eventSeq}` }, done: false };
                   }
                   if (failure) {
                     close();

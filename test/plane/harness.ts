@@ -24,6 +24,8 @@ export interface Harness {
   close(): Promise<void>;
   /** A new plane on the same store and remote (a restart of the plane process). */
   restart(options?: PlaneOptions): Promise<Plane>;
+  /** Another plane process on the same store, remote and clock (not started; close() stops it too). */
+  addPlane(options: PlaneOptions, instanceId: string): Plane;
 }
 
 export async function harness(
@@ -31,10 +33,11 @@ export async function harness(
   caps: Partial<ConnectorCapabilities> = {},
   seed = 1,
   connectorOptions: { startStream?: boolean } = {},
+  setup: { store?: string; instanceId?: string } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock(1_700_000_000_000);
   // PLANE_TEST_STORE=sqlite::memory: or =postgres (a fresh schema each) runs the engine tests on another backend.
-  const which = process.env.PLANE_TEST_STORE;
+  const which = setup.store ?? process.env.PLANE_TEST_STORE;
   const backend: Store = !which ? new MemoryStore() : await openStore(which === 'postgres' ? urlForSchema(freshSchemaName('tp_plane')) : which);
   // Count store calls in flight, so advancing virtual time waits for real I/O (SQLite, PostgreSQL) to finish.
   let inFlight = 0;
@@ -64,8 +67,10 @@ export async function harness(
   const remote = new FakeRemote(clock);
   const connector = remote.connector('fake', caps, connectorOptions);
   const random = new SeededRandom(seed);
-  const make = (opts: PlaneOptions) =>
+  const extra: Plane[] = [];
+  const make = (opts: PlaneOptions, instanceId = setup.instanceId) =>
     new Plane({
+      ...(instanceId ? { instanceId } : {}),
       clock,
       random,
       store,
@@ -81,6 +86,7 @@ export async function harness(
     plane: make(options),
     settle,
     async close() {
+      for (const p of extra) await p.stop();
       await h.plane.stop();
       await backend.close();
     },
@@ -95,6 +101,11 @@ export async function harness(
       }
       await clock.runUntil(until);
       await settle();
+    },
+    addPlane(opts, instanceId) {
+      const p = make(opts, instanceId);
+      extra.push(p);
+      return p;
     },
     async restart(opts = options) {
       await h.plane.stop();

@@ -67,6 +67,45 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard (headless Chromium)', () => {
     await page.close();
   });
 
+  it('loads the task list by the API and tails events from the latest seq instead of replaying the log', async () => {
+    const { envelope } = await server.plane.create({ tenant: 'default', target: 'fake', input: 'before load' });
+    const page = await browser.newPage();
+    const streams: string[] = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname === '/v1/events') streams.push(r.url());
+    });
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator(`tr[data-id="${envelope.id}"]`).waitFor();
+    await page.locator('#live[data-state="live"]').waitFor();
+    const history = await server.plane.events('default', { afterSeq: 0, limit: 500 });
+    const latest = history[history.length - 1]!.seq;
+    expect(streams).toHaveLength(1);
+    expect(Number(new URL(streams[0]!).searchParams.get('after'))).toBe(latest);
+    // A timeline is fetched when the task is opened, and live events for it are appended after it.
+    await page.locator(`tr[data-id="${envelope.id}"]`).click();
+    await page.locator('#timeline li[data-type="created"]').waitFor();
+    remote.set(envelope.remoteId!, 'succeeded');
+    await page.locator('#timeline li[data-type="state_changed"]').last().waitFor();
+    await page.locator(`tr[data-id="${envelope.id}"] .state[data-state="succeeded"]`).waitFor();
+    await page.close();
+  });
+
+  it('links the failure lab from the header and serves it at /lab with its canvas', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.click('#lab-link');
+    await page.waitForURL(`${server.url}/lab/`);
+    const canvas = page.locator('canvas#lab-canvas');
+    await canvas.waitFor();
+    expect((await canvas.boundingBox())?.width ?? 0).toBeGreaterThan(100);
+    // The mission buttons are rendered by the bundled simulation: the page's script loaded and ran.
+    await page.locator('#missions button').first().waitFor();
+    const bundle = await page.request.get(`${server.url}/lab/lab.js`);
+    expect(bundle.status()).toBe(200);
+    expect(bundle.headers()['content-type']).toContain('javascript');
+    await page.close();
+  });
+
   it('asks for a key when none is given', async () => {
     const page = await browser.newPage();
     await page.goto(`${server.url}/`);

@@ -3,6 +3,7 @@ import pino from 'pino';
 import fc from 'fast-check';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { SystemClock } from '../../src/core/clock.ts';
+import type { Envelope } from '../../src/core/envelope.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
@@ -37,6 +38,14 @@ function api(key: string | null, path: string, init: RequestInit = {}) {
 }
 const post = (key: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
   api(key, path, { method: 'POST', body: JSON.stringify(body), headers });
+
+/** Appends `n` events to a store (one envelope, created once, then `n - 1` updates). */
+async function seedEvents(store: MemoryStore, n: number): Promise<void> {
+  const env = { id: `tsk_seed_${n}`, tenant: 'seed', version: 1, state: 'accepted', webhookIds: [], artifacts: [] } as unknown as Envelope;
+  const ev = (type: string) => ({ envelopeId: env.id, tenant: 'seed', type, at: 0, data: {} });
+  let { envelope } = await store.createEnvelope(env, [ev('created')]);
+  for (let i = 1; i < n; i++) envelope = (await store.updateEnvelope(envelope, envelope.version, [ev('tick')])).envelope;
+}
 
 /** Reads SSE events from a response until `want` events arrived (waits on frames, not on time). */
 async function readEvents(res: Response, want: number): Promise<EventSourceMessage[]> {
@@ -122,6 +131,40 @@ describe('tasks', () => {
     expect(history.events.map((e) => e.type)).toContain('input_answered');
   });
 
+  it('the list carries the latest event seq, and /v1/events?after= or ?from=now tails without replaying the log', async () => {
+    for (let i = 0; i < 3; i++) await post(A, '/v1/tasks', { target: 'fake', input: `tail ${i}` });
+    const list = (await (await api(A, '/v1/tasks?limit=1')).json()) as { eventSeq: number };
+    expect(list.eventSeq).toBeGreaterThan(3);
+    for (const query of [`after=${list.eventSeq}`, 'from=now']) {
+      const stream = await api(A, `/v1/events?${query}`);
+      const first = readEvents(stream, 1);
+      const t = (await (await post(A, '/v1/tasks', { target: 'fake', input: `new ${query}` })).json()) as { id: string };
+      const [e] = await first;
+      // The first event on the stream is the new task's, not the start of the log.
+      expect(Number(e!.id)).toBeGreaterThan(list.eventSeq);
+      expect((JSON.parse(e!.data) as { envelopeId: string }).envelopeId).toBe(t.id);
+    }
+  });
+
+  it('latestEventSeq finds the highest seq of a long log with few reads', async () => {
+    const { latestEventSeq } = await import('../../src/server/event-stream.ts');
+    const store = new MemoryStore();
+    expect(await latestEventSeq(store)).toBe(0);
+    let reads = 0;
+    const counted = new Proxy(store, {
+      get: (t, p) => (p === 'listEvents' ? (q: Parameters<MemoryStore['listEvents']>[0]) => (reads++, t.listEvents(q)) : Reflect.get(t, p)),
+    });
+    for (const n of [1, 5, 1024, 1025, 3000]) {
+      const s = new MemoryStore();
+      await seedEvents(s, n);
+      expect(await latestEventSeq(s)).toBe(n);
+    }
+    await seedEvents(store, 3000);
+    reads = 0;
+    expect(await latestEventSeq(counted)).toBe(3000);
+    expect(reads).toBeLessThan(30);
+  });
+
   it('cancel records intent', async () => {
     const t = (await (await post(A, '/v1/tasks', { target: 'fake', input: 'c' })).json()) as { id: string };
     const res = await post(A, `/v1/tasks/${t.id}/cancel`, {});
@@ -146,7 +189,22 @@ describe('webhook ingress', () => {
     expect(((await (await api(A, `/v1/tasks/${t.id}`)).json()) as { state: string }).state).toBe('succeeded');
     const signals = (await (await api(A, '/v1/signals')).json()) as { duplicatesAbsorbed: { webhook: number }; webhooksRejected: number };
     expect(signals.duplicatesAbsorbed.webhook).toBeGreaterThanOrEqual(1);
-    expect(signals.webhooksRejected).toBeGreaterThanOrEqual(1);
+    // A refused delivery is nobody's until verified, so it is counted for operators only (/metrics).
+    expect(signals.webhooksRejected).toBe(0);
+    const metrics = await (await fetch(server.url + '/metrics')).text();
+    expect(Number(/^taskplane_webhooks_rejected_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a tenant's /v1/signals never counts another tenant's tasks", async () => {
+    for (let i = 0; i < 3; i++) await post(B, '/v1/tasks', { target: 'fake', input: `beta ${i}` });
+    type S = { scope: { kind: string }; requests: { tasksTracked: number }; byState: Record<string, number> };
+    const alpha = (await (await api(A, '/v1/signals')).json()) as S;
+    const beta = (await (await api(B, '/v1/signals')).json()) as S;
+    const count = async (key: string) => ((await (await api(key, '/v1/tasks?limit=500')).json()) as { tasks: unknown[] }).tasks.length;
+    expect(alpha.scope.kind).toBe('tenant');
+    expect(alpha.requests.tasksTracked).toBe(await count(A));
+    expect(beta.requests.tasksTracked).toBe(await count(B));
+    expect(Object.values(beta.byState).reduce((a, b) => a + b, 0)).toBe(await count(B));
   });
 });
 

@@ -108,10 +108,13 @@ async function refreshTask(id) {
   if (id === selected) renderDetail(t);
 }
 
+// The current state comes from the API, not from replaying the event log: the list answer carries
+// `eventSeq`, the latest event seq read before listing, and the live view tails from there.
 async function loadTasks() {
   const page = await api('GET', '/v1/tasks?limit=200');
   for (const t of page.tasks) tasks.set(t.id, t);
   renderTasks();
+  return page.eventSeq ?? 0;
 }
 
 function describe(e) {
@@ -124,7 +127,7 @@ function describe(e) {
 }
 
 function timelineItem(e) {
-  return el('li', { 'data-type': e.type }, el('time', {}, new Date(e.at).toLocaleTimeString()), describe(e));
+  return el('li', { 'data-type': e.type, 'data-seq': String(e.seq) }, el('time', {}, new Date(e.at).toLocaleTimeString()), describe(e));
 }
 
 function renderDetail(t) {
@@ -157,17 +160,25 @@ function renderDetail(t) {
   $('#detail-actions').replaceChildren(...actions);
 }
 
+// A task's timeline is fetched when it is opened (GET …/history), never kept for every task.
 async function select(id) {
   selected = id;
   renderTasks();
   const t = tasks.get(id);
   if (t) renderDetail(t);
+  $('#timeline').replaceChildren();
   const { events } = await api('GET', `/v1/tasks/${id}/history`);
-  $('#timeline').replaceChildren(...events.map(timelineItem));
+  if (selected !== id) return;
+  // Live events that arrived while the history was loading are kept when they are newer than it.
+  const last = events.length ? events[events.length - 1].seq : 0;
+  const live = [...$('#timeline').children].filter((li) => Number(li.dataset.seq) > last);
+  $('#timeline').replaceChildren(...events.map(timelineItem), ...live);
 }
 
-function connectLive() {
-  const source = new EventSource(`/v1/events?key=${encodeURIComponent(key)}`);
+function connectLive(afterSeq) {
+  // `after` only matters for the first connection: on reconnects EventSource sends Last-Event-ID,
+  // which the server prefers, so nothing is missed or replayed across a drop either.
+  const source = new EventSource(`/v1/events?key=${encodeURIComponent(key)}&after=${afterSeq}`);
   const pending = new Set();
   let timer = null;
   source.onopen = () => {
@@ -205,9 +216,9 @@ async function main() {
     location.reload();
   });
   if (!key) return askForKey();
-  await loadTasks();
+  const seq = await loadTasks();
   await refreshSignals();
-  connectLive();
+  connectLive(seq);
   setInterval(() => {
     for (const cell of document.querySelectorAll('td.age')) cell.textContent = age(Number(cell.dataset.created));
   }, 1000);

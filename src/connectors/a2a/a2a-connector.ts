@@ -147,7 +147,7 @@ export class A2AConnector implements Connector {
     const params = this.sendParams(request);
     delete (params.configuration as Record<string, unknown>).returnImmediately;
     let task: Task | null = null;
-    for await (const frame of (await this.ready(signal)).stream('SendStreamingMessage', params, signal)) {
+    for await (const { frame, eventId } of (await this.ready(signal)).stream('SendStreamingMessage', params, signal)) {
       const f = frame as { message?: unknown };
       if (!task && f && typeof f === 'object' && f.message) {
         yield this.sendResult(frame, request.messageId);
@@ -156,7 +156,7 @@ export class A2AConnector implements Connector {
       const next = applyFrame(task, frame);
       if (!next) continue;
       task = next;
-      yield taskToSnapshot(task);
+      yield { ...taskToSnapshot(task), eventId };
     }
   }
 
@@ -213,11 +213,11 @@ export class A2AConnector implements Connector {
 
   async *observe(remoteId: string, _cursor: string | null, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
     let task: Task | null = null;
-    for await (const frame of (await this.ready(signal)).stream('SubscribeToTask', { id: remoteId }, signal)) {
+    for await (const { frame, eventId } of (await this.ready(signal)).stream('SubscribeToTask', { id: remoteId }, signal)) {
       const next = applyFrame(task, frame);
       if (!next) continue;
       task = next;
-      yield taskToSnapshot(task);
+      yield { ...taskToSnapshot(task), eventId };
     }
   }
 

@@ -12,7 +12,14 @@ import { a2aWireError, transportError } from './wire-errors.ts';
 export interface A2ATransport {
   readonly binding: 'JSONRPC' | 'HTTP+JSON';
   call(method: A2AMethod, params: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
-  stream(method: 'SubscribeToTask' | 'SendStreamingMessage', params: Record<string, unknown>, signal: AbortSignal): AsyncIterable<unknown>;
+  stream(method: 'SubscribeToTask' | 'SendStreamingMessage', params: Record<string, unknown>, signal: AbortSignal): AsyncIterable<StreamFrame>;
+}
+
+/** One StreamResponse of a stream, with the SSE `id:` it came with (our host sends the event seq). */
+export interface StreamFrame {
+  frame: unknown;
+  /** The SSE event id, kept on the envelope as `lastEventId`; null when the server sends none. */
+  eventId: string | null;
 }
 
 export interface TransportOptions {
@@ -113,7 +120,7 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
           } catch {
             throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
           }
-          yield await rpcResult(frame, response.status);
+          yield { frame: await rpcResult(frame, response.status), eventId: ev.id ?? null };
         }
       } finally {
         done();
@@ -202,7 +209,7 @@ export function restTransport(o: TransportOptions): A2ATransport {
             throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
           }
           if (ev.event === 'error') throw restError(frame, 500);
-          yield frame;
+          yield { frame, eventId: ev.id ?? null };
         }
       } finally {
         done();

@@ -1,0 +1,83 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Plane } from '../../src/plane/plane.ts';
+import type { PlaneOptions } from '../../src/plane/options.ts';
+import { harness, type Harness } from './harness.ts';
+
+/**
+ * Two planes on one database (a fresh PostgreSQL schema; and the memory store with leases forced on):
+ * each job is streamed by exactly one plane, and when a plane dies its jobs are taken over by the other
+ * within the lease ttl plus one adoption interval, on the virtual clock.
+ */
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const TTL = 30_000;
+const backends: Array<[string, string | undefined, PlaneOptions['watch']]> = [
+  ['postgres', 'postgres', { leaseTtlMs: TTL }],
+  ['memory (leases on)', undefined, { leases: 'on', leaseTtlMs: TTL }],
+];
+
+function subscribesPerJob(hh: Harness): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const c of hh.remote.calls) if (c.method === 'subscribe' && c.id) out.set(c.id, (out.get(c.id) ?? 0) + 1);
+  return out;
+}
+
+const watched = (p: Plane) => Object.entries(p.watcherStates()).filter(([, s]) => s !== 'done').map(([id]) => id);
+
+for (const [name, store, watch] of backends) {
+  describe(`watch leases between two planes: ${name}`, () => {
+    it('each job is watched by one plane, and a dead plane’s jobs are picked up by the other', async () => {
+      const options: PlaneOptions = { watch, reconcile: { intervalMs: 3_600_000 } };
+      h = await harness(options, {}, 1, {}, { ...(store ? { store } : {}), instanceId: 'plane-a' });
+      const a = h.plane;
+      const b = h.addPlane(options, 'plane-b');
+      await b.start();
+      const ids: { a: string[]; b: string[] } = { a: [], b: [] };
+      for (let i = 0; i < 4; i++) ids.a.push((await a.create({ tenant: 't', target: 'fake', input: `a${i}` })).envelope.id);
+      for (let i = 0; i < 4; i++) ids.b.push((await b.create({ tenant: 't', target: 'fake', input: `b${i}` })).envelope.id);
+      await h.settle();
+      // A third plane starting now (its recovery lists every active job) watches none of them.
+      const c = h.addPlane(options, 'plane-c');
+      await c.start();
+      await h.settle();
+      expect(watched(c)).toEqual([]);
+      await c.stop();
+      // Two adoption rounds on each plane: nobody takes a job another live plane watches.
+      await h.advance(2 * TTL + 1000);
+      expect(watched(a).sort()).toEqual([...ids.a].sort());
+      expect(watched(b).sort()).toEqual([...ids.b].sort());
+      expect([...subscribesPerJob(h).values()]).toEqual(Array(8).fill(1));
+
+      // Plane A dies (its leases are left to expire, as after SIGKILL).
+      await a.stop({ abandon: true });
+      await h.advance(TTL + TTL + 1000);
+      expect(watched(b).sort()).toEqual([...ids.a, ...ids.b].sort());
+      const subs = subscribesPerJob(h);
+      for (const id of ids.a) expect(subs.get((await b.get('t', id)).remoteId!)).toBe(2);
+      for (const id of ids.b) expect(subs.get((await b.get('t', id)).remoteId!)).toBe(1);
+
+      // B now learns A's outcomes over its own streams.
+      for (const id of ids.a) h.remote.set((await b.get('t', id)).remoteId!, 'succeeded');
+      await h.settle();
+      for (const id of ids.a) expect((await b.get('t', id)).state).toBe('succeeded');
+    }, 60_000);
+  });
+}
+
+describe('watch leases of jobs without a watcher', () => {
+  it('a push-only job’s lease is released once the job is finished', async () => {
+    h = await harness({ watch: { leases: 'on', leaseTtlMs: TTL }, delivery: { stream: false, push: true, poll: false }, publicUrl: 'http://127.0.0.1:9' });
+    const { envelope } = await h.plane.create({ tenant: 't', target: 'fake', input: 'p' });
+    const free = () => h!.store.acquireLease(`watch:${envelope.id}`, 'someone-else', h!.clock.now(), 0);
+    expect(await free()).toBe(false);
+    h.remote.set(envelope.remoteId!, 'succeeded');
+    const push = h.remote.pushes[0]!;
+    await h.plane.handleWebhook('fake', { headers: { authorization: `Bearer ${push.token}` }, rawBody: push.body, envelopeId: envelope.id });
+    await h.advance(TTL / 3 + 1000);
+    expect(await free()).toBe(true);
+  });
+});
