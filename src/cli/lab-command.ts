@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -128,8 +127,6 @@ async function runLabCommand(f: LabFlags): Promise<void> {
     if (err.code === 'EPIPE') process.exit(0);
     throw err;
   });
-  // The engine ties every in-flight call to one AbortSignal; hundreds of concurrent jobs are normal here.
-  EventEmitter.defaultMaxListeners = 0;
   if (f.serve) {
     const port = num('port', f.port ?? '8090')!;
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw bad('port', 'must be an integer in 0..65535');

@@ -62,7 +62,7 @@ export async function runLab(settings: LabSettings, options: RunOptions = {}): P
     const { runEngineClient } = await import('./engine-client.ts');
     await runEngineClient(world, options.onProgress);
   } else {
-    runNaive(world, options.onProgress);
+    runNaiveClient(world, options.onProgress);
   }
   return {
     name: options.name ?? 'run',
@@ -76,7 +76,7 @@ export async function runLab(settings: LabSettings, options: RunOptions = {}): P
 }
 
 /** The baseline clients run synchronously on the virtual clock: no promises, so 10,000 jobs stay fast. */
-function runNaive(world: World, onProgress?: (fraction: number) => void): void {
+export function runNaiveClient(world: World, onProgress?: (fraction: number) => void): void {
   const { clock, agent } = world;
   const client = new NaiveClient(clock, agent, world.net, world.ledger, world.jobs, world.settings);
   client.start();

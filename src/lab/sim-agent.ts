@@ -9,15 +9,9 @@ export interface PushTarget {
   token: string;
 }
 
-interface AgentTask {
-  id: string;
-  contextId: string;
-  job: number;
+/** What the agent keeps per task: what it tells clients (a snapshot, copied out by snap()) and its internals. */
+interface AgentTask extends AgentSnapshot {
   messageId: string;
-  state: A2AState;
-  statusMs: number;
-  version: number;
-  inputRequestId: string | null;
   /** Work left to do from `workingSince`. */
   remainingMs: number;
   workingSince: number;

@@ -48,8 +48,10 @@ export function webhookBody(d: WebhookDelivery): InboundWebhook {
 export interface SimConnectorOptions {
   stream: boolean;
   push: boolean;
-  /** Called with the `since` of every reconciliation round's first ListTasks page. */
+  /** Called at the start of every reconciliation round (its first ListTasks page). */
   onListRound?: () => void;
+  /** Called with every snapshot of a task the client receives, whatever the path (send, stream, get, list, answer, push). */
+  onHeard?: (snapshot: AgentSnapshot) => void;
 }
 
 /**
@@ -81,6 +83,12 @@ export class SimConnector implements Connector {
     };
   }
 
+  /** A snapshot on its way to the engine: the client hears from the task. */
+  private heard(s: AgentSnapshot): RemoteSnapshot {
+    this.options.onHeard?.(s);
+    return toRemote(s);
+  }
+
   /** One request: reaches the agent one latency later, the answer comes back one latency after that. */
   private async call<T>(kind: Parameters<Ledger['request']>[0], signal: AbortSignal, fn: () => T): Promise<T> {
     this.ledger.request(kind);
@@ -98,23 +106,16 @@ export class SimConnector implements Connector {
 
   start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot> {
     const req = this.sendRequest(request);
-    return this.call('send', signal, () => toRemote(this.agent.send(req)));
+    return this.call('send', signal, () => this.heard(this.agent.send(req)));
   }
 
   /**
    * SendStreamingMessage: one request starts the task and streams it (the engine uses this when it
    * streams, and reattaches with observe() after a drop). The stream begins with the Task.
    */
-  async *startStream(request: StartRequest, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+  startStream(request: StartRequest, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
     const req = this.sendRequest(request);
-    const stream = new OpenStream(this.net, req.job);
-    try {
-      await this.call('send', signal, () => this.agent.send(req, stream.conn));
-    } catch (err) {
-      stream.close();
-      throw err;
-    }
-    yield* this.follow(stream, signal);
+    return this.streamCall('send', req.job, signal, (conn) => this.agent.send(req, conn));
   }
 
   private sendRequest(request: StartRequest): { messageId: string; contextId: string; job: number; push: PushRegistration | null } {
@@ -124,7 +125,7 @@ export class SimConnector implements Connector {
   }
 
   get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
-    return this.call('get', signal, () => toRemote(this.agent.get(remoteId)));
+    return this.call('get', signal, () => this.heard(this.agent.get(remoteId)));
   }
 
   listChanged(query: ListChangedQuery, signal: AbortSignal): Promise<ListChangedPage> {
@@ -133,23 +134,28 @@ export class SimConnector implements Connector {
     this.ledger.reconcileListCharge++;
     return this.call('list', signal, () => {
       const page = this.agent.list(query.since, query.cursor, query.pageSize ?? 100);
-      return { items: page.items.map(toRemote), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+      return { items: page.items.map((item) => this.heard(item)), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
     });
   }
 
   /** SubscribeToTask: the current Task first, then every update, until terminal (ends) or a drop (throws). */
-  async *observe(remoteId: string, _cursor: string | null, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
-    const stream = new OpenStream(this.net, this.agent.jobOf(remoteId) ?? -1);
+  observe(remoteId: string, _cursor: string | null, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+    return this.streamCall('subscribe', this.agent.jobOf(remoteId) ?? -1, signal, (conn) => this.agent.subscribe(remoteId, conn));
+  }
+
+  /**
+   * One streaming request (SendStreamingMessage or SubscribeToTask): opens the stream, makes the call
+   * that attaches the agent to it (the agent's first event on it is the Task), then yields every event
+   * until the agent closes the stream (ends) or it drops (throws `unavailable`).
+   */
+  private async *streamCall(kind: 'send' | 'subscribe', job: number, signal: AbortSignal, attach: (conn: StreamConn) => unknown): AsyncGenerator<RemoteSnapshot> {
+    const stream = new OpenStream(this.net, job);
     try {
-      await this.call('subscribe', signal, () => this.agent.subscribe(remoteId, stream.conn));
+      await this.call(kind, signal, () => attach(stream.conn));
     } catch (err) {
       stream.close();
       throw err;
     }
-    yield* this.follow(stream, signal);
-  }
-
-  private async *follow(stream: OpenStream, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
     const onAbort = () => stream.close();
     signal.addEventListener('abort', onAbort, { once: true });
     try {
@@ -157,7 +163,7 @@ export class SimConnector implements Connector {
         const item = await stream.next();
         if (item === 'done') return;
         if (item === 'drop') throw new TaskplaneError('unavailable', 'stream dropped');
-        yield toRemote(item);
+        yield this.heard(item);
       }
     } finally {
       stream.close();
@@ -166,7 +172,7 @@ export class SimConnector implements Connector {
   }
 
   answer(remoteId: string, answer: InputAnswer, signal: AbortSignal): Promise<RemoteSnapshot> {
-    return this.call('answer', signal, () => toRemote(this.agent.answer(remoteId, answer.requestId)));
+    return this.call('answer', signal, () => this.heard(this.agent.answer(remoteId, answer.requestId)));
   }
 
   async registerPush(remoteId: string, push: PushRegistration, signal: AbortSignal): Promise<{ configId: string }> {
@@ -182,7 +188,7 @@ export class SimConnector implements Connector {
       throw new TaskplaneError('invalid_argument', 'webhook body is not JSON');
     }
     if (!body.snapshot || typeof body.deliveryId !== 'string') throw new TaskplaneError('invalid_argument', 'webhook body has no task');
-    return { remoteId: body.snapshot.id, deliveryId: body.deliveryId, token: request.headers[TOKEN_HEADER] ?? null, snapshot: toRemote(body.snapshot) };
+    return { remoteId: body.snapshot.id, deliveryId: body.deliveryId, token: request.headers[TOKEN_HEADER] ?? null, snapshot: this.heard(body.snapshot) };
   }
 }
 

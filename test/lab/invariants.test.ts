@@ -1,11 +1,7 @@
 import fc from 'fast-check';
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { runLab } from '../../src/lab/run.ts';
 import { DEFAULT_SETTINGS, faultsOnly, withSettings } from '../../src/lab/settings.ts';
-
-// The engine ties every in-flight call to one AbortSignal; hundreds of concurrent jobs are normal here.
-EventEmitter.defaultMaxListeners = 0;
 
 /**
  * Invariants over many seeds (issue 5). Runs are on virtual time, so a 240-task run takes a few

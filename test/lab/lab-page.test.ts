@@ -19,9 +19,13 @@ describe.skipIf(!hasChromium)('lab page (headless Chromium)', () => {
   let base = '';
 
   beforeAll(async () => {
-    const handle = labPageHandler(await buildLabAssets(root));
+    const assets = await buildLabAssets(root);
+    // At `/lab` as `taskplane lab --serve` and `taskplane serve` mount it, and under a deeper prefix
+    // (a reverse proxy's), to show the page finds its bundle relative to itself wherever it is mounted.
+    const handlers = [labPageHandler(assets, '/lab'), labPageHandler(assets, '/ops/taskplane/lab')];
     server = createServer((req, res) => {
-      const response = handle(new Request(`http://localhost${req.url ?? '/'}`));
+      const request = new Request(`http://localhost${req.url ?? '/'}`);
+      const response = handlers.map((handle) => handle(request)).find((r) => r !== null);
       if (!response) return void res.writeHead(404).end();
       const headers: Record<string, string> = {};
       response.headers.forEach((v, k) => (headers[k] = v));
@@ -78,6 +82,22 @@ describe.skipIf(!hasChromium)('lab page (headless Chromium)', () => {
 
     mkdirSync(`${root}test-results`, { recursive: true });
     await page.screenshot({ path: `${root}test-results/lab-mission-2.png`, fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('works under another prefix: /ops/taskplane/lab redirects to the slash form and loads lab.js relative to it', async () => {
+    const page = await browser.newPage({ viewport: { width: 1320, height: 860 } });
+    const errors: string[] = [];
+    const requested: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    // Everything the page asks for under its prefix (the browser may also try /favicon.ico at the root).
+    page.on('response', (r) => new URL(r.url()).pathname.startsWith('/ops/') && requested.push(`${r.status()} ${new URL(r.url()).pathname}`));
+    await page.goto(`${base}/ops/taskplane/lab`);
+    await page.waitForFunction(() => document.getElementById('status')?.textContent?.startsWith('done'));
+    expect(new URL(page.url()).pathname).toBe('/ops/taskplane/lab/');
+    expect(requested).toEqual(['301 /ops/taskplane/lab', '200 /ops/taskplane/lab/', '200 /ops/taskplane/lab/lab.js']);
+    expect(await page.textContent('#fig-tasks')).toBe('240');
     expect(errors).toEqual([]);
     await page.close();
   });

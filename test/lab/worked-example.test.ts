@@ -1,11 +1,7 @@
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { EXAMPLE_ROWS, MISSIONS, bandMisses, exampleSettings, missionSettings } from '../../src/lab/missions.ts';
 import { runLab } from '../../src/lab/run.ts';
 import { DEFAULT_SETTINGS, usesEngine } from '../../src/lab/settings.ts';
-
-// The engine ties every in-flight call to one AbortSignal; hundreds of concurrent jobs are normal here.
-EventEmitter.defaultMaxListeners = 0;
 
 /** LAB.md's worked example, with the default seed (4, for seed 004): every row inside its band. */
 describe('worked example (seed 4)', () => {
