@@ -138,7 +138,15 @@ export class A2AService implements A2ARequestHandler {
 
   createTaskPushNotificationConfig: A2ARequestHandler['createTaskPushNotificationConfig'] = async (req, ctx) => {
     await this.ownTask(req.taskId, ctx);
-    return this.push.create(req.taskId, scope(ctx), req);
+    // The flag before the config (see ExecutorState.pushConfigs): every write after it lists the configs.
+    const flag = async () => {
+      await this.o.writer.update(req.taskId, (d) => {
+        if (d.executor.pushConfigs !== false || isTerminalTaskState(d.task.status.state)) return null;
+        d.executor.pushConfigs = true;
+        return { events: [] };
+      });
+    };
+    return this.push.create(req.taskId, scope(ctx), req, flag);
   };
 
   getTaskPushNotificationConfig: A2ARequestHandler['getTaskPushNotificationConfig'] = async (req, ctx) => {
@@ -186,7 +194,7 @@ export class A2AService implements A2ARequestHandler {
     const pushConfig = req.configuration?.taskPushNotificationConfig;
     let configId: string | undefined;
     if (pushConfig) configId = (await this.push.create(id, owner, { ...pushConfig, taskId: id })).id;
-    const executor: ExecutorState = { inputs: [], runs: 0, trigger: stored, host: this.o.liveness.hostId };
+    const executor: ExecutorState = { inputs: [], runs: 0, trigger: stored, host: this.o.liveness.hostId, pushConfigs: configId !== undefined };
     const record: AgentTaskRecord = {
       id,
       owner,

@@ -3,8 +3,9 @@ import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
 
 /**
- * Opens the host's store from a `--db` URL (`sqlite:PATH`, `postgres://…`, `memory:`). SQLite runs
- * synchronous=FULL with group commit, so a 2xx is sent only after the task is on disk.
+ * Opens the host's store from a `--db` URL (`sqlite:PATH`, `postgres://…`, `memory:`). SQLite group-commits
+ * and fsyncs each batch's WAL before its writes resolve (synchronous=NORMAL plus an fsync on the thread
+ * pool, or `?synchronous=FULL`), so a 2xx is sent only after the task is on disk.
  */
 export function openHostStore(url: string, logger: Logger): Promise<Store> {
   return openStore(url, { logger: { info: (msg) => logger.info(msg), warn: (msg) => logger.warn(msg) } });

@@ -16,7 +16,13 @@ export class PushConfigs {
     private readonly random: Random,
   ) {}
 
-  async create(taskId: string, owner: string, cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+  /** `beforeStore` runs once the request is valid, just before the config is stored. */
+  async create(
+    taskId: string,
+    owner: string,
+    cfg: TaskPushNotificationConfig,
+    beforeStore?: () => Promise<void>,
+  ): Promise<TaskPushNotificationConfig> {
     // Only the scheme is checked here; the SSRF check runs at dispatch time, after DNS resolution,
     // so it covers every registration path and DNS changes after registration (a2a-python#1164).
     let url: URL;
@@ -39,6 +45,7 @@ export class PushConfigs {
     };
     const existing = await this.store.getPushConfig(taskId, record.id);
     if (existing && existing.owner !== owner) throw invalidParams('id', 'is already in use');
+    await beforeStore?.();
     return toWire(await this.store.putPushConfig(record));
   }
 

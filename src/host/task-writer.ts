@@ -4,7 +4,7 @@ import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
 import type { AgentTaskRecord, NewAgentTaskEvent, NewOutboxRow, Store } from '../store/store.ts';
 import { isTerminalTaskState, type Task } from '../protocols/a2a/types.ts';
-import { type ExecutorState, type StoredEvent, executorStateOf, taskOf, wirePayload } from './task-model.ts';
+import { type ExecutorState, type StoredEvent, executorStateOf, jsonCopy, taskOf, wirePayload } from './task-model.ts';
 
 /** What a change to a task produces: the events to append (each also queued for every push config). */
 export interface TaskChange {
@@ -120,8 +120,8 @@ export class TaskWriter {
       const current = this.cache.get(taskId) ?? (await this.store.getAgentTask(taskId));
       if (!current) throw new Error(`agent task ${taskId} vanished`);
       const draft: TaskDraft = {
-        task: structuredClone(taskOf(current)),
-        executor: structuredClone(executorStateOf(current)),
+        task: jsonCopy(taskOf(current)),
+        executor: jsonCopy(executorStateOf(current)),
         record: current,
       };
       const events: StoredEvent[] = [];
@@ -157,7 +157,7 @@ export class TaskWriter {
         updatedAt: now,
       };
       const newEvents: NewAgentTaskEvent[] = stamped.map((payload) => ({ taskId, at: now, payload }));
-      const outbox = await this.outboxRows(taskId, stamped, now);
+      const outbox = draft.executor.pushConfigs === false ? [] : await this.outboxRows(taskId, stamped, now);
       try {
         const result = await this.store.updateAgentTask(next, current.version, newEvents, outbox, batch.length === 1 ? batch[0]!.messageId : undefined);
         if (isTerminalTaskState(result.task.state)) this.cache.delete(taskId);

@@ -8,6 +8,7 @@ export type StoreTarget =
       path: string;
       synchronous?: 'FULL' | 'NORMAL';
       groupCommit?: boolean;
+      walFsync?: boolean;
       busyTimeoutMs?: number;
     }
   | { kind: 'postgres'; url: string };
@@ -17,7 +18,7 @@ const EXPECTED = 'expected memory:, sqlite:<path>, sqlite::memory: or postgres:/
 /**
  * `memory:` · `sqlite:./data/taskplane.db` · `sqlite:///abs/path.db` · `sqlite::memory:` ·
  * `postgres://user@host:5432/db?schema=name` (also `postgresql://`).
- * SQLite takes optional `?synchronous=NORMAL|FULL&groupCommit=false&busyTimeoutMs=N`.
+ * SQLite takes optional `?synchronous=NORMAL|FULL&groupCommit=false&walFsync=false&busyTimeoutMs=N`.
  * Error messages name the scheme at most, never the whole URL: it may carry a password.
  */
 export function parseStoreUrl(url: string): StoreTarget {
@@ -50,6 +51,8 @@ function parseSqlite(rest: string): StoreTarget {
       target.synchronous = value.toUpperCase() as 'FULL' | 'NORMAL';
     } else if (key === 'groupCommit' && (value === 'true' || value === 'false')) {
       target.groupCommit = value === 'true';
+    } else if (key === 'walFsync' && (value === 'true' || value === 'false')) {
+      target.walFsync = value === 'true';
     } else if (key === 'busyTimeoutMs' && /^\d+$/.test(value)) {
       target.busyTimeoutMs = Number(value);
     } else {

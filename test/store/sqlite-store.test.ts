@@ -24,5 +24,7 @@ function sqliteHarness(name: string, options: Omit<SqliteStoreOptions, 'path'>) 
 }
 
 storeSuite(sqliteHarness('sqlite', {}));
+// synchronous=FULL (fsync inside COMMIT) stays selectable and must behave the same.
+storeSuite(sqliteHarness('sqlite synchronous=FULL', { synchronous: 'FULL' }));
 // The one-transaction-per-write path must keep the same behaviour as group commit.
 storeSuite(sqliteHarness('sqlite without group commit', { groupCommit: false }));

@@ -36,6 +36,8 @@ export abstract class SqliteAgentHost {
   protected abstract q(sql: string): Database.Statement;
   /** Runs `op` inside a (group-committed) BEGIN IMMEDIATE transaction. */
   protected abstract write<T>(op: WriteOp<T>): Promise<T>;
+  /** A value just read, once every commit it may include is durable (write-batcher.ts). */
+  protected abstract visible<T>(value: T): Promise<T>;
 
   // --- agent tasks -----------------------------------------------------------------------------
 
@@ -45,29 +47,32 @@ export abstract class SqliteAgentHost {
     events: NewAgentTaskEvent[],
     outbox: NewOutboxRow[],
   ): Promise<{ created: boolean; task: AgentTaskRecord }> {
-    ({ task, events, outbox } = snapshot({ task, events, outbox }));
+    // The JSON text is the copy taken at the call (what structuredClone gave before, at a fifth of the
+    // cost: 11 µs vs 2 µs for a host task record here); the returned record is parsed back from it.
+    const row = serializeTask(task, 1);
+    const rowEvents = events.map(serializeEvent);
+    const rowOutbox = outbox.map(serializeOutbox);
     return this.write((notices) => {
-      const existing = this.taskIdForMessage(task.owner, messageId);
+      const existing = this.taskIdForMessage(row.owner, messageId);
       if (existing !== undefined) return { created: false, task: this.readTask(existing)! };
-      const stored = { ...task, version: 1 };
       this.q(
         `INSERT INTO agent_tasks (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
            executor_state, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(...taskColumns(stored), stored.id);
-      this.recordMessage(stored.owner, messageId, stored.id);
-      notices.push(...taskNotices(stored.id, this.appendTaskEvents(events)));
-      this.appendOutbox(outbox, stored.updatedAt);
-      return { created: true, task: structuredClone(stored) };
+      ).run(row.owner, ...taskColumns(row), row.id);
+      this.recordMessage(row.owner, messageId, row.id);
+      notices.push(...taskNotices(row.id, this.appendTaskEvents(rowEvents)));
+      this.appendOutbox(rowOutbox, row.updatedAt);
+      return { created: true, task: deserializeTask(row) };
     });
   }
 
   async getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined> {
     const task = this.readTask(id);
-    return task && (owner === undefined || task.owner === owner) ? task : undefined;
+    return this.visible(task && (owner === undefined || task.owner === owner) ? task : undefined);
   }
 
   async findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined> {
-    return this.taskIdForMessage(owner, messageId);
+    return this.visible(this.taskIdForMessage(owner, messageId));
   }
 
   updateAgentTask(
@@ -77,25 +82,34 @@ export abstract class SqliteAgentHost {
     outbox: NewOutboxRow[],
     messageId?: string,
   ): Promise<{ duplicate: boolean; task: AgentTaskRecord; events: AgentTaskEvent[] }> {
-    ({ next, events, outbox } = snapshot({ next, events, outbox }));
+    const row = serializeTask(next, expectedVersion + 1);
+    const rowEvents = events.map(serializeEvent);
+    const rowOutbox = outbox.map(serializeOutbox);
     return this.write((notices) => {
-      const current = this.readTask(next.id);
-      if (!current) throw notFound(`agent task ${next.id}`);
       // Duplicate before version: a retried message must read as "already done", not as a conflict.
-      if (messageId !== undefined && this.taskIdForMessage(current.owner, messageId) !== undefined) {
-        return { duplicate: true, task: current, events: [] };
+      if (messageId !== undefined) {
+        const found = this.q('SELECT owner FROM agent_tasks WHERE id = ?').get(row.id) as { owner: string } | undefined;
+        if (!found) throw notFound(`agent task ${row.id}`);
+        if (this.taskIdForMessage(found.owner, messageId) !== undefined) {
+          return { duplicate: true, task: this.readTask(row.id)!, events: [] };
+        }
       }
-      const stored = { ...next, owner: current.owner, version: expectedVersion + 1 };
-      const result = this.q(
-        `UPDATE agent_tasks SET owner = ?, context_id = ?, state = ?, status_timestamp = ?, created_at = ?,
-           updated_at = ?, version = ?, task = ?, executor_state = ? WHERE id = ? AND version = ?`,
-      ).run(...taskColumns(stored), next.id, expectedVersion);
-      if (result.changes === 0) throw new VersionConflictError(`agent task ${next.id}`);
-      if (messageId !== undefined) this.recordMessage(current.owner, messageId, next.id);
-      const appended = this.appendTaskEvents(events);
-      this.appendOutbox(outbox, stored.updatedAt);
-      notices.push(...taskNotices(stored.id, appended));
-      return { duplicate: false, task: structuredClone(stored), events: appended };
+      // The owner never changes: it is not SET, and RETURNING gives the stored one (no read of the whole
+      // record first, which was a SELECT plus two JSON.parse per write).
+      const updated = this.q(
+        `UPDATE agent_tasks SET context_id = ?, state = ?, status_timestamp = ?, created_at = ?, updated_at = ?,
+           version = ?, task = ?, executor_state = ? WHERE id = ? AND version = ? RETURNING owner`,
+      ).get(...taskColumns(row), row.id, expectedVersion) as { owner: string } | undefined;
+      if (!updated) {
+        const exists = this.q('SELECT 1 FROM agent_tasks WHERE id = ?').get(row.id) !== undefined;
+        throw exists ? new VersionConflictError(`agent task ${row.id}`) : notFound(`agent task ${row.id}`);
+      }
+      row.owner = updated.owner;
+      if (messageId !== undefined) this.recordMessage(row.owner, messageId, row.id);
+      const appended = this.appendTaskEvents(rowEvents);
+      this.appendOutbox(rowOutbox, row.updatedAt);
+      notices.push(...taskNotices(row.id, appended));
+      return { duplicate: false, task: deserializeTask(row), events: appended.map(deserializeEvent) };
     });
   }
 
@@ -117,7 +131,7 @@ export abstract class SqliteAgentHost {
     const last = tasks[tasks.length - 1];
     const nextCursor =
       found.length > pageSize && last ? encodeCursor(last.statusTimestamp, last.id) : undefined;
-    return { tasks, nextCursor, totalSize: total };
+    return this.visible({ tasks, nextCursor, totalSize: total });
   }
 
   async listActiveAgentTasks(): Promise<AgentTaskRecord[]> {
@@ -125,14 +139,14 @@ export abstract class SqliteAgentHost {
     const found = this.q(`SELECT * FROM agent_tasks WHERE state NOT IN (${terminal}) ORDER BY id`).all(
       ...TERMINAL_AGENT_TASK_STATES,
     ) as rows.AgentTaskRow[];
-    return found.map(rows.toAgentTask);
+    return this.visible(found.map(rows.toAgentTask));
   }
 
   async listAgentTaskEvents(taskId: string, afterSeq: number, limit?: number): Promise<AgentTaskEvent[]> {
     const found = this.q(
       'SELECT * FROM agent_task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?',
     ).all(taskId, afterSeq, eventLimit(limit)) as rows.TaskEventRow[];
-    return found.map(rows.toTaskEvent);
+    return this.visible(found.map(rows.toTaskEvent));
   }
 
   // --- push configs ----------------------------------------------------------------------------
@@ -151,12 +165,12 @@ export abstract class SqliteAgentHost {
 
   async getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
     const row = this.q('SELECT * FROM push_configs WHERE task_id = ? AND id = ?').get(taskId, id);
-    return row === undefined ? undefined : rows.toPushConfig(row as rows.PushConfigRow);
+    return this.visible(row === undefined ? undefined : rows.toPushConfig(row as rows.PushConfigRow));
   }
 
   async listPushConfigs(taskId: string): Promise<PushConfigRecord[]> {
     const found = this.q('SELECT * FROM push_configs WHERE task_id = ? ORDER BY created_at, id').all(taskId);
-    return (found as rows.PushConfigRow[]).map(rows.toPushConfig);
+    return this.visible((found as rows.PushConfigRow[]).map(rows.toPushConfig));
   }
 
   deletePushConfig(taskId: string, id: string): Promise<void> {
@@ -208,7 +222,9 @@ export abstract class SqliteAgentHost {
     if (query.status !== undefined) w.add('status = $?', query.status);
     if (query.taskId !== undefined) w.add('task_id = $?', query.taskId);
     const sql = `SELECT * FROM outbox ${w.sql()} ORDER BY id LIMIT ?`;
-    return (this.q(sql).all(...w.params, outboxLimit(query.limit)) as rows.OutboxDbRow[]).map(rows.toOutbox);
+    return this.visible(
+      (this.q(sql).all(...w.params, outboxLimit(query.limit)) as rows.OutboxDbRow[]).map(rows.toOutbox),
+    );
   }
 
   protected readTask(id: string): AgentTaskRecord | undefined {
@@ -232,36 +248,92 @@ export abstract class SqliteAgentHost {
     );
   }
 
-  private appendTaskEvents(events: NewAgentTaskEvent[]): AgentTaskEvent[] {
+  private appendTaskEvents(events: EventRow[]): StoredEventRow[] {
     const insert = this.q('INSERT INTO agent_task_events (task_id, at, payload) VALUES (?, ?, ?)');
-    return events.map((e) => {
-      const seq = Number(insert.run(e.taskId, e.at, JSON.stringify(e.payload)).lastInsertRowid);
-      return { ...structuredClone(e), seq };
-    });
+    return events.map((e) => ({ ...e, seq: Number(insert.run(e.taskId, e.at, e.payload).lastInsertRowid) }));
   }
 
-  private appendOutbox(outbox: NewOutboxRow[], createdAt: number): void {
+  private appendOutbox(outbox: OutboxInsert[], createdAt: number): void {
     const insert = this.q(
       `INSERT INTO outbox (task_id, config_id, delivery_id, payload, status, attempts, next_attempt_at, created_at)
        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
     );
-    for (const r of outbox)
-      insert.run(r.taskId, r.configId, r.deliveryId, JSON.stringify(r.payload), r.nextAttemptAt, createdAt);
+    for (const r of outbox) insert.run(r.taskId, r.configId, r.deliveryId, r.payload, r.nextAttemptAt, createdAt);
   }
 }
 
-function taskColumns(t: AgentTaskRecord): unknown[] {
-  return [
-    t.owner,
-    t.contextId,
-    t.state,
-    t.statusTimestamp,
-    t.createdAt,
-    t.updatedAt,
-    t.version,
-    JSON.stringify(t.task),
-    jsonOrNull(t.executorState),
-  ];
+/** A task record as the row it is stored as: JSON documents as text, taken at the call. */
+interface TaskRow {
+  id: string;
+  owner: string;
+  contextId: string;
+  state: string;
+  statusTimestamp: number;
+  createdAt: number;
+  updatedAt: number;
+  version: number;
+  task: string;
+  executorState: string | null;
+}
+
+interface EventRow {
+  taskId: string;
+  at: number;
+  payload: string;
+}
+
+interface StoredEventRow extends EventRow {
+  seq: number;
+}
+
+type OutboxInsert = Omit<NewOutboxRow, 'payload'> & { payload: string };
+
+function serializeTask(t: AgentTaskRecord, version: number): TaskRow {
+  return {
+    id: t.id,
+    owner: t.owner,
+    contextId: t.contextId,
+    state: t.state,
+    statusTimestamp: t.statusTimestamp,
+    createdAt: t.createdAt,
+    updatedAt: t.updatedAt,
+    version,
+    task: JSON.stringify(t.task),
+    executorState: jsonOrNull(t.executorState),
+  };
+}
+
+/** The record a read of this row would return (a fresh object graph the caller owns). */
+function deserializeTask(r: TaskRow): AgentTaskRecord {
+  return {
+    id: r.id,
+    owner: r.owner,
+    contextId: r.contextId,
+    state: r.state,
+    statusTimestamp: r.statusTimestamp,
+    task: JSON.parse(r.task) as Record<string, unknown>,
+    executorState: r.executorState === null ? null : (JSON.parse(r.executorState) as Record<string, unknown>),
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    version: r.version,
+  };
+}
+
+function serializeEvent(e: NewAgentTaskEvent): EventRow {
+  return { taskId: e.taskId, at: e.at, payload: JSON.stringify(e.payload) };
+}
+
+function deserializeEvent(e: StoredEventRow): AgentTaskEvent {
+  return { taskId: e.taskId, at: e.at, payload: JSON.parse(e.payload) as Record<string, unknown>, seq: e.seq };
+}
+
+function serializeOutbox(r: NewOutboxRow): OutboxInsert {
+  return { ...r, payload: JSON.stringify(r.payload) };
+}
+
+/** The columns after owner, in the order the INSERT and UPDATE name them. */
+function taskColumns(t: TaskRow): unknown[] {
+  return [t.contextId, t.state, t.statusTimestamp, t.createdAt, t.updatedAt, t.version, t.task, t.executorState];
 }
 
 function jsonOrNull(value: unknown): string | null {

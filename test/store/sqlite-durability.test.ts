@@ -1,0 +1,190 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, test } from 'vitest';
+import { TaskplaneError } from '../../src/core/errors.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { WriteBatcher, type WalSyncer } from '../../src/store/sqlite/write-batcher.ts';
+import type { AgentTaskRecord, ChangeNotice } from '../../src/store/store.ts';
+
+/**
+ * synchronous=NORMAL plus an fsync of the WAL off the event loop (write-batcher.ts) must acknowledge a
+ * write exactly when FULL would: after its commit is on disk. A power loss cannot be staged in a test, so
+ * these check the order of events with a syncer the test completes by hand, and that the file the store
+ * fsyncs stays the WAL SQLite writes.
+ */
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'taskplane-durability-'));
+  dirs.push(dir);
+  return join(dir, 'store.db');
+}
+
+/** A syncer whose fsyncs the test completes (or fails) by hand. */
+class ManualSyncer implements WalSyncer {
+  pending: Array<(err: Error | null) => void> = [];
+  sync(done: (err: Error | null) => void): void {
+    this.pending.push(done);
+  }
+  finish(err: Error | null = null, index = 0): void {
+    const [done] = this.pending.splice(index, 1);
+    if (!done) throw new Error('no fsync in flight');
+    done(err);
+  }
+}
+
+function batcherOn(path: string, maxSyncsInFlight = 1) {
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec('CREATE TABLE t (x INTEGER)');
+  const syncer = new ManualSyncer();
+  const notices: ChangeNotice[] = [];
+  const batcher = new WriteBatcher(db, {
+    groupCommit: true,
+    maxBatch: 256,
+    onCommit: (n) => notices.push(...n),
+    translate: (err) => err,
+    syncer,
+    maxSyncsInFlight,
+    syncFailed: (err) => new TaskplaneError('unavailable', 'fsync failed', { cause: err, retryable: false }),
+  });
+  const insert = (x: number) =>
+    batcher.run((n) => {
+      db.prepare('INSERT INTO t (x) VALUES (?)').run(x);
+      n.push({ kind: 'agentTask', id: String(x), seq: x });
+      return x;
+    });
+  const rows = () => (db.prepare('SELECT x FROM t ORDER BY x').all() as { x: number }[]).map((r) => r.x);
+  return { db, batcher, syncer, notices, insert, rows };
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('WriteBatcher with a WAL syncer', () => {
+  test('a write resolves, and its notices go out, only after the fsync that follows its commit', async () => {
+    const { batcher, syncer, notices, insert, rows, db } = batcherOn(tempPath());
+    let resolved = false;
+    const write = insert(1).then((v) => ((resolved = true), v));
+    await turn();
+    await turn();
+    expect(rows()).toEqual([1]); // committed (in the WAL) …
+    expect(syncer.pending).toHaveLength(1); // … an fsync is running …
+    expect(resolved).toBe(false); // … and nobody has been told
+    expect(notices).toEqual([]);
+    let read = false;
+    const visible = batcher.visible('read after the commit').then(() => (read = true));
+    await turn();
+    expect(read).toBe(false); // a read that could include the commit waits for the same fsync
+    syncer.finish();
+    expect(await write).toBe(1);
+    await visible;
+    expect(notices.map((n) => n.id)).toEqual(['1']);
+    expect(await batcher.visible('nothing pending')).toBe('nothing pending');
+    db.close();
+  });
+
+  test('writes queued during an fsync wait for it, then share one commit and one fsync', async () => {
+    const { syncer, insert, rows, db } = batcherOn(tempPath());
+    const first = insert(1);
+    await turn();
+    expect(syncer.pending).toHaveLength(1);
+    const later = [insert(2), insert(3), insert(4)];
+    await turn();
+    await turn();
+    expect(rows()).toEqual([1]); // held back: committing now would not let them resolve any sooner
+    syncer.finish();
+    await first;
+    expect(rows()).toEqual([1, 2, 3, 4]); // committed together once the fsync ended …
+    expect(syncer.pending).toHaveLength(1); // … under one new fsync
+    syncer.finish();
+    expect(await Promise.all(later)).toEqual([2, 3, 4]);
+    db.close();
+  });
+
+  test('with two fsyncs in flight, the later one finishing first resolves the writes of both', async () => {
+    const { syncer, insert, rows, db } = batcherOn(tempPath(), 2);
+    let done1 = false;
+    const first = insert(1).then(() => (done1 = true));
+    await turn();
+    const second = insert(2);
+    await turn();
+    expect(rows()).toEqual([1, 2]); // a free slot: the second commit did not wait
+    expect(syncer.pending).toHaveLength(2);
+    syncer.finish(null, 1); // the second fsync started after both commits: it covers both
+    expect(await second).toBe(2);
+    await first;
+    expect(done1).toBe(true);
+    syncer.finish(); // the first one ending late changes nothing
+    expect(syncer.pending).toHaveLength(0);
+    db.close();
+  });
+
+  test('a failed fsync fails the writes it covered and every later write and read', async () => {
+    const { batcher, syncer, insert, db } = batcherOn(tempPath());
+    const write = insert(1);
+    await turn();
+    syncer.finish(new Error('EIO'));
+    await expect(write).rejects.toMatchObject({ code: 'unavailable', retryable: false });
+    await expect(insert(2)).rejects.toMatchObject({ code: 'unavailable' });
+    await expect(batcher.visible(1)).rejects.toMatchObject({ code: 'unavailable' });
+    db.close();
+  });
+});
+
+function task(i: number, padding: string): AgentTaskRecord {
+  return {
+    id: `task_${String(i).padStart(6, '0')}`,
+    owner: 'o',
+    contextId: 'c',
+    state: 'TASK_STATE_SUBMITTED',
+    statusTimestamp: i,
+    task: { id: `task_${i}`, padding },
+    executorState: null,
+    createdAt: i,
+    updatedAt: i,
+    version: 1,
+  };
+}
+
+describe('SqliteStore, synchronous=NORMAL with WAL fsync (the default)', () => {
+  test('the WAL the store fsyncs keeps its inode across checkpoints, WAL resets, TRUNCATE and a peer closing', async () => {
+    const path = tempPath();
+    const store = new SqliteStore({ path });
+    const wal = `${path}-wal`;
+    const inode = statSync(wal).ino;
+    const padding = 'x'.repeat(3000); // about one page per task: 4,000 tasks pass the 1,000-page autocheckpoint often
+    for (let i = 0; i < 4000; i += 100) {
+      await Promise.all(Array.from({ length: 100 }, (_, j) => store.createAgentTask(task(i + j, padding), `m${i + j}`, [], [])));
+      expect(statSync(wal).ino).toBe(inode);
+    }
+    const peer = new Database(path);
+    peer.pragma('wal_checkpoint(TRUNCATE)');
+    expect(statSync(wal).size).toBe(0);
+    peer.close(); // not the last connection: the WAL stays
+    expect(statSync(wal).ino).toBe(inode);
+    await store.createAgentTask(task(5000, padding), 'm5000', [], []);
+    expect(statSync(wal).ino).toBe(inode);
+    expect((await store.listAgentTasks({ owner: 'o', pageSize: 1 })).totalSize).toBe(4001);
+    await store.close();
+    const reopened = new SqliteStore({ path });
+    expect((await reopened.listAgentTasks({ owner: 'o', pageSize: 1 })).totalSize).toBe(4001);
+    await reopened.close();
+  });
+
+  test('close waits for the last fsync and keeps every acknowledged write', async () => {
+    const path = tempPath();
+    const store = new SqliteStore({ path });
+    const writes = Array.from({ length: 50 }, (_, i) => store.createAgentTask(task(i, 'p'), `m${i}`, [], []));
+    await store.close();
+    expect((await Promise.all(writes)).every((w) => w.created)).toBe(true);
+    const reopened = new SqliteStore({ path, synchronous: 'FULL' });
+    expect((await reopened.listAgentTasks({ owner: 'o', pageSize: 1 })).totalSize).toBe(50);
+    await reopened.close();
+  });
+});
