@@ -87,6 +87,11 @@ export interface PendingInput {
   deadlineAt?: number | null;
   askedAt: number;
   answeredAt?: number | null;
+  /**
+   * The answer as sent, kept with its fixed messageId so that an answer whose delivery is uncertain
+   * (the plane crashed mid-call) is sent again with the same messageId and the agent deduplicates it.
+   */
+  answer?: { messageId: string; value: unknown } | null;
 }
 
 export interface ArtifactRef {

@@ -19,7 +19,11 @@ export interface AnswerRequest {
   actor?: string | null;
 }
 
-export async function answerInput(ctx: PlaneContext, envelopeId: string, req: AnswerRequest): Promise<Envelope> {
+export async function answerInput(
+  ctx: PlaneContext,
+  envelopeId: string,
+  req: AnswerRequest,
+): Promise<Envelope> {
   if (typeof req.requestId !== 'string' || req.requestId === '') {
     throw new TaskplaneError('invalid_argument', 'requestId: required', { field: 'requestId' });
   }
@@ -29,7 +33,8 @@ export async function answerInput(ctx: PlaneContext, envelopeId: string, req: An
   if (!connector.answer) throw new TaskplaneError('unsupported', 'target does not take input answers');
   // An answer lets the job go on spending: refused (and recorded) once its budget is used up.
   const overBudget = jobBudgetExhausted(current);
-  if (overBudget && current.pendingInput?.requestId === req.requestId) await refuseForBudget(ctx, envelopeId, 'answer', overBudget);
+  if (overBudget && current.pendingInput?.requestId === req.requestId)
+    await refuseForBudget(ctx, envelopeId, 'answer', overBudget);
   const messageId = newId(ctx.clock, ctx.random, 'msg_');
   const { envelope } = await updateLocal(ctx, envelopeId, (env, now) => {
     const pending = env.pendingInput;
@@ -37,13 +42,24 @@ export async function answerInput(ctx: PlaneContext, envelopeId: string, req: An
       throw new TaskplaneError('conflict', 'no input is pending for this task', { field: 'requestId' });
     }
     if (pending.requestId !== req.requestId) {
-      throw new TaskplaneError('conflict', 'requestId does not match the pending input request', { field: 'requestId' });
+      throw new TaskplaneError('conflict', 'requestId does not match the pending input request', {
+        field: 'requestId',
+      });
     }
-    if (pending.answeredAt) throw new TaskplaneError('conflict', 'this input request was already answered', { field: 'requestId' });
+    if (pending.answeredAt)
+      throw new TaskplaneError('conflict', 'this input request was already answered', { field: 'requestId' });
     if (!env.remoteId) throw new TaskplaneError('failed_precondition', 'task has no remote job yet');
     return {
-      next: { ...env, pendingInput: { ...pending, answeredAt: now } },
-      events: [{ type: 'input_answered', data: { requestId: pending.requestId, messageId, actor: req.actor ?? null } }],
+      next: {
+        ...env,
+        pendingInput: { ...pending, answeredAt: now, answer: { messageId, value: req.value } },
+      },
+      events: [
+        {
+          type: 'input_answered',
+          data: { requestId: pending.requestId, messageId, actor: req.actor ?? null },
+        },
+      ],
     };
   });
   const remoteId = envelope.remoteId!;
@@ -60,8 +76,10 @@ export async function answerInput(ctx: PlaneContext, envelopeId: string, req: An
     await updateLocal(ctx, envelopeId, (env) =>
       env.pendingInput?.requestId === req.requestId && env.pendingInput.answeredAt
         ? {
-            next: { ...env, pendingInput: { ...env.pendingInput, answeredAt: null } },
-            events: [{ type: 'input_answer_failed', data: { requestId: req.requestId, error: describeError(err) } }],
+            next: { ...env, pendingInput: { ...env.pendingInput, answeredAt: null, answer: null } },
+            events: [
+              { type: 'input_answer_failed', data: { requestId: req.requestId, error: describeError(err) } },
+            ],
           }
         : null,
     );
@@ -69,14 +87,65 @@ export async function answerInput(ctx: PlaneContext, envelopeId: string, req: An
   }
 }
 
-export async function cancelTask(ctx: PlaneContext, envelopeId: string, actor: string | null): Promise<Envelope> {
+/**
+ * Sends a recorded answer again when its delivery is uncertain: the answer was recorded (answeredAt,
+ * with its messageId and value) but the remote still waits on the same request, e.g. because the plane
+ * was killed between recording it and the call. The same messageId makes the resend idempotent on an
+ * agent that deduplicates (ours does); on one that does not, the follow-up reaches a task that no
+ * longer waits and is ignored. Returns true when an answer was sent.
+ */
+export async function resendAnswer(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
+  const env = await ctx.store.getEnvelope(envelopeId);
+  const pending = env?.pendingInput;
+  if (!env || !pending?.answeredAt || !pending.answer || env.state !== 'waiting_for_input' || !env.remoteId)
+    return false;
+  const connector = connectorFor(ctx, env.target);
+  if (!connector.answer) return false;
+  const { messageId, value } = pending.answer;
+  const remoteId = env.remoteId;
+  try {
+    // Authoritative state first: the job may have taken the answer and moved on while we were away.
+    const current = await remoteCall(ctx, 'get', env, (signal) => connector.get(remoteId, signal));
+    const seen = await observe(ctx, envelopeId, current, 'reconcile');
+    if (
+      seen.envelope.state !== 'waiting_for_input' ||
+      seen.envelope.pendingInput?.requestId !== pending.requestId
+    )
+      return false;
+    const snap = await remoteCall(ctx, 'answer', env, (signal) =>
+      connector.answer!(remoteId, { requestId: pending.requestId, messageId, value }, signal),
+    );
+    await observe(ctx, envelopeId, snap, 'api');
+    ctx.wake(envelopeId);
+    return true;
+  } catch (err) {
+    if (isTaskplaneError(err) && err.code === 'not_found') await handleLost(ctx, envelopeId, remoteId, 'api');
+    else ctx.logger.warn({ envelopeId, err: describeError(err) }, 'resending an input answer failed');
+    return false;
+  }
+}
+
+/** Answered but still waiting for longer than a call can take: the answer's delivery is in doubt. */
+export function answerInDoubt(env: Envelope, now: number, afterMs: number): boolean {
+  const p = env.pendingInput;
+  return (
+    env.state === 'waiting_for_input' && !!p?.answer && p.answeredAt != null && now - p.answeredAt >= afterMs
+  );
+}
+
+export async function cancelTask(
+  ctx: PlaneContext,
+  envelopeId: string,
+  actor: string | null,
+): Promise<Envelope> {
   const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
     if (env.state === 'cancel_requested') return null;
     const decision = decideLocalTransition(
       { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
       'cancel_requested',
     );
-    if (!decision.apply) throw new TaskplaneError('conflict', `task is already ${env.state}`, { field: 'state' });
+    if (!decision.apply)
+      throw new TaskplaneError('conflict', `task is already ${env.state}`, { field: 'state' });
     return {
       next: {
         ...env,

@@ -33,8 +33,21 @@ import type { EnvelopeQuery, Page, Store } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
 import { checkAcceptanceSchema } from './acceptance.ts';
 import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
-import { answerInput, cancelTask, type AnswerRequest } from './answer-and-cancel.ts';
-import { connectorFor, describeError, silentLogger, type ConnectorResolver, type PlaneContext, type PlaneLogger } from './context.ts';
+import {
+  answerInDoubt,
+  answerInput,
+  cancelTask,
+  resendAnswer,
+  type AnswerRequest,
+} from './answer-and-cancel.ts';
+import {
+  connectorFor,
+  describeError,
+  silentLogger,
+  type ConnectorResolver,
+  type PlaneContext,
+  type PlaneLogger,
+} from './context.ts';
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
 import { observe, type ObserveResult } from './observe.ts';
 import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
@@ -80,14 +93,19 @@ export interface CreateTaskRequest {
 
 function requireString(field: string, value: unknown, max = 200): string {
   if (typeof value !== 'string' || value === '' || value.length > max) {
-    throw new TaskplaneError('invalid_argument', `${field}: must be a non-empty string of at most ${max} characters`, { field });
+    throw new TaskplaneError(
+      'invalid_argument',
+      `${field}: must be a non-empty string of at most ${max} characters`,
+      { field },
+    );
   }
   return value;
 }
 
 function optionalPositive(field: string, value: unknown): number | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'number' || !(value > 0)) throw new TaskplaneError('invalid_argument', `${field}: must be a number > 0`, { field });
+  if (typeof value !== 'number' || !(value > 0))
+    throw new TaskplaneError('invalid_argument', `${field}: must be a number > 0`, { field });
   return value;
 }
 
@@ -147,6 +165,8 @@ export class Plane {
       this.timeouts.arm(env);
       if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
       else this.spawn(this.watch(env.id));
+      // An answer recorded by a plane that died before (or while) sending it: send it again.
+      if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
     }
     if (this.leases.enabled) this.startLeaseLoops();
     if (this.config.reconcile.enabled) {
@@ -157,9 +177,12 @@ export class Plane {
         fetch: () => this.reconciler.dueTargets(),
         handle: async (target) => {
           // The first round after a restart with work in flight is the recovery round: not skipped for a lease.
-          await this.reconciler.reconcileTarget(target, { force: this.reconcileLoop?.rounds === 0 && active.length > 0 });
+          await this.reconciler.reconcileTarget(target, {
+            force: this.reconcileLoop?.rounds === 0 && active.length > 0,
+          });
         },
-        error: (err, target) => this.ctx.logger.warn({ target, err: describeError(err) }, 'reconciliation failed'),
+        error: (err, target) =>
+          this.ctx.logger.warn({ target, err: describeError(err) }, 'reconciliation failed'),
         intervalMs: () => this.config.reconcile.intervalMs,
         // After a restart, reconcile at once: the fast path may have missed anything while we were down.
         initialDelayMs: active.length > 0 ? 0 : this.config.reconcile.intervalMs,
@@ -214,15 +237,20 @@ export class Plane {
     const tenant = requireString('tenant', req.tenant);
     const target = requireString('target', req.target);
     const connector = connectorFor(ctx, target);
-    const idempotencyKey = req.idempotencyKey == null ? null : requireString('idempotencyKey', req.idempotencyKey);
+    const idempotencyKey =
+      req.idempotencyKey == null ? null : requireString('idempotencyKey', req.idempotencyKey);
     const requestKind = req.requestKind ?? 'message';
-    if (req.input === undefined) throw new TaskplaneError('invalid_argument', 'input: required', { field: 'input' });
+    if (req.input === undefined)
+      throw new TaskplaneError('invalid_argument', 'input: required', { field: 'input' });
     const hash = inputHash({ target, requestKind, input: req.input });
-    const schema = req.acceptance?.schema === undefined ? undefined : checkAcceptanceSchema(req.acceptance.schema);
+    const schema =
+      req.acceptance?.schema === undefined ? undefined : checkAcceptanceSchema(req.acceptance.schema);
     const budget = checkBudget('budget', req.budget);
     const sameOrConflict = (existing: Envelope) => {
       if (existing.inputHash !== hash) {
-        throw new TaskplaneError('conflict', 'idempotencyKey was used with a different input', { field: 'idempotencyKey' });
+        throw new TaskplaneError('conflict', 'idempotencyKey was used with a different input', {
+          field: 'idempotencyKey',
+        });
       }
       return { envelope: existing, created: false };
     };
@@ -277,11 +305,20 @@ export class Plane {
       expectedDurationMs: optionalPositive('expectedDurationMs', req.expectedDurationMs),
       cancel: null,
       reconciliation: null,
-      acceptance: schema === undefined && !req.acceptance ? null : { status: 'pending', reasons: [], ...(schema ? { schema } : {}) },
+      acceptance:
+        schema === undefined && !req.acceptance
+          ? null
+          : { status: 'pending', reasons: [], ...(schema ? { schema } : {}) },
       version: 1,
     };
     const created = await ctx.store.createEnvelope(envelope, [
-      { envelopeId: id, tenant, type: 'created', at: now, data: { target, messageId: envelope.messageId, contextId: envelope.contextId, inputHash: hash } },
+      {
+        envelopeId: id,
+        tenant,
+        type: 'created',
+        at: now,
+        data: { target, messageId: envelope.messageId, contextId: envelope.contextId, inputHash: hash },
+      },
     ]);
     if (!created.created) return sameOrConflict(created.envelope);
     ctx.counters.track(id, tenant);
@@ -292,12 +329,25 @@ export class Plane {
     if (mechanismFor(ctx, connector) === 'stream' && connector.startStream) {
       // One call starts and streams (A2A SendStreamingMessage); the watcher owns recovery from here.
       const outcome = await new Promise<StartOutcome>((resolve) => this.startWatcher(id, 'stream', resolve));
-      if (outcome.kind === 'retry') ctx.logger.warn({ envelopeId: id, err: outcome.error }, 'streaming start failed; recovering with the same messageId');
-      return { envelope: outcome.kind === 'retry' ? ((await ctx.store.getEnvelope(id)) ?? created.envelope) : outcome.envelope, created: true };
+      if (outcome.kind === 'retry')
+        ctx.logger.warn(
+          { envelopeId: id, err: outcome.error },
+          'streaming start failed; recovering with the same messageId',
+        );
+      return {
+        envelope:
+          outcome.kind === 'retry'
+            ? ((await ctx.store.getEnvelope(id)) ?? created.envelope)
+            : outcome.envelope,
+        created: true,
+      };
     }
     const outcome = await startOnce(ctx, created.envelope, { resend: false });
     if (outcome.kind === 'retry') {
-      ctx.logger.warn({ envelopeId: id, err: outcome.error }, 'start failed; retrying with the same messageId');
+      ctx.logger.warn(
+        { envelopeId: id, err: outcome.error },
+        'start failed; retrying with the same messageId',
+      );
       this.spawn(ensureStarted(ctx, id, { waitFirst: true }));
     } else {
       this.spawn(this.watch(id));
@@ -316,7 +366,10 @@ export class Plane {
     return this.ctx.store.listEnvelopes({ ...query, tenant });
   }
 
-  events(tenant: string, query: { afterSeq: number; envelopeId?: string; limit?: number }): Promise<EnvelopeEvent[]> {
+  events(
+    tenant: string,
+    query: { afterSeq: number; envelopeId?: string; limit?: number },
+  ): Promise<EnvelopeEvent[]> {
     return this.ctx.store.listEvents({ ...query, tenant });
   }
 
@@ -330,12 +383,19 @@ export class Plane {
     return answerInput(this.ctx, id, req);
   }
 
-  handleWebhook(target: string, request: InboundWebhook & { envelopeId?: string | null }): Promise<WebhookResult> {
+  handleWebhook(
+    target: string,
+    request: InboundWebhook & { envelopeId?: string | null },
+  ): Promise<WebhookResult> {
     return handleWebhook(this.ctx, target, request);
   }
 
   /** The one observe path, for callers outside the engine (the API source, the lab). */
-  observe(envelopeId: string, snapshot: RemoteSnapshot, source: ObservationSource = 'api'): Promise<ObserveResult> {
+  observe(
+    envelopeId: string,
+    snapshot: RemoteSnapshot,
+    source: ObservationSource = 'api',
+  ): Promise<ObserveResult> {
     return observe(this.ctx, envelopeId, snapshot, source);
   }
 
@@ -363,7 +423,9 @@ export class Plane {
   }
 
   private spawn(p: Promise<unknown>): void {
-    const tracked = p.catch((err) => this.ctx.logger.error({ err: describeError(err) }, 'background task failed'));
+    const tracked = p.catch((err) =>
+      this.ctx.logger.error({ err: describeError(err) }, 'background task failed'),
+    );
     this.background.add(tracked);
     void tracked.finally(() => this.background.delete(tracked));
   }

@@ -3,7 +3,7 @@ import { isTaskplaneError } from '../core/errors.ts';
 import { NORMALIZED_STATES, isTerminal, type NormalizedState } from '../core/states.ts';
 import type { Store } from '../store/store.ts';
 import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
-import { cancelTask } from './answer-and-cancel.ts';
+import { answerInDoubt, cancelTask, resendAnswer } from './answer-and-cancel.ts';
 import { observe } from './observe.ts';
 import { ensureStarted, handleLost } from './start-remote.ts';
 
@@ -28,7 +28,10 @@ export interface ReconcileReport {
 }
 
 /** Every non-terminal envelope, optionally of one target and/or tenant, oldest first. */
-export async function listActiveEnvelopes(store: Store, filter: { target?: string; tenant?: string } = {}): Promise<Envelope[]> {
+export async function listActiveEnvelopes(
+  store: Store,
+  filter: { target?: string; tenant?: string } = {},
+): Promise<Envelope[]> {
   const out: Envelope[] = [];
   let cursor: string | undefined;
   do {
@@ -76,9 +79,22 @@ export class Reconciler {
    */
   async reconcileTarget(target: string, opts: { force?: boolean } = {}): Promise<ReconcileReport> {
     const ctx = this.ctx;
-    const report: ReconcileReport = { target, listPages: 0, listed: 0, fetched: 0, changed: 0, lost: 0, restarted: 0 };
+    const report: ReconcileReport = {
+      target,
+      listPages: 0,
+      listed: 0,
+      fetched: 0,
+      changed: 0,
+      lost: 0,
+      restarted: 0,
+    };
     const lease = `reconcile:${target}`;
-    const held = await ctx.store.acquireLease(lease, this.owner, ctx.clock.now(), ctx.config.reconcile.leaseTtlMs);
+    const held = await ctx.store.acquireLease(
+      lease,
+      this.owner,
+      ctx.clock.now(),
+      ctx.config.reconcile.leaseTtlMs,
+    );
     if (held) this.leases.add(lease);
     else if (!opts.force) return report;
     ctx.counters.count('reconcileRounds', null);
@@ -96,11 +112,15 @@ export class Reconciler {
       let cursor: string | undefined;
       do {
         const page = await remoteCall(ctx, 'list', null, (signal) =>
-          connector.listChanged!({ since, pageSize: ctx.config.reconcile.pageSize, ...(cursor ? { cursor } : {}) }, signal),
+          connector.listChanged!(
+            { since, pageSize: ctx.config.reconcile.pageSize, ...(cursor ? { cursor } : {}) },
+            signal,
+          ),
         );
         report.listPages++;
         for (const snap of page.items) {
-          const env = byRemote.get(snap.remoteId) ?? (snap.contextId ? byContext.get(snap.contextId) : undefined);
+          const env =
+            byRemote.get(snap.remoteId) ?? (snap.contextId ? byContext.get(snap.contextId) : undefined);
           if (!env || seen.has(env.id)) continue;
           seen.add(env.id);
           report.listed++;
@@ -117,12 +137,19 @@ export class Reconciler {
     const now = ctx.clock.now();
     for (const env of active) {
       if (ctx.signal.aborted) break;
-      if (env.timeoutMs !== null && now - env.createdAt > env.timeoutMs && env.state !== 'cancel_requested' && env.remoteId) {
+      if (
+        env.timeoutMs !== null &&
+        now - env.createdAt > env.timeoutMs &&
+        env.state !== 'cancel_requested' &&
+        env.remoteId
+      ) {
         // The caller's timeout: ask the remote to stop, then keep observing what it really ends as
         // (never invent an outcome; a job that finishes anyway is recorded as finished).
         await cancelTask(ctx, env.id, 'timeout');
         continue;
       }
+      // Recorded long enough ago that its call has ended, yet the job still waits: send it again.
+      if (answerInDoubt(env, now, 2 * ctx.config.requestTimeoutMs)) await resendAnswer(ctx, env.id);
       if (seen.has(env.id)) continue;
       if (env.remoteId === null) {
         if (now - env.createdAt >= ctx.config.reconcile.startGraceMs) {
