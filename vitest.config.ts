@@ -7,6 +7,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results/report.json' }]] : ['default'],
+    reporters: process.env.CI
+      ? ['default', ['json', { outputFile: 'test-results/report.json' }]]
+      : ['default'],
   },
 });

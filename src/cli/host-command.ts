@@ -7,7 +7,8 @@ import { startHost } from '../host/start-host.ts';
 function int(name: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < 0) throw new TaskplaneError('config', `--${name} must be a non-negative integer`, { field: name });
+    if (!Number.isInteger(n) || n < 0)
+      throw new TaskplaneError('config', `--${name} must be a non-negative integer`, { field: name });
     return n;
   };
 }
@@ -24,19 +25,31 @@ export function registerHostCommand(program: Command): void {
     .option('--port <port>', 'TCP port (0 = any free port)', int('port'), 4100)
     .option('--bind <address>', 'interface to bind (default 127.0.0.1)')
     .option('--db <url>', 'sqlite:PATH | postgres://… | memory:', 'sqlite:./data/host.db')
-    .option('--agent <path>', 'module whose default export is defineAgent({card, execute}) (default: demo agent)')
+    .option(
+      '--agent <path>',
+      'module whose default export is defineAgent({card, execute}) (default: demo agent)',
+    )
     .option('--auth <mode>', 'none | keys (keys from TASKPLANE_HOST_KEYS=owner:key,… or --keys-file)', 'none')
     .option('--keys-file <path>', 'file with one owner:key per line')
     .option('--public-url <url>', 'base URL to publish in the agent card')
-    .option('--host-id <id>', 'stable name of this host process for task ownership (default <hostname>:<port>)')
+    .option(
+      '--host-id <id>',
+      'stable name of this host process for task ownership (default <hostname>:<port>)',
+    )
     .option('--allow-private-webhooks', 'allow push to private, loopback and link-local addresses', false)
     .option('--push-base-ms <ms>', 'first push retry delay, doubling', int('push-base-ms'), 5000)
     .option('--push-attempts <n>', 'push attempts before dead-lettering', int('push-attempts'), 8)
     .option('--push-timeout-ms <ms>', 'timeout of one push call', int('push-timeout-ms'), 15000)
-    .option('--input-timeout-ms <ms>', 'INPUT_REQUIRED longer than this fails the task', int('input-timeout-ms'), 900000)
+    .option(
+      '--input-timeout-ms <ms>',
+      'INPUT_REQUIRED longer than this fails the task',
+      int('input-timeout-ms'),
+      900000,
+    )
     .action(async (opts: Record<string, unknown>) => {
       const auth = opts.auth as string;
-      if (auth !== 'none' && auth !== 'keys') throw new TaskplaneError('config', '--auth must be none or keys', { field: 'auth' });
+      if (auth !== 'none' && auth !== 'keys')
+        throw new TaskplaneError('config', '--auth must be none or keys', { field: 'auth' });
       // --auth none serves anyone who can connect, so it binds to loopback unless told otherwise.
       const bind = (opts.bind as string | undefined) ?? '127.0.0.1';
       const host = await startHost({
@@ -44,7 +57,9 @@ export function registerHostCommand(program: Command): void {
         bind,
         db: opts.db as string,
         auth,
-        ...(auth === 'keys' ? { keys: loadKeys(process.env.TASKPLANE_HOST_KEYS, opts.keysFile as string | undefined) } : {}),
+        ...(auth === 'keys'
+          ? { keys: loadKeys(process.env.TASKPLANE_HOST_KEYS, opts.keysFile as string | undefined) }
+          : {}),
         ...(opts.agent ? { agent: opts.agent as string } : {}),
         ...(opts.publicUrl ? { publicUrl: opts.publicUrl as string } : {}),
         ...(opts.hostId ? { hostId: opts.hostId as string } : {}),

@@ -4,8 +4,27 @@ import type { Command } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { MISSIONS, missionById, missionSettings } from '../lab/missions.ts';
 import { buildLabAssets, labPageHandler } from '../lab/page-assets.ts';
-import { DEFAULT_SETTINGS, SettingsError, parseFaults, validateSettings, withSettings, type LabSettings, type SettingsPatch } from '../lab/settings.ts';
-import { formatTable, planExample, planMissionsSolved, runPlan, starText, toJsonRun, describeSetup, type PlannedRun, type SuiteProgress, type SuiteRun } from '../lab/suite.ts';
+import {
+  DEFAULT_SETTINGS,
+  SettingsError,
+  parseFaults,
+  validateSettings,
+  withSettings,
+  type LabSettings,
+  type SettingsPatch,
+} from '../lab/settings.ts';
+import {
+  formatTable,
+  planExample,
+  planMissionsSolved,
+  runPlan,
+  starText,
+  toJsonRun,
+  describeSetup,
+  type PlannedRun,
+  type SuiteProgress,
+  type SuiteRun,
+} from '../lab/suite.ts';
 
 /**
  * `taskplane lab`: the failure lab (seed 004) on the terminal. With no options it prints the worked
@@ -32,7 +51,16 @@ interface LabFlags {
 }
 
 /** Flags that make a one-off run; --tasks, --seed and --webhook-fetch apply to every run instead. */
-const SETTING_FLAGS = ['delivery', 'onDrop', 'pushRetries', 'reconcileMin', 'pollS', 'idempotent', 'faults', 'client'] as const;
+const SETTING_FLAGS = [
+  'delivery',
+  'onDrop',
+  'pushRetries',
+  'reconcileMin',
+  'pollS',
+  'idempotent',
+  'faults',
+  'client',
+] as const;
 
 function bad(flag: string, message: string): TaskplaneError {
   return new TaskplaneError('invalid_argument', `--${flag}: ${message}`, { field: flag });
@@ -87,7 +115,9 @@ function progressBar(): { update: SuiteProgress; end: () => void } {
       const f = Math.min(1, (done + fraction) / Math.max(1, total));
       const width = 30;
       const fill = Math.round(f * width);
-      process.stderr.write(`\r[${'#'.repeat(fill)}${'-'.repeat(width - fill)}] ${String(Math.round(f * 100)).padStart(3)}% ${name.padEnd(24)}`);
+      process.stderr.write(
+        `\r[${'#'.repeat(fill)}${'-'.repeat(width - fill)}] ${String(Math.round(f * 100)).padStart(3)}% ${name.padEnd(24)}`,
+      );
       drawn = true;
     },
     end: () => {
@@ -129,7 +159,8 @@ async function runLabCommand(f: LabFlags): Promise<void> {
   });
   if (f.serve) {
     const port = num('port', f.port ?? '8090')!;
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw bad('port', 'must be an integer in 0..65535');
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+      throw bad('port', 'must be an integer in 0..65535');
     await serve(port);
     return;
   }
@@ -152,7 +183,10 @@ async function runLabCommand(f: LabFlags): Promise<void> {
     const start = withSettings(missionSettings(mission, 'broken', base), patch);
     plan = oneOff
       ? [{ name: `mission:${mission.id}`, settings: check(start), mission }]
-      : [{ name: `mission:${mission.id}:start`, settings: check(start), mission }, ...planMissionsSolved(base, [mission.id])];
+      : [
+          { name: `mission:${mission.id}:start`, settings: check(start), mission },
+          ...planMissionsSolved(base, [mission.id]),
+        ];
     title = `Mission ${mission.id}: ${mission.title}. ${mission.brief}`;
   } else if (oneOff && !f.example) {
     plan = [{ name: 'custom', settings: check(withSettings(base, patch)) }];
@@ -180,7 +214,9 @@ async function runLabCommand(f: LabFlags): Promise<void> {
   const rest = runs.filter((r) => r.bandMisses === undefined);
   if (examples.length) {
     console.log(formatTable(examples));
-    console.log('\nreq/task charges reconciliation one GetTask per in-flight task checked (the seed\'s way); list = as ListTasks pages.');
+    console.log(
+      "\nreq/task charges reconciliation one GetTask per in-flight task checked (the seed's way); list = as ListTasks pages.",
+    );
     for (const r of examples) console.log(`  ${r.result.name}: ${describeSetup(r.result.settings)}`);
   }
   if (rest.length) {
@@ -197,9 +233,14 @@ async function runLabCommand(f: LabFlags): Promise<void> {
 export function registerLabCommand(program: Command): void {
   program
     .command('lab')
-    .description('Run the failure lab: the real engine against a simulated A2A agent under flaps, an outage, lost acks and a restart')
+    .description(
+      'Run the failure lab: the real engine against a simulated A2A agent under flaps, an outage, lost acks and a restart',
+    )
     .option('--example', 'only the worked example (five rows against their bands)')
-    .option('--mission <n>', 'mission 1-4: its broken start and the default engine solution; with setting flags, your attempt')
+    .option(
+      '--mission <n>',
+      'mission 1-4: its broken start and the default engine solution; with setting flags, your attempt',
+    )
     .option('--delivery <how>', 'stream | push | poll')
     .option('--on-drop <what>', 'resend | reattach (streams)')
     .option('--push-retries <k>', "the agent's push retries (base 5 s, doubling)")

@@ -11,7 +11,8 @@ import type { PlaneOptions } from '../plane/options.ts';
 function int(name: string) {
   return (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < 0) throw new TaskplaneError('config', `--${name} must be a non-negative integer`, { field: name });
+    if (!Number.isInteger(n) || n < 0)
+      throw new TaskplaneError('config', `--${name} must be a non-negative integer`, { field: name });
     return n;
   };
 }
@@ -28,7 +29,10 @@ function mergePlaneOptions(base: PlaneOptions, json: string | undefined): PlaneO
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(extra)) {
     const prior = out[k];
-    out[k] = v && typeof v === 'object' && !Array.isArray(v) && prior && typeof prior === 'object' ? { ...prior, ...v } : v;
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && prior && typeof prior === 'object'
+        ? { ...prior, ...v }
+        : v;
   }
   return out as PlaneOptions;
 }
@@ -42,7 +46,10 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  */
 export function serveLogLevel(flag: string | undefined, env: string | undefined, demo: boolean): string {
   const level = flag ?? env ?? (demo ? 'warn' : 'info');
-  if (!LOG_LEVELS.includes(level)) throw new TaskplaneError('config', `--log-level must be one of ${LOG_LEVELS.join(', ')}`, { field: 'log-level' });
+  if (!LOG_LEVELS.includes(level))
+    throw new TaskplaneError('config', `--log-level must be one of ${LOG_LEVELS.join(', ')}`, {
+      field: 'log-level',
+    });
   return level;
 }
 
@@ -76,22 +83,46 @@ export function registerServeCommand(program: Command): void {
     .option('--port <port>', 'TCP port (0 = any free port)', int('port'), 8080)
     .option('--bind <address>', 'interface to bind', '127.0.0.1')
     .option('--db <url>', 'sqlite:PATH | postgres://… | memory:', 'sqlite:./data/taskplane.db')
-    .option('--public-url <url>', 'base URL agents can reach this plane at (enables push webhooks); "self" = the listening URL')
-    .option('--target <name=url>', 'an A2A agent to track tasks on (repeatable; also TASKPLANE_TARGETS=name=url,…)', collect, [])
+    .option(
+      '--public-url <url>',
+      'base URL agents can reach this plane at (enables push webhooks); "self" = the listening URL',
+    )
+    .option(
+      '--target <name=url>',
+      'an A2A agent to track tasks on (repeatable; also TASKPLANE_TARGETS=name=url,…)',
+      collect,
+      [],
+    )
     .option('--keys-file <path>', 'API keys, one tenant:key per line (else TASKPLANE_API_KEYS=tenant:key,…)')
-    .option('--reconcile-interval-ms <ms>', 'reconciliation interval per target', int('reconcile-interval-ms'), 600_000)
+    .option(
+      '--reconcile-interval-ms <ms>',
+      'reconciliation interval per target',
+      int('reconcile-interval-ms'),
+      600_000,
+    )
     .option('--no-stream', 'do not watch tasks over streams')
     .option('--poll', 'poll every task (fallback mechanism)', false)
     .option('--lost-policy <policy>', 'resubmit | escalate, for tasks the agent no longer knows', 'resubmit')
-    .option('--plane-options <json>', 'engine options as JSON (see docs/plane.md; also TASKPLANE_PLANE_OPTIONS), merged over the flags')
+    .option(
+      '--plane-options <json>',
+      'engine options as JSON (see docs/plane.md; also TASKPLANE_PLANE_OPTIONS), merged over the flags',
+    )
     .option('--demo', 'also run the demo agent host as target "demo" and start sample tasks', false)
-    .option('--log-level <level>', 'JSON log level on stderr: fatal|error|warn|info|debug|trace|silent (default: warn with --demo, else info; also LOG_LEVEL)')
+    .option(
+      '--log-level <level>',
+      'JSON log level on stderr: fatal|error|warn|info|debug|trace|silent (default: warn with --demo, else info; also LOG_LEVEL)',
+    )
     .action(async (opts: Record<string, unknown>) => {
-      const level = serveLogLevel(opts.logLevel as string | undefined, process.env.LOG_LEVEL, opts.demo === true);
+      const level = serveLogLevel(
+        opts.logLevel as string | undefined,
+        process.env.LOG_LEVEL,
+        opts.demo === true,
+      );
       const logger = pino({ level }, pino.destination(2));
       const db = opts.db as string;
       const parsed = parseStoreUrl(db);
-      if (parsed.kind === 'sqlite' && parsed.path.includes('/')) mkdirSync(parsed.path.slice(0, parsed.path.lastIndexOf('/')), { recursive: true });
+      if (parsed.kind === 'sqlite' && parsed.path.includes('/'))
+        mkdirSync(parsed.path.slice(0, parsed.path.lastIndexOf('/')), { recursive: true });
       const targets: Record<string, string | { baseUrl: string; idempotentStart: boolean }> = {
         ...parseTargets(process.env.TASKPLANE_TARGETS),
         ...parseTargets((opts.target as string[]).join(',')),
@@ -103,7 +134,10 @@ export function registerServeCommand(program: Command): void {
         targets.demo = demoTarget(host);
       }
       const lostPolicy = opts.lostPolicy as string;
-      if (lostPolicy !== 'resubmit' && lostPolicy !== 'escalate') throw new TaskplaneError('config', '--lost-policy must be resubmit or escalate', { field: 'lost-policy' });
+      if (lostPolicy !== 'resubmit' && lostPolicy !== 'escalate')
+        throw new TaskplaneError('config', '--lost-policy must be resubmit or escalate', {
+          field: 'lost-policy',
+        });
       const server = await startServer({
         port: opts.port as number,
         bind: opts.bind as string,
@@ -123,16 +157,26 @@ export function registerServeCommand(program: Command): void {
         ),
         logger,
       });
-      const lines = [`taskplane serve ready ${server.url}`, `  dashboard: ${server.dashboardUrl}`, `  failure lab: ${server.url}/lab/`];
+      const lines = [
+        `taskplane serve ready ${server.url}`,
+        `  dashboard: ${server.dashboardUrl}`,
+        `  failure lab: ${server.url}/lab/`,
+      ];
       if (server.generatedApiKey) {
-        lines.push(`  API key (tenant "default", shown once; only its hash is stored): ${server.generatedApiKey}`);
+        lines.push(
+          `  API key (tenant "default", shown once; only its hash is stored): ${server.generatedApiKey}`,
+        );
         lines.push(`  try: TASKPLANE_API_KEY=${server.generatedApiKey} taskplane tasks list`);
       } else if (!process.env.TASKPLANE_API_KEYS && !opts.keysFile) {
-        lines.push('  API key: the one printed at first start (set TASKPLANE_API_KEYS=tenant:key,… to choose your own)');
+        lines.push(
+          '  API key: the one printed at first start (set TASKPLANE_API_KEYS=tenant:key,… to choose your own)',
+        );
       }
       if (host) {
         const ids = await seedDemoTasks(server);
-        lines.push(`  demo host: ${host.url} (target "demo"); started ${ids.length} sample tasks, one will ask "Which edition?"`);
+        lines.push(
+          `  demo host: ${host.url} (target "demo"); started ${ids.length} sample tasks, one will ask "Which edition?"`,
+        );
       }
       lines.push(`  logs: JSON on stderr at level ${level} (--log-level to change)`);
       printForPeople(lines);

@@ -26,11 +26,26 @@ interface TaskRow {
 function conn(cmd: Command): Conn {
   const o = cmd.optsWithGlobals<{ url?: string; key?: string; json?: boolean }>();
   const key = o.key ?? process.env.TASKPLANE_API_KEY ?? '';
-  if (!key) throw new TaskplaneError('invalid_argument', 'an API key is needed: --key or TASKPLANE_API_KEY (printed by `taskplane serve` at first start)', { field: 'key' });
-  return { url: (o.url ?? process.env.TASKPLANE_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''), key, json: o.json === true };
+  if (!key)
+    throw new TaskplaneError(
+      'invalid_argument',
+      'an API key is needed: --key or TASKPLANE_API_KEY (printed by `taskplane serve` at first start)',
+      { field: 'key' },
+    );
+  return {
+    url: (o.url ?? process.env.TASKPLANE_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, ''),
+    key,
+    json: o.json === true,
+  };
 }
 
-async function call(c: Conn, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+async function call(
+  c: Conn,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<unknown> {
   let res: Response;
   try {
     res = await fetch(c.url + path, {
@@ -42,24 +57,42 @@ async function call(c: Conn, method: string, path: string, body?: unknown, heade
     throw new TaskplaneError('unavailable', `cannot reach ${c.url} (is \`taskplane serve\` running?)`);
   }
   const json = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
-  if (!res.ok) throw new TaskplaneError('remote_error', `${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? res.statusText}`);
+  if (!res.ok)
+    throw new TaskplaneError(
+      'remote_error',
+      `${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? res.statusText}`,
+    );
   return json;
 }
 
 function age(ms: number): string {
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m${s % 60}s` : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
+  return s < 60
+    ? `${s}s`
+    : s < 3600
+      ? `${Math.floor(s / 60)}m${s % 60}s`
+      : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
 }
 
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function taskRows(tasks: TaskRow[]): string {
   const rows = [['ID', 'STATE', 'TARGET', 'NATIVE', 'AGE', 'PENDING INPUT']];
   for (const t of tasks) {
-    const input = t.pendingInput && !t.pendingInput.answeredAt ? `${t.pendingInput.requestId}: ${t.pendingInput.prompt}` : '';
+    const input =
+      t.pendingInput && !t.pendingInput.answeredAt
+        ? `${t.pendingInput.requestId}: ${t.pendingInput.prompt}`
+        : '';
     rows.push([t.id, t.state, t.target, t.nativeState ?? '', age(t.createdAt), input]);
   }
   return table(rows);
@@ -94,28 +127,47 @@ export function registerTasksCommand(program: Command): void {
     .requiredOption('--input <json|text>', 'the request: JSON (e.g. a demo script) or plain text')
     .option('--idempotency-key <key>', 'same key + same input returns the same task')
     .option('--expected-duration-ms <ms>', 'after this plus a margin the task counts as an orphan')
-    .action(async (o: { target: string; input: string; idempotencyKey?: string; expectedDurationMs?: string }, cmd: Command) => {
-      const c = conn(cmd);
-      const body = { target: o.target, input: parseValue(o.input), ...(o.expectedDurationMs ? { expectedDurationMs: Number(o.expectedDurationMs) } : {}) };
-      const t = (await call(c, 'POST', '/v1/tasks', body, o.idempotencyKey ? { 'idempotency-key': o.idempotencyKey } : {})) as TaskRow;
-      print(c, t, () => taskRows([t]));
-    });
+    .action(
+      async (
+        o: { target: string; input: string; idempotencyKey?: string; expectedDurationMs?: string },
+        cmd: Command,
+      ) => {
+        const c = conn(cmd);
+        const body = {
+          target: o.target,
+          input: parseValue(o.input),
+          ...(o.expectedDurationMs ? { expectedDurationMs: Number(o.expectedDurationMs) } : {}),
+        };
+        const t = (await call(
+          c,
+          'POST',
+          '/v1/tasks',
+          body,
+          o.idempotencyKey ? { 'idempotency-key': o.idempotencyKey } : {},
+        )) as TaskRow;
+        print(c, t, () => taskRows([t]));
+      },
+    );
 
-  tasks
-    .command('get <id>')
-    .action(async (id: string, _o: unknown, cmd: Command) => {
-      const c = conn(cmd);
-      const t = (await call(c, 'GET', `/v1/tasks/${encodeURIComponent(id)}`)) as TaskRow;
-      print(c, t, () => {
-        const lines = [taskRows([t]), '', `remote id:   ${String(t.remoteId ?? '-')}`, `message id:  ${String(t.messageId)}`, `context id:  ${String(t.contextId)}`];
-        const arts = (t.artifacts as Array<{ artifactId: string; hash: string }>) ?? [];
-        for (const a of arts) lines.push(`artifact:    ${a.artifactId} ${a.hash}`);
-        if (t.cancel) lines.push(`cancel:      ${JSON.stringify(t.cancel)}`);
-        if (t.reconciliation) lines.push(`reconcile:   ${JSON.stringify(t.reconciliation)}`);
-        if (t.acceptance) lines.push(`acceptance:  ${JSON.stringify(t.acceptance)}`);
-        return lines.join('\n');
-      });
+  tasks.command('get <id>').action(async (id: string, _o: unknown, cmd: Command) => {
+    const c = conn(cmd);
+    const t = (await call(c, 'GET', `/v1/tasks/${encodeURIComponent(id)}`)) as TaskRow;
+    print(c, t, () => {
+      const lines = [
+        taskRows([t]),
+        '',
+        `remote id:   ${String(t.remoteId ?? '-')}`,
+        `message id:  ${String(t.messageId)}`,
+        `context id:  ${String(t.contextId)}`,
+      ];
+      const arts = (t.artifacts as Array<{ artifactId: string; hash: string }>) ?? [];
+      for (const a of arts) lines.push(`artifact:    ${a.artifactId} ${a.hash}`);
+      if (t.cancel) lines.push(`cancel:      ${JSON.stringify(t.cancel)}`);
+      if (t.reconciliation) lines.push(`reconcile:   ${JSON.stringify(t.reconciliation)}`);
+      if (t.acceptance) lines.push(`acceptance:  ${JSON.stringify(t.acceptance)}`);
+      return lines.join('\n');
     });
+  });
 
   tasks
     .command('list')
@@ -124,18 +176,23 @@ export function registerTasksCommand(program: Command): void {
     .option('--limit <n>', 'page size', '50')
     .action(async (o: { state?: string; target?: string; limit: string }, cmd: Command) => {
       const c = conn(cmd);
-      const q = new URLSearchParams({ limit: o.limit, ...(o.state ? { state: o.state } : {}), ...(o.target ? { target: o.target } : {}) });
-      const page = (await call(c, 'GET', `/v1/tasks?${q}`)) as { tasks: TaskRow[]; nextCursor: string | null };
+      const q = new URLSearchParams({
+        limit: o.limit,
+        ...(o.state ? { state: o.state } : {}),
+        ...(o.target ? { target: o.target } : {}),
+      });
+      const page = (await call(c, 'GET', `/v1/tasks?${q}`)) as {
+        tasks: TaskRow[];
+        nextCursor: string | null;
+      };
       print(c, page, () => (page.tasks.length ? taskRows(page.tasks) : 'no tasks'));
     });
 
-  tasks
-    .command('cancel <id>')
-    .action(async (id: string, _o: unknown, cmd: Command) => {
-      const c = conn(cmd);
-      const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/cancel`, {})) as TaskRow;
-      print(c, t, () => taskRows([t]));
-    });
+  tasks.command('cancel <id>').action(async (id: string, _o: unknown, cmd: Command) => {
+    const c = conn(cmd);
+    const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/cancel`, {})) as TaskRow;
+    print(c, t, () => taskRows([t]));
+  });
 
   tasks
     .command('answer <id> <value>')
@@ -149,7 +206,10 @@ export function registerTasksCommand(program: Command): void {
         requestId = t.pendingInput?.requestId;
         if (!requestId) throw new TaskplaneError('conflict', 'this task has no pending input request');
       }
-      const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/input`, { requestId, value: parseValue(value) })) as TaskRow;
+      const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/input`, {
+        requestId,
+        value: parseValue(value),
+      })) as TaskRow;
       print(c, t, () => taskRows([t]));
     });
 
@@ -160,18 +220,33 @@ export function registerTasksCommand(program: Command): void {
     .action(async (id: string | undefined, o: { replay?: boolean }, cmd: Command) => {
       const c = conn(cmd);
       // One task's history is short and worth seeing; every task's since the beginning is not.
-      const path = id ? `/v1/tasks/${encodeURIComponent(id)}/events` : o.replay ? '/v1/events' : '/v1/events?from=now';
-      const res = await fetch(c.url + path, { headers: { authorization: `Bearer ${c.key}`, accept: 'text/event-stream' } }).catch(() => {
+      const path = id
+        ? `/v1/tasks/${encodeURIComponent(id)}/events`
+        : o.replay
+          ? '/v1/events'
+          : '/v1/events?from=now';
+      const res = await fetch(c.url + path, {
+        headers: { authorization: `Bearer ${c.key}`, accept: 'text/event-stream' },
+      }).catch(() => {
         throw new TaskplaneError('unavailable', `cannot reach ${c.url}`);
       });
       if (!res.ok || !res.body) throw new TaskplaneError('remote_error', `${res.status}: cannot watch`);
       let done = false;
       const parser = createParser({
         onEvent: (ev) => {
-          const e = JSON.parse(ev.data) as { seq: number; envelopeId: string; type: string; at: number; data: Record<string, unknown> };
+          const e = JSON.parse(ev.data) as {
+            seq: number;
+            envelopeId: string;
+            type: string;
+            at: number;
+            data: Record<string, unknown>;
+          };
           if (c.json) console.log(JSON.stringify(e));
           else {
-            const detail = e.type === 'state_changed' ? `${String(e.data.from)} → ${String(e.data.to)} (${String(e.data.source)})` : JSON.stringify(e.data);
+            const detail =
+              e.type === 'state_changed'
+                ? `${String(e.data.from)} → ${String(e.data.to)} (${String(e.data.source)})`
+                : JSON.stringify(e.data);
             console.log(`${new Date(e.at).toISOString()}  ${e.envelopeId}  ${e.type.padEnd(16)} ${detail}`);
           }
           if (id && e.type === 'state_changed' && TERMINAL.has(String(e.data.to))) done = true;

@@ -50,8 +50,10 @@ export function backoffPolicy(options: BackoffOptions = {}, fieldPrefix = ''): B
   if (!(policy.maximumIntervalMs >= policy.initialIntervalMs)) {
     throw new ConfigError(f('maximumIntervalMs'), 'must be >= initialIntervalMs');
   }
-  if (policy.jitter !== 'full' && policy.jitter !== 'none') throw new ConfigError(f('jitter'), "must be 'full' or 'none'");
-  if (policy.deadlineMs !== undefined && !(policy.deadlineMs > 0)) throw new ConfigError(f('deadlineMs'), 'must be > 0');
+  if (policy.jitter !== 'full' && policy.jitter !== 'none')
+    throw new ConfigError(f('jitter'), "must be 'full' or 'none'");
+  if (policy.deadlineMs !== undefined && !(policy.deadlineMs > 0))
+    throw new ConfigError(f('deadlineMs'), 'must be > 0');
   return policy;
 }
 
@@ -64,7 +66,12 @@ export function backoffCeiling(policy: BackoffPolicy, attempt: number): number {
  * The wait before retry number `attempt` (0-based), or undefined when the deadline leaves no room.
  * `elapsedMs` is the time since the first attempt.
  */
-export function nextBackoff(policy: BackoffPolicy, attempt: number, random: Random, elapsedMs = 0): number | undefined {
+export function nextBackoff(
+  policy: BackoffPolicy,
+  attempt: number,
+  random: Random,
+  elapsedMs = 0,
+): number | undefined {
   const ceiling = backoffCeiling(policy, attempt);
   const wait = policy.jitter === 'full' ? Math.floor(random.next() * (ceiling + 1)) : ceiling;
   if (policy.deadlineMs !== undefined) {

@@ -73,8 +73,7 @@ export interface Observation {
 }
 
 export type TransitionDecision =
-  | { apply: true; next: StateRecord }
-  | { apply: false; reason: 'terminal' | 'stale' | 'duplicate' };
+  { apply: true; next: StateRecord } | { apply: false; reason: 'terminal' | 'stale' | 'duplicate' };
 
 /**
  * The ONE forward-only transition rule (DESIGN.md, "The envelope"):

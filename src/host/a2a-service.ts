@@ -20,7 +20,16 @@ import type { Executions } from './executions.ts';
 import type { HostLiveness } from './host-liveness.ts';
 import { PushConfigs } from './push-configs.ts';
 import type { TaskStreams } from './task-streams.ts';
-import { type ExecutorState, type StoredEvent, payloadState, setStatus, statusEvent, taskOf, toIso, wireTask } from './task-model.ts';
+import {
+  type ExecutorState,
+  type StoredEvent,
+  payloadState,
+  setStatus,
+  statusEvent,
+  taskOf,
+  toIso,
+  wireTask,
+} from './task-model.ts';
 import type { TaskFeed } from './task-feed.ts';
 import type { TaskWriter } from './task-writer.ts';
 
@@ -69,12 +78,16 @@ export class A2AService implements A2ARequestHandler {
     return { task: wireTask(taskOf(latest), historyLength) };
   }
 
-  async sendStreamingMessage(req: SendMessageRequest, ctx: CallContext): Promise<AsyncIterable<StreamItem[]>> {
+  async sendStreamingMessage(
+    req: SendMessageRequest,
+    ctx: CallContext,
+  ): Promise<AsyncIterable<StreamItem[]>> {
     const { record, created } = await this.accept(req, ctx);
     if (created) return this.o.streams.fromCreation(record.id, ctx.signal);
     // A follow-up (or a retried send): the current task first, then what follows.
     const view = (t: Task) => wireTask(t, req.configuration?.historyLength);
-    if (isTerminalTaskState(record.state)) return single([{ id: '0', payload: { task: view(taskOf(record)) } }]);
+    if (isTerminalTaskState(record.state))
+      return single([{ id: '0', payload: { task: view(taskOf(record)) } }]);
     return this.o.streams.snapshotThenLive(record.id, record.owner, ctx.signal, view);
   }
 
@@ -97,7 +110,8 @@ export class A2AService implements A2ARequestHandler {
         pageSize,
       });
     } catch (err) {
-      if (err instanceof TaskplaneError && err.code === 'invalid_argument') throw invalidParams('pageToken', 'is not a token this server issued');
+      if (err instanceof TaskplaneError && err.code === 'invalid_argument')
+        throw invalidParams('pageToken', 'is not a token this server issued');
       throw err;
     }
     return {
@@ -129,14 +143,23 @@ export class A2AService implements A2ARequestHandler {
     const record = await this.o.store.getAgentTask(req.id, scope(ctx));
     if (!record) throw taskNotFound(req.id);
     if (ctx.lastEventId !== undefined) {
-      return this.o.streams.afterEventId(record.id, ctx.lastEventId, isTerminalTaskState(record.state), ctx.signal);
+      return this.o.streams.afterEventId(
+        record.id,
+        ctx.lastEventId,
+        isTerminalTaskState(record.state),
+        ctx.signal,
+      );
     }
     // §1.5: SubscribeToTask on a terminal task → UnsupportedOperationError.
-    if (isTerminalTaskState(record.state)) throw new A2AError('UnsupportedOperationError', `Task is ${record.state}; use GetTask`);
+    if (isTerminalTaskState(record.state))
+      throw new A2AError('UnsupportedOperationError', `Task is ${record.state}; use GetTask`);
     return this.o.streams.snapshotThenLive(record.id, record.owner, ctx.signal, (t) => wireTask(t));
   }
 
-  createTaskPushNotificationConfig: A2ARequestHandler['createTaskPushNotificationConfig'] = async (req, ctx) => {
+  createTaskPushNotificationConfig: A2ARequestHandler['createTaskPushNotificationConfig'] = async (
+    req,
+    ctx,
+  ) => {
     await this.ownTask(req.taskId, ctx);
     // The flag before the config (see ExecutorState.pushConfigs): every write after it lists the configs.
     const flag = async () => {
@@ -154,12 +177,18 @@ export class A2AService implements A2ARequestHandler {
     return this.push.get(req.taskId, req.id, scope(ctx));
   };
 
-  listTaskPushNotificationConfigs: A2ARequestHandler['listTaskPushNotificationConfigs'] = async (req, ctx) => {
+  listTaskPushNotificationConfigs: A2ARequestHandler['listTaskPushNotificationConfigs'] = async (
+    req,
+    ctx,
+  ) => {
     await this.ownTask(req.taskId, ctx);
     return this.push.list(req.taskId, scope(ctx), req.pageSize, req.pageToken);
   };
 
-  deleteTaskPushNotificationConfig: A2ARequestHandler['deleteTaskPushNotificationConfig'] = async (req, ctx) => {
+  deleteTaskPushNotificationConfig: A2ARequestHandler['deleteTaskPushNotificationConfig'] = async (
+    req,
+    ctx,
+  ) => {
     await this.ownTask(req.taskId, ctx);
     await this.push.delete(req.taskId, req.id, scope(ctx));
   };
@@ -178,7 +207,10 @@ export class A2AService implements A2ARequestHandler {
   }
 
   /** Creates the task or applies a follow-up; idempotent on (caller, messageId). */
-  private async accept(req: SendMessageRequest, ctx: CallContext): Promise<{ record: AgentTaskRecord; created: boolean }> {
+  private async accept(
+    req: SendMessageRequest,
+    ctx: CallContext,
+  ): Promise<{ record: AgentTaskRecord; created: boolean }> {
     const owner = scope(ctx);
     const message = req.message;
     if (message.taskId) return { record: await this.followUp(message, owner), created: false };
@@ -189,12 +221,24 @@ export class A2AService implements A2ARequestHandler {
     const id = newId(clock, random, 'task_');
     const contextId = message.contextId ?? newId(clock, random, 'ctx_');
     const stored: Message = { ...message, taskId: id, contextId };
-    const task: Task = { id, contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: toIso(now) }, history: [stored], artifacts: [] };
+    const task: Task = {
+      id,
+      contextId,
+      status: { state: 'TASK_STATE_SUBMITTED', timestamp: toIso(now) },
+      history: [stored],
+      artifacts: [],
+    };
     if (req.metadata) task.metadata = req.metadata;
     const pushConfig = req.configuration?.taskPushNotificationConfig;
     let configId: string | undefined;
     if (pushConfig) configId = (await this.push.create(id, owner, { ...pushConfig, taskId: id })).id;
-    const executor: ExecutorState = { inputs: [], runs: 0, trigger: stored, host: this.o.liveness.hostId, pushConfigs: configId !== undefined };
+    const executor: ExecutorState = {
+      inputs: [],
+      runs: 0,
+      trigger: stored,
+      host: this.o.liveness.hostId,
+      pushConfigs: configId !== undefined,
+    };
     const record: AgentTaskRecord = {
       id,
       owner,
@@ -209,7 +253,12 @@ export class A2AService implements A2ARequestHandler {
     };
     const first: StoredEvent = { task: wireTask(task), _v: 1 };
     const outbox = configId ? await this.o.writer.outboxRows(id, [first], now) : [];
-    const result = await this.o.store.createAgentTask(record, message.messageId, [{ taskId: id, at: now, payload: first }], outbox);
+    const result = await this.o.store.createAgentTask(
+      record,
+      message.messageId,
+      [{ taskId: id, at: now, payload: first }],
+      outbox,
+    );
     if (!result.created) {
       if (configId) await this.o.store.deletePushConfig(id, configId);
       return { record: result.task, created: false };
@@ -242,7 +291,10 @@ export class A2AService implements A2ARequestHandler {
       (d) => {
         const state = d.task.status.state;
         if (isTerminalTaskState(state)) {
-          throw new A2AError('UnsupportedOperationError', `Task is ${state}; start a new task in the same context`);
+          throw new A2AError(
+            'UnsupportedOperationError',
+            `Task is ${state}; start a new task in the same context`,
+          );
         }
         const stored: Message = { ...message, taskId, contextId: d.task.contextId };
         (d.task.history ??= []).push(stored);
@@ -276,7 +328,12 @@ export class A2AService implements A2ARequestHandler {
 }
 
 function isStopped(state: string | undefined): boolean {
-  return state !== undefined && (isTerminalTaskState(state) || state === 'TASK_STATE_INPUT_REQUIRED' || state === 'TASK_STATE_AUTH_REQUIRED');
+  return (
+    state !== undefined &&
+    (isTerminalTaskState(state) ||
+      state === 'TASK_STATE_INPUT_REQUIRED' ||
+      state === 'TASK_STATE_AUTH_REQUIRED')
+  );
 }
 
 function executorAnswer(record: AgentTaskRecord): Message {

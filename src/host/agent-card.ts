@@ -40,7 +40,9 @@ export function buildAgentCard(info: AgentCardInfo, baseUrl: string, auth: 'none
   if (info.provider) card.provider = info.provider;
   if (info.documentationUrl) card.documentationUrl = info.documentationUrl;
   if (auth === 'keys') {
-    card.securitySchemes = { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'taskplane host API key' } } };
+    card.securitySchemes = {
+      bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'taskplane host API key' } },
+    };
     card.securityRequirements = [{ schemes: { bearer: { list: [] } } }];
   }
   return card;

@@ -17,13 +17,20 @@ export function parseKeys(text: string): Map<string, string> {
     const entry = raw.trim();
     if (entry === '' || entry.startsWith('#')) continue;
     const i = entry.indexOf(':');
-    if (i <= 0 || i === entry.length - 1) throw new TaskplaneError('config', 'host keys: each entry must be owner:key', { field: 'keys' });
+    if (i <= 0 || i === entry.length - 1)
+      throw new TaskplaneError('config', 'host keys: each entry must be owner:key', { field: 'keys' });
     const owner = entry.slice(0, i).trim();
     const key = entry.slice(i + 1).trim();
-    if (key.length < 16) throw new TaskplaneError('config', `host keys: the key for ${owner} is shorter than 16 characters`, { field: 'keys' });
+    if (key.length < 16)
+      throw new TaskplaneError('config', `host keys: the key for ${owner} is shorter than 16 characters`, {
+        field: 'keys',
+      });
     keys.set(digest(key), owner);
   }
-  if (keys.size === 0) throw new TaskplaneError('config', 'host keys: none configured (TASKPLANE_HOST_KEYS or --keys-file)', { field: 'keys' });
+  if (keys.size === 0)
+    throw new TaskplaneError('config', 'host keys: none configured (TASKPLANE_HOST_KEYS or --keys-file)', {
+      field: 'keys',
+    });
   return keys;
 }
 

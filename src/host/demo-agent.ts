@@ -49,7 +49,8 @@ export const demoAgent = defineAgent({
       {
         id: 'demo',
         name: 'Scripted long-running task',
-        description: 'Works in steps, may ask for input, streams an artifact in chunks, completes or fails on request.',
+        description:
+          'Works in steps, may ask for input, streams an artifact in chunks, completes or fails on request.',
         tags: ['demo', 'test'],
         examples: ['{"durationMs":3000,"steps":3,"askInput":"Which edition?","artifactChunks":2}', 'hello'],
       },

@@ -142,7 +142,9 @@ export class Executions {
     this.clearTimer(taskId);
     const cancel = this.o.clock.setTimer(Math.max(0, deadlineAt - this.o.clock.now()), () => {
       this.timers.delete(taskId);
-      void this.inputTimedOut(taskId, index).catch((err: unknown) => this.o.logger.error({ err, taskId }, 'input timeout failed'));
+      void this.inputTimedOut(taskId, index).catch((err: unknown) =>
+        this.o.logger.error({ err, taskId }, 'input timeout failed'),
+      );
     });
     this.timers.set(taskId, cancel);
   }
@@ -155,7 +157,8 @@ export class Executions {
   private async inputTimedOut(taskId: string, index: number): Promise<void> {
     const reason = `No input was received within ${this.o.inputTimeoutMs} ms; the task was failed.`;
     const result = await this.o.writer.update(taskId, (d) => {
-      if (d.task.status.state !== 'TASK_STATE_INPUT_REQUIRED' || d.executor.pendingInput?.index !== index) return null;
+      if (d.task.status.state !== 'TASK_STATE_INPUT_REQUIRED' || d.executor.pendingInput?.index !== index)
+        return null;
       delete d.executor.pendingInput;
       const message = this.msg(d, reason);
       setStatus(d.task, 'TASK_STATE_FAILED', this.o.clock.now(), message);
@@ -203,7 +206,10 @@ export class Executions {
       if (isTerminalTaskState(d.task.status.state)) return null;
       delete d.executor.pendingInput;
       const parts = typeof text === 'string' ? [{ text }] : text;
-      const message = parts && parts.length > 0 ? agentMessage(d.task, newId(this.o.clock, this.o.random, 'msg_'), parts) : undefined;
+      const message =
+        parts && parts.length > 0
+          ? agentMessage(d.task, newId(this.o.clock, this.o.random, 'msg_'), parts)
+          : undefined;
       setStatus(d.task, state, this.o.clock.now(), message);
       if (message) (d.task.history ??= []).push(message);
       return { events: [statusEvent(d.task)] };
@@ -336,8 +342,8 @@ export class Executions {
     } catch (err) {
       if (entry.stopped || err instanceof TaskClosedError) return;
       logger.error({ err, taskId }, 'agent execute threw');
-      await this.finish(taskId, 'TASK_STATE_FAILED', 'The agent failed while working on this task.').catch((e: unknown) =>
-        logger.error({ err: e, taskId }, 'could not record the failure'),
+      await this.finish(taskId, 'TASK_STATE_FAILED', 'The agent failed while working on this task.').catch(
+        (e: unknown) => logger.error({ err: e, taskId }, 'could not record the failure'),
       );
     } finally {
       stopWatch();

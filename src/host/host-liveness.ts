@@ -28,7 +28,12 @@ export class HostLiveness {
 
   /** Takes this host's lease (refusing to start if a live process holds the same host id). */
   async start(): Promise<boolean> {
-    const ok = await this.store.acquireLease(HostLiveness.lease(this.hostId), this.hostId, this.clock.now(), this.ttlMs);
+    const ok = await this.store.acquireLease(
+      HostLiveness.lease(this.hostId),
+      this.hostId,
+      this.clock.now(),
+      this.ttlMs,
+    );
     if (ok) this.schedule();
     return ok;
   }
@@ -39,7 +44,11 @@ export class HostLiveness {
       this.store
         .acquireLease(HostLiveness.lease(this.hostId), this.hostId, this.clock.now(), this.ttlMs)
         .then((ok) => {
-          if (!ok) this.logger.error({ hostId: this.hostId }, 'host lease lost to another process with the same host id');
+          if (!ok)
+            this.logger.error(
+              { hostId: this.hostId },
+              'host lease lost to another process with the same host id',
+            );
         })
         .catch((err: unknown) => this.logger.warn({ err }, 'host lease renewal failed'))
         .finally(() => {

@@ -3,7 +3,10 @@ import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
 import type { PushConfigRecord, Store } from '../store/store.ts';
 import { A2AError, invalidParams } from '../protocols/a2a/errors.ts';
-import type { ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig } from '../protocols/a2a/types.ts';
+import type {
+  ListTaskPushNotificationConfigsResponse,
+  TaskPushNotificationConfig,
+} from '../protocols/a2a/types.ts';
 
 /**
  * Push-config CRUD. Credentials are stored so the outbox can send them and are never returned: Get and
@@ -31,7 +34,8 @@ export class PushConfigs {
     } catch {
       throw invalidParams('url', 'must be an absolute URL');
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidParams('url', 'must be http or https');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw invalidParams('url', 'must be http or https');
     const record: PushConfigRecord = {
       id: cfg.id || newId(this.clock, this.random, 'pcfg_'),
       taskId,
@@ -39,7 +43,12 @@ export class PushConfigs {
       url: cfg.url,
       token: cfg.token ?? null,
       authentication: cfg.authentication
-        ? { scheme: cfg.authentication.scheme, ...(cfg.authentication.credentials !== undefined ? { credentials: cfg.authentication.credentials } : {}) }
+        ? {
+            scheme: cfg.authentication.scheme,
+            ...(cfg.authentication.credentials !== undefined
+              ? { credentials: cfg.authentication.credentials }
+              : {}),
+          }
         : null,
       createdAt: this.clock.now(),
     };
@@ -51,14 +60,23 @@ export class PushConfigs {
 
   async get(taskId: string, id: string, owner: string): Promise<TaskPushNotificationConfig> {
     const record = await this.store.getPushConfig(taskId, id);
-    if (!record || record.owner !== owner) throw new A2AError('TaskNotFoundError', 'Push notification config not found', { metadata: { taskId, configId: id } });
+    if (!record || record.owner !== owner)
+      throw new A2AError('TaskNotFoundError', 'Push notification config not found', {
+        metadata: { taskId, configId: id },
+      });
     return toWire(record);
   }
 
-  async list(taskId: string, owner: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResponse> {
+  async list(
+    taskId: string,
+    owner: string,
+    pageSize?: number,
+    pageToken?: string,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
     const all = (await this.store.listPushConfigs(taskId)).filter((c) => c.owner === owner);
     const start = pageToken ? Number(pageToken) : 0;
-    if (!Number.isInteger(start) || start < 0) throw invalidParams('pageToken', 'is not a token this server issued');
+    if (!Number.isInteger(start) || start < 0)
+      throw invalidParams('pageToken', 'is not a token this server issued');
     const size = pageSize && pageSize > 0 ? pageSize : 100;
     const page = all.slice(start, start + size);
     const next = start + size < all.length ? String(start + size) : '';

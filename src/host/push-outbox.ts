@@ -61,7 +61,12 @@ export class PushOutbox {
   /** One claim-and-send round; returns how many rows were attempted. */
   async runOnce(): Promise<number> {
     const { store, clock } = this.o;
-    const rows = await store.claimOutbox(this.o.owner, clock.now(), this.o.timeoutMs + 30_000, this.o.batch ?? 16);
+    const rows = await store.claimOutbox(
+      this.o.owner,
+      clock.now(),
+      this.o.timeoutMs + 30_000,
+      this.o.batch ?? 16,
+    );
     await Promise.all(rows.map((row) => this.deliver(row)));
     return rows.length;
   }
@@ -93,7 +98,12 @@ export class PushOutbox {
       url: config.url,
       body: JSON.stringify(row.payload),
       deliveryId: row.deliveryId,
-      ...(auth ? { authorization: auth.credentials !== undefined ? `${auth.scheme} ${auth.credentials}` : auth.scheme } : {}),
+      ...(auth
+        ? {
+            authorization:
+              auth.credentials !== undefined ? `${auth.scheme} ${auth.credentials}` : auth.scheme,
+          }
+        : {}),
       ...(config.token ? { token: config.token } : {}),
     });
     if (result.ok) {
@@ -103,7 +113,10 @@ export class PushOutbox {
     // Never log the URL (it may carry credentials) or the token: the task and config ids identify it.
     const dead = row.attempts >= this.o.attempts;
     const next = dead ? null : clock.now() + PushOutbox.delayAfter(this.o.baseMs, row.attempts);
-    logger.warn({ taskId: row.taskId, configId: row.configId, attempt: row.attempts, dead, error: result.error }, 'push delivery failed');
+    logger.warn(
+      { taskId: row.taskId, configId: row.configId, attempt: row.attempts, dead, error: result.error },
+      'push delivery failed',
+    );
     await store.failOutbox(row.id, this.o.owner, result.error.slice(0, 500), next);
   }
 }

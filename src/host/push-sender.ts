@@ -54,7 +54,10 @@ export function createPushSender(options: SenderOptions): PushSender {
     if (!check.ok) return { ok: false, error: `refused: ${check.reason}`, retryable: true };
     const { url, address, family } = check;
     const pinned: LookupFunction = (_host, opts, cb) => {
-      if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+      if ((opts as { all?: boolean }).all)
+        (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
+          { address, family },
+        ]);
       else cb(null, address, family);
     };
     const headers: Record<string, string> = {
@@ -66,7 +69,12 @@ export function createPushSender(options: SenderOptions): PushSender {
     if (req.authorization) headers.authorization = req.authorization;
     if (req.token) {
       headers['x-a2a-notification-token'] = req.token;
-      headers[SIGNATURE_HEADER.toLowerCase()] = signPush(req.token, options.clock.now(), req.deliveryId, req.body);
+      headers[SIGNATURE_HEADER.toLowerCase()] = signPush(
+        req.token,
+        options.clock.now(),
+        req.deliveryId,
+        req.body,
+      );
     }
     const mod = url.protocol === 'https:' ? https : http;
     return new Promise<PushResult>((resolve) => {
@@ -77,20 +85,17 @@ export function createPushSender(options: SenderOptions): PushSender {
         cancelTimer();
         resolve(r);
       };
-      const request = mod.request(
-        url,
-        { method: 'POST', headers, lookup: pinned, agent: false },
-        (res) => {
-          res.resume();
-          res.on('end', () => {
-            const status = res.statusCode ?? 0;
-            if (status >= 200 && status < 300) settle({ ok: true, status });
-            else if (status >= 300 && status < 400) settle({ ok: false, error: `redirect ${status} refused`, retryable: true });
-            else settle({ ok: false, error: `HTTP ${status}`, retryable: true });
-          });
-          res.on('error', (err) => settle({ ok: false, error: err.message, retryable: true }));
-        },
-      );
+      const request = mod.request(url, { method: 'POST', headers, lookup: pinned, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) settle({ ok: true, status });
+          else if (status >= 300 && status < 400)
+            settle({ ok: false, error: `redirect ${status} refused`, retryable: true });
+          else settle({ ok: false, error: `HTTP ${status}`, retryable: true });
+        });
+        res.on('error', (err) => settle({ ok: false, error: err.message, retryable: true }));
+      });
       const cancelTimer = options.clock.setTimer(options.timeoutMs, () => {
         request.destroy(new Error(`timed out after ${options.timeoutMs} ms`));
       });

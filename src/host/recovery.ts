@@ -65,12 +65,20 @@ export class Recovery {
       const stillOwned = (host: string | undefined) => host === owner;
       if (record.state === 'TASK_STATE_INPUT_REQUIRED' && exec?.pendingInput && agent.resumable) {
         const taken = await writer.update(record.id, (d) => {
-          if (d.task.status.state !== 'TASK_STATE_INPUT_REQUIRED' || !stillOwned(d.executor.host) || d.executor.host === me) return null;
+          if (
+            d.task.status.state !== 'TASK_STATE_INPUT_REQUIRED' ||
+            !stillOwned(d.executor.host) ||
+            d.executor.host === me
+          )
+            return null;
           d.executor.host = me;
           return { events: [] };
         });
         const current = executorStateOf(taken.record);
-        const pending = current.host === me && taken.record.state === 'TASK_STATE_INPUT_REQUIRED' ? current.pendingInput : undefined;
+        const pending =
+          current.host === me && taken.record.state === 'TASK_STATE_INPUT_REQUIRED'
+            ? current.pendingInput
+            : undefined;
         if (pending) {
           executions.armInputTimeout(record.id, pending.index, pending.deadlineAt);
           counts.waiting++;
@@ -81,7 +89,12 @@ export class Recovery {
         const taken = await writer.update(record.id, (d) => {
           if (isTerminalTaskState(d.task.status.state) || !stillOwned(d.executor.host)) return null;
           d.executor.host = me;
-          setStatus(d.task, 'TASK_STATE_WORKING', clock.now(), executions.msg(d, 'Resumed after an agent host restart.'));
+          setStatus(
+            d.task,
+            'TASK_STATE_WORKING',
+            clock.now(),
+            executions.msg(d, 'Resumed after an agent host restart.'),
+          );
           return { events: [statusEvent(d.task)] };
         });
         if (taken.written) {
@@ -111,7 +124,8 @@ export class Recovery {
         if (this.stopped) return;
         this.running = this.recover()
           .then((c) => {
-            if (c.resumed + c.failed + c.waiting > 0) this.o.logger.info({ recovered: c }, 'took over tasks of a stopped host');
+            if (c.resumed + c.failed + c.waiting > 0)
+              this.o.logger.info({ recovered: c }, 'took over tasks of a stopped host');
           })
           .catch((err: unknown) => this.o.logger.warn({ err }, 'recovery sweep failed'))
           .finally(() => {

@@ -7,8 +7,7 @@ export type Resolver = (hostname: string) => Promise<Array<{ address: string; fa
 export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
 export type UrlCheck =
-  | { ok: true; url: URL; address: string; family: number }
-  | { ok: false; reason: string };
+  { ok: true; url: URL; address: string; family: number } | { ok: false; reason: string };
 
 /**
  * Is `address` a public unicast address? ipaddr.js classifies every special-purpose block (RFC 6890
@@ -21,7 +20,8 @@ export type UrlCheck =
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   let ip = ipaddr.parse(address);
-  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress())
+    ip = (ip as ipaddr.IPv6).toIPv4Address();
   return ip.range() === 'unicast';
 }
 
@@ -32,14 +32,19 @@ export function isPublicAddress(address: string): boolean {
  * address, not to a second lookup, closing the DNS-rebinding window. `allowPrivate` (the host's
  * `--allow-private-webhooks`) skips the address rule for tests and sidecars, never the scheme rule.
  */
-export async function checkWebhookUrl(raw: string, resolve: Resolver, allowPrivate = false): Promise<UrlCheck> {
+export async function checkWebhookUrl(
+  raw: string,
+  resolve: Resolver,
+  allowPrivate = false,
+): Promise<UrlCheck> {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     return { ok: false, reason: 'not an absolute URL' };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, reason: `scheme ${url.protocol} is not allowed` };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return { ok: false, reason: `scheme ${url.protocol} is not allowed` };
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (host === '') return { ok: false, reason: 'no host' };
   let addresses: Array<{ address: string; family: number }>;

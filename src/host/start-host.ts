@@ -90,17 +90,23 @@ export interface RunningHost {
 
 function positive(name: string, value: number | undefined, dflt: number, min = 1): number {
   const v = value ?? dflt;
-  if (!Number.isFinite(v) || v < min) throw new TaskplaneError('config', `${name} must be a number >= ${min}`, { field: name });
+  if (!Number.isFinite(v) || v < min)
+    throw new TaskplaneError('config', `${name} must be a number >= ${min}`, { field: name });
   return v;
 }
 
 async function loadAgent(agent: HostOptions['agent']): Promise<AgentDefinition> {
   if (agent === undefined) return demoAgent;
   if (typeof agent !== 'string') return agent;
-  const mod = (await import(pathToFileURL(resolvePath(agent)).href)) as { default?: AgentDefinition; agent?: AgentDefinition };
+  const mod = (await import(pathToFileURL(resolvePath(agent)).href)) as {
+    default?: AgentDefinition;
+    agent?: AgentDefinition;
+  };
   const def = mod.default ?? mod.agent;
   if (!def || typeof def.execute !== 'function' || !def.card) {
-    throw new TaskplaneError('config', `${agent}: the default export must be defineAgent({card, execute})`, { field: 'agent' });
+    throw new TaskplaneError('config', `${agent}: the default export must be defineAgent({card, execute})`, {
+      field: 'agent',
+    });
   }
   return def;
 }
@@ -119,7 +125,8 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const authMode = options.auth ?? 'none';
   let authenticate: Authenticate = noAuth;
   if (authMode === 'keys') {
-    if (!options.keys || options.keys.size === 0) throw new TaskplaneError('config', 'auth keys needs keys', { field: 'keys' });
+    if (!options.keys || options.keys.size === 0)
+      throw new TaskplaneError('config', 'auth keys needs keys', { field: 'keys' });
     authenticate = bearerKeyAuth(options.keys);
   }
   const inputTimeoutMs = positive('inputTimeoutMs', options.inputTimeoutMs, 900_000);
@@ -129,18 +136,39 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const agent = await loadAgent(options.agent);
 
   const ownsStore = typeof options.db !== 'object';
-  const store = typeof options.db === 'object' ? options.db : await openHostStore(options.db ?? 'sqlite:./data/host.db', logger);
+  const store =
+    typeof options.db === 'object'
+      ? options.db
+      : await openHostStore(options.db ?? 'sqlite:./data/host.db', logger);
   const hostId = options.hostId ?? (port !== 0 ? `${hostname()}:${port}` : newId(clock, random, 'host_'));
-  const liveness = new HostLiveness(hostId, store, clock, logger, positive('hostLeaseMs', options.hostLeaseMs, 30_000));
+  const liveness = new HostLiveness(
+    hostId,
+    store,
+    clock,
+    logger,
+    positive('hostLeaseMs', options.hostLeaseMs, 30_000),
+  );
   if (!(await liveness.start())) {
     if (ownsStore) await store.close();
-    throw new TaskplaneError('config', `another live host process uses the host id ${hostId}`, { field: 'hostId' });
+    throw new TaskplaneError('config', `another live host process uses the host id ${hostId}`, {
+      field: 'hostId',
+    });
   }
   const outboxRef: { outbox?: PushOutbox } = {};
   const writer = new TaskWriter(store, clock, random, () => outboxRef.outbox?.wake());
   const feed = new TaskFeed(store, logger);
   feed.start();
-  const executions = new Executions({ store, writer, clock, random, agent, logger, inputTimeoutMs, hostId, feed });
+  const executions = new Executions({
+    store,
+    writer,
+    clock,
+    random,
+    agent,
+    logger,
+    inputTimeoutMs,
+    hostId,
+    feed,
+  });
   const recovery = new Recovery({ store, writer, clock, executions, liveness, agent, logger });
   let baseUrl = options.publicUrl?.replace(/\/+$/, '') ?? '';
   const service = new A2AService({
@@ -187,11 +215,19 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     timeoutMs: pushTimeoutMs,
     send:
       options.pushSender ??
-      createPushSender({ clock, resolve: options.resolver ?? systemResolver, allowPrivate: options.allowPrivateWebhooks ?? false, timeoutMs: pushTimeoutMs }),
+      createPushSender({
+        clock,
+        resolve: options.resolver ?? systemResolver,
+        allowPrivate: options.allowPrivateWebhooks ?? false,
+        timeoutMs: pushTimeoutMs,
+      }),
   });
   outboxRef.outbox = outbox;
   outbox.start();
-  logger.info({ url, hostId, auth: authMode, owner: authMode === 'none' ? ANONYMOUS_OWNER : undefined, recovered }, 'agent host ready');
+  logger.info(
+    { url, hostId, auth: authMode, owner: authMode === 'none' ? ANONYMOUS_OWNER : undefined, recovered },
+    'agent host ready',
+  );
 
   let closing: Promise<void> | undefined;
   return {

@@ -14,7 +14,10 @@ export function endsStream(state: string | undefined): boolean {
  * Stored events → stream frames, cut after the frame that ends the stream. `skip` drops events already
  * contained in a snapshot. Returns the frames and whether the stream is over.
  */
-function toItems(events: AgentTaskEvent[], skip: (e: StoredEvent) => boolean = () => false): { items: StreamItem[]; end: boolean } {
+function toItems(
+  events: AgentTaskEvent[],
+  skip: (e: StoredEvent) => boolean = () => false,
+): { items: StreamItem[]; end: boolean } {
   const items: StreamItem[] = [];
   for (const event of events) {
     const stored = event.payload as StoredEvent;
@@ -53,7 +56,12 @@ export class TaskStreams {
    * between a read and a subscription: events already contained in the snapshot (by task version) are
    * skipped. A subscription to a task already in INPUT_REQUIRED stays open until its next stop.
    */
-  async snapshotThenLive(taskId: string, owner: string, signal: AbortSignal, view: (task: Task) => Task): Promise<AsyncGenerator<StreamItem[]>> {
+  async snapshotThenLive(
+    taskId: string,
+    owner: string,
+    signal: AbortSignal,
+    view: (task: Task) => Task,
+  ): Promise<AsyncGenerator<StreamItem[]>> {
     let lastSeq = 0;
     for (;;) {
       const page = await this.store.listAgentTaskEvents(taskId, lastSeq, 1000);
@@ -82,8 +90,14 @@ export class TaskStreams {
    * live ones, ending as any stream does. No snapshot: the client already holds the state up to that id.
    * On a finished task it replays what is stored and ends.
    */
-  afterEventId(taskId: string, lastEventId: string, finished: boolean, signal: AbortSignal): AsyncGenerator<StreamItem[]> {
-    if (!/^\d{1,15}$/.test(lastEventId)) throw invalidParams('Last-Event-ID', 'must be an event id this server issued');
+  afterEventId(
+    taskId: string,
+    lastEventId: string,
+    finished: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<StreamItem[]> {
+    if (!/^\d{1,15}$/.test(lastEventId))
+      throw invalidParams('Last-Event-ID', 'must be an event id this server issued');
     const { feed, store } = this;
     const after = Number(lastEventId);
     return (async function* () {

@@ -4,7 +4,14 @@ import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
 import type { AgentTaskRecord, NewAgentTaskEvent, NewOutboxRow, Store } from '../store/store.ts';
 import { isTerminalTaskState, type Task } from '../protocols/a2a/types.ts';
-import { type ExecutorState, type StoredEvent, executorStateOf, jsonCopy, taskOf, wirePayload } from './task-model.ts';
+import {
+  type ExecutorState,
+  type StoredEvent,
+  executorStateOf,
+  jsonCopy,
+  taskOf,
+  wirePayload,
+} from './task-model.ts';
 
 /** What a change to a task produces: the events to append (each also queued for every push config). */
 export interface TaskChange {
@@ -159,7 +166,13 @@ export class TaskWriter {
       const newEvents: NewAgentTaskEvent[] = stamped.map((payload) => ({ taskId, at: now, payload }));
       const outbox = draft.executor.pushConfigs === false ? [] : await this.outboxRows(taskId, stamped, now);
       try {
-        const result = await this.store.updateAgentTask(next, current.version, newEvents, outbox, batch.length === 1 ? batch[0]!.messageId : undefined);
+        const result = await this.store.updateAgentTask(
+          next,
+          current.version,
+          newEvents,
+          outbox,
+          batch.length === 1 ? batch[0]!.messageId : undefined,
+        );
         if (isTerminalTaskState(result.task.state)) this.cache.delete(taskId);
         else this.cache.set(taskId, result.task);
         if (outbox.length > 0 && !result.duplicate) this.onOutboxRows();

@@ -27,7 +27,8 @@ export function engineOptions(world: World): PlaneOptions {
   return {
     delivery: { stream: s.delivery === 'stream', push: s.delivery === 'push', poll: false },
     publicUrl: 'https://plane.lab.invalid',
-    reconcile: s.reconcileMin > 0 ? { enabled: true, intervalMs: s.reconcileMin * MINUTE_MS } : { enabled: false },
+    reconcile:
+      s.reconcileMin > 0 ? { enabled: true, intervalMs: s.reconcileMin * MINUTE_MS } : { enabled: false },
     webhook: { fetchState: s.webhookFetch },
   };
 }
@@ -36,13 +37,20 @@ export function engineOptions(world: World): PlaneOptions {
 class WatchedStore extends MemoryStore {
   onWrite: (env: Envelope, events: NewEnvelopeEvent[]) => void = () => {};
 
-  override async createEnvelope(envelope: Envelope, events: NewEnvelopeEvent[]): Promise<{ created: boolean; envelope: Envelope }> {
+  override async createEnvelope(
+    envelope: Envelope,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ created: boolean; envelope: Envelope }> {
     const result = await super.createEnvelope(envelope, events);
     if (result.created) this.onWrite(result.envelope, events);
     return result;
   }
 
-  override async updateEnvelope(next: Envelope, expectedVersion: number, events: NewEnvelopeEvent[]): Promise<{ envelope: Envelope; events: EnvelopeEvent[] }> {
+  override async updateEnvelope(
+    next: Envelope,
+    expectedVersion: number,
+    events: NewEnvelopeEvent[],
+  ): Promise<{ envelope: Envelope; events: EnvelopeEvent[] }> {
     const result = await super.updateEnvelope(next, expectedVersion, events);
     this.onWrite(result.envelope, events);
     return result;
@@ -71,7 +79,8 @@ export async function runEngineClient(world: World, onProgress?: (fraction: numb
     // a reattach's first Task, a push, a get, a list item), whether or not it changed anything.
     onListRound: () => {
       const now = clock.now();
-      for (const job of inFlight.values()) if (now - (lastHeard.get(job) ?? 0) >= intervalMs) ledger.reconcilePerTaskCharge++;
+      for (const job of inFlight.values())
+        if (now - (lastHeard.get(job) ?? 0) >= intervalMs) ledger.reconcilePerTaskCharge++;
     },
     onHeard: (snapshot) => lastHeard.set(snapshot.job, clock.now()),
   });
@@ -95,7 +104,9 @@ export async function runEngineClient(world: World, onProgress?: (fraction: numb
       answered.add(`${env.id}/${pending.requestId}`);
       const requestId = pending.requestId;
       clock.setTimer(0, () => {
-        plane?.answer(TENANT, env.id, { requestId, value: { edition: 'first' } }).catch(() => answered.delete(`${env.id}/${requestId}`));
+        plane
+          ?.answer(TENANT, env.id, { requestId, value: { edition: 'first' } })
+          .catch(() => answered.delete(`${env.id}/${requestId}`));
       });
     }
   };
@@ -106,12 +117,24 @@ export async function runEngineClient(world: World, onProgress?: (fraction: numb
     if (result.status !== 'observed') ledger.duplicatesAbsorbed++;
   });
 
-  plane = new Plane({ clock, random: world.clientRandom, store, connectors: (t) => (t === TARGET ? connector : undefined), options: engineOptions(world) });
+  plane = new Plane({
+    clock,
+    random: world.clientRandom,
+    store,
+    connectors: (t) => (t === TARGET ? connector : undefined),
+    options: engineOptions(world),
+  });
   await plane.start();
   for (const job of jobs) {
     clock.setTimer(job.arrivalMs, () => {
       plane!
-        .create({ tenant: TENANT, target: TARGET, input: { job: job.index }, idempotencyKey: `job-${job.index}`, contextId: `ctx-${job.index}` })
+        .create({
+          tenant: TENANT,
+          target: TARGET,
+          input: { job: job.index },
+          idempotencyKey: `job-${job.index}`,
+          contextId: `ctx-${job.index}`,
+        })
         // A create the engine refuses leaves the job untracked: it shows as an unknown outcome.
         .catch(() => {});
     });

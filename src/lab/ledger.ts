@@ -32,7 +32,12 @@ export interface TimelineJob {
   job: number;
   arrivalMs: number;
   durationMs: number;
-  attempts: Array<{ startMs: number; endMs: number | null; dup: boolean; segments: Array<{ kind: SegmentKind; fromMs: number; toMs: number | null }> }>;
+  attempts: Array<{
+    startMs: number;
+    endMs: number | null;
+    dup: boolean;
+    segments: Array<{ kind: SegmentKind; fromMs: number; toMs: number | null }>;
+  }>;
   dropsMs: number[];
   learnedMs: number | null;
 }
@@ -45,7 +50,15 @@ export type RequestKind = 'send' | 'get' | 'subscribe' | 'list' | 'cancel' | 'an
  */
 export class Ledger {
   requests = 0;
-  readonly byKind: Record<RequestKind, number> = { send: 0, get: 0, subscribe: 0, list: 0, cancel: 0, answer: 0, register_push: 0 };
+  readonly byKind: Record<RequestKind, number> = {
+    send: 0,
+    get: 0,
+    subscribe: 0,
+    list: 0,
+    cancel: 0,
+    answer: 0,
+    register_push: 0,
+  };
   /** Requests that reconciliation really made (per-task gets for naive, list pages for the engine). */
   reconcileReal = 0;
   /** What reconciliation costs charged one get per in-flight task it had to check. */
@@ -70,7 +83,14 @@ export class Ledger {
   ) {
     for (const j of shownJobs) {
       const spec = jobs[j]!;
-      this.timeline.set(j, { job: j, arrivalMs: spec.arrivalMs, durationMs: spec.durationMs, attempts: [], dropsMs: [], learnedMs: null });
+      this.timeline.set(j, {
+        job: j,
+        arrivalMs: spec.arrivalMs,
+        durationMs: spec.durationMs,
+        attempts: [],
+        dropsMs: [],
+        learnedMs: null,
+      });
     }
   }
 

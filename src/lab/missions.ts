@@ -1,5 +1,11 @@
 import type { LabMetrics } from './ledger.ts';
-import { DEFAULT_SETTINGS, faultsOnly, withSettings, type LabSettings, type SettingsPatch } from './settings.ts';
+import {
+  DEFAULT_SETTINGS,
+  faultsOnly,
+  withSettings,
+  type LabSettings,
+  type SettingsPatch,
+} from './settings.ts';
 
 /** Figures a band needs beyond the --json metrics. */
 export interface BandExtras {
@@ -12,7 +18,10 @@ export function bandExtras(run: { metrics: LabMetrics; requestsByKind: Record<st
 }
 
 /** The band checks a run misses (empty when inside the band). */
-export function bandMisses(row: ExampleRow, run: { metrics: LabMetrics; requestsByKind: Record<string, number> }): string[] {
+export function bandMisses(
+  row: ExampleRow,
+  run: { metrics: LabMetrics; requestsByKind: Record<string, number> },
+): string[] {
   const extras = bandExtras(run);
   return row.checks.filter((c) => !c.ok(run.metrics, extras)).map((c) => c.what);
 }
@@ -45,7 +54,13 @@ export const EXAMPLE_ROWS: readonly ExampleRow[] = [
   {
     name: 'example:subscribe',
     label: 'streaming, SubscribeToTask, flaps',
-    patch: { delivery: 'stream', onDrop: 'reattach', idempotent: true, reconcileMin: 0, faults: faultsOnly('flaps') },
+    patch: {
+      delivery: 'stream',
+      onDrop: 'reattach',
+      idempotent: true,
+      reconcileMin: 0,
+      faults: faultsOnly('flaps'),
+    },
     seedFigure: '0 duplicates, ~1 extra request per task',
     band: '0 duplicates, ≤ 1.5 extra requests per task',
     checks: [
@@ -55,7 +70,10 @@ export const EXAMPLE_ROWS: readonly ExampleRow[] = [
       // meanwhile) and, with our host-like agent that closes streams at INPUT_REQUIRED, one
       // resubscribe after each answer (≈ 0.17 per task on seed 4) that the engine pays and an answer
       // sent as SendStreamingMessage would not.
-      { what: '≤ 1.5 extra requests per task', ok: (m, x) => m.requestsPerTask - 1 - x.answersPerTask <= 1.5 },
+      {
+        what: '≤ 1.5 extra requests per task',
+        ok: (m, x) => m.requestsPerTask - 1 - x.answersPerTask <= 1.5,
+      },
     ],
   },
   {
@@ -65,14 +83,23 @@ export const EXAMPLE_ROWS: readonly ExampleRow[] = [
     seedFigure: '~1 outcome in 10 lost, several inputs missed',
     band: '5–15 % lost, ≥ 1 input missed',
     checks: [
-      { what: 'lost in 5..15 %', ok: (m) => (100 * m.lostOutcomes) / m.tasks >= 5 && (100 * m.lostOutcomes) / m.tasks <= 15 },
+      {
+        what: 'lost in 5..15 %',
+        ok: (m) => (100 * m.lostOutcomes) / m.tasks >= 5 && (100 * m.lostOutcomes) / m.tasks <= 15,
+      },
       { what: '≥ 1 input missed', ok: (m) => m.missedInputs >= 1 },
     ],
   },
   {
     name: 'example:push-reconcile',
     label: 'push + 10-min reconcile + idempotent, all faults',
-    patch: { delivery: 'push', pushRetries: 3, reconcileMin: 10, idempotent: true, faults: faultsOnly('flaps', 'outage', 'lostacks', 'restart') },
+    patch: {
+      delivery: 'push',
+      pushRetries: 3,
+      reconcileMin: 10,
+      idempotent: true,
+      faults: faultsOnly('flaps', 'outage', 'lostacks', 'restart'),
+    },
     seedFigure: 'every outcome, restart survived, < 2 requests per task',
     band: '0 unknown, 0 duplicate side effects, < 2 requests per task',
     checks: [
@@ -84,7 +111,12 @@ export const EXAMPLE_ROWS: readonly ExampleRow[] = [
   {
     name: 'example:poll-15s',
     label: '15-s polling, all faults',
-    patch: { ...NAIVE, delivery: 'poll', pollS: 15, faults: faultsOnly('flaps', 'outage', 'lostacks', 'restart') },
+    patch: {
+      ...NAIVE,
+      delivery: 'poll',
+      pollS: 15,
+      faults: faultsOnly('flaps', 'outage', 'lostacks', 'restart'),
+    },
     seedFigure: '> 35 requests per task',
     band: '> 30 requests per task',
     checks: [{ what: '> 30 requests per task', ok: (m) => m.requestsPerTask > 30 }],
@@ -124,41 +156,89 @@ export const MISSIONS: readonly Mission[] = [
     title: 'Network flaps',
     brief: 'Streams drop every 8 min on average. Goal: zero duplicate tasks and every outcome learned.',
     broken: { ...NAIVE, delivery: 'stream', onDrop: 'resend', faults: faultsOnly('flaps') },
-    solved: { delivery: 'stream', onDrop: 'reattach', idempotent: true, reconcileMin: 10, faults: faultsOnly('flaps') },
+    solved: {
+      delivery: 'stream',
+      onDrop: 'reattach',
+      idempotent: true,
+      reconcileMin: 10,
+      faults: faultsOnly('flaps'),
+    },
     // Reattach alone costs ≈ 2.6 requests per task on seed 4 (one send, ≈ 1.3 resubscribes after drops,
     // 0.17 answers and 0.17 resubscribes after them; 2.3–2.6 over seeds 1–20). A 10-min reconciliation on
     // top adds ≈ 0.15 (GetTasks for long jobs, and the seed-style charge, small here because reattaching
     // after flaps hears from most tasks within the interval): 2.79 on seed 4, 2.4–2.8 over seeds 1–20.
     // Three stars for a fast path that stays lean and learns in seconds.
-    thresholds: ['★ 0 duplicates and 0 unknown', '★★ and ≤ 3.2 requests per task', '★★★ and ≤ 2.8 requests per task, outcomes learned within 5 s on average'],
-    stars: (m) => tiers(m.duplicates === 0 && m.unknownOutcomes === 0, m.requestsPerTask <= 3.2, m.requestsPerTask <= 2.8 && m.meanNotifyDelayS <= 5),
+    thresholds: [
+      '★ 0 duplicates and 0 unknown',
+      '★★ and ≤ 3.2 requests per task',
+      '★★★ and ≤ 2.8 requests per task, outcomes learned within 5 s on average',
+    ],
+    stars: (m) =>
+      tiers(
+        m.duplicates === 0 && m.unknownOutcomes === 0,
+        m.requestsPerTask <= 3.2,
+        m.requestsPerTask <= 2.8 && m.meanNotifyDelayS <= 5,
+      ),
   },
   {
     id: 2,
     title: 'Receiver outage',
-    brief: 'The webhook receiver is down from minute 30 to 42. At most 2 requests per task. Goal: every outcome learned and every input answered before the 15-min timeout.',
+    brief:
+      'The webhook receiver is down from minute 30 to 42. At most 2 requests per task. Goal: every outcome learned and every input answered before the 15-min timeout.',
     broken: { ...NAIVE, delivery: 'push', pushRetries: 1, faults: faultsOnly('outage') },
-    solved: { delivery: 'push', pushRetries: 1, idempotent: true, reconcileMin: 10, faults: faultsOnly('outage') },
-    thresholds: ['★ 0 unknown, 0 missed inputs, ≤ 2 requests per task', '★★ and ≤ 1.6 requests per task', '★★★ and ≤ 1.3 requests per task'],
-    stars: (m) => tiers(m.unknownOutcomes === 0 && m.missedInputs === 0 && m.requestsPerTask <= 2, m.requestsPerTask <= 1.6, m.requestsPerTask <= 1.3),
+    solved: {
+      delivery: 'push',
+      pushRetries: 1,
+      idempotent: true,
+      reconcileMin: 10,
+      faults: faultsOnly('outage'),
+    },
+    thresholds: [
+      '★ 0 unknown, 0 missed inputs, ≤ 2 requests per task',
+      '★★ and ≤ 1.6 requests per task',
+      '★★★ and ≤ 1.3 requests per task',
+    ],
+    stars: (m) =>
+      tiers(
+        m.unknownOutcomes === 0 && m.missedInputs === 0 && m.requestsPerTask <= 2,
+        m.requestsPerTask <= 1.6,
+        m.requestsPerTask <= 1.3,
+      ),
   },
   {
     id: 3,
     title: 'Agent restart',
-    brief: 'The agent restarts at minute 60 and forgets every task; you cannot touch it. Goal: every outcome recovered. Best: the least frequent reconciliation that works.',
+    brief:
+      'The agent restarts at minute 60 and forgets every task; you cannot touch it. Goal: every outcome recovered. Best: the least frequent reconciliation that works.',
     broken: { ...NAIVE, delivery: 'push', pushRetries: 3, faults: faultsOnly('restart') },
-    solved: { delivery: 'push', pushRetries: 3, idempotent: true, reconcileMin: 10, faults: faultsOnly('restart') },
-    thresholds: ['★ 0 unknown', '★★ with reconciliation every ≥ 10 min', '★★★ with reconciliation every ≥ 30 min'],
+    solved: {
+      delivery: 'push',
+      pushRetries: 3,
+      idempotent: true,
+      reconcileMin: 10,
+      faults: faultsOnly('restart'),
+    },
+    thresholds: [
+      '★ 0 unknown',
+      '★★ with reconciliation every ≥ 10 min',
+      '★★★ with reconciliation every ≥ 30 min',
+    ],
     stars: (m, s) => tiers(m.unknownOutcomes === 0, s.reconcileMin >= 10, s.reconcileMin >= 30),
   },
   {
     id: 4,
     title: 'Everything at once',
-    brief: 'Flaps, the outage, lost acks and the restart, starting from 15-s polling. Goal: every outcome, zero duplicate side effects, fewest requests per task.',
+    brief:
+      'Flaps, the outage, lost acks and the restart, starting from 15-s polling. Goal: every outcome, zero duplicate side effects, fewest requests per task.',
     broken: { ...NAIVE, delivery: 'poll', pollS: 15, faults: ALL },
     solved: { delivery: 'push', pushRetries: 3, idempotent: true, reconcileMin: 10, faults: ALL },
-    thresholds: ['★ 0 unknown and 0 duplicates', '★★ and ≤ 5 requests per task', '★★★ and ≤ 2 requests per task'],
-    stars: (m) => tiers(m.unknownOutcomes === 0 && m.duplicates === 0, m.requestsPerTask <= 5, m.requestsPerTask <= 2),
+    thresholds: [
+      '★ 0 unknown and 0 duplicates',
+      '★★ and ≤ 5 requests per task',
+      '★★★ and ≤ 2 requests per task',
+    ],
+    stars: (m) =>
+      tiers(m.unknownOutcomes === 0 && m.duplicates === 0, m.requestsPerTask <= 5, m.requestsPerTask <= 2),
   },
 ];
 
@@ -166,6 +246,10 @@ export function missionById(id: number): Mission | undefined {
   return MISSIONS.find((m) => m.id === id);
 }
 
-export function missionSettings(m: Mission, which: 'broken' | 'solved', base: LabSettings = DEFAULT_SETTINGS): LabSettings {
+export function missionSettings(
+  m: Mission,
+  which: 'broken' | 'solved',
+  base: LabSettings = DEFAULT_SETTINGS,
+): LabSettings {
   return withSettings(base, m[which]);
 }

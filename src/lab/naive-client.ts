@@ -3,7 +3,13 @@ import { isTaskplaneError } from '../core/errors.ts';
 import type { Ledger, RequestKind } from './ledger.ts';
 import type { LabSettings } from './settings.ts';
 import type { SimAgent } from './sim-agent.ts';
-import { isTerminalA2A, type AgentSnapshot, type SimNetwork, type StreamConn, type WebhookDelivery } from './sim-network.ts';
+import {
+  isTerminalA2A,
+  type AgentSnapshot,
+  type SimNetwork,
+  type StreamConn,
+  type WebhookDelivery,
+} from './sim-network.ts';
 import { MINUTE_MS, WORLD, type JobSpec } from './world-model.ts';
 
 interface ClientJob {
@@ -55,7 +61,8 @@ export class NaiveClient {
   }
 
   start(): void {
-    for (const job of this.jobs) this.clock.setTimer(job.spec.arrivalMs - this.clock.now(), () => this.submit(job));
+    for (const job of this.jobs)
+      this.clock.setTimer(job.spec.arrivalMs - this.clock.now(), () => this.submit(job));
     const everyMs = this.settings.reconcileMin * MINUTE_MS;
     if (everyMs > 0) {
       const tick = () => {
@@ -67,7 +74,12 @@ export class NaiveClient {
   }
 
   /** A request: counted, reaches the agent one latency later, its answer one more latency later. */
-  private call<T>(kind: RequestKind, fn: () => T, ok: (r: T) => void, fail: (code: string) => void = () => {}): void {
+  private call<T>(
+    kind: RequestKind,
+    fn: () => T,
+    ok: (r: T) => void,
+    fail: (code: string) => void = () => {},
+  ): void {
     this.ledger.request(kind);
     this.clock.setTimer(WORLD.latencyMs, () => {
       let result: T;
@@ -88,10 +100,15 @@ export class NaiveClient {
     const { delivery } = this.settings;
     if (delivery === 'stream') {
       const conn = this.openStream(job);
-      this.call('send', () => this.agent.send(base, conn), (s) => this.handle(job, s, 'send'));
+      this.call(
+        'send',
+        () => this.agent.send(base, conn),
+        (s) => this.handle(job, s, 'send'),
+      );
       return;
     }
-    const push = delivery === 'push' ? { url: 'https://client.example/hook', token: `tok-${job.spec.index}` } : null;
+    const push =
+      delivery === 'push' ? { url: 'https://client.example/hook', token: `tok-${job.spec.index}` } : null;
     this.call(
       'send',
       () => this.agent.send({ ...base, push }),
@@ -132,7 +149,13 @@ export class NaiveClient {
           if (job.stream === conn) job.stream = null;
           conn.open = false;
           if (code === 'not_found') this.resubmit(job);
-          else this.call('get', () => this.agent.get(id), (s) => this.handle(job, s, 'get'), (c) => c === 'not_found' && this.resubmit(job));
+          else
+            this.call(
+              'get',
+              () => this.agent.get(id),
+              (s) => this.handle(job, s, 'get'),
+              (c) => c === 'not_found' && this.resubmit(job),
+            );
         },
       );
     });
@@ -160,7 +183,12 @@ export class NaiveClient {
       if (job.done || job.remoteId === null || now - job.lastHeardMs < everyMs) continue;
       checked++;
       const id = job.remoteId;
-      this.call('get', () => this.agent.get(id), (s) => this.handle(job, s, 'get'), (code) => code === 'not_found' && this.resubmit(job));
+      this.call(
+        'get',
+        () => this.agent.get(id),
+        (s) => this.handle(job, s, 'get'),
+        (code) => code === 'not_found' && this.resubmit(job),
+      );
     }
     this.ledger.reconcileReal += checked;
     this.ledger.reconcilePerTaskCharge += checked;

@@ -24,7 +24,10 @@ export interface LabPageAssets {
 }
 
 /** Serves `<base>` and `<base>/` (the page) and `<base>/lab.js` (the bundle); null for anything else. */
-export function labPageHandler(assets: LabPageAssets, basePath = '/lab'): (request: Request) => Response | null {
+export function labPageHandler(
+  assets: LabPageAssets,
+  basePath = '/lab',
+): (request: Request) => Response | null {
   const base = basePath.replace(/\/+$/, '');
   return (request) => {
     const path = new URL(request.url).pathname;
@@ -32,10 +35,14 @@ export function labPageHandler(assets: LabPageAssets, basePath = '/lab'): (reque
     // The page loads `lab.js` relative to itself, so it must be served under a trailing slash.
     if (path === base) return new Response(null, { status: 301, headers: { location: `${base}/` } });
     if (path === `${base}/` || path === `${base}/index.html`) {
-      return new Response(assets.html, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } });
+      return new Response(assets.html, {
+        headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' },
+      });
     }
     if (path === `${base}/lab.js`) {
-      return new Response(assets.script, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' } });
+      return new Response(assets.script, {
+        headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' },
+      });
     }
     return null;
   };
@@ -45,7 +52,10 @@ export function labPageHandler(assets: LabPageAssets, basePath = '/lab'): (reque
  * Bundles the page entry with esbuild (a dev dependency, loaded only here) and reads the HTML. With
  * `write`, also writes the bundle to web/dist/lab.js.
  */
-export async function buildLabAssets(rootDir: string, options: { write?: boolean } = {}): Promise<LabPageAssets> {
+export async function buildLabAssets(
+  rootDir: string,
+  options: { write?: boolean } = {},
+): Promise<LabPageAssets> {
   const fs = await import('node:fs/promises');
   const path = await import('node:path');
   const esbuild = await import('esbuild');

@@ -57,14 +57,21 @@ export const DEFAULT_SETTINGS: LabSettings = {
   client: 'auto',
 };
 
-export type SettingsPatch = Partial<Omit<LabSettings, 'faults'>> & { faults?: Partial<Record<FaultName, boolean>> };
+export type SettingsPatch = Partial<Omit<LabSettings, 'faults'>> & {
+  faults?: Partial<Record<FaultName, boolean>>;
+};
 
 export function withSettings(base: LabSettings, patch: SettingsPatch): LabSettings {
   return { ...base, ...patch, faults: { ...base.faults, ...patch.faults } };
 }
 
 export function faultsOnly(...names: FaultName[]): Record<FaultName, boolean> {
-  return { flaps: names.includes('flaps'), outage: names.includes('outage'), lostacks: names.includes('lostacks'), restart: names.includes('restart') };
+  return {
+    flaps: names.includes('flaps'),
+    outage: names.includes('outage'),
+    lostacks: names.includes('lostacks'),
+    restart: names.includes('restart'),
+  };
 }
 
 export class SettingsError extends Error {
@@ -80,7 +87,8 @@ export class SettingsError extends Error {
 /** Validates a full settings object; the error names the field (as the CLI flag name). */
 export function validateSettings(s: LabSettings): LabSettings {
   const int = (field: string, v: number, min: number, max: number) => {
-    if (!Number.isInteger(v) || v < min || v > max) throw new SettingsError(field, `must be an integer in ${min}..${max}`);
+    if (!Number.isInteger(v) || v < min || v > max)
+      throw new SettingsError(field, `must be an integer in ${min}..${max}`);
   };
   int('tasks', s.tasks, 1, 100_000);
   int('seed', s.seed, 0, 0xffffffff);
@@ -88,18 +96,26 @@ export function validateSettings(s: LabSettings): LabSettings {
   if (!(Number.isFinite(s.reconcileMin) && s.reconcileMin >= 0 && s.reconcileMin <= 240)) {
     throw new SettingsError('reconcile-min', 'must be a number of minutes in 0..240 (0 = off)');
   }
-  if (!(Number.isFinite(s.pollS) && s.pollS >= 1 && s.pollS <= 3600)) throw new SettingsError('poll-s', 'must be a number of seconds in 1..3600');
-  if (!['stream', 'push', 'poll'].includes(s.delivery)) throw new SettingsError('delivery', 'must be stream, push or poll');
-  if (!['resend', 'reattach'].includes(s.onDrop)) throw new SettingsError('on-drop', 'must be resend or reattach');
-  if (!['always', 'when-incomplete'].includes(s.webhookFetch)) throw new SettingsError('webhook-fetch', 'must be always or when-incomplete');
-  if (!['auto', 'engine', 'naive'].includes(s.client)) throw new SettingsError('client', 'must be auto, engine or naive');
+  if (!(Number.isFinite(s.pollS) && s.pollS >= 1 && s.pollS <= 3600))
+    throw new SettingsError('poll-s', 'must be a number of seconds in 1..3600');
+  if (!['stream', 'push', 'poll'].includes(s.delivery))
+    throw new SettingsError('delivery', 'must be stream, push or poll');
+  if (!['resend', 'reattach'].includes(s.onDrop))
+    throw new SettingsError('on-drop', 'must be resend or reattach');
+  if (!['always', 'when-incomplete'].includes(s.webhookFetch))
+    throw new SettingsError('webhook-fetch', 'must be always or when-incomplete');
+  if (!['auto', 'engine', 'naive'].includes(s.client))
+    throw new SettingsError('client', 'must be auto, engine or naive');
   return s;
 }
 
 /** Parses `flaps,outage,lostacks,restart` (also `none` and `all`). */
 export function parseFaults(text: string): Record<FaultName, boolean> {
   const faults = faultsOnly();
-  const words = text.split(',').map((w) => w.trim().toLowerCase()).filter(Boolean);
+  const words = text
+    .split(',')
+    .map((w) => w.trim().toLowerCase())
+    .filter(Boolean);
   for (const w of words) {
     if (w === 'none') continue;
     if (w === 'all') return faultsOnly(...FAULT_NAMES);

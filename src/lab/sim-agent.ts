@@ -1,7 +1,13 @@
 import type { VirtualClock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Ledger, TimelineJob } from './ledger.ts';
-import { isTerminalA2A, type A2AState, type AgentSnapshot, type SimNetwork, type StreamConn } from './sim-network.ts';
+import {
+  isTerminalA2A,
+  type A2AState,
+  type AgentSnapshot,
+  type SimNetwork,
+  type StreamConn,
+} from './sim-network.ts';
 import { WORLD, type JobSpec } from './world-model.ts';
 
 export interface PushTarget {
@@ -56,7 +62,10 @@ export class SimAgent {
   }
 
   /** SendMessage (returnImmediately). With `stream`, SendStreamingMessage: the stream starts with the Task. */
-  send(req: { messageId: string; contextId: string; job: number; push?: PushTarget | null }, stream?: StreamConn): AgentSnapshot {
+  send(
+    req: { messageId: string; contextId: string; job: number; push?: PushTarget | null },
+    stream?: StreamConn,
+  ): AgentSnapshot {
     const now = this.clock.now();
     const job = this.jobs[req.job];
     if (!job) throw new TaskplaneError('invalid_argument', 'unknown job');
@@ -88,7 +97,9 @@ export class SimAgent {
     this.active++;
     this.segment(task, 'working');
     if (job.inputAtWorkMs !== null) {
-      task.cancelTimer = this.clock.setTimer(job.inputAtWorkMs, () => this.askInput(task, job.durationMs - job.inputAtWorkMs!));
+      task.cancelTimer = this.clock.setTimer(job.inputAtWorkMs, () =>
+        this.askInput(task, job.durationMs - job.inputAtWorkMs!),
+      );
     } else {
       task.cancelTimer = this.clock.setTimer(job.durationMs, () => this.finish(task, 'TASK_STATE_COMPLETED'));
     }
@@ -114,9 +125,15 @@ export class SimAgent {
   }
 
   /** ListTasks with statusTimestampAfter ("at or after"), newest first, offset cursor. */
-  list(sinceMs: number, cursor: string | undefined, pageSize: number): { items: AgentSnapshot[]; nextCursor?: string } {
+  list(
+    sinceMs: number,
+    cursor: string | undefined,
+    pageSize: number,
+  ): { items: AgentSnapshot[]; nextCursor?: string } {
     // Sorted once per change burst: a reconciliation round pages through the same order.
-    this.sortedCache ??= [...this.tasks.values()].sort((a, b) => b.statusMs - a.statusMs || (a.id < b.id ? 1 : -1));
+    this.sortedCache ??= [...this.tasks.values()].sort(
+      (a, b) => b.statusMs - a.statusMs || (a.id < b.id ? 1 : -1),
+    );
     const matching = this.sortedCache.filter((t) => t.statusMs >= sinceMs);
     const from = cursor ? Number(cursor) : 0;
     const items = matching.slice(from, from + pageSize).map(snap);
@@ -212,17 +229,20 @@ export class SimAgent {
 
   private deliver(target: PushTarget, s: AgentSnapshot, attempt: number, epoch: number): void {
     this.pendingPushes++;
-    this.net.post({ deliveryId: `${s.id}:${s.version}`, url: target.url, token: target.token, snapshot: s }, (ok) => {
-      if (ok || attempt >= this.pushRetries || epoch !== this.epoch) {
-        this.pendingPushes--;
-        return;
-      }
-      // Wait before retry k (1-based) is 5·2^(k−1) s, so after k retries 5·(2^k − 1) s have passed.
-      this.clock.setTimer(WORLD.pushBaseMs * 2 ** attempt, () => {
-        this.pendingPushes--;
-        if (epoch === this.epoch) this.deliver(target, s, attempt + 1, epoch);
-      });
-    });
+    this.net.post(
+      { deliveryId: `${s.id}:${s.version}`, url: target.url, token: target.token, snapshot: s },
+      (ok) => {
+        if (ok || attempt >= this.pushRetries || epoch !== this.epoch) {
+          this.pendingPushes--;
+          return;
+        }
+        // Wait before retry k (1-based) is 5·2^(k−1) s, so after k retries 5·(2^k − 1) s have passed.
+        this.clock.setTimer(WORLD.pushBaseMs * 2 ** attempt, () => {
+          this.pendingPushes--;
+          if (epoch === this.epoch) this.deliver(target, s, attempt + 1, epoch);
+        });
+      },
+    );
   }
 
   private segment(task: AgentTask, kind: 'working' | 'input'): void {
@@ -245,5 +265,13 @@ export class SimAgent {
 }
 
 function snap(t: AgentTask): AgentSnapshot {
-  return { id: t.id, contextId: t.contextId, job: t.job, state: t.state, statusMs: t.statusMs, version: t.version, inputRequestId: t.inputRequestId };
+  return {
+    id: t.id,
+    contextId: t.contextId,
+    job: t.job,
+    state: t.state,
+    statusMs: t.statusMs,
+    version: t.version,
+    inputRequestId: t.inputRequestId,
+  };
 }

@@ -36,13 +36,18 @@ export function toRemote(s: AgentSnapshot): RemoteSnapshot {
     nativeState: s.state,
     remoteVersion: s.version,
     stateTimestamp: s.statusMs,
-    inputRequest: s.inputRequestId ? { requestId: s.inputRequestId, prompt: 'Which edition does this record refer to?' } : null,
+    inputRequest: s.inputRequestId
+      ? { requestId: s.inputRequestId, prompt: 'Which edition does this record refer to?' }
+      : null,
   };
 }
 
 /** The webhook body the simulated agent posts: a StreamResponse-like status update with its delivery id. */
 export function webhookBody(d: WebhookDelivery): InboundWebhook {
-  return { headers: { [TOKEN_HEADER]: d.token }, rawBody: JSON.stringify({ deliveryId: d.deliveryId, snapshot: d.snapshot }) };
+  return {
+    headers: { [TOKEN_HEADER]: d.token },
+    rawBody: JSON.stringify({ deliveryId: d.deliveryId, snapshot: d.snapshot }),
+  };
 }
 
 export interface SimConnectorOptions {
@@ -90,7 +95,11 @@ export class SimConnector implements Connector {
   }
 
   /** One request: reaches the agent one latency later, the answer comes back one latency after that. */
-  private async call<T>(kind: Parameters<Ledger['request']>[0], signal: AbortSignal, fn: () => T): Promise<T> {
+  private async call<T>(
+    kind: Parameters<Ledger['request']>[0],
+    signal: AbortSignal,
+    fn: () => T,
+  ): Promise<T> {
     this.ledger.request(kind);
     await this.clock.sleep(WORLD.latencyMs, signal);
     let result: T;
@@ -118,10 +127,20 @@ export class SimConnector implements Connector {
     return this.streamCall('send', req.job, signal, (conn) => this.agent.send(req, conn));
   }
 
-  private sendRequest(request: StartRequest): { messageId: string; contextId: string; job: number; push: PushRegistration | null } {
+  private sendRequest(request: StartRequest): {
+    messageId: string;
+    contextId: string;
+    job: number;
+    push: PushRegistration | null;
+  } {
     const job = (request.input as { job?: unknown } | null)?.job;
     if (typeof job !== 'number') throw new TaskplaneError('invalid_argument', 'input.job: required');
-    return { messageId: request.messageId, contextId: request.contextId ?? `ctx-${job}`, job, push: request.push ?? null };
+    return {
+      messageId: request.messageId,
+      contextId: request.contextId ?? `ctx-${job}`,
+      job,
+      push: request.push ?? null,
+    };
   }
 
   get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
@@ -134,13 +153,18 @@ export class SimConnector implements Connector {
     this.ledger.reconcileListCharge++;
     return this.call('list', signal, () => {
       const page = this.agent.list(query.since, query.cursor, query.pageSize ?? 100);
-      return { items: page.items.map((item) => this.heard(item)), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
+      return {
+        items: page.items.map((item) => this.heard(item)),
+        ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+      };
     });
   }
 
   /** SubscribeToTask: the current Task first, then every update, until terminal (ends) or a drop (throws). */
   observe(remoteId: string, _cursor: string | null, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
-    return this.streamCall('subscribe', this.agent.jobOf(remoteId) ?? -1, signal, (conn) => this.agent.subscribe(remoteId, conn));
+    return this.streamCall('subscribe', this.agent.jobOf(remoteId) ?? -1, signal, (conn) =>
+      this.agent.subscribe(remoteId, conn),
+    );
   }
 
   /**
@@ -148,7 +172,12 @@ export class SimConnector implements Connector {
    * that attaches the agent to it (the agent's first event on it is the Task), then yields every event
    * until the agent closes the stream (ends) or it drops (throws `unavailable`).
    */
-  private async *streamCall(kind: 'send' | 'subscribe', job: number, signal: AbortSignal, attach: (conn: StreamConn) => unknown): AsyncGenerator<RemoteSnapshot> {
+  private async *streamCall(
+    kind: 'send' | 'subscribe',
+    job: number,
+    signal: AbortSignal,
+    attach: (conn: StreamConn) => unknown,
+  ): AsyncGenerator<RemoteSnapshot> {
     const stream = new OpenStream(this.net, job);
     try {
       await this.call(kind, signal, () => attach(stream.conn));
@@ -175,7 +204,11 @@ export class SimConnector implements Connector {
     return this.call('answer', signal, () => this.heard(this.agent.answer(remoteId, answer.requestId)));
   }
 
-  async registerPush(remoteId: string, push: PushRegistration, signal: AbortSignal): Promise<{ configId: string }> {
+  async registerPush(
+    remoteId: string,
+    push: PushRegistration,
+    signal: AbortSignal,
+  ): Promise<{ configId: string }> {
     await this.call('register_push', signal, () => this.agent.registerPush(remoteId, push));
     return { configId: `${remoteId}-push` };
   }
@@ -187,8 +220,14 @@ export class SimConnector implements Connector {
     } catch {
       throw new TaskplaneError('invalid_argument', 'webhook body is not JSON');
     }
-    if (!body.snapshot || typeof body.deliveryId !== 'string') throw new TaskplaneError('invalid_argument', 'webhook body has no task');
-    return { remoteId: body.snapshot.id, deliveryId: body.deliveryId, token: request.headers[TOKEN_HEADER] ?? null, snapshot: this.heard(body.snapshot) };
+    if (!body.snapshot || typeof body.deliveryId !== 'string')
+      throw new TaskplaneError('invalid_argument', 'webhook body has no task');
+    return {
+      remoteId: body.snapshot.id,
+      deliveryId: body.deliveryId,
+      token: request.headers[TOKEN_HEADER] ?? null,
+      snapshot: this.heard(body.snapshot),
+    };
   }
 }
 

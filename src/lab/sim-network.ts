@@ -17,7 +17,8 @@ export interface AgentSnapshot {
   inputRequestId: string | null;
 }
 
-export type A2AState = 'TASK_STATE_WORKING' | 'TASK_STATE_INPUT_REQUIRED' | 'TASK_STATE_COMPLETED' | 'TASK_STATE_FAILED';
+export type A2AState =
+  'TASK_STATE_WORKING' | 'TASK_STATE_INPUT_REQUIRED' | 'TASK_STATE_COMPLETED' | 'TASK_STATE_FAILED';
 
 export function isTerminalA2A(state: A2AState): boolean {
   return state === 'TASK_STATE_COMPLETED' || state === 'TASK_STATE_FAILED';

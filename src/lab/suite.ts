@@ -1,5 +1,12 @@
 import type { LabMetrics } from './ledger.ts';
-import { EXAMPLE_ROWS, MISSIONS, bandMisses, exampleSettings, missionSettings, type Mission } from './missions.ts';
+import {
+  EXAMPLE_ROWS,
+  MISSIONS,
+  bandMisses,
+  exampleSettings,
+  missionSettings,
+  type Mission,
+} from './missions.ts';
 import { runLab, type RunResult } from './run.ts';
 import { describeFaults, usesEngine, type LabSettings } from './settings.ts';
 
@@ -33,7 +40,11 @@ export function planExample(base: LabSettings): PlannedRun[] {
 }
 
 export function planMissionsSolved(base: LabSettings, ids: number[] = [1, 2, 3, 4]): PlannedRun[] {
-  return MISSIONS.filter((m) => ids.includes(m.id)).map((m) => ({ name: `mission:${m.id}`, settings: missionSettings(m, 'solved', base), mission: m }));
+  return MISSIONS.filter((m) => ids.includes(m.id)).map((m) => ({
+    name: `mission:${m.id}`,
+    settings: missionSettings(m, 'solved', base),
+    mission: m,
+  }));
 }
 
 /** Runs the plan in order (each run is independent and deterministic). */
@@ -41,7 +52,10 @@ export async function runPlan(plan: PlannedRun[], progress?: SuiteProgress): Pro
   const out: SuiteRun[] = [];
   for (const [i, p] of plan.entries()) {
     progress?.(i, plan.length, 0, p.name);
-    const result = await runLab(p.settings, { name: p.name, onProgress: (f) => progress?.(i, plan.length, f, p.name) });
+    const result = await runLab(p.settings, {
+      name: p.name,
+      onProgress: (f) => progress?.(i, plan.length, f, p.name),
+    });
     const run: SuiteRun = { result, stars: p.mission ? p.mission.stars(result.metrics, p.settings) : null };
     if (p.mission) run.mission = p.mission;
     if (p.example) run.bandMisses = bandMisses(p.example, result);
@@ -83,12 +97,26 @@ export function starText(stars: number | null): string {
 
 /** The figures table, one line per run. */
 export function formatTable(runs: SuiteRun[]): string {
-  const head = [pad('run', 24), pad('client', 6), lpad('dups', 5), lpad('unknown', 8), lpad('lost', 5), lpad('missed', 6), lpad('req/task', 8), lpad('list', 6), lpad('absorbed', 8), lpad('resub', 5), lpad('delay', 7), '  result'];
+  const head = [
+    pad('run', 24),
+    pad('client', 6),
+    lpad('dups', 5),
+    lpad('unknown', 8),
+    lpad('lost', 5),
+    lpad('missed', 6),
+    lpad('req/task', 8),
+    lpad('list', 6),
+    lpad('absorbed', 8),
+    lpad('resub', 5),
+    lpad('delay', 7),
+    '  result',
+  ];
   const lines = [head.join(' ')];
   for (const r of runs) {
     const m = r.result.metrics;
     let verdict = '';
-    if (r.bandMisses) verdict = r.bandMisses.length === 0 ? 'in band' : `OUT OF BAND: ${r.bandMisses.join('; ')}`;
+    if (r.bandMisses)
+      verdict = r.bandMisses.length === 0 ? 'in band' : `OUT OF BAND: ${r.bandMisses.join('; ')}`;
     if (r.stars !== null) verdict = starText(r.stars);
     lines.push(
       [

@@ -99,7 +99,9 @@ export function exponential(random: SeededRandom, meanMs: number): number {
  */
 export function pickShownJobs(jobs: readonly JobSpec[], count = 16): number[] {
   const byLength = [...jobs].sort((a, b) => b.durationMs - a.durationMs || a.index - b.index);
-  const pool = byLength.slice(0, Math.max(count, Math.ceil(jobs.length / 4))).sort((a, b) => a.arrivalMs - b.arrivalMs || a.index - b.index);
+  const pool = byLength
+    .slice(0, Math.max(count, Math.ceil(jobs.length / 4)))
+    .sort((a, b) => a.arrivalMs - b.arrivalMs || a.index - b.index);
   if (pool.length <= count) return pool.map((j) => j.index);
   const picked: number[] = [];
   for (let i = 0; i < count; i++) picked.push(pool[Math.floor((i * pool.length) / count)]!.index);

@@ -43,7 +43,11 @@ function outputOf(envelope: Envelope, artifactContents: unknown[]): unknown {
 }
 
 /** Decides acceptance for an envelope that just reached a terminal state; null when none was asked for. */
-export function decideAcceptance(envelope: Envelope, artifactContents: unknown[], now: number): AcceptanceRecord | null {
+export function decideAcceptance(
+  envelope: Envelope,
+  artifactContents: unknown[],
+  now: number,
+): AcceptanceRecord | null {
   const current = envelope.acceptance;
   if (!current || current.status !== 'pending') return current;
   if (envelope.state !== 'succeeded') {
@@ -55,5 +59,10 @@ export function decideAcceptance(envelope: Envelope, artifactContents: unknown[]
     return { ...current, status: 'accepted', reasons: [], decidedAt: now };
   }
   const reasons = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`);
-  return { ...current, status: 'rejected', reasons: reasons.length ? reasons : ['output does not match schema'], decidedAt: now };
+  return {
+    ...current,
+    status: 'rejected',
+    reasons: reasons.length ? reasons : ['output does not match schema'],
+    decidedAt: now,
+  };
 }

@@ -14,8 +14,16 @@ import { updateLocal } from './observe.ts';
 export function checkBudget(field: string, value: unknown): Budget | null {
   if (value === undefined || value === null) return null;
   const b = value as Partial<Budget>;
-  if (typeof b !== 'object' || typeof b.limit !== 'number' || !(b.limit > 0) || typeof b.unit !== 'string' || b.unit === '') {
-    throw new TaskplaneError('invalid_argument', `${field}: must be {limit: number > 0, unit: string}`, { field });
+  if (
+    typeof b !== 'object' ||
+    typeof b.limit !== 'number' ||
+    !(b.limit > 0) ||
+    typeof b.unit !== 'string' ||
+    b.unit === ''
+  ) {
+    throw new TaskplaneError('invalid_argument', `${field}: must be {limit: number > 0, unit: string}`, {
+      field,
+    });
   }
   return { limit: b.limit, unit: b.unit };
 }
@@ -24,7 +32,9 @@ export function checkBudget(field: string, value: unknown): Budget | null {
 export function jobBudgetExhausted(env: Pick<Envelope, 'budget' | 'usage'>): string | null {
   if (!env.budget) return null;
   const used = env.usage?.[env.budget.unit] ?? 0;
-  return used >= env.budget.limit ? `job budget exhausted: used ${used} of ${env.budget.limit} ${env.budget.unit}` : null;
+  return used >= env.budget.limit
+    ? `job budget exhausted: used ${used} of ${env.budget.limit} ${env.budget.unit}`
+    : null;
 }
 
 /**
@@ -41,12 +51,22 @@ export async function tenantBudgetExhausted(ctx: PlaneContext, tenant: string): 
     for (const env of page.items) used += env.usage?.[budget.unit] ?? 0;
     cursor = page.nextCursor;
   } while (cursor && used < budget.limit);
-  return used >= budget.limit ? `tenant budget exhausted: used ${used} of ${budget.limit} ${budget.unit}` : null;
+  return used >= budget.limit
+    ? `tenant budget exhausted: used ${used} of ${budget.limit} ${budget.unit}`
+    : null;
 }
 
 /** Records on the envelope that new work was refused for budget, then throws the refusal. */
-export async function refuseForBudget(ctx: PlaneContext, envelopeId: string, action: string, reason: string): Promise<never> {
-  await updateLocal(ctx, envelopeId, (env) => ({ next: env, events: [{ type: 'budget_refused', data: { action, reason } }] }));
+export async function refuseForBudget(
+  ctx: PlaneContext,
+  envelopeId: string,
+  action: string,
+  reason: string,
+): Promise<never> {
+  await updateLocal(ctx, envelopeId, (env) => ({
+    next: env,
+    events: [{ type: 'budget_refused', data: { action, reason } }],
+  }));
   ctx.logger.warn({ envelopeId, action, reason }, 'remote work refused: budget exhausted');
   throw new TaskplaneError('failed_precondition', reason, { field: 'budget' });
 }

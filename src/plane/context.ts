@@ -80,7 +80,8 @@ export async function remoteCall<T>(
   try {
     return await fn(childSignal(ctx.signal, timeout.signal));
   } catch (err) {
-    if (timedOut && !isTaskplaneError(err)) throw new TaskplaneError('timeout', `${kind} timed out`, { cause: err });
+    if (timedOut && !isTaskplaneError(err))
+      throw new TaskplaneError('timeout', `${kind} timed out`, { cause: err });
     throw err;
   } finally {
     cancelTimer();

@@ -3,9 +3,24 @@ import { isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
 import { nextBackoff } from '../core/backoff.ts';
 import type { Connector } from '../connectors/connector.ts';
-import { childSignal, connectorFor, describeError, isRetryable, remoteCall, type PlaneContext } from './context.ts';
+import {
+  childSignal,
+  connectorFor,
+  describeError,
+  isRetryable,
+  remoteCall,
+  type PlaneContext,
+} from './context.ts';
 import { observe } from './observe.ts';
-import { ensureStarted, handleLost, preparePush, pushEnabled, recordStartRefused, startRequest, type StartOutcome } from './start-remote.ts';
+import {
+  ensureStarted,
+  handleLost,
+  preparePush,
+  pushEnabled,
+  recordStartRefused,
+  startRequest,
+  type StartOutcome,
+} from './start-remote.ts';
 import { WakeSignal } from './wake-signal.ts';
 
 /**
@@ -17,7 +32,8 @@ export type WatcherState = 'starting' | 'attached' | 'backing_off' | 'parked' | 
 export type Mechanism = 'stream' | 'poll' | 'push-only';
 
 export function mechanismFor(ctx: PlaneContext, connector: Connector): Mechanism {
-  const stream = ctx.config.delivery.stream && connector.capabilities.stream && connector.observe !== undefined;
+  const stream =
+    ctx.config.delivery.stream && connector.capabilities.stream && connector.observe !== undefined;
   const push = pushEnabled(ctx, connector);
   if (stream) return 'stream';
   if (ctx.config.delivery.poll || !push) return 'poll';
@@ -52,7 +68,10 @@ export class JobWatcher {
       .finally(() => {
         this.state = 'done';
         // Whoever waits on the start must never hang, whatever ended this watcher.
-        report({ kind: 'retry', error: { code: 'unavailable', message: 'watcher ended before the start was confirmed' } });
+        report({
+          kind: 'retry',
+          error: { code: 'unavailable', message: 'watcher ended before the start was confirmed' },
+        });
       });
   }
 
@@ -101,7 +120,9 @@ export class JobWatcher {
    * dropped after the job was bound (the main loop takes over, reattaching with observe), false when
    * the start outcome is unknown or refused (recovery is already arranged).
    */
-  private async streamingStart(report: (outcome: StartOutcome) => void): Promise<'ended' | 'dropped' | 'not_started'> {
+  private async streamingStart(
+    report: (outcome: StartOutcome) => void,
+  ): Promise<'ended' | 'dropped' | 'not_started'> {
     const ctx = this.ctx;
     const env = await ctx.store.getEnvelope(this.envelopeId);
     if (!env) return 'not_started';
@@ -120,7 +141,10 @@ export class JobWatcher {
         if (isTerminal(result.envelope.state)) break;
       }
       if (bound) return 'ended';
-      report({ kind: 'retry', error: { code: 'unavailable', message: 'stream ended before the first snapshot' } });
+      report({
+        kind: 'retry',
+        error: { code: 'unavailable', message: 'stream ended before the first snapshot' },
+      });
     } catch (err) {
       if (bound) {
         if (ctx.signal.aborted) return 'ended';
@@ -162,13 +186,16 @@ export class JobWatcher {
         // Servers close the stream at INPUT_REQUIRED; resubscribing at once would spin. Wait for an
         // answer (which wakes us), a recheck if configured, or reconciliation.
         this.state = 'parked';
-        if ((await this.wakeSignal.wait(ctx.config.stream.waitingRecheckMs || Infinity)) === 'stopped') return;
+        if ((await this.wakeSignal.wait(ctx.config.stream.waitingRecheckMs || Infinity)) === 'stopped')
+          return;
         last = 'none';
         continue;
       }
       if (last !== 'none') {
         // After a drop (or a server closing early while running): back off with jitter, then reattach.
-        const wait = nextBackoff(ctx.config.stream.reattach, attempt++, ctx.random) ?? ctx.config.stream.reattach.maximumIntervalMs;
+        const wait =
+          nextBackoff(ctx.config.stream.reattach, attempt++, ctx.random) ??
+          ctx.config.stream.reattach.maximumIntervalMs;
         this.state = 'backing_off';
         if ((await this.wakeSignal.wait(wait)) === 'stopped') return;
         last = 'none';
@@ -215,7 +242,10 @@ export class JobWatcher {
       }
       const jitter = 1 + cfg.jitterRatio * (2 * ctx.random.next() - 1);
       this.state = env.remoteId === null ? 'parked' : 'polling';
-      const wait = errors > 0 ? (nextBackoff(cfg.errorBackoff, errors - 1, ctx.random) ?? cfg.maximumIntervalMs) : interval * jitter;
+      const wait =
+        errors > 0
+          ? (nextBackoff(cfg.errorBackoff, errors - 1, ctx.random) ?? cfg.maximumIntervalMs)
+          : interval * jitter;
       if ((await this.wakeSignal.wait(env.remoteId === null ? Infinity : wait)) === 'stopped') return;
       const fresh = await this.current();
       if (!fresh || fresh.remoteId === null) continue;

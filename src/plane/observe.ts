@@ -1,4 +1,10 @@
-import type { ArtifactRef, Envelope, NewEnvelopeEvent, ObservationSource, PendingInput } from '../core/envelope.ts';
+import type {
+  ArtifactRef,
+  Envelope,
+  NewEnvelopeEvent,
+  ObservationSource,
+  PendingInput,
+} from '../core/envelope.ts';
 import { inputHash } from '../core/canonical-json.ts';
 import { TaskplaneError, VersionConflictError } from '../core/errors.ts';
 import { decideTransition, isTerminal, type TransitionDecision } from '../core/states.ts';
@@ -51,7 +57,9 @@ function artifactRefs(
 
 /** The pending input the envelope should show after this observation. */
 function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number): PendingInput | null {
-  const waiting = env.state === 'waiting_for_input' || (env.state === 'cancel_requested' && snapshot.state === 'waiting_for_input');
+  const waiting =
+    env.state === 'waiting_for_input' ||
+    (env.state === 'cancel_requested' && snapshot.state === 'waiting_for_input');
   if (!waiting) return null;
   const req = snapshot.inputRequest ?? {
     // A remote that gives no request id (A2A has none) still gets a stable one per status version.
@@ -60,7 +68,13 @@ function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number):
   };
   const prior = env.pendingInput;
   if (prior && prior.requestId === req.requestId) return prior;
-  const pending: PendingInput = { requestId: req.requestId, prompt: req.prompt, askedAt: now, answeredAt: null, deadlineAt: null };
+  const pending: PendingInput = {
+    requestId: req.requestId,
+    prompt: req.prompt,
+    askedAt: now,
+    answeredAt: null,
+    deadlineAt: null,
+  };
   if (req.schema) pending.schema = req.schema;
   return pending;
 }
@@ -106,13 +120,16 @@ export async function observe(
         event('bound', { remoteId: snapshot.remoteId });
       }
       if (snapshot.contextId && env.contextId !== snapshot.contextId) next.contextId = snapshot.contextId;
-      if (snapshot.cursor !== undefined && snapshot.cursor !== env.streamCursor) next.streamCursor = snapshot.cursor;
+      if (snapshot.cursor !== undefined && snapshot.cursor !== env.streamCursor)
+        next.streamCursor = snapshot.cursor;
       const arts = artifactRefs(env.artifacts, snapshot, source, now);
       next.artifacts = arts.refs;
-      for (const a of arts.changed) event('artifact', { artifactId: a.artifactId, hash: a.hash, name: a.name ?? null });
+      for (const a of arts.changed)
+        event('artifact', { artifactId: a.artifactId, hash: a.hash, name: a.name ?? null });
       if (snapshot.result !== undefined) next.result = snapshot.result;
       // Usage is what budgets are checked against, so a change alone is worth a write.
-      if (snapshot.usage && JSON.stringify(snapshot.usage) !== JSON.stringify(env.usage)) next.usage = snapshot.usage;
+      if (snapshot.usage && JSON.stringify(snapshot.usage) !== JSON.stringify(env.usage))
+        next.usage = snapshot.usage;
     }
 
     if (decision.apply) {
@@ -167,7 +184,8 @@ export async function observe(
     // lastEventId nor costs a write of its own.
     if (written && fresh && typeof snapshot.eventId === 'string') next.lastEventId = snapshot.eventId;
     if (!written) {
-      if (decision.apply === false && decision.reason !== 'stale') ctx.counters.count('duplicatesObservation', env);
+      if (decision.apply === false && decision.reason !== 'stale')
+        ctx.counters.count('duplicatesObservation', env);
       return { envelope: env, changed: false, written: false, decision };
     }
     next.lastConfirmedAt = now;
@@ -194,7 +212,10 @@ export async function observe(
 export async function updateLocal(
   ctx: PlaneContext,
   envelopeId: string,
-  mutate: (env: Envelope, now: number) => { next: Envelope; events: Array<{ type: string; data: Record<string, unknown> }> } | null,
+  mutate: (
+    env: Envelope,
+    now: number,
+  ) => { next: Envelope; events: Array<{ type: string; data: Record<string, unknown> }> } | null,
 ): Promise<{ envelope: Envelope; written: boolean }> {
   for (let attempt = 0; attempt < ctx.config.maxObserveRetries; attempt++) {
     const env = await ctx.store.getEnvelope(envelopeId);
@@ -203,7 +224,13 @@ export async function updateLocal(
     const change = mutate(env, now);
     if (!change) return { envelope: env, written: false };
     const next = { ...change.next, updatedAt: now };
-    const events = change.events.map((e) => ({ envelopeId: env.id, tenant: env.tenant, type: e.type, at: now, data: e.data }));
+    const events = change.events.map((e) => ({
+      envelopeId: env.id,
+      tenant: env.tenant,
+      type: e.type,
+      at: now,
+      data: e.data,
+    }));
     try {
       const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
       return { envelope, written: true };

@@ -155,11 +155,14 @@ function bool(field: string, value: unknown): boolean {
   return value;
 }
 
-function tenantBudgets(input: Record<string, { limit: number; unit: string }>): Record<string, { limit: number; unit: string }> {
+function tenantBudgets(
+  input: Record<string, { limit: number; unit: string }>,
+): Record<string, { limit: number; unit: string }> {
   const out: Record<string, { limit: number; unit: string }> = {};
   for (const [tenant, b] of Object.entries(input)) {
     const field = `budgets.tenants.${tenant}`;
-    if (!b || typeof b.unit !== 'string' || b.unit === '') throw new ConfigError(field, 'must be {limit, unit}');
+    if (!b || typeof b.unit !== 'string' || b.unit === '')
+      throw new ConfigError(field, 'must be {limit, unit}');
     out[tenant] = { limit: positive(`${field}.limit`, b.limit), unit: b.unit };
   }
   return out;
@@ -193,7 +196,8 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
   const deadlineMs = p.deadlineMs ?? null;
   if (deadlineMs !== null) positive('poll.deadlineMs', deadlineMs);
   const maxResubmits = options.maxResubmits ?? 3;
-  if (!Number.isInteger(maxResubmits) || maxResubmits < 0) throw new ConfigError('maxResubmits', 'must be an integer >= 0');
+  if (!Number.isInteger(maxResubmits) || maxResubmits < 0)
+    throw new ConfigError('maxResubmits', 'must be an integer >= 0');
   const maxObserveRetries = options.maxObserveRetries ?? 20;
   if (!Number.isInteger(maxObserveRetries) || maxObserveRetries < 1) {
     throw new ConfigError('maxObserveRetries', 'must be an integer >= 1');
@@ -204,7 +208,8 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
   }
   const w = options.watch ?? {};
   const leases = w.leases ?? 'auto';
-  if (leases !== 'auto' && leases !== 'on' && leases !== 'off') throw new ConfigError('watch.leases', "must be 'auto', 'on' or 'off'");
+  if (leases !== 'auto' && leases !== 'on' && leases !== 'off')
+    throw new ConfigError('watch.leases', "must be 'auto', 'on' or 'off'");
   const leaseTtlMs = positive('watch.leaseTtlMs', w.leaseTtlMs ?? 30_000);
   const defaultBackoff: BackoffOptions = { initialIntervalMs: 1000, maximumIntervalMs: 60_000 };
   return {
@@ -232,7 +237,10 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
       intervalMs,
       pageSize,
       sinceSkewMs: nonNegative('reconcile.sinceSkewMs', r.sinceSkewMs ?? 5000),
-      defaultExpectedDurationMs: positive('reconcile.defaultExpectedDurationMs', r.defaultExpectedDurationMs ?? 900_000),
+      defaultExpectedDurationMs: positive(
+        'reconcile.defaultExpectedDurationMs',
+        r.defaultExpectedDurationMs ?? 900_000,
+      ),
       orphanMarginMs: nonNegative('reconcile.orphanMarginMs', r.orphanMarginMs ?? 300_000),
       startGraceMs: nonNegative('reconcile.startGraceMs', r.startGraceMs ?? 30_000),
       leaseTtlMs: positive('reconcile.leaseTtlMs', r.leaseTtlMs ?? intervalMs),
@@ -242,7 +250,11 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
     startRetry: backoffPolicy({ ...defaultBackoff, ...options.startRetry }, 'startRetry.'),
     webhook: { fetchState },
     maxObserveRetries,
-    watch: { leases, leaseTtlMs, adoptIntervalMs: positive('watch.adoptIntervalMs', w.adoptIntervalMs ?? leaseTtlMs) },
+    watch: {
+      leases,
+      leaseTtlMs,
+      adoptIntervalMs: positive('watch.adoptIntervalMs', w.adoptIntervalMs ?? leaseTtlMs),
+    },
     budgets: { tenants: tenantBudgets(options.budgets?.tenants ?? {}) },
   };
 }

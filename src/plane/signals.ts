@@ -90,7 +90,15 @@ export type CountedJob = { id: string; tenant?: string } | null;
 
 /** One set of tallies: the process's, or one tenant's. */
 class Tally {
-  readonly byKind: Record<RequestKind, number> = { start: 0, get: 0, subscribe: 0, list: 0, cancel: 0, answer: 0, register_push: 0 };
+  readonly byKind: Record<RequestKind, number> = {
+    start: 0,
+    get: 0,
+    subscribe: 0,
+    list: 0,
+    cancel: 0,
+    answer: 0,
+    register_push: 0,
+  };
   readonly tracked = new Set<string>();
   readonly delays = new Map<ObservationSource, DelaySamples>();
   readonly counts: Record<CounterName, number> = {

@@ -5,7 +5,14 @@ import { isTerminal } from '../core/states.ts';
 import { nextBackoff } from '../core/backoff.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
 import type { Connector, PushRegistration, RemoteSnapshot, StartRequest } from '../connectors/connector.ts';
-import { connectorFor, describeError, isRetryable, remoteCall, waitFor, type PlaneContext } from './context.ts';
+import {
+  connectorFor,
+  describeError,
+  isRetryable,
+  remoteCall,
+  waitFor,
+  type PlaneContext,
+} from './context.ts';
 import { jobBudgetExhausted } from './budgets.ts';
 import { observe, updateLocal } from './observe.ts';
 
@@ -21,7 +28,11 @@ export function pushEnabled(ctx: PlaneContext, connector: Connector): boolean {
 }
 
 /** A fresh single-purpose push registration; only its hash is kept on the envelope. */
-export function newPushRegistration(ctx: PlaneContext, connector: Connector, envelopeId: string): PushRegistration {
+export function newPushRegistration(
+  ctx: PlaneContext,
+  connector: Connector,
+  envelopeId: string,
+): PushRegistration {
   const token = newToken(ctx.random, 160);
   // The envelope id rides along in the URL so a delivery that beats the start response still finds its envelope.
   const url = `${ctx.config.publicUrl}/v1/webhooks/${encodeURIComponent(connector.kind)}/${encodeURIComponent(connector.target)}?envelope=${encodeURIComponent(envelopeId)}`;
@@ -43,7 +54,11 @@ export type StartOutcome =
  * transport failure leaves the envelope as it is for a retry with the same messageId.
  */
 /** Prepares the push registration for a start (fresh token; its hash goes on the envelope first). */
-export async function preparePush(ctx: PlaneContext, env: Envelope, connector: Connector): Promise<PushRegistration | undefined> {
+export async function preparePush(
+  ctx: PlaneContext,
+  env: Envelope,
+  connector: Connector,
+): Promise<PushRegistration | undefined> {
   if (!pushEnabled(ctx, connector)) return undefined;
   const push = newPushRegistration(ctx, connector, env.id);
   const hash = tokenHash(push.token);
@@ -55,7 +70,13 @@ export async function preparePush(ctx: PlaneContext, env: Envelope, connector: C
 }
 
 export function startRequest(env: Envelope, push: PushRegistration | undefined): StartRequest {
-  return { envelopeId: env.id, messageId: env.messageId ?? env.id, contextId: env.contextId, input: env.input, ...(push ? { push } : {}) };
+  return {
+    envelopeId: env.id,
+    messageId: env.messageId ?? env.id,
+    contextId: env.contextId,
+    input: env.input,
+    ...(push ? { push } : {}),
+  };
 }
 
 /** The remote refused the start outright (not a transport failure): the job failed, with its reason. */
@@ -64,7 +85,15 @@ export async function recordStartRefused(ctx: PlaneContext, env: Envelope, err: 
   const result = await observe(
     ctx,
     env.id,
-    { remoteId: env.remoteId ?? '', contextId: env.contextId, state: 'failed', nativeState: 'start_refused', remoteVersion: null, stateTimestamp: null, error },
+    {
+      remoteId: env.remoteId ?? '',
+      contextId: env.contextId,
+      state: 'failed',
+      nativeState: 'start_refused',
+      remoteVersion: null,
+      stateTimestamp: null,
+      error,
+    },
     'create',
   );
   return result.envelope;
@@ -75,13 +104,19 @@ export async function recordStartRefused(ctx: PlaneContext, env: Envelope, err: 
  * the remote id. A non-retryable refusal records the job as failed with the remote's reason; a
  * transport failure leaves the envelope as it is for a retry with the same messageId.
  */
-export async function startOnce(ctx: PlaneContext, env: Envelope, opts: { resend: boolean }): Promise<StartOutcome> {
+export async function startOnce(
+  ctx: PlaneContext,
+  env: Envelope,
+  opts: { resend: boolean },
+): Promise<StartOutcome> {
   const connector = connectorFor(ctx, env.target);
   const push = await preparePush(ctx, env, connector);
   if (opts.resend) ctx.counters.count('reusedMessageIds', env);
   let snapshot: RemoteSnapshot;
   try {
-    snapshot = await remoteCall(ctx, 'start', env, (signal) => connector.start(startRequest(env, push), signal));
+    snapshot = await remoteCall(ctx, 'start', env, (signal) =>
+      connector.start(startRequest(env, push), signal),
+    );
   } catch (err) {
     if (ctx.signal.aborted || isRetryable(err)) return { kind: 'retry', error: describeError(err) };
     return { kind: 'refused', envelope: await recordStartRefused(ctx, env, err) };
@@ -108,7 +143,10 @@ export async function sendCancel(ctx: PlaneContext, envelopeId: string): Promise
     const snap = await remoteCall(ctx, 'cancel', envelope, (signal) => connector.cancel!(remoteId, signal));
     await updateLocal(ctx, envelopeId, (env, now) =>
       env.cancel && env.cancel.acknowledgedAt === null
-        ? { next: { ...env, cancel: { ...env.cancel, acknowledgedAt: now } }, events: [{ type: 'cancel_acknowledged', data: {} }] }
+        ? {
+            next: { ...env, cancel: { ...env.cancel, acknowledgedAt: now } },
+            events: [{ type: 'cancel_acknowledged', data: {} }],
+          }
         : null,
     );
     const result = await observe(ctx, envelopeId, snap, 'api');
@@ -133,13 +171,20 @@ export async function sendCancel(ctx: PlaneContext, envelopeId: string): Promise
  * Finds a job whose start response was lost by its contextId (one paged list since the envelope's
  * creation), where the connector can list. Returns the snapshot, or null when nothing matched.
  */
-async function findByContext(ctx: PlaneContext, env: Envelope, connector: Connector): Promise<RemoteSnapshot | null> {
+async function findByContext(
+  ctx: PlaneContext,
+  env: Envelope,
+  connector: Connector,
+): Promise<RemoteSnapshot | null> {
   if (!connector.capabilities.list || !connector.listChanged || !env.contextId) return null;
   let cursor: string | undefined;
   const since = env.createdAt - ctx.config.reconcile.sinceSkewMs;
   do {
     const page = await remoteCall(ctx, 'list', env, (signal) =>
-      connector.listChanged!({ since, pageSize: ctx.config.reconcile.pageSize, ...(cursor ? { cursor } : {}) }, signal),
+      connector.listChanged!(
+        { since, pageSize: ctx.config.reconcile.pageSize, ...(cursor ? { cursor } : {}) },
+        signal,
+      ),
     );
     const hit = page.items.find((s) => s.contextId === env.contextId);
     if (hit) return hit;
@@ -179,8 +224,17 @@ export async function ensureStarted(
           await updateLocal(ctx, env.id, (cur) =>
             cur.remoteId === null && cur.state === 'cancel_requested'
               ? {
-                  next: { ...cur, state: 'cancelled', cancel: cur.cancel ? { ...cur.cancel, outcome: 'cancelled' } : null },
-                  events: [{ type: 'state_changed', data: { source: 'local', from: cur.state, to: 'cancelled', note: 'never started' } }],
+                  next: {
+                    ...cur,
+                    state: 'cancelled',
+                    cancel: cur.cancel ? { ...cur.cancel, outcome: 'cancelled' } : null,
+                  },
+                  events: [
+                    {
+                      type: 'state_changed',
+                      data: { source: 'local', from: cur.state, to: 'cancelled', note: 'never started' },
+                    },
+                  ],
                 }
               : null,
           );
@@ -215,7 +269,12 @@ export async function ensureStarted(
  * makes one new remote job, not a duplicate of a live one) and keeps tracking it on the same envelope;
  * `escalate`, a job being cancelled, or too many resubmissions mark it `lost` for a person.
  */
-export async function handleLost(ctx: PlaneContext, envelopeId: string, lostRemoteId: string, source: string): Promise<void> {
+export async function handleLost(
+  ctx: PlaneContext,
+  envelopeId: string,
+  lostRemoteId: string,
+  source: string,
+): Promise<void> {
   ctx.counters.count('taskNotFoundOwn', { id: envelopeId });
   let resubmit = false;
   const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
@@ -224,13 +283,39 @@ export async function handleLost(ctx: PlaneContext, envelopeId: string, lostRemo
     const attempts = (env.reconciliation?.attempts ?? 0) + 1;
     // A resubmission is new remote work: a job whose budget is used up is escalated instead, saying why.
     const overBudget = jobBudgetExhausted(env);
-    resubmit = ctx.config.lostPolicy === 'resubmit' && env.state !== 'cancel_requested' && attempts <= ctx.config.maxResubmits && !overBudget;
+    resubmit =
+      ctx.config.lostPolicy === 'resubmit' &&
+      env.state !== 'cancel_requested' &&
+      attempts <= ctx.config.maxResubmits &&
+      !overBudget;
     if (!resubmit) {
-      const cancel = env.cancel ? { ...env.cancel, outcome: env.cancel.outcome ?? ('lost' as const) } : env.cancel;
-      const note = overBudget && ctx.config.lostPolicy === 'resubmit' ? `not found (${source}); not resubmitted: ${overBudget}` : `not found (${source})`;
+      const cancel = env.cancel
+        ? { ...env.cancel, outcome: env.cancel.outcome ?? ('lost' as const) }
+        : env.cancel;
+      const note =
+        overBudget && ctx.config.lostPolicy === 'resubmit'
+          ? `not found (${source}); not resubmitted: ${overBudget}`
+          : `not found (${source})`;
       return {
-        next: { ...env, state: 'lost', cancel, pendingInput: null, reconciliation: { result: 'escalated', at: now, attempts, note } },
-        events: [{ type: 'lost', data: { source, remoteId: lostRemoteId, policy: 'escalate', from: env.state, ...(overBudget ? { budget: overBudget } : {}) } }],
+        next: {
+          ...env,
+          state: 'lost',
+          cancel,
+          pendingInput: null,
+          reconciliation: { result: 'escalated', at: now, attempts, note },
+        },
+        events: [
+          {
+            type: 'lost',
+            data: {
+              source,
+              remoteId: lostRemoteId,
+              policy: 'escalate',
+              from: env.state,
+              ...(overBudget ? { budget: overBudget } : {}),
+            },
+          },
+        ],
       };
     }
     // Rebind: forget the lost remote job so the new one's first snapshot applies from a clean version.
@@ -243,7 +328,9 @@ export async function handleLost(ctx: PlaneContext, envelopeId: string, lostRemo
         pendingInput: null,
         reconciliation: { result: 'lost', at: now, attempts, note: `not found (${source})` },
       },
-      events: [{ type: 'lost', data: { source, remoteId: lostRemoteId, policy: 'resubmit', attempt: attempts } }],
+      events: [
+        { type: 'lost', data: { source, remoteId: lostRemoteId, policy: 'resubmit', attempt: attempts } },
+      ],
     };
   });
   if (!written) return;
@@ -255,7 +342,10 @@ export async function handleLost(ctx: PlaneContext, envelopeId: string, lostRemo
   if (outcome.kind === 'started') {
     ctx.counters.count('resubmitted', envelope);
     await updateLocal(ctx, envelopeId, (env, now) => ({
-      next: { ...env, reconciliation: { ...(env.reconciliation ?? { attempts: 1 }), result: 'resubmitted', at: now } },
+      next: {
+        ...env,
+        reconciliation: { ...(env.reconciliation ?? { attempts: 1 }), result: 'resubmitted', at: now },
+      },
       events: [{ type: 'resubmitted', data: { remoteId: env.remoteId, messageId: env.messageId } }],
     }));
     ctx.wake(envelopeId);

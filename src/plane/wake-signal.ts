@@ -40,7 +40,9 @@ export class WakeSignal {
         // store then writes into an integer column (found with PostgreSQL: 22P02).
         await this.clock.sleep(Math.max(0, Math.round(ms)), ended);
       } else {
-        await new Promise<void>((_, reject) => ended.addEventListener('abort', () => reject(new Error('woken')), { once: true }));
+        await new Promise<void>((_, reject) =>
+          ended.addEventListener('abort', () => reject(new Error('woken')), { once: true }),
+        );
       }
       return 'timeout';
     } catch {

@@ -39,7 +39,12 @@ export class WatchLeases {
   /** Takes (or renews) the job's lease; false when another live plane watches it. */
   async claim(envelopeId: string): Promise<boolean> {
     if (!this.enabled) return true;
-    const ok = await this.ctx.store.acquireLease(WatchLeases.lease(envelopeId), this.owner, this.ctx.clock.now(), this.ctx.config.watch.leaseTtlMs);
+    const ok = await this.ctx.store.acquireLease(
+      WatchLeases.lease(envelopeId),
+      this.owner,
+      this.ctx.clock.now(),
+      this.ctx.config.watch.leaseTtlMs,
+    );
     if (ok) this.held.add(envelopeId);
     else this.held.delete(envelopeId);
     return ok;
@@ -98,7 +103,12 @@ export function leaseLoops(
   },
 ): Array<WorkerLoop<string>> {
   const cfg = ctx.config.watch;
-  const loop = (name: string, intervalMs: number, fetch: () => Promise<string[]>, handle: (id: string) => Promise<void>) =>
+  const loop = (
+    name: string,
+    intervalMs: number,
+    fetch: () => Promise<string[]>,
+    handle: (id: string) => Promise<void>,
+  ) =>
     new WorkerLoop<string>({
       name,
       clock: ctx.clock,
@@ -117,14 +127,20 @@ export function leaseLoops(
       if (!env || isTerminal(env.state)) await leases.release(id);
     }
   };
-  const renew = loop('watch-renew', Math.max(1, Math.floor(cfg.leaseTtlMs / 3)), async () => (await prune(), leases.renew()), async (id) => {
-    ctx.logger.info({ envelopeId: id }, 'watch lease taken over by another plane');
-    plane.stopWatching(id);
-  });
+  const renew = loop(
+    'watch-renew',
+    Math.max(1, Math.floor(cfg.leaseTtlMs / 3)),
+    async () => (await prune(), leases.renew()),
+    async (id) => {
+      ctx.logger.info({ envelopeId: id }, 'watch lease taken over by another plane');
+      plane.stopWatching(id);
+    },
+  );
   const adopt = loop(
     'watch-adopt',
     cfg.adoptIntervalMs,
-    async () => (await listActiveEnvelopes(ctx.store)).filter((e) => !plane.isWatching(e.id)).map((e) => e.id),
+    async () =>
+      (await listActiveEnvelopes(ctx.store)).filter((e) => !plane.isWatching(e.id)).map((e) => e.id),
     async (id) => {
       const env = await ctx.store.getEnvelope(id);
       if (env && (await leases.claim(id))) await plane.adopt(env);

@@ -41,12 +41,23 @@ export async function handleWebhook(
     ? await ctx.store.getEnvelope(request.envelopeId)
     : await ctx.store.findEnvelopeByRemoteId(target, signal.remoteId);
   const expected = env?.subscription?.tokenHash;
-  if (!env || env.target !== target || !expected || signal.token === null || !timingSafeEqualString(tokenHash(signal.token), expected)) {
+  if (
+    !env ||
+    env.target !== target ||
+    !expected ||
+    signal.token === null ||
+    !timingSafeEqualString(tokenHash(signal.token), expected)
+  ) {
     throw unauthenticated();
   }
   // A delivery about a remote job this envelope no longer tracks (replaced after a resubmission) is old news.
   if (env.remoteId !== null && env.remoteId !== signal.remoteId) {
-    await ctx.store.recordDelivery({ source: `${connector.kind}-push:${target}`, deliveryId: signal.deliveryId, envelopeId: env.id, receivedAt: ctx.clock.now() });
+    await ctx.store.recordDelivery({
+      source: `${connector.kind}-push:${target}`,
+      deliveryId: signal.deliveryId,
+      envelopeId: env.id,
+      receivedAt: ctx.clock.now(),
+    });
     return { status: 'ignored', envelopeId: env.id };
   }
   const fresh = await ctx.store.recordDelivery({
@@ -63,7 +74,8 @@ export async function handleWebhook(
 
   const payload = signal.snapshot;
   const useful = payload !== null && payload.remoteVersion !== null && payload.remoteId === signal.remoteId;
-  let snapshot: RemoteSnapshot | null = ctx.config.webhook.fetchState === 'when-incomplete' && useful ? payload : null;
+  let snapshot: RemoteSnapshot | null =
+    ctx.config.webhook.fetchState === 'when-incomplete' && useful ? payload : null;
   if (!snapshot && ctx.streamAttached(env.id)) {
     // An attached stream already carries every change of this job: the push is redundant, so spend no
     // request on it (version ordering makes the verified payload safe to apply, if it has one).

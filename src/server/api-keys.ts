@@ -48,7 +48,11 @@ export function parseApiKeys(text: string, source: string): ApiKeys {
     const tenant = entry.slice(0, i).trim();
     const key = entry.slice(i + 1).trim();
     if (i <= 0 || !tenant || key.length < 8) {
-      throw new TaskplaneError('config', `${source}: expected tenant:key with a key of at least 8 characters`, { field: source });
+      throw new TaskplaneError(
+        'config',
+        `${source}: expected tenant:key with a key of at least 8 characters`,
+        { field: source },
+      );
     }
     keys.add(tenant, key);
   }
@@ -61,9 +65,16 @@ export interface LoadedKeys {
   generatedKey: string | null;
 }
 
-export async function loadApiKeys(options: { env?: string; file?: string; store: Store; random: Random }): Promise<LoadedKeys> {
-  if (options.env?.trim()) return { keys: parseApiKeys(options.env, 'TASKPLANE_API_KEYS'), generatedKey: null };
-  if (options.file) return { keys: parseApiKeys(readFileSync(options.file, 'utf8'), 'keys file'), generatedKey: null };
+export async function loadApiKeys(options: {
+  env?: string;
+  file?: string;
+  store: Store;
+  random: Random;
+}): Promise<LoadedKeys> {
+  if (options.env?.trim())
+    return { keys: parseApiKeys(options.env, 'TASKPLANE_API_KEYS'), generatedKey: null };
+  if (options.file)
+    return { keys: parseApiKeys(readFileSync(options.file, 'utf8'), 'keys file'), generatedKey: null };
   const candidate = `tp_${newToken(options.random, 160)}`;
   const record = JSON.stringify({ tenant: 'default', hash: hashKey(candidate) });
   const stored = await options.store.putSettingIfAbsent(GENERATED_KEY_SETTING, record);

@@ -11,7 +11,10 @@ import type { RunningServer } from './start-server.ts';
 export const DEMO_TASKS: Array<{ label: string; input: unknown }> = [
   { label: 'quick echo', input: 'hello from the taskplane demo' },
   { label: 'steady work', input: { durationMs: 20_000, steps: 5, artifactChunks: 2 } },
-  { label: 'asks which edition', input: { durationMs: 30_000, steps: 6, askInput: 'Which edition? (first / second)', artifactChunks: 2 } },
+  {
+    label: 'asks which edition',
+    input: { durationMs: 30_000, steps: 6, askInput: 'Which edition? (first / second)', artifactChunks: 2 },
+  },
   { label: 'fails on purpose', input: { durationMs: 10_000, steps: 2, fail: true } },
   { label: 'long haul', input: { durationMs: 120_000, steps: 12, artifactChunks: 3 } },
 ];
@@ -54,7 +57,8 @@ export async function seedDemoTasks(server: RunningServer, tenant = 'default'): 
       input: t.input,
       actor: 'demo',
       workflowId: `demo:${t.label}`,
-      expectedDurationMs: typeof t.input === 'object' ? (t.input as { durationMs: number }).durationMs + 60_000 : 60_000,
+      expectedDurationMs:
+        typeof t.input === 'object' ? (t.input as { durationMs: number }).durationMs + 60_000 : 60_000,
     });
     ids.push(envelope.id);
   }

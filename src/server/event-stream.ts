@@ -85,9 +85,18 @@ export function eventStream(c: Context, o: EventStreamOptions): Response {
         if (dirty) {
           dirty = false;
           for (;;) {
-            const events = await o.store.listEvents({ afterSeq: last, tenant: o.tenant, limit: 500, ...(o.envelopeId ? { envelopeId: o.envelopeId } : {}) });
+            const events = await o.store.listEvents({
+              afterSeq: last,
+              tenant: o.tenant,
+              limit: 500,
+              ...(o.envelopeId ? { envelopeId: o.envelopeId } : {}),
+            });
             for (const e of events) {
-              await stream.writeSSE({ id: String(e.seq), event: e.type, data: JSON.stringify(o.view ? o.view(e) : e) });
+              await stream.writeSSE({
+                id: String(e.seq),
+                event: e.type,
+                data: JSON.stringify(o.view ? o.view(e) : e),
+              });
               last = e.seq;
             }
             if (events.length < 500 || closed) break;

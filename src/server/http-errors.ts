@@ -31,11 +31,15 @@ export interface ErrorBody {
 export function errorResponse(err: unknown): { status: ContentfulStatusCode; body: ErrorBody } {
   if (isTaskplaneError(err)) {
     const status = STATUS[err.code] ?? 500;
-    const message = status >= 500 && err.code !== 'unavailable' && err.code !== 'timeout' ? 'internal error' : err.message;
+    const message =
+      status >= 500 && err.code !== 'unavailable' && err.code !== 'timeout' ? 'internal error' : err.message;
     return { status, body: { error: { code: err.code, message, field: err.field ?? null } } };
   }
   if (err instanceof ConfigError) {
-    return { status: 400, body: { error: { code: 'invalid_argument', message: err.message, field: err.field } } };
+    return {
+      status: 400,
+      body: { error: { code: 'invalid_argument', message: err.message, field: err.field } },
+    };
   }
   return { status: 500, body: { error: { code: 'internal', message: 'internal error', field: null } } };
 }

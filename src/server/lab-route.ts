@@ -19,7 +19,10 @@ export function labRoute(rootDir: string, logger: Logger, basePath = '/lab'): La
     try {
       return await buildLabAssets(rootDir);
     } catch (err) {
-      logger.warn({ err: err instanceof Error ? err.message : 'error' }, 'lab page: bundling failed; using the prebuilt bundle');
+      logger.warn(
+        { err: err instanceof Error ? err.message : 'error' },
+        'lab page: bundling failed; using the prebuilt bundle',
+      );
       const [html, script] = await Promise.all([
         readFile(join(rootDir, LAB_PAGE_FILES.html), 'utf8'),
         readFile(join(rootDir, LAB_PAGE_FILES.bundle), 'utf8'),

@@ -10,11 +10,17 @@ import type { Plane } from '../plane/plane.ts';
  */
 export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean } = {}): Registry {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'taskplane_process_' });
+  if (options.defaultMetrics ?? true)
+    collectDefaultMetrics({ register: registry, prefix: 'taskplane_process_' });
   let pending: ReturnType<Plane['signals']> | null = null;
   // One signals() per scrape however many gauges ask.
   const signals = () => (pending ??= plane.signals().finally(() => setTimeout(() => (pending = null), 0)));
-  const gauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: Awaited<ReturnType<Plane['signals']>>) => void) =>
+  const gauge = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    fill: (g: Gauge, s: Awaited<ReturnType<Plane['signals']>>) => void,
+  ) =>
     new Gauge({
       name,
       help,
@@ -29,31 +35,53 @@ export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean 
   gauge('taskplane_tasks', 'Tracked tasks by normalized state', ['state'], (g, s) => {
     for (const [state, n] of Object.entries(s.byState)) g.set({ state }, n ?? 0);
   });
-  gauge('taskplane_orphans', 'Non-terminal tasks past expected duration plus margin', [], (g, s) => g.set(s.orphans));
+  gauge('taskplane_orphans', 'Non-terminal tasks past expected duration plus margin', [], (g, s) =>
+    g.set(s.orphans),
+  );
   gauge('taskplane_requests_total', 'Remote calls made, by kind (seed 004 cost unit)', ['kind'], (g, s) => {
     for (const [kind, n] of Object.entries(s.requests.byKind)) g.set({ kind }, n);
   });
-  gauge('taskplane_requests_per_task', 'Remote calls per tracked task', [], (g, s) => g.set(s.requests.perTask ?? 0));
-  gauge('taskplane_observation_delay_ms', 'Remote status timestamp to processing, per mechanism', ['source', 'quantile'], (g, s) => {
-    for (const [source, d] of Object.entries(s.observationDelay)) {
-      if (!d) continue;
-      if (d.p50Ms !== null) g.set({ source, quantile: '0.5' }, d.p50Ms);
-      if (d.p99Ms !== null) g.set({ source, quantile: '0.99' }, d.p99Ms);
-    }
-  });
+  gauge('taskplane_requests_per_task', 'Remote calls per tracked task', [], (g, s) =>
+    g.set(s.requests.perTask ?? 0),
+  );
+  gauge(
+    'taskplane_observation_delay_ms',
+    'Remote status timestamp to processing, per mechanism',
+    ['source', 'quantile'],
+    (g, s) => {
+      for (const [source, d] of Object.entries(s.observationDelay)) {
+        if (!d) continue;
+        if (d.p50Ms !== null) g.set({ source, quantile: '0.5' }, d.p50Ms);
+        if (d.p99Ms !== null) g.set({ source, quantile: '0.99' }, d.p99Ms);
+      }
+    },
+  );
   gauge('taskplane_input_required', 'Tasks waiting for input, by age bucket', ['age'], (g, s) => {
     for (const [age, n] of Object.entries(s.inputRequiredByAge)) g.set({ age }, n);
   });
   gauge('taskplane_auth_required', 'Tasks waiting for authorization, by age bucket', ['age'], (g, s) => {
     for (const [age, n] of Object.entries(s.authRequiredByAge)) g.set({ age }, n);
   });
-  gauge('taskplane_duplicates_absorbed_total', 'Duplicate deliveries and observations absorbed', ['kind'], (g, s) => {
-    g.set({ kind: 'webhook' }, s.duplicatesAbsorbed.webhook);
-    g.set({ kind: 'observation' }, s.duplicatesAbsorbed.observation);
-  });
+  gauge(
+    'taskplane_duplicates_absorbed_total',
+    'Duplicate deliveries and observations absorbed',
+    ['kind'],
+    (g, s) => {
+      g.set({ kind: 'webhook' }, s.duplicatesAbsorbed.webhook);
+      g.set({ kind: 'observation' }, s.duplicatesAbsorbed.observation);
+    },
+  );
   const simple: Array<[string, string, (s: Awaited<ReturnType<Plane['signals']>>) => number]> = [
-    ['taskplane_reused_message_ids_total', 'Starts sent with a messageId used before', (s) => s.reusedMessageIds],
-    ['taskplane_task_not_found_own_total', 'TaskNotFound on tasks we created (agent lost state)', (s) => s.taskNotFoundOwn],
+    [
+      'taskplane_reused_message_ids_total',
+      'Starts sent with a messageId used before',
+      (s) => s.reusedMessageIds,
+    ],
+    [
+      'taskplane_task_not_found_own_total',
+      'TaskNotFound on tasks we created (agent lost state)',
+      (s) => s.taskNotFoundOwn,
+    ],
     ['taskplane_stream_drops_total', 'Streams that dropped', (s) => s.streamDrops],
     ['taskplane_stream_reattaches_total', 'SubscribeToTask reattaches after a drop', (s) => s.reattaches],
     ['taskplane_resubmitted_total', 'Lost tasks resubmitted', (s) => s.resubmitted],

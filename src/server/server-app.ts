@@ -45,20 +45,28 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const metrics = createMetrics(o.plane, { defaultMetrics: o.defaultMetrics ?? true });
 
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.get('/metrics', async (c) => c.body(await metrics.metrics(), 200, { 'content-type': metrics.contentType }));
+  app.get('/metrics', async (c) =>
+    c.body(await metrics.metrics(), 200, { 'content-type': metrics.contentType }),
+  );
   app.get('/v1/openapi.json', (c) => c.json(openApiDocument()));
 
   // Push ingress: 2xx only once the delivery is durably recorded (plane.handleWebhook resolves after).
   app.post('/v1/webhooks/:kind/:target', async (c) => {
     try {
       const raw = await c.req.text();
-      if (raw.length > (o.maxWebhookBytes ?? 1024 * 1024)) throw new TaskplaneError('invalid_argument', 'body: too large', { field: 'body' });
+      if (raw.length > (o.maxWebhookBytes ?? 1024 * 1024))
+        throw new TaskplaneError('invalid_argument', 'body: too large', { field: 'body' });
       const headers: Record<string, string> = {};
       c.req.raw.headers.forEach((v, k) => (headers[k] = v));
-      const result = await o.plane.handleWebhook(c.req.param('target'), { headers, rawBody: raw, envelopeId: c.req.query('envelope') ?? null });
+      const result = await o.plane.handleWebhook(c.req.param('target'), {
+        headers,
+        rawBody: raw,
+        envelopeId: c.req.query('envelope') ?? null,
+      });
       return c.json({ status: result.status }, 200);
     } catch (err) {
-      if (!(err instanceof TaskplaneError) || err.code !== 'unauthenticated') o.logger.warn({ err: err instanceof Error ? err.message : 'error' }, 'webhook refused');
+      if (!(err instanceof TaskplaneError) || err.code !== 'unauthenticated')
+        o.logger.warn({ err: err instanceof Error ? err.message : 'error' }, 'webhook refused');
       return sendError(c, err);
     }
   });
@@ -66,10 +74,13 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   app.use('/v1/*', async (c, next) => {
     if (c.req.path === '/v1/openapi.json' || c.req.path.startsWith('/v1/webhooks/')) return next();
     const auth = c.req.header('authorization') ?? '';
-    const key = /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : (c.req.query('key') ?? '');
+    const key = /^bearer\s+/i.test(auth)
+      ? auth.replace(/^bearer\s+/i, '').trim()
+      : (c.req.query('key') ?? '');
     // `?key=` exists for EventSource, which cannot send headers (the dashboard's live view).
     const tenant = key ? o.keys.tenantFor(key) : undefined;
-    if (!tenant) return sendError(c, new TaskplaneError('unauthenticated', 'a valid bearer API key is required'));
+    if (!tenant)
+      return sendError(c, new TaskplaneError('unauthenticated', 'a valid bearer API key is required'));
     c.set('tenant', tenant);
     return next();
   });
@@ -89,7 +100,10 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
       const ext = file.slice(file.lastIndexOf('.'));
       if (!file.startsWith(normalize(dir)) || !STATIC_TYPES[ext]) return c.notFound();
       try {
-        return c.body(await readFile(file, 'utf8'), 200, { 'content-type': STATIC_TYPES[ext]!, 'cache-control': 'no-cache' });
+        return c.body(await readFile(file, 'utf8'), 200, {
+          'content-type': STATIC_TYPES[ext]!,
+          'cache-control': 'no-cache',
+        });
       } catch {
         return c.notFound();
       }

@@ -76,11 +76,17 @@ const ROOT_DIR = fileURLToPath(new URL('../../', import.meta.url));
 /** Parses `name=url,name=url` (TASKPLANE_TARGETS, --target). */
 export function parseTargets(text: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const entry of (text ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of (text ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const i = entry.indexOf('=');
     const name = entry.slice(0, i).trim();
     const url = entry.slice(i + 1).trim();
-    if (i <= 0 || !/^https?:\/\//.test(url)) throw new TaskplaneError('config', `target '${entry}': expected name=http(s)://url`, { field: 'target' });
+    if (i <= 0 || !/^https?:\/\//.test(url))
+      throw new TaskplaneError('config', `target '${entry}': expected name=http(s)://url`, {
+        field: 'target',
+      });
     out[name] = url;
   }
   return out;
@@ -96,7 +102,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const clock = options.clock ?? new SystemClock();
   const random = options.random ?? new CryptoRandom();
   const ownsStore = typeof options.db !== 'object';
-  const store = typeof options.db === 'object' ? options.db : await openStore(options.db ?? 'sqlite:./data/taskplane.db');
+  const store =
+    typeof options.db === 'object' ? options.db : await openStore(options.db ?? 'sqlite:./data/taskplane.db');
   const { keys, generatedKey } = await loadApiKeys({
     ...(options.apiKeys !== undefined ? { env: options.apiKeys } : {}),
     ...(options.apiKeysFile ? { file: options.apiKeysFile } : {}),
@@ -114,7 +121,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const port = options.port ?? 8080;
   const bind = options.bind ?? '127.0.0.1';
   const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: (req) => (handler ? handler(req) : new Response('starting', { status: 503 })), port, hostname: bind }, () => resolve(s));
+    const s = serve(
+      {
+        fetch: (req) => (handler ? handler(req) : new Response('starting', { status: 503 })),
+        port,
+        hostname: bind,
+      },
+      () => resolve(s),
+    );
     s.once('error', reject);
   });
   const address = server.address() as AddressInfo;
@@ -131,7 +145,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
     // Stable across restarts on a fixed port, so a restarted plane takes its watch leases (and its
     // reconciliation leases) back at once instead of waiting out its dead predecessor's.
-    instanceId: options.instanceId ?? (port !== 0 ? `plane@${hostname()}:${port}` : newId(clock, random, 'pln_')),
+    instanceId:
+      options.instanceId ?? (port !== 0 ? `plane@${hostname()}:${port}` : newId(clock, random, 'pln_')),
   });
   // The engine links its calls to plane.signal without listeners (plane/context.ts childSignal); the
   // shutdown signal, though, gets one listener per open SSE stream, by design.

@@ -13,7 +13,12 @@ export type ServerEnv = { Variables: { tenant: string } };
 /** What the API shows of an envelope: everything but the push token hash. */
 export function taskView(env: Envelope): Record<string, unknown> {
   const { subscription, ...rest } = env;
-  return { ...rest, subscription: subscription ? { kind: subscription.kind, registeredAt: subscription.registeredAt ?? null } : null };
+  return {
+    ...rest,
+    subscription: subscription
+      ? { kind: subscription.kind, registeredAt: subscription.registeredAt ?? null }
+      : null,
+  };
 }
 
 export function eventView(e: EnvelopeEvent): EnvelopeEvent {
@@ -29,25 +34,31 @@ async function jsonBody(req: Request): Promise<Record<string, unknown>> {
   } catch {
     throw new TaskplaneError('invalid_argument', 'body: not valid JSON', { field: 'body' });
   }
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new TaskplaneError('invalid_argument', 'body: must be a JSON object', { field: 'body' });
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new TaskplaneError('invalid_argument', 'body: must be a JSON object', { field: 'body' });
   return body as Record<string, unknown>;
 }
 
 function timeParam(field: string, raw: string | undefined): number | undefined {
   if (raw === undefined || raw === '') return undefined;
   const n = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isFinite(n)) throw new TaskplaneError('invalid_argument', `${field}: epoch ms or ISO 8601 time`, { field });
+  if (!Number.isFinite(n))
+    throw new TaskplaneError('invalid_argument', `${field}: epoch ms or ISO 8601 time`, { field });
   return n;
 }
 
 function str(body: Record<string, unknown>, field: string): string | undefined {
   const v = body[field];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string') throw new TaskplaneError('invalid_argument', `${field}: must be a string`, { field });
+  if (typeof v !== 'string')
+    throw new TaskplaneError('invalid_argument', `${field}: must be a string`, { field });
   return v;
 }
 
-export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; store: Store; signal: AbortSignal }): void {
+export function registerTaskRoutes(
+  app: Hono<ServerEnv>,
+  deps: { plane: Plane; store: Store; signal: AbortSignal },
+): void {
   const { plane, store } = deps;
 
   app.post('/v1/tasks', async (c) => {
@@ -78,7 +89,8 @@ export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; s
     try {
       const q = c.req.query();
       const states = q.state ? q.state.split(',').map((s) => s.trim()) : undefined;
-      if (states && !states.every(isNormalizedState)) throw new TaskplaneError('invalid_argument', 'state: unknown state', { field: 'state' });
+      if (states && !states.every(isNormalizedState))
+        throw new TaskplaneError('invalid_argument', 'state: unknown state', { field: 'state' });
       const limit = q.limit ? Number(q.limit) : undefined;
       if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 500)) {
         throw new TaskplaneError('invalid_argument', 'limit: integer in 1..500', { field: 'limit' });
@@ -110,7 +122,9 @@ export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; s
   app.post('/v1/tasks/:id/cancel', async (c) => {
     try {
       const body = await jsonBody(c.req.raw);
-      return c.json(taskView(await plane.cancel(c.get('tenant'), c.req.param('id'), str(body, 'actor') ?? null)));
+      return c.json(
+        taskView(await plane.cancel(c.get('tenant'), c.req.param('id'), str(body, 'actor') ?? null)),
+      );
     } catch (err) {
       return sendError(c, err);
     }
@@ -147,7 +161,13 @@ export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; s
       const tenant = c.get('tenant');
       const id = c.req.param('id');
       await plane.get(tenant, id);
-      return eventStream(c, { store, tenant, envelopeId: id, afterSeq: await resumePoint(c, store), signal: deps.signal });
+      return eventStream(c, {
+        store,
+        tenant,
+        envelopeId: id,
+        afterSeq: await resumePoint(c, store),
+        signal: deps.signal,
+      });
     } catch (err) {
       return sendError(c, err);
     }
@@ -155,7 +175,12 @@ export function registerTaskRoutes(app: Hono<ServerEnv>, deps: { plane: Plane; s
 
   app.get('/v1/events', async (c) => {
     try {
-      return eventStream(c, { store, tenant: c.get('tenant'), afterSeq: await resumePoint(c, store), signal: deps.signal });
+      return eventStream(c, {
+        store,
+        tenant: c.get('tenant'),
+        afterSeq: await resumePoint(c, store),
+        signal: deps.signal,
+      });
     } catch (err) {
       return sendError(c, err);
     }

@@ -10,8 +10,14 @@ const server = createServer((req, res) => {
   if (req.method === 'POST' && req.url === '/a2a/jsonrpc') {
     req.resume();
     req.on('end', () => {
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_SUBMITTED' } } } });
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        result: { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_SUBMITTED' } } },
+      });
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+        .end(body);
     });
     return;
   }

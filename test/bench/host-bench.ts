@@ -41,11 +41,18 @@ const sendBody = () =>
     jsonrpc: '2.0',
     id: ++seq,
     method: 'SendMessage',
-    params: { message: { messageId: `b-${process.pid}-${seq}`, role: 'ROLE_USER', parts: [{ text: 'hi' }] }, configuration: { returnImmediately: true } },
+    params: {
+      message: { messageId: `b-${process.pid}-${seq}`, role: 'ROLE_USER', parts: [{ text: 'hi' }] },
+      configuration: { returnImmediately: true },
+    },
   });
 
 /** Runs `total` requests with at most `concurrency` in flight; returns req/s and p99 (ms). */
-async function load(total: number, concurrency: number, one: () => Promise<void>): Promise<{ rps: number; p99: number }> {
+async function load(
+  total: number,
+  concurrency: number,
+  one: () => Promise<void>,
+): Promise<{ rps: number; p99: number }> {
   const latencies: number[] = [];
   let next = 0;
   const start = performance.now();
@@ -62,7 +69,10 @@ async function load(total: number, concurrency: number, one: () => Promise<void>
   );
   const seconds = (performance.now() - start) / 1000;
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / seconds, p99: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))]! };
+  return {
+    rps: latencies.length / seconds,
+    p99: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))]!,
+  };
 }
 
 /** node:http with a keep-alive pool: far cheaper per request than fetch, so the client (which shares the
@@ -76,23 +86,29 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
  */
 function post(url: string, body: string, retried = false): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...V, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        try {
-          const json = JSON.parse(text) as Record<string, unknown>;
-          if ((res.statusCode ?? 0) >= 300 || json.error) reject(new Error(`${url}: ${res.statusCode} ${text.slice(0, 300)}`));
-          else resolve(json);
-        } catch (err) {
-          reject(err as Error);
-        }
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { ...V, 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          try {
+            const json = JSON.parse(text) as Record<string, unknown>;
+            if ((res.statusCode ?? 0) >= 300 || json.error)
+              reject(new Error(`${url}: ${res.statusCode} ${text.slice(0, 300)}`));
+            else resolve(json);
+          } catch (err) {
+            reject(err as Error);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) => {
-      if (!retried && req.reusedSocket && err.code === 'ECONNRESET') post(url, body, true).then(resolve, reject);
+      if (!retried && req.reusedSocket && err.code === 'ECONNRESET')
+        post(url, body, true).then(resolve, reject);
       else reject(err);
     });
     req.end(body);
@@ -132,7 +148,11 @@ function subscribe(url: string, init: RequestInit): { opened: Promise<void>; don
   return { opened, done };
 }
 
-async function fanout(open: () => ReturnType<typeof subscribe>, go: () => Promise<unknown>, minFrames: number): Promise<number> {
+async function fanout(
+  open: () => ReturnType<typeof subscribe>,
+  go: () => Promise<unknown>,
+  minFrames: number,
+): Promise<number> {
   const subs = Array.from({ length: SUBSCRIBERS }, open);
   await Promise.all(subs.map((s) => s.opened));
   const t0 = performance.now();
@@ -148,17 +168,50 @@ const rpcUrl = (base: string) => `${base}/a2a/jsonrpc`;
 
 async function ourFanout(base: string): Promise<number> {
   // Blocking send returns at INPUT_REQUIRED: the agent waits for "go" (its input answer).
-  const created = await post(rpcUrl(base), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `f-${++seq}`, role: 'ROLE_USER', parts: [{ data: { fanout: EVENTS } }] } } }));
+  const created = await post(
+    rpcUrl(base),
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: {
+        message: { messageId: `f-${++seq}`, role: 'ROLE_USER', parts: [{ data: { fanout: EVENTS } }] },
+      },
+    }),
+  );
   const id = (created.result as { task: { id: string } }).task.id;
   return fanout(
     () => subscribe(`${base}/a2a/rest/tasks/${id}:subscribe`, { method: 'GET', headers: V }),
-    () => post(rpcUrl(base), JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: { messageId: `g-${++seq}`, role: 'ROLE_USER', taskId: id, parts: [{ text: 'go' }] }, configuration: { returnImmediately: true } } })),
+    () =>
+      post(
+        rpcUrl(base),
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'SendMessage',
+          params: {
+            message: { messageId: `g-${++seq}`, role: 'ROLE_USER', taskId: id, parts: [{ text: 'go' }] },
+            configuration: { returnImmediately: true },
+          },
+        }),
+      ),
     EVENTS,
   );
 }
 
 async function sdkFanout(base: string): Promise<number> {
-  const created = await post(rpcUrl(base), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: `f-${++seq}`, role: 'ROLE_USER', parts: [{ data: { fanout: EVENTS } }] }, configuration: { returnImmediately: true } } }));
+  const created = await post(
+    rpcUrl(base),
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: {
+        message: { messageId: `f-${++seq}`, role: 'ROLE_USER', parts: [{ data: { fanout: EVENTS } }] },
+        configuration: { returnImmediately: true },
+      },
+    }),
+  );
   const id = (created.result as { task: { id: string } }).task.id;
   return fanout(
     () => subscribe(`${base}/a2a/rest/tasks/${id}:subscribe`, { method: 'POST', headers: V }),
@@ -198,7 +251,8 @@ async function measure(t: Target) {
   await load(WARMUP, CONCURRENCY, async () => void (await post(base, sendBody())));
   const created = await post(base, sendBody());
   const taskId = (created.result as { task: { id: string } }).task.id;
-  const getBody = t.getTaskBody ?? JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: taskId } });
+  const getBody =
+    t.getTaskBody ?? JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: taskId } });
   const rows = {
     sendRps: [] as number[],
     sendP99: [] as number[],
@@ -240,16 +294,49 @@ async function main() {
   try {
     const starts: Array<() => Promise<Target>> = [
       async () => {
-        const proc = await spawnTaskplane(['host', '--port', '0', '--db', `sqlite:${join(dir, 'host.db')}`, '--agent', 'test/bench/bench-agent.ts'], { env, ready: /taskplane host ready (\S+)/ });
-        return { name: 'taskplane host (SQLite, durable)', proc, url: proc.readyMatch![1]!, fanout: ourFanout };
+        const proc = await spawnTaskplane(
+          [
+            'host',
+            '--port',
+            '0',
+            '--db',
+            `sqlite:${join(dir, 'host.db')}`,
+            '--agent',
+            'test/bench/bench-agent.ts',
+          ],
+          { env, ready: /taskplane host ready (\S+)/ },
+        );
+        return {
+          name: 'taskplane host (SQLite, durable)',
+          proc,
+          url: proc.readyMatch![1]!,
+          fanout: ourFanout,
+        };
       },
       async () => {
-        const proc = await spawnProcess(process.execPath, ['--import', 'tsx', 'test/bench/sdk-server.ts'], { env, ready: /sdk server ready (\S+)/ });
-        return { name: '@a2a-js/sdk 1.3.0 (express, in-memory)', proc, url: proc.readyMatch![1]!, fanout: sdkFanout };
+        const proc = await spawnProcess(process.execPath, ['--import', 'tsx', 'test/bench/sdk-server.ts'], {
+          env,
+          ready: /sdk server ready (\S+)/,
+        });
+        return {
+          name: '@a2a-js/sdk 1.3.0 (express, in-memory)',
+          proc,
+          url: proc.readyMatch![1]!,
+          fanout: sdkFanout,
+        };
       },
       async () => {
-        const proc = await spawnProcess(process.execPath, ['--import', 'tsx', 'test/bench/bare-server.ts'], { env, ready: /bare server ready (\S+)/ });
-        return { name: 'bare node:http (ceiling)', proc, url: proc.readyMatch![1]!, fanout: bareFanout, getTaskBody: '{}' };
+        const proc = await spawnProcess(process.execPath, ['--import', 'tsx', 'test/bench/bare-server.ts'], {
+          env,
+          ready: /bare server ready (\S+)/,
+        });
+        return {
+          name: 'bare node:http (ceiling)',
+          proc,
+          url: proc.readyMatch![1]!,
+          fanout: bareFanout,
+          getTaskBody: '{}',
+        };
       },
     ];
     for (const start of starts) {
@@ -264,11 +351,22 @@ async function main() {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const [ours, sdk, bare] = Object.values(results) as [Awaited<ReturnType<typeof measure>>, Awaited<ReturnType<typeof measure>>, Awaited<ReturnType<typeof measure>>];
-  const f = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-  console.log(`\nhost bench: medians of ${RUNS} runs, ${REQUESTS} requests at concurrency ${CONCURRENCY} after ${WARMUP} warm-up sends, ${EVENTS} events to ${SUBSCRIBERS} SSE subscribers\n`);
-  console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`);
-  console.log('| server | SendMessage (non-blocking) req/s | p99 ms | server CPU µs/req | GetTask req/s | p99 ms | server CPU µs/req | 1,000 events → 100 SSE, ms |');
+  const [ours, sdk, bare] = Object.values(results) as [
+    Awaited<ReturnType<typeof measure>>,
+    Awaited<ReturnType<typeof measure>>,
+    Awaited<ReturnType<typeof measure>>,
+  ];
+  const f = (n: number, d = 0) =>
+    n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+  console.log(
+    `\nhost bench: medians of ${RUNS} runs, ${REQUESTS} requests at concurrency ${CONCURRENCY} after ${WARMUP} warm-up sends, ${EVENTS} events to ${SUBSCRIBERS} SSE subscribers\n`,
+  );
+  console.log(
+    `load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`,
+  );
+  console.log(
+    '| server | SendMessage (non-blocking) req/s | p99 ms | server CPU µs/req | GetTask req/s | p99 ms | server CPU µs/req | 1,000 events → 100 SSE, ms |',
+  );
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const [name, r] of Object.entries(results)) {
     console.log(
@@ -276,9 +374,15 @@ async function main() {
     );
   }
   console.log('');
-  console.log(`CPU per request, sdk / ours: sends ${f(sdk.sendCpuUs / ours.sendCpuUs, 2)}×, GetTask ${f(sdk.getCpuUs / ours.getCpuUs, 2)}×`);
-  console.log(`ours / sdk: sends ${f(ours.sendRps / sdk.sendRps, 2)}×, send p99 ${f(ours.sendP99 / sdk.sendP99, 2)}×, GetTask ${f(ours.getRps / sdk.getRps, 2)}×, fan-out time ${f(ours.fanoutMs / sdk.fanoutMs, 2)}×`);
-  console.log(`ours / bare: sends ${f(ours.sendRps / bare.sendRps, 2)}×, GetTask ${f(ours.getRps / bare.getRps, 2)}×, fan-out time ${f(ours.fanoutMs / bare.fanoutMs, 2)}×`);
+  console.log(
+    `CPU per request, sdk / ours: sends ${f(sdk.sendCpuUs / ours.sendCpuUs, 2)}×, GetTask ${f(sdk.getCpuUs / ours.getCpuUs, 2)}×`,
+  );
+  console.log(
+    `ours / sdk: sends ${f(ours.sendRps / sdk.sendRps, 2)}×, send p99 ${f(ours.sendP99 / sdk.sendP99, 2)}×, GetTask ${f(ours.getRps / sdk.getRps, 2)}×, fan-out time ${f(ours.fanoutMs / sdk.fanoutMs, 2)}×`,
+  );
+  console.log(
+    `ours / bare: sends ${f(ours.sendRps / bare.sendRps, 2)}×, GetTask ${f(ours.getRps / bare.getRps, 2)}×, fan-out time ${f(ours.fanoutMs / bare.fanoutMs, 2)}×`,
+  );
   console.log(`sdk / bare: fan-out time ${f(sdk.fanoutMs / bare.fanoutMs, 2)}×`);
 }
 

@@ -5,13 +5,21 @@
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { EXAMPLE_ROWS, MISSIONS, bandExtras, bandMisses, exampleSettings, missionSettings } from '../../src/lab/missions.ts';
+import {
+  EXAMPLE_ROWS,
+  MISSIONS,
+  bandExtras,
+  bandMisses,
+  exampleSettings,
+  missionSettings,
+} from '../../src/lab/missions.ts';
 import { runLab } from '../../src/lab/run.ts';
 import { DEFAULT_SETTINGS, withSettings } from '../../src/lab/settings.ts';
 
 const ms = (t0: number) => performance.now() - t0;
 const fmt = (x: number) => `${(x / 1000).toFixed(2)} s`;
-const verdict = (x: number, goal: number) => (x < goal ? `ok (goal < ${fmt(goal)})` : `SLOW (goal < ${fmt(goal)})`);
+const verdict = (x: number, goal: number) =>
+  x < goal ? `ok (goal < ${fmt(goal)})` : `SLOW (goal < ${fmt(goal)})`;
 
 async function timed(label: string, goalMs: number, fn: () => Promise<unknown> | unknown): Promise<void> {
   const t0 = performance.now();
@@ -24,13 +32,23 @@ console.log('lab speed');
 // Warm-up so module loading is not counted in the single-run figure.
 await runLab(withSettings(DEFAULT_SETTINGS, { tasks: 20 }));
 await timed('one 240-task run (engine, push + reconcile, all faults)', 1000, () => runLab(DEFAULT_SETTINGS));
-await timed('one 240-task run (engine, stream, all faults)', 1000, () => runLab(withSettings(DEFAULT_SETTINGS, { delivery: 'stream' })));
+await timed('one 240-task run (engine, stream, all faults)', 1000, () =>
+  runLab(withSettings(DEFAULT_SETTINGS, { delivery: 'stream' })),
+);
 const bin = fileURLToPath(new URL('../../bin/taskplane.js', import.meta.url));
-await timed('full `taskplane lab` (9 runs, new process)', 10_000, () => execFileSync('node', [bin, 'lab'], { stdio: 'ignore' }));
-await timed('10,000 tasks (engine, push + reconcile, all faults)', 60_000, () => runLab(withSettings(DEFAULT_SETTINGS, { tasks: 10_000 })));
-await timed('10,000 tasks (engine, stream, all faults)', 60_000, () => runLab(withSettings(DEFAULT_SETTINGS, { tasks: 10_000, delivery: 'stream' })));
+await timed('full `taskplane lab` (9 runs, new process)', 10_000, () =>
+  execFileSync('node', [bin, 'lab'], { stdio: 'ignore' }),
+);
+await timed('10,000 tasks (engine, push + reconcile, all faults)', 60_000, () =>
+  runLab(withSettings(DEFAULT_SETTINGS, { tasks: 10_000 })),
+);
+await timed('10,000 tasks (engine, stream, all faults)', 60_000, () =>
+  runLab(withSettings(DEFAULT_SETTINGS, { tasks: 10_000, delivery: 'stream' })),
+);
 await timed('10,000 tasks (naive, 15-s polling, all faults)', 60_000, () =>
-  runLab(withSettings(DEFAULT_SETTINGS, { tasks: 10_000, delivery: 'poll', idempotent: false, reconcileMin: 0 })),
+  runLab(
+    withSettings(DEFAULT_SETTINGS, { tasks: 10_000, delivery: 'poll', idempotent: false, reconcileMin: 0 }),
+  ),
 );
 
 const SEEDS = Array.from({ length: 20 }, (_, i) => i + 1);
@@ -40,10 +58,23 @@ const median = (xs: number[]) => {
 };
 const r2 = (x: number) => Math.round(x * 100) / 100 || 0;
 /** `median  [min..max]`, right-aligned. */
-const spread = (xs: number[]) => `${String(r2(median(xs))).padStart(8)}  [${r2(Math.min(...xs))}..${r2(Math.max(...xs))}]`;
+const spread = (xs: number[]) =>
+  `${String(r2(median(xs))).padStart(8)}  [${r2(Math.min(...xs))}..${r2(Math.max(...xs))}]`;
 
-console.log('\nworked example over 20 seeds (1..20): median [min..max] per metric, and seeds inside the band');
-const KEYS = ['duplicates', 'unknownPct', 'lostOutcomes', 'missedInputs', 'requestsPerTask', 'requestsPerTaskListBased', 'duplicatesAbsorbed', 'resubmitted', 'meanNotifyDelayS'] as const;
+console.log(
+  '\nworked example over 20 seeds (1..20): median [min..max] per metric, and seeds inside the band',
+);
+const KEYS = [
+  'duplicates',
+  'unknownPct',
+  'lostOutcomes',
+  'missedInputs',
+  'requestsPerTask',
+  'requestsPerTaskListBased',
+  'duplicatesAbsorbed',
+  'resubmitted',
+  'meanNotifyDelayS',
+] as const;
 for (const row of EXAMPLE_ROWS) {
   const metrics = [];
   const answers: number[] = [];
@@ -56,14 +87,25 @@ for (const row of EXAMPLE_ROWS) {
   }
   const med: Record<string, number> = {};
   for (const k of KEYS) med[k] = median(metrics.map((m) => m[k]));
-  const medianMetrics = { ...metrics[0]!, ...med, tasks: 240, unknownOutcomes: Math.round((med.unknownPct! * 240) / 100) };
+  const medianMetrics = {
+    ...metrics[0]!,
+    ...med,
+    tasks: 240,
+    unknownOutcomes: Math.round((med.unknownPct! * 240) / 100),
+  };
   const medianInBand = row.checks.every((c) => c.ok(medianMetrics, { answersPerTask: median(answers) }));
-  console.log(`\n${row.name}  (${row.band})  median in band: ${medianInBand ? 'yes' : 'NO'}; seeds in band: ${inBand}/20`);
-  console.log(`  ${'extra (req/task − send − answers)'.padEnd(26)} ${spread(metrics.map((m, i) => m.requestsPerTask - 1 - answers[i]!))}`);
+  console.log(
+    `\n${row.name}  (${row.band})  median in band: ${medianInBand ? 'yes' : 'NO'}; seeds in band: ${inBand}/20`,
+  );
+  console.log(
+    `  ${'extra (req/task − send − answers)'.padEnd(26)} ${spread(metrics.map((m, i) => m.requestsPerTask - 1 - answers[i]!))}`,
+  );
   for (const k of KEYS) console.log(`  ${k.padEnd(26)} ${spread(metrics.map((m) => m[k]))}`);
 }
 
-console.log('\nmissions solved by the default engine configuration over 20 seeds (1..20): median [min..max], and stars per seed');
+console.log(
+  '\nmissions solved by the default engine configuration over 20 seeds (1..20): median [min..max], and stars per seed',
+);
 for (const mission of MISSIONS) {
   const metrics = [];
   const stars: number[] = [];
@@ -74,8 +116,17 @@ for (const mission of MISSIONS) {
     stars.push(mission.stars(r.metrics, settings));
   }
   const count = (n: number) => stars.filter((s) => s === n).length;
-  console.log(`\nmission:${mission.id} ${mission.title}  stars: median ${median(stars)}; ★★★ ${count(3)}, ★★ ${count(2)}, ★ ${count(1)}, none ${count(0)} of 20`);
-  for (const k of ['duplicates', 'unknownOutcomes', 'missedInputs', 'requestsPerTask', 'requestsPerTaskListBased', 'meanNotifyDelayS'] as const) {
+  console.log(
+    `\nmission:${mission.id} ${mission.title}  stars: median ${median(stars)}; ★★★ ${count(3)}, ★★ ${count(2)}, ★ ${count(1)}, none ${count(0)} of 20`,
+  );
+  for (const k of [
+    'duplicates',
+    'unknownOutcomes',
+    'missedInputs',
+    'requestsPerTask',
+    'requestsPerTaskListBased',
+    'meanNotifyDelayS',
+  ] as const) {
     console.log(`  ${k.padEnd(26)} ${spread(metrics.map((m) => m[k]))}`);
   }
 }

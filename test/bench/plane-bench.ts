@@ -53,10 +53,18 @@ async function allTerminal(server: RunningServer, ids: string[]): Promise<Envelo
   }
 }
 
-async function run(setup: string, mechanism: 'stream' | 'push', plane: PlaneOptions, publicUrl: 'self' | null): Promise<Row> {
+async function run(
+  setup: string,
+  mechanism: 'stream' | 'push',
+  plane: PlaneOptions,
+  publicUrl: 'self' | null,
+): Promise<Row> {
   // The host runs as its own process, as it would in production, so its work (and its garbage
   // collection) does not sit on the plane's event loop and inflate the plane's figures.
-  const { proc: host, url: hostUrl } = await spawnHost(['--port', '0', '--db', 'memory:', '--allow-private-webhooks'], { env: { LOG_LEVEL: 'warn' } });
+  const { proc: host, url: hostUrl } = await spawnHost(
+    ['--port', '0', '--db', 'memory:', '--allow-private-webhooks'],
+    { env: { LOG_LEVEL: 'warn' } },
+  );
   const server = await startServer({
     port: 0,
     db: 'memory:',
@@ -71,10 +79,14 @@ async function run(setup: string, mechanism: 'stream' | 'push', plane: PlaneOpti
   try {
     // Tasks start one after another (each create returns once the remote has the job), then run together.
     const created = [];
-    for (let i = 0; i < TASKS; i++) created.push(await server.plane.create({ tenant: 'default', target: 'demo', input: INPUT }));
+    for (let i = 0; i < TASKS; i++)
+      created.push(await server.plane.create({ tenant: 'default', target: 'demo', input: INPUT }));
     // One reconciliation round while they run: one paged list call for the target, whatever the task count.
     const reports = await server.plane.reconcileNow('demo');
-    const envs = await allTerminal(server, created.map((c) => c.envelope.id));
+    const envs = await allTerminal(
+      server,
+      created.map((c) => c.envelope.id),
+    );
     // Delay per transition from the event log: the envelope's update time minus the host's status
     // timestamp. "live" leaves out each task's first transition, which the host makes while the
     // start request itself is still in flight (it measures start-up, not change propagation).
@@ -82,7 +94,12 @@ async function run(setup: string, mechanism: 'stream' | 'push', plane: PlaneOpti
     const seen = new Set<string>();
     const live: number[] = [];
     for (const e of events) {
-      if (e.type !== 'state_changed' || e.data.source !== mechanism || typeof e.data.remoteVersion !== 'number') continue;
+      if (
+        e.type !== 'state_changed' ||
+        e.data.source !== mechanism ||
+        typeof e.data.remoteVersion !== 'number'
+      )
+        continue;
       if (!seen.has(e.envelopeId)) {
         seen.add(e.envelopeId);
         continue;
@@ -91,7 +108,8 @@ async function run(setup: string, mechanism: 'stream' | 'push', plane: PlaneOpti
     }
     live.sort((a, b) => a - b);
     if (process.env.BENCH_DEBUG) console.log(mechanism, JSON.stringify(live));
-    const pct = (p: number) => (live.length ? live[Math.min(live.length - 1, Math.ceil((p / 100) * live.length) - 1)]! : null);
+    const pct = (p: number) =>
+      live.length ? live[Math.min(live.length - 1, Math.ceil((p / 100) * live.length) - 1)]! : null;
     const s = await server.plane.signals();
     const d = s.observationDelay[mechanism];
     return {
@@ -115,17 +133,46 @@ async function run(setup: string, mechanism: 'stream' | 'push', plane: PlaneOpti
 }
 
 const rows: Row[] = [];
-rows.push(await run('stream (SendStreamingMessage, reattach)', 'stream', { delivery: { stream: true, push: false } }, null));
-rows.push(await run('push, fetch on every delivery', 'push', { delivery: { stream: false, push: true }, webhook: { fetchState: 'always' } }, 'self'));
-rows.push(await run('push, verified payload when complete', 'push', { delivery: { stream: false, push: true }, webhook: { fetchState: 'when-incomplete' } }, 'self'));
+rows.push(
+  await run(
+    'stream (SendStreamingMessage, reattach)',
+    'stream',
+    { delivery: { stream: true, push: false } },
+    null,
+  ),
+);
+rows.push(
+  await run(
+    'push, fetch on every delivery',
+    'push',
+    { delivery: { stream: false, push: true }, webhook: { fetchState: 'always' } },
+    'self',
+  ),
+);
+rows.push(
+  await run(
+    'push, verified payload when complete',
+    'push',
+    { delivery: { stream: false, push: true }, webhook: { fetchState: 'when-incomplete' } },
+    'self',
+  ),
+);
 
-console.log(`plane bench: ${TASKS} demo tasks per setup (${JSON.stringify(INPUT)}), plane in this process, host in its own, loopback HTTP`);
-console.log('setup                                      ok  req/task  all p50/p99 ms (n)   live p50/p99 ms (n)   reconcile pages/round');
+console.log(
+  `plane bench: ${TASKS} demo tasks per setup (${JSON.stringify(INPUT)}), plane in this process, host in its own, loopback HTTP`,
+);
+console.log(
+  'setup                                      ok  req/task  all p50/p99 ms (n)   live p50/p99 ms (n)   reconcile pages/round',
+);
 for (const r of rows) {
   const all = `${r.p50 ?? '-'}/${r.p99 ?? '-'} (${r.samples})`;
   const live = `${r.liveP50 ?? '-'}/${r.liveP99 ?? '-'} (${r.liveSamples})`;
-  console.log(`${r.setup.padEnd(42)} ${String(r.succeeded).padStart(3)}  ${r.requestsPerTask.toFixed(2).padStart(7)}  ${all.padEnd(19)}  ${live.padEnd(20)}  ${r.reconcilePages}`);
+  console.log(
+    `${r.setup.padEnd(42)} ${String(r.succeeded).padStart(3)}  ${r.requestsPerTask.toFixed(2).padStart(7)}  ${all.padEnd(19)}  ${live.padEnd(20)}  ${r.reconcilePages}`,
+  );
 }
 console.log('req/task includes one reconciliation round (its list pages are charged across the tasks).');
-console.log('delay = envelope update time − host status timestamp, per transition the mechanism delivered; "live" leaves out each');
+console.log(
+  'delay = envelope update time − host status timestamp, per transition the mechanism delivered; "live" leaves out each',
+);
 console.log("task's first transition (made by the host while the start request is still in flight).");

@@ -7,7 +7,14 @@
  */
 import express from 'express';
 import { AgentCard, Task, TaskStatusUpdateEvent, A2A_PROTOCOL_VERSION, AGENT_CARD_PATH } from '@a2a-js/sdk';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+} from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 
 let release: (() => void) | undefined;
@@ -18,17 +25,33 @@ const status = (ctx: RequestContext, state: string, text?: string) =>
   TaskStatusUpdateEvent.fromJSON({
     taskId: ctx.taskId,
     contextId: ctx.contextId,
-    status: { state, timestamp: now(), ...(text ? { message: { messageId: `${ctx.taskId}-${text}`, role: 'ROLE_AGENT', parts: [{ text }] } } : {}) },
+    status: {
+      state,
+      timestamp: now(),
+      ...(text
+        ? { message: { messageId: `${ctx.taskId}-${text}`, role: 'ROLE_AGENT', parts: [{ text }] } }
+        : {}),
+    },
   });
 
 const executor: AgentExecutor = {
   async execute(ctx: RequestContext, bus: ExecutionEventBus) {
     const part = ctx.userMessage.parts[0]?.content;
     const fanout = part?.$case === 'data' ? Number((part.value as Record<string, unknown>)?.fanout ?? 0) : 0;
-    bus.publish(AgentEvent.task(Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_WORKING', timestamp: now() }, history: [] })));
+    bus.publish(
+      AgentEvent.task(
+        Task.fromJSON({
+          id: ctx.taskId,
+          contextId: ctx.contextId,
+          status: { state: 'TASK_STATE_WORKING', timestamp: now() },
+          history: [],
+        }),
+      ),
+    );
     if (fanout > 0) {
       await gate;
-      for (let i = 1; i <= fanout; i++) bus.publish(AgentEvent.statusUpdate(status(ctx, 'TASK_STATE_WORKING', `s${i}`)));
+      for (let i = 1; i <= fanout; i++)
+        bus.publish(AgentEvent.statusUpdate(status(ctx, 'TASK_STATE_WORKING', `s${i}`)));
     }
     bus.publish(AgentEvent.statusUpdate(status(ctx, 'TASK_STATE_COMPLETED', 'ok')));
     bus.finished();
@@ -61,7 +84,10 @@ const server = app.listen(0, '127.0.0.1', () => {
     res.status(204).end();
   });
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use(
+    '/a2a/jsonrpc',
+    jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
+  );
   app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   console.log(`sdk server ready ${BASE}`);
 });

@@ -21,7 +21,10 @@ const never = new AbortController().signal;
 let n = 0;
 const ids = () => ({ envelopeId: `e${++n}`, messageId: `m-${Date.now()}-${n}`, contextId: `c-${n}` });
 
-async function until(it: AsyncIterator<RemoteSnapshot>, pred: (s: RemoteSnapshot) => boolean): Promise<RemoteSnapshot> {
+async function until(
+  it: AsyncIterator<RemoteSnapshot>,
+  pred: (s: RemoteSnapshot) => boolean,
+): Promise<RemoteSnapshot> {
   for (;;) {
     const r = await it.next();
     if (r.done) throw new Error('stream ended before the awaited state');
@@ -33,7 +36,12 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
   describe(`A2A connector over ${binding}`, () => {
     let c: A2AConnector;
     beforeAll(async () => {
-      c = await A2AConnector.connect({ target: 'demo', baseUrl: host.url, preferBinding: binding, idempotentStart: true });
+      c = await A2AConnector.connect({
+        target: 'demo',
+        baseUrl: host.url,
+        preferBinding: binding,
+        idempotentStart: true,
+      });
     });
 
     it('reads the card and picks the binding', () => {
@@ -42,7 +50,10 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
     });
 
     it('starts with returnImmediately, observes, answers input, and sees the artifacts and completion', async () => {
-      const req = { ...ids(), input: { durationMs: 200, steps: 2, askInput: 'Which edition?', artifactChunks: 2 } };
+      const req = {
+        ...ids(),
+        input: { durationMs: 200, steps: 2, askInput: 'Which edition?', artifactChunks: 2 },
+      };
       const first = await c.start(req, never);
       expect(['accepted', 'running']).toContain(first.state);
       expect(first.contextId).toBe(req.contextId);
@@ -57,7 +68,11 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
       expect(waiting.inputRequest?.prompt).toContain('Which edition?');
       await stream.return?.(undefined);
 
-      const answered = await c.answer(first.remoteId, { requestId: waiting.inputRequest!.requestId, messageId: `${req.messageId}-a`, value: 'second' }, never);
+      const answered = await c.answer(
+        first.remoteId,
+        { requestId: waiting.inputRequest!.requestId, messageId: `${req.messageId}-a`, value: 'second' },
+        never,
+      );
       expect(answered.remoteId).toBe(first.remoteId);
 
       const resumed = c.observe(first.remoteId, null, never)[Symbol.asyncIterator]();
@@ -120,15 +135,24 @@ describe('parseWebhook', () => {
   it('reads the bearer token, the delivery id and a status snapshot', async () => {
     const c = await A2AConnector.connect({ target: 'demo', baseUrl: host.url });
     const body = JSON.stringify({
-      statusUpdate: { taskId: 't1', contextId: 'c1', status: { state: 'TASK_STATE_WORKING', timestamp: '2026-01-01T00:00:00.000Z' } },
+      statusUpdate: {
+        taskId: 't1',
+        contextId: 'c1',
+        status: { state: 'TASK_STATE_WORKING', timestamp: '2026-01-01T00:00:00.000Z' },
+      },
     });
-    const sig = await c.parseWebhook({ headers: { Authorization: 'Bearer tok', 'A2A-Delivery-Id': 'd1' }, rawBody: body });
+    const sig = await c.parseWebhook({
+      headers: { Authorization: 'Bearer tok', 'A2A-Delivery-Id': 'd1' },
+      rawBody: body,
+    });
     expect(sig).toMatchObject({ remoteId: 't1', deliveryId: 'd1', token: 'tok' });
     expect(sig.snapshot?.state).toBe('running');
     expect(sig.snapshot?.remoteVersion).toBe(Date.parse('2026-01-01T00:00:00.000Z'));
     const legacy = await c.parseWebhook({ headers: { 'x-a2a-notification-token': 'old' }, rawBody: body });
     expect(legacy.token).toBe('old');
     expect(legacy.deliveryId).toMatch(/^sha256:/);
-    await expect(c.parseWebhook({ headers: {}, rawBody: '{"nope":1}' })).rejects.toMatchObject({ code: 'invalid_argument' });
+    await expect(c.parseWebhook({ headers: {}, rawBody: '{"nope":1}' })).rejects.toMatchObject({
+      code: 'invalid_argument',
+    });
   });
 });

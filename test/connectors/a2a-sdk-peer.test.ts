@@ -19,16 +19,51 @@ const executor: AgentExecutor = {
   async execute(ctx, bus) {
     const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
     const at = () => new Date().toISOString();
-    bus.publish(AgentEvent.task(Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_SUBMITTED', timestamp: at() } })));
+    bus.publish(
+      AgentEvent.task(
+        Task.fromJSON({
+          id: ctx.taskId,
+          contextId: ctx.contextId,
+          status: { state: 'TASK_STATE_SUBMITTED', timestamp: at() },
+        }),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 30));
-    bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_WORKING', timestamp: at() } })));
+    bus.publish(
+      AgentEvent.statusUpdate(
+        TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_WORKING', timestamp: at() } }),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 30));
-    bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, artifact: { artifactId: 'out', parts: [{ data: { answer: 42 } }] }, lastChunk: true })));
-    bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_COMPLETED', timestamp: at() } })));
+    bus.publish(
+      AgentEvent.artifactUpdate(
+        TaskArtifactUpdateEvent.fromJSON({
+          ...ids,
+          artifact: { artifactId: 'out', parts: [{ data: { answer: 42 } }] },
+          lastChunk: true,
+        }),
+      ),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate(
+        TaskStatusUpdateEvent.fromJSON({
+          ...ids,
+          status: { state: 'TASK_STATE_COMPLETED', timestamp: at() },
+        }),
+      ),
+    );
     bus.finished();
   },
   async cancelTask(taskId, bus) {
-    bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ taskId, contextId: '', status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() } })));
+    bus.publish(
+      AgentEvent.statusUpdate(
+        TaskStatusUpdateEvent.fromJSON({
+          taskId,
+          contextId: '',
+          status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() },
+        }),
+      ),
+    );
     bus.finished();
   },
 };
@@ -53,7 +88,10 @@ beforeAll(async () => {
   });
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use(
+    '/a2a/jsonrpc',
+    jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
+  );
   app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
 });
 
@@ -69,7 +107,10 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
     it('start, get until done, list, and not_found', async () => {
       const c = await A2AConnector.connect({ target: 'peer', baseUrl: base, preferBinding: binding });
       expect(c.transport.binding).toBe(binding);
-      const s = await c.start({ envelopeId: 'e', messageId: `m-${binding}`, contextId: null, input: 'go' }, never);
+      const s = await c.start(
+        { envelopeId: 'e', messageId: `m-${binding}`, contextId: null, input: 'go' },
+        never,
+      );
       expect(s.remoteId).toBeTruthy();
       // Subscribe; the SDK closes the stream at the terminal state. Fall back to get (it may already be done).
       let last: RemoteSnapshot = s;

@@ -24,13 +24,36 @@ afterAll(async () => {
 let n = 0;
 const request = (): StartRequest => {
   n++;
-  return { envelopeId: `e${n}`, messageId: `suite-${Date.now()}-${n}`, contextId: `suite-ctx-${Date.now()}-${n}`, input: { durationMs: 60_000, steps: 2 } };
+  return {
+    envelopeId: `e${n}`,
+    messageId: `suite-${Date.now()}-${n}`,
+    contextId: `suite-ctx-${Date.now()}-${n}`,
+    input: { durationMs: 60_000, steps: 2 },
+  };
 };
 
 const implementations: Array<[string, () => Promise<Connector>]> = [
   ['fake', async () => new FakeRemote(new SystemClock()).connector('fake')],
-  ['a2a JSON-RPC', () => A2AConnector.connect({ target: 'demo', baseUrl: host.url, preferBinding: 'JSONRPC', idempotentStart: true })],
-  ['a2a HTTP+JSON', () => A2AConnector.connect({ target: 'demo', baseUrl: host.url, preferBinding: 'HTTP+JSON', idempotentStart: true })],
+  [
+    'a2a JSON-RPC',
+    () =>
+      A2AConnector.connect({
+        target: 'demo',
+        baseUrl: host.url,
+        preferBinding: 'JSONRPC',
+        idempotentStart: true,
+      }),
+  ],
+  [
+    'a2a HTTP+JSON',
+    () =>
+      A2AConnector.connect({
+        target: 'demo',
+        baseUrl: host.url,
+        preferBinding: 'HTTP+JSON',
+        idempotentStart: true,
+      }),
+  ],
 ];
 
 for (const [name, make] of implementations) {

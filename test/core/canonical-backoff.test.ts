@@ -32,21 +32,35 @@ describe('canonical JSON and the input hash', () => {
 
 describe('backoff with full jitter', () => {
   it('stays within [0, min(max, initial·m^n)] and honours the deadline', () => {
-    const policy = backoffPolicy({ initialIntervalMs: 100, multiplier: 2, maximumIntervalMs: 5_000, deadlineMs: 60_000 });
+    const policy = backoffPolicy({
+      initialIntervalMs: 100,
+      multiplier: 2,
+      maximumIntervalMs: 5_000,
+      deadlineMs: 60_000,
+    });
     const random = new SeededRandom(1);
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 59_999 }), (attempt, elapsed) => {
-        const wait = nextBackoff(policy, attempt, random, elapsed)!;
-        expect(wait).toBeGreaterThanOrEqual(0);
-        expect(wait).toBeLessThanOrEqual(Math.min(5_000, 100 * 2 ** attempt));
-        expect(wait).toBeLessThanOrEqual(60_000 - elapsed);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 40 }),
+        fc.integer({ min: 0, max: 59_999 }),
+        (attempt, elapsed) => {
+          const wait = nextBackoff(policy, attempt, random, elapsed)!;
+          expect(wait).toBeGreaterThanOrEqual(0);
+          expect(wait).toBeLessThanOrEqual(Math.min(5_000, 100 * 2 ** attempt));
+          expect(wait).toBeLessThanOrEqual(60_000 - elapsed);
+        },
+      ),
     );
     expect(nextBackoff(policy, 3, random, 60_000)).toBeUndefined();
   });
 
   it('without jitter follows the push schedule 5·2^k seconds', () => {
-    const policy = backoffPolicy({ initialIntervalMs: 5_000, multiplier: 2, maximumIntervalMs: 3_600_000, jitter: 'none' });
+    const policy = backoffPolicy({
+      initialIntervalMs: 5_000,
+      multiplier: 2,
+      maximumIntervalMs: 3_600_000,
+      jitter: 'none',
+    });
     const random = new SeededRandom(1);
     const waits = Array.from({ length: 8 }, (_, k) => nextBackoff(policy, k, random)!);
     // Cumulative wait after k retries is 5·(2^k − 1) s: 7 retries ≈ 10.6 min, 8 ≈ 21 min (seed 004).

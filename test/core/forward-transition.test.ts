@@ -84,7 +84,9 @@ describe('forward-only transition', () => {
 
   it('a delayed webhook with an older state never moves a record back', () => {
     const now: StateRecord = { state: 'succeeded', nativeState: 'TASK_STATE_COMPLETED', remoteVersion: 200 };
-    expect(decideTransition(now, { state: 'running', nativeState: 'TASK_STATE_WORKING', remoteVersion: 100 })).toEqual({
+    expect(
+      decideTransition(now, { state: 'running', nativeState: 'TASK_STATE_WORKING', remoteVersion: 100 }),
+    ).toEqual({
       apply: false,
       reason: 'terminal',
     });
@@ -108,7 +110,9 @@ describe('forward-only transition', () => {
 
   it('unknown never overwrites a known state, and local transitions respect terminal states', () => {
     const record: StateRecord = { state: 'running', nativeState: 'W', remoteVersion: 5 };
-    expect(decideTransition(record, { state: 'unknown', nativeState: null, remoteVersion: 9 }).apply).toBe(false);
+    expect(decideTransition(record, { state: 'unknown', nativeState: null, remoteVersion: 9 }).apply).toBe(
+      false,
+    );
     const done: StateRecord = { state: 'failed', nativeState: 'F', remoteVersion: 5 };
     expect(decideLocalTransition(done, 'lost')).toEqual({ apply: false, reason: 'terminal' });
     expect(decideLocalTransition(record, 'lost').apply).toBe(true);

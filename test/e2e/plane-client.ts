@@ -25,7 +25,12 @@ export class PlaneClient {
     readonly key: string,
   ) {}
 
-  async call<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
+  async call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: T }> {
     const res = await fetch(this.url + path, {
       method,
       headers: { authorization: `Bearer ${this.key}`, 'content-type': 'application/json', ...headers },
@@ -35,7 +40,12 @@ export class PlaneClient {
   }
 
   async create(target: string, input: unknown, idempotencyKey?: string): Promise<PlaneTask> {
-    const r = await this.call<PlaneTask>('POST', '/v1/tasks', { target, input }, idempotencyKey ? { 'idempotency-key': idempotencyKey } : {});
+    const r = await this.call<PlaneTask>(
+      'POST',
+      '/v1/tasks',
+      { target, input },
+      idempotencyKey ? { 'idempotency-key': idempotencyKey } : {},
+    );
     if (r.status >= 300) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
   }
@@ -45,7 +55,10 @@ export class PlaneClient {
     let cursor: string | null = null;
     do {
       const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-      const r = await this.call<{ tasks: PlaneTask[]; nextCursor: string | null }>('GET', `/v1/tasks?limit=500${q}`);
+      const r = await this.call<{ tasks: PlaneTask[]; nextCursor: string | null }>(
+        'GET',
+        `/v1/tasks?limit=500${q}`,
+      );
       if (r.status !== 200) throw new Error(`list failed: ${r.status}`);
       out.push(...r.body.tasks);
       cursor = r.body.nextCursor;

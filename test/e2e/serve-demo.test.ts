@@ -17,11 +17,24 @@ afterAll(async () => {
 });
 
 function serveDemo(dir: string, extra: string[] = []): Promise<TestProcess> {
-  return spawnProcess(process.execPath, [join(REPO_ROOT, 'bin/taskplane.js'), 'serve', '--demo', '--port', '0', '--db', `sqlite:${dir}/plane.db`, ...extra], {
-    cwd: dir,
-    env: { TASKPLANE_API_KEYS: `default:${KEY}`, LOG_LEVEL: undefined },
-    ready: /demo host: (http:\S+)/,
-  }).then((p) => (procs.push(p), p));
+  return spawnProcess(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin/taskplane.js'),
+      'serve',
+      '--demo',
+      '--port',
+      '0',
+      '--db',
+      `sqlite:${dir}/plane.db`,
+      ...extra,
+    ],
+    {
+      cwd: dir,
+      env: { TASKPLANE_API_KEYS: `default:${KEY}`, LOG_LEVEL: undefined },
+      ready: /demo host: (http:\S+)/,
+    },
+  ).then((p) => (procs.push(p), p));
 }
 
 describe('serve --demo', () => {
@@ -47,7 +60,10 @@ describe('serve --demo', () => {
     // Second run at info, to read the host's recovery counts from its ready log line.
     const second = await serveDemo(dir, ['--log-level', 'info']);
     const ready = await second.waitForLine(/"msg":"agent host ready"/, 30_000, 'stderr');
-    const line = JSON.parse(ready.input!) as { hostId: string; recovered: { resumed: number; waiting: number } };
+    const line = JSON.parse(ready.input!) as {
+      hostId: string;
+      recovered: { resumed: number; waiting: number };
+    };
     expect(line.hostId).toBe('taskplane-demo-host');
     // The four unfinished sample tasks (two still running, one waiting for input, the long haul) are
     // the restarted host's own: resumed now, not skipped as a live stranger's for 30 s.

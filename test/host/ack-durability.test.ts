@@ -35,16 +35,29 @@ describe('an acknowledged send survives SIGKILL right after its 2xx', () => {
           jsonrpc: '2.0',
           id: i,
           method: 'SendMessage',
-          params: { message: { messageId: `ack-${i}`, role: 'ROLE_USER', parts: [{ text: `hello ${i}` }] }, configuration: { returnImmediately: true } },
+          params: {
+            message: { messageId: `ack-${i}`, role: 'ROLE_USER', parts: [{ text: `hello ${i}` }] },
+            configuration: { returnImmediately: true },
+          },
         });
         const req = http.request(
           `${first.url}/a2a/jsonrpc`,
-          { method: 'POST', agent, headers: { 'content-type': 'application/json', 'A2A-Version': '1.0', 'content-length': Buffer.byteLength(body) } },
+          {
+            method: 'POST',
+            agent,
+            headers: {
+              'content-type': 'application/json',
+              'A2A-Version': '1.0',
+              'content-length': Buffer.byteLength(body),
+            },
+          },
           (res) => {
             const chunks: Buffer[] = [];
             res.on('data', (c: Buffer) => chunks.push(c));
             res.on('end', () => {
-              const json = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { result?: { task: { id: string } } };
+              const json = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+                result?: { task: { id: string } };
+              };
               if (res.statusCode === 200 && json.result) {
                 acknowledged.push(json.result.task.id);
                 // Synchronously, in the callback of the answer: no later turn of this process runs first.

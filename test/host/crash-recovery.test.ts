@@ -1,7 +1,14 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SendMessageRequest, SubscribeToTaskRequest, TaskPushNotificationConfig, taskStateToJSON, type StreamResponse, type Task } from '@a2a-js/sdk';
+import {
+  SendMessageRequest,
+  SubscribeToTaskRequest,
+  TaskPushNotificationConfig,
+  taskStateToJSON,
+  type StreamResponse,
+  type Task,
+} from '@a2a-js/sdk';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { spawnHost, type TestProcess } from '../support/process.ts';
 import { PushReceiver, sdkClient, tempDb } from './helpers.ts';
@@ -21,9 +28,23 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const HOST_ARGS = ['--host-id', 'crash-host', '--db', db, '--allow-private-webhooks', '--push-base-ms', '100', '--push-attempts', '30'];
+const HOST_ARGS = [
+  '--host-id',
+  'crash-host',
+  '--db',
+  db,
+  '--allow-private-webhooks',
+  '--push-base-ms',
+  '100',
+  '--push-attempts',
+  '30',
+];
 const stateOf = (ev: StreamResponse): string | undefined =>
-  ev.payload?.$case === 'statusUpdate' ? taskStateToJSON(ev.payload.value.status!.state) : ev.payload?.$case === 'task' ? taskStateToJSON(ev.payload.value.status!.state) : undefined;
+  ev.payload?.$case === 'statusUpdate'
+    ? taskStateToJSON(ev.payload.value.status!.state)
+    : ev.payload?.$case === 'task'
+      ? taskStateToJSON(ev.payload.value.status!.state)
+      : undefined;
 
 describe('crash and restart on the same database', () => {
   it('recovers streams, pushes and the waiting task', async () => {
@@ -43,14 +64,19 @@ describe('crash and restart on the same database', () => {
       [1, 2, 3].map(async (i) => {
         const stream = client.sendMessageStream(
           SendMessageRequest.fromJSON({
-            message: { messageId: `crash-stream-${i}`, role: 'ROLE_USER', parts: [{ data: { durationMs: 8000, steps: 8, artifactChunks: 2 } }] },
+            message: {
+              messageId: `crash-stream-${i}`,
+              role: 'ROLE_USER',
+              parts: [{ data: { durationMs: 8000, steps: 8, artifactChunks: 2 } }],
+            },
             configuration: { taskPushNotificationConfig: pushConfig },
           }),
         );
         const seen: StreamResponse[] = [];
         for await (const ev of stream) {
           seen.push(ev);
-          if (seen.some((e) => e.payload?.$case === 'statusUpdate' && JSON.stringify(e).includes('step 1/8'))) break;
+          if (seen.some((e) => e.payload?.$case === 'statusUpdate' && JSON.stringify(e).includes('step 1/8')))
+            break;
         }
         return { id: (seen[0]!.payload!.value as Task).id, stream, seen };
       }),
@@ -58,11 +84,17 @@ describe('crash and restart on the same database', () => {
     // A task waiting for input (blocking send returns at INPUT_REQUIRED), also pushing.
     const waiting = (await client.sendMessage(
       SendMessageRequest.fromJSON({
-        message: { messageId: 'crash-wait', role: 'ROLE_USER', parts: [{ data: { durationMs: 0, steps: 2, askInput: 'Which edition?' } }] },
+        message: {
+          messageId: 'crash-wait',
+          role: 'ROLE_USER',
+          parts: [{ data: { durationMs: 0, steps: 2, askInput: 'Which edition?' } }],
+        },
       }),
     )) as Task;
     expect(taskStateToJSON(waiting.status!.state)).toBe('TASK_STATE_INPUT_REQUIRED');
-    await client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: waiting.id, ...pushConfig }));
+    await client.createTaskPushNotificationConfig(
+      TaskPushNotificationConfig.fromJSON({ taskId: waiting.id, ...pushConfig }),
+    );
     // Keep one stream open across the crash: it must end (with an error), not hang.
     const open = (async () => {
       try {
@@ -91,7 +123,8 @@ describe('crash and restart on the same database', () => {
     const subscribed = await Promise.all(
       streams.map(async (s) => {
         const events: StreamResponse[] = [];
-        for await (const ev of client2.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: s.id }))) events.push(ev);
+        for await (const ev of client2.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: s.id })))
+          events.push(ev);
         return events;
       }),
     );
@@ -104,14 +137,28 @@ describe('crash and restart on the same database', () => {
 
     // The waiting task continues after its answer.
     const answered = (await client2.sendMessage(
-      SendMessageRequest.fromJSON({ message: { messageId: 'crash-answer', role: 'ROLE_USER', taskId: waiting.id, parts: [{ text: 'first edition' }] } }),
+      SendMessageRequest.fromJSON({
+        message: {
+          messageId: 'crash-answer',
+          role: 'ROLE_USER',
+          taskId: waiting.id,
+          parts: [{ text: 'first edition' }],
+        },
+      }),
     )) as Task;
     expect(taskStateToJSON(answered.status!.state)).toBe('TASK_STATE_COMPLETED');
     expect(JSON.stringify(answered.artifacts)).toContain('first edition');
 
     // Every push, including those queued before the crash, arrives; completed last per task.
     const ids = [...streams.map((s) => s.id), waiting.id];
-    await receiver.waitFor(() => ids.every((id) => receiver.received.some((r) => JSON.stringify(r.body).includes(id) && JSON.stringify(r.body).includes('TASK_STATE_COMPLETED'))));
+    await receiver.waitFor(() =>
+      ids.every((id) =>
+        receiver.received.some(
+          (r) =>
+            JSON.stringify(r.body).includes(id) && JSON.stringify(r.body).includes('TASK_STATE_COMPLETED'),
+        ),
+      ),
+    );
     for (const s of streams) {
       const mine = receiver.received.filter((r) => JSON.stringify(r.body).includes(s.id));
       expect(Object.keys(mine[0]!.body)).toEqual(['task']); // the creation snapshot queued before the crash

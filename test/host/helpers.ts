@@ -3,7 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+  type Client,
+} from '@a2a-js/sdk/client';
 
 export type Binding = 'JSONRPC' | 'HTTP+JSON';
 
@@ -13,7 +19,12 @@ export function tempDb(label = 'host'): { dir: string; db: string } {
 }
 
 /** An official @a2a-js/sdk client on the chosen binding (spec/a2a-1.0.md §2.5/2.6 wiring). */
-export async function sdkClient(baseUrl: string, binding: Binding, polling = false, bearer?: string): Promise<Client> {
+export async function sdkClient(
+  baseUrl: string,
+  binding: Binding,
+  polling = false,
+  bearer?: string,
+): Promise<Client> {
   const fetchImpl: typeof fetch | undefined = bearer
     ? (input, init) => {
         const headers = new Headers(init?.headers);
@@ -52,9 +63,14 @@ export class PushReceiver {
       req.on('end', () => {
         const status = this.status;
         if (status >= 200 && status < 300) {
-          this.received.push({ headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> });
+          this.received.push({
+            headers: req.headers,
+            body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+          });
         }
-        res.writeHead(status, status >= 300 && status < 400 ? { location: 'http://169.254.169.254/' } : {}).end();
+        res
+          .writeHead(status, status >= 300 && status < 400 ? { location: 'http://169.254.169.254/' } : {})
+          .end();
         this.waiters = this.waiters.filter((w) => (w.check() ? (w.resolve(), false) : true));
       });
     });
@@ -69,7 +85,15 @@ export class PushReceiver {
   waitFor(check: () => boolean, timeoutMs = 30_000): Promise<void> {
     if (check()) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`push receiver: condition not met within ${timeoutMs} ms (${this.received.length} received)`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `push receiver: condition not met within ${timeoutMs} ms (${this.received.length} received)`,
+            ),
+          ),
+        timeoutMs,
+      );
       this.waiters.push({
         check,
         resolve: () => {
@@ -89,7 +113,12 @@ export class PushReceiver {
 }
 
 /** Raw A2A JSON-RPC call (for wire-level checks the SDK hides). */
-export async function rpc(url: string, method: string, params: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+export async function rpc(
+  url: string,
+  method: string,
+  params: unknown,
+  headers: Record<string, string> = {},
+): Promise<Record<string, unknown>> {
   const res = await fetch(`${url}/a2a/jsonrpc`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'A2A-Version': '1.0', ...headers },
@@ -98,6 +127,10 @@ export async function rpc(url: string, method: string, params: unknown, headers:
   return (await res.json()) as Record<string, unknown>;
 }
 
-export function userMessage(messageId: string, part: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+export function userMessage(
+  messageId: string,
+  part: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+) {
   return { messageId, role: 'ROLE_USER', parts: [part], ...extra };
 }

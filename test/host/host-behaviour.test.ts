@@ -26,7 +26,11 @@ describe('input timeout (virtual clock)', () => {
     const clock = new VirtualClock(Date.parse('2026-01-01T00:00:00Z'));
     const store = new MemoryStore();
     const h = await host(store, { clock });
-    const { body } = await call(h.url, 'SendMessage', msg('it-1', { data: { steps: 0, askInput: 'Which edition?' } }));
+    const { body } = await call(
+      h.url,
+      'SendMessage',
+      msg('it-1', { data: { steps: 0, askInput: 'Which edition?' } }),
+    );
     const id = body.result.task.id as string;
     await waitForTask(store, id, (t) => t.state === 'TASK_STATE_INPUT_REQUIRED');
     await clock.advance(899_000);
@@ -41,10 +45,16 @@ describe('input timeout (virtual clock)', () => {
     const clock = new VirtualClock(Date.parse('2026-01-01T00:00:00Z'));
     const store = new MemoryStore();
     const h = await host(store, { clock, inputTimeoutMs: 60_000 });
-    const { body } = await call(h.url, 'SendMessage', msg('it-2', { data: { steps: 0, askInput: 'Which?' } }));
+    const { body } = await call(
+      h.url,
+      'SendMessage',
+      msg('it-2', { data: { steps: 0, askInput: 'Which?' } }),
+    );
     const id = body.result.task.id as string;
     await waitForTask(store, id, (t) => t.state === 'TASK_STATE_INPUT_REQUIRED');
-    const answer = await call(h.url, 'SendMessage', { message: { messageId: 'it-2a', role: 'ROLE_USER', taskId: id, parts: [{ text: 'first' }] } });
+    const answer = await call(h.url, 'SendMessage', {
+      message: { messageId: 'it-2a', role: 'ROLE_USER', taskId: id, parts: [{ text: 'first' }] },
+    });
     expect(answer.body.result.task.status.state).toBe('TASK_STATE_COMPLETED');
     await clock.advance(120_000);
     expect((await store.getAgentTask(id))!.state).toBe('TASK_STATE_COMPLETED');
@@ -78,7 +88,11 @@ describe('restart recovery (in process, shared store)', () => {
     const store = new MemoryStore();
     const clock1 = new VirtualClock(1_000_000);
     const h1 = await startTestHost(store, { clock: clock1 });
-    const { body } = await call(h1.url, 'SendMessage', msg('rr-2', { data: { durationMs: 3000, steps: 3, artifactChunks: 1 } }));
+    const { body } = await call(
+      h1.url,
+      'SendMessage',
+      msg('rr-2', { data: { durationMs: 3000, steps: 3, artifactChunks: 1 } }),
+    );
     const id = body.result.task.id as string;
     await waitForTask(store, id, (t) => t.state === 'TASK_STATE_WORKING');
     await clock1.advance(1000);
@@ -110,15 +124,27 @@ describe('auth keys', () => {
     expect(wrong.status).toBe(401);
     const alice = { authorization: 'Bearer alice-key-0123456789' };
     const bob = { authorization: 'Bearer bob-key-0123456789ab' };
-    const created = await call(h.url, 'SendMessage', { message: { messageId: 'same-id', role: 'ROLE_USER', parts: [{ text: 'a' }] } }, alice);
+    const created = await call(
+      h.url,
+      'SendMessage',
+      { message: { messageId: 'same-id', role: 'ROLE_USER', parts: [{ text: 'a' }] } },
+      alice,
+    );
     const id = created.body.result.task.id as string;
     expect((await call(h.url, 'GetTask', { id }, bob)).body.error!.code).toBe(-32001);
     expect((await call(h.url, 'CancelTask', { id }, bob)).body.error!.code).toBe(-32001);
-    expect((await call(h.url, 'ListTaskPushNotificationConfigs', { taskId: id }, bob)).body.error!.code).toBe(-32001);
+    expect((await call(h.url, 'ListTaskPushNotificationConfigs', { taskId: id }, bob)).body.error!.code).toBe(
+      -32001,
+    );
     expect((await call(h.url, 'ListTasks', {}, bob)).body.result.tasks).toEqual([]);
     expect((await call(h.url, 'ListTasks', {}, alice)).body.result.totalSize).toBe(1);
     // messageId idempotency is per caller: bob's same messageId is a new task
-    const bobs = await call(h.url, 'SendMessage', { message: { messageId: 'same-id', role: 'ROLE_USER', parts: [{ text: 'b' }] } }, bob);
+    const bobs = await call(
+      h.url,
+      'SendMessage',
+      { message: { messageId: 'same-id', role: 'ROLE_USER', parts: [{ text: 'b' }] } },
+      bob,
+    );
     expect(bobs.body.result.task.id).not.toBe(id);
     const card = (await (await fetch(`${h.url}/.well-known/agent-card.json`)).json()) as Wire;
     expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe('Bearer');
@@ -132,7 +158,11 @@ describe('agent card', () => {
     const res = await fetch(`${h.url}/.well-known/agent-card.json`);
     const etag = res.headers.get('etag')!;
     const card = (await res.json()) as Wire;
-    expect(card.supportedInterfaces[0]).toEqual({ url: `${h.url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    expect(card.supportedInterfaces[0]).toEqual({
+      url: `${h.url}/a2a/jsonrpc`,
+      protocolBinding: 'JSONRPC',
+      protocolVersion: '1.0',
+    });
     expect(card.capabilities.extensions[0].uri).toMatch(/last-event-id/);
     const again = await fetch(`${h.url}/.well-known/agent-card.json`, { headers: { 'if-none-match': etag } });
     expect(again.status).toBe(304);
@@ -145,16 +175,27 @@ describe('ListTasks filters', () => {
     const clock = new VirtualClock(t0);
     const store = new MemoryStore();
     const h = await host(store, { clock });
-    const first = await call(h.url, 'SendMessage', { message: { messageId: 'lf-1', role: 'ROLE_USER', parts: [{ text: 'one' }] } });
+    const first = await call(h.url, 'SendMessage', {
+      message: { messageId: 'lf-1', role: 'ROLE_USER', parts: [{ text: 'one' }] },
+    });
     await clock.advance(1000);
-    const second = await call(h.url, 'SendMessage', { message: { messageId: 'lf-2', role: 'ROLE_USER', parts: [{ text: 'two' }] } });
+    const second = await call(h.url, 'SendMessage', {
+      message: { messageId: 'lf-2', role: 'ROLE_USER', parts: [{ text: 'two' }] },
+    });
     const secondAt = second.body.result.task.status.timestamp as string;
-    const after = await call(h.url, 'ListTasks', { statusTimestampAfter: secondAt, historyLength: 1, includeArtifacts: true });
+    const after = await call(h.url, 'ListTasks', {
+      statusTimestampAfter: secondAt,
+      historyLength: 1,
+      includeArtifacts: true,
+    });
     expect(after.body.result.tasks.map((t: Wire) => t.id)).toEqual([second.body.result.task.id]);
     expect(after.body.result.tasks[0].history.length).toBe(1);
     expect(after.body.result.tasks[0].artifacts.length).toBe(1);
     const all = await call(h.url, 'ListTasks', { historyLength: 0 });
-    expect(all.body.result.tasks.map((t: Wire) => t.id)).toEqual([second.body.result.task.id, first.body.result.task.id]);
+    expect(all.body.result.tasks.map((t: Wire) => t.id)).toEqual([
+      second.body.result.task.id,
+      first.body.result.task.id,
+    ]);
     expect(all.body.result.tasks.every((t: Wire) => !('history' in t) && !('artifacts' in t))).toBe(true);
     expect(all.body.result).toMatchObject({ nextPageToken: '', pageSize: 50, totalSize: 2 });
     const bad = await call(h.url, 'ListTasks', { pageToken: 'not-a-token' });

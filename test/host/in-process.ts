@@ -11,7 +11,10 @@ export const silent = pino({ level: 'silent' });
 export type Wire = any;
 
 /** The host in this process on a free port, over a store the test owns. */
-export function startTestHost(store: Store, options: Partial<HostOptions> & { clock?: Clock; agent?: AgentDefinition } = {}): Promise<RunningHost> {
+export function startTestHost(
+  store: Store,
+  options: Partial<HostOptions> & { clock?: Clock; agent?: AgentDefinition } = {},
+): Promise<RunningHost> {
   return startHost({ port: 0, db: store, logger: silent, allowPrivateWebhooks: true, ...options });
 }
 
@@ -39,16 +42,27 @@ export function waitForTask(
     const off = store.onChange((n) => {
       if (n.id === taskId) void test();
     });
-    const timer = setTimeout(() => finish(new Error(`task ${taskId}: condition not met within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new Error(`task ${taskId}: condition not met within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     void test();
   });
 }
 
-export async function call(url: string, method: string, params: unknown, headers: Record<string, string> = {}) {
+export async function call(
+  url: string,
+  method: string,
+  params: unknown,
+  headers: Record<string, string> = {},
+) {
   const res = await fetch(`${url}/a2a/jsonrpc`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'A2A-Version': '1.0', ...headers },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
   });
-  return { status: res.status, body: (await res.json()) as { result?: Wire; error?: { code: number; message: string; data?: Wire[] } } };
+  return {
+    status: res.status,
+    body: (await res.json()) as { result?: Wire; error?: { code: number; message: string; data?: Wire[] } },
+  };
 }

@@ -13,13 +13,28 @@ afterAll(() => h.close());
 const V = { 'A2A-Version': '1.0' };
 
 async function rpcRaw(body: string, headers: Record<string, string> = V) {
-  const res = await fetch(`${h.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
-  return { status: res.status, json: (await res.json()) as { id: unknown; error: { code: number; message: string; data: Wire[] } } };
+  const res = await fetch(`${h.url}/a2a/jsonrpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
+  return {
+    status: res.status,
+    json: (await res.json()) as { id: unknown; error: { code: number; message: string; data: Wire[] } },
+  };
 }
 
 async function restRaw(method: string, path: string, body?: string) {
-  const res = await fetch(`${h.url}/a2a/rest${path}`, { method, headers: { 'content-type': 'application/json', ...V }, ...(body !== undefined ? { body } : {}) });
-  return { status: res.status, type: res.headers.get('content-type'), json: (await res.json()) as { error: { code: number; status: string; message: string; details: Wire[] } } };
+  const res = await fetch(`${h.url}/a2a/rest${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...V },
+    ...(body !== undefined ? { body } : {}),
+  });
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    json: (await res.json()) as { error: { code: number; status: string; message: string; details: Wire[] } },
+  };
 }
 
 const okMessage = { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }] };
@@ -35,10 +50,32 @@ describe('JSON-RPC binding', () => {
     ['an unknown method', '{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}', -32601],
     ['array params', '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":[1]}', -32602],
     ['a missing id param', '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{}}', -32602],
-    ['parts of the wrong type', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { ...okMessage, parts: 'x' } } }), -32602],
-    ['a bad role enum', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { ...okMessage, role: 'ROLE_ROOT' } } }), -32602],
+    [
+      'parts of the wrong type',
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { ...okMessage, parts: 'x' } },
+      }),
+      -32602,
+    ],
+    [
+      'a bad role enum',
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { ...okMessage, role: 'ROLE_ROOT' } },
+      }),
+      -32602,
+    ],
     ['a bad status enum', '{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"status":"DONE"}}', -32602],
-    ['a historyLength string', '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x","historyLength":"many"}}', -32602],
+    [
+      'a historyLength string',
+      '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x","historyLength":"many"}}',
+      -32602,
+    ],
     ['an unknown task', '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}', -32001],
   ])('%s → %i', async (_label, body, code) => {
     const { status, json } = await rpcRaw(body);
@@ -48,13 +85,25 @@ describe('JSON-RPC binding', () => {
   });
 
   it('names the field in invalid params', async () => {
-    const { json } = await rpcRaw(JSON.stringify({ jsonrpc: '2.0', id: 'a', method: 'SendMessage', params: { message: { ...okMessage, parts: [] } } }));
+    const { json } = await rpcRaw(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'a',
+        method: 'SendMessage',
+        params: { message: { ...okMessage, parts: [] } },
+      }),
+    );
     expect(json.id).toBe('a');
     expect(json.error.data[1].fieldViolations[0].field).toBe('message.parts');
   });
 
   it('an oversized body → 413 with -32600 before it is read whole', async () => {
-    const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { ...okMessage, parts: [{ text: 'x'.repeat(100_000) }] } } });
+    const big = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { ...okMessage, parts: [{ text: 'x'.repeat(100_000) }] } },
+    });
     const { status, json } = await rpcRaw(big);
     expect(status).toBe(413);
     expect(json.error.code).toBe(-32600);
@@ -72,7 +121,11 @@ describe('HTTP+JSON binding', () => {
     const r = await restRaw('POST', '/message:send', '{"message":');
     expect(r.status).toBe(400);
     expect(r.type).toContain('application/a2a+json');
-    expect(r.json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', details: [{ reason: 'PARSE_ERROR' }] });
+    expect(r.json.error).toMatchObject({
+      code: 400,
+      status: 'INVALID_ARGUMENT',
+      details: [{ reason: 'PARSE_ERROR' }],
+    });
   });
 
   it.each([
@@ -96,12 +149,20 @@ describe('HTTP+JSON binding', () => {
   });
 
   it('an oversized body → 413', async () => {
-    const r = await restRaw('POST', '/message:send', JSON.stringify({ message: { ...okMessage, parts: [{ text: 'y'.repeat(70_000) }] } }));
+    const r = await restRaw(
+      'POST',
+      '/message:send',
+      JSON.stringify({ message: { ...okMessage, parts: [{ text: 'y'.repeat(70_000) }] } }),
+    );
     expect(r.status).toBe(413);
   });
 
   it('bad field types name the field', async () => {
-    const r = await restRaw('POST', '/message:send', JSON.stringify({ message: { ...okMessage, messageId: 42 } }));
+    const r = await restRaw(
+      'POST',
+      '/message:send',
+      JSON.stringify({ message: { ...okMessage, messageId: 42 } }),
+    );
     expect(r.json.error.details[1].fieldViolations[0].field).toBe('message.messageId');
   });
 });
@@ -109,6 +170,13 @@ describe('HTTP+JSON binding', () => {
 it('the host is still serving after all of that', async () => {
   const res = await fetch(`${h.url}/.well-known/agent-card.json`);
   expect(res.status).toBe(200);
-  const { json } = await rpcRaw(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { ...okMessage, messageId: 'alive' } } }));
+  const { json } = await rpcRaw(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { ...okMessage, messageId: 'alive' } },
+    }),
+  );
   expect(json.error).toBeUndefined();
 });

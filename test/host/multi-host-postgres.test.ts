@@ -16,7 +16,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function pair(leaseMs = 600): Promise<{ a: RunningHost; b: RunningHost; storeA: Store; storeB: Store }> {
+async function pair(
+  leaseMs = 600,
+): Promise<{ a: RunningHost; b: RunningHost; storeA: Store; storeB: Store }> {
   const schema = freshSchemaName('tp_host');
   const url = urlForSchema(schema);
   const storeA = await PostgresStore.open({ url, poolMax: 4 });
@@ -49,7 +51,11 @@ describe('several hosts on one PostgreSQL', () => {
   it('a subscriber on host B streams work done on host A; B never runs A’s task', async () => {
     const { a, b, storeB } = await pair();
     const { body } = await call(a.url, 'SendMessage', {
-      message: { messageId: 'mh-1', role: 'ROLE_USER', parts: [{ data: { durationMs: 2000, steps: 4, artifactChunks: 1 } }] },
+      message: {
+        messageId: 'mh-1',
+        role: 'ROLE_USER',
+        parts: [{ data: { durationMs: 2000, steps: 4, artifactChunks: 1 } }],
+      },
       configuration: { returnImmediately: true },
     });
     const id = body.result.task.id as string;
@@ -61,17 +67,26 @@ describe('several hosts on one PostgreSQL', () => {
     expect(text).toContain('TASK_STATE_COMPLETED');
     const events = await storeB.listAgentTaskEvents(id, 0);
     expect(events.filter((e) => JSON.stringify(e.payload).includes('TASK_STATE_COMPLETED')).length).toBe(1);
-    expect(((await storeB.getAgentTask(id))!.executorState as { runs: number; host: string })).toMatchObject({ runs: 1, host: 'host-a' });
+    expect((await storeB.getAgentTask(id))!.executorState as { runs: number; host: string }).toMatchObject({
+      runs: 1,
+      host: 'host-a',
+    });
   });
 
   it('an answer sent to host B reaches the execute waiting on host A', async () => {
     const { a, b, storeA } = await pair();
     const first = await call(a.url, 'SendMessage', {
-      message: { messageId: 'mh-2', role: 'ROLE_USER', parts: [{ data: { steps: 0, askInput: 'Which edition?', artifactChunks: 1 } }] },
+      message: {
+        messageId: 'mh-2',
+        role: 'ROLE_USER',
+        parts: [{ data: { steps: 0, askInput: 'Which edition?', artifactChunks: 1 } }],
+      },
     });
     const id = first.body.result.task.id as string;
     expect(first.body.result.task.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
-    const answer = await call(b.url, 'SendMessage', { message: { messageId: 'mh-2a', role: 'ROLE_USER', taskId: id, parts: [{ text: 'second' }] } });
+    const answer = await call(b.url, 'SendMessage', {
+      message: { messageId: 'mh-2a', role: 'ROLE_USER', taskId: id, parts: [{ text: 'second' }] },
+    });
     expect(answer.body.result.task.status.state).toBe('TASK_STATE_COMPLETED');
     const stored = (await storeA.getAgentTask(id))!;
     expect(JSON.stringify(stored.task.artifacts)).toContain('second');
@@ -95,7 +110,11 @@ describe('several hosts on one PostgreSQL', () => {
   it('a stopped host’s running task is taken over and finished by the other host’s sweep', async () => {
     const { a, b, storeB } = await pair();
     const { body } = await call(a.url, 'SendMessage', {
-      message: { messageId: 'mh-3', role: 'ROLE_USER', parts: [{ data: { durationMs: 1200, steps: 3, artifactChunks: 1 } }] },
+      message: {
+        messageId: 'mh-3',
+        role: 'ROLE_USER',
+        parts: [{ data: { durationMs: 1200, steps: 3, artifactChunks: 1 } }],
+      },
       configuration: { returnImmediately: true },
     });
     const id = body.result.task.id as string;
@@ -104,7 +123,9 @@ describe('several hosts on one PostgreSQL', () => {
     await waitForTask(storeB, id, (t) => t.state === 'TASK_STATE_COMPLETED');
     const record = (await storeB.getAgentTask(id))!;
     expect(record.executorState).toMatchObject({ host: 'host-b', runs: 2 });
-    expect(JSON.stringify(await storeB.listAgentTaskEvents(id, 0))).toContain('Resumed after an agent host restart');
+    expect(JSON.stringify(await storeB.listAgentTaskEvents(id, 0))).toContain(
+      'Resumed after an agent host restart',
+    );
     void b;
   });
 });

@@ -21,7 +21,15 @@ async function seed(store: MemoryStore, taskId: string, payloads: number, now: n
     updatedAt: now,
     version: 1,
   };
-  await store.putPushConfig({ id: 'cfg', taskId, owner: 'o', url: 'http://hook/', token: null, authentication: { scheme: 'Bearer', credentials: 's3cret' }, createdAt: now });
+  await store.putPushConfig({
+    id: 'cfg',
+    taskId,
+    owner: 'o',
+    url: 'http://hook/',
+    token: null,
+    authentication: { scheme: 'Bearer', credentials: 's3cret' },
+    createdAt: now,
+  });
   const outbox = Array.from({ length: payloads }, (_, i) => ({
     taskId,
     configId: 'cfg',
@@ -49,7 +57,16 @@ describe('push outbox (virtual clock)', () => {
     const store = new MemoryStore();
     await seed(store, 't1', 1, clock.now());
     const fake = fakeSender(clock);
-    const outbox = new PushOutbox({ store, clock, logger, owner: 'w', baseMs: 5000, attempts: 8, timeoutMs: 15_000, send: fake.send });
+    const outbox = new PushOutbox({
+      store,
+      clock,
+      logger,
+      owner: 'w',
+      baseMs: 5000,
+      attempts: 8,
+      timeoutMs: 15_000,
+      send: fake.send,
+    });
     for (let i = 0; i < 20 && fake.attempts.length < 8; i++) {
       await outbox.runOnce();
       const next = (await store.listOutbox({ taskId: 't1' }))[0]!;
@@ -69,7 +86,16 @@ describe('push outbox (virtual clock)', () => {
     const store = new MemoryStore();
     await seed(store, 't2', 5, clock.now());
     const fake = fakeSender(clock);
-    const outbox = new PushOutbox({ store, clock, logger, owner: 'w', baseMs: 5000, attempts: 8, timeoutMs: 15_000, send: fake.send });
+    const outbox = new PushOutbox({
+      store,
+      clock,
+      logger,
+      owner: 'w',
+      baseMs: 5000,
+      attempts: 8,
+      timeoutMs: 15_000,
+      send: fake.send,
+    });
     await outbox.runOnce(); // first attempt fails: receiver down
     await clock.advance(5000);
     fake.state.down = false;
@@ -89,7 +115,16 @@ describe('push outbox (virtual clock)', () => {
     expect(claimed).toBeDefined();
     const fake = fakeSender(clock);
     fake.state.down = false;
-    const outbox = new PushOutbox({ store, clock, logger, owner: 'w2', baseMs: 5000, attempts: 8, timeoutMs: 15_000, send: fake.send });
+    const outbox = new PushOutbox({
+      store,
+      clock,
+      logger,
+      owner: 'w2',
+      baseMs: 5000,
+      attempts: 8,
+      timeoutMs: 15_000,
+      send: fake.send,
+    });
     expect(await outbox.runOnce()).toBe(0);
     await clock.advance(45_000);
     expect(await outbox.runOnce()).toBe(1);

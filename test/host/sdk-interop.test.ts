@@ -30,7 +30,15 @@ beforeAll(async () => {
   const t = tempDb('interop');
   dir = t.dir;
   receiverUrl = await receiver.start();
-  ({ proc, url } = await spawnHost(['--port', '0', '--db', t.db, '--allow-private-webhooks', '--push-base-ms', '100']));
+  ({ proc, url } = await spawnHost([
+    '--port',
+    '0',
+    '--db',
+    t.db,
+    '--allow-private-webhooks',
+    '--push-base-ms',
+    '100',
+  ]));
 });
 
 afterAll(async () => {
@@ -42,9 +50,18 @@ afterAll(async () => {
 const state = (t: Task) => taskStateToJSON(t.status!.state);
 let seq = 0;
 const mid = (label: string) => `${label}-${process.pid}-${++seq}`;
-const send = (text: string | Record<string, unknown>, extra: Record<string, unknown> = {}, configuration?: Record<string, unknown>) =>
+const send = (
+  text: string | Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+  configuration?: Record<string, unknown>,
+) =>
   SendMessageRequest.fromJSON({
-    message: { messageId: mid('m'), role: 'ROLE_USER', parts: [typeof text === 'string' ? { text } : { data: text }], ...extra },
+    message: {
+      messageId: mid('m'),
+      role: 'ROLE_USER',
+      parts: [typeof text === 'string' ? { text } : { data: text }],
+      ...extra,
+    },
     ...(configuration ? { configuration } : {}),
   });
 
@@ -85,11 +102,15 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
   });
 
   it('SendStreamingMessage: Task first, ordered updates, chunked artifact, closes at COMPLETED', async () => {
-    const events = await collect(client.sendMessageStream(send({ durationMs: 200, steps: 2, artifactChunks: 3 })));
+    const events = await collect(
+      client.sendMessageStream(send({ durationMs: 200, steps: 2, artifactChunks: 3 })),
+    );
     expect(events[0]?.payload?.$case).toBe('task');
     const last = events[events.length - 1]!.payload!;
     expect(last.$case).toBe('statusUpdate');
-    expect(last.$case === 'statusUpdate' && taskStateToJSON(last.value.status!.state)).toBe('TASK_STATE_COMPLETED');
+    expect(last.$case === 'statusUpdate' && taskStateToJSON(last.value.status!.state)).toBe(
+      'TASK_STATE_COMPLETED',
+    );
     const chunks = events.flatMap((e) => (e.payload?.$case === 'artifactUpdate' ? [e.payload.value] : []));
     expect(chunks.map((c) => [c.append, c.lastChunk])).toEqual([
       [false, false],
@@ -103,20 +124,32 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
     const events = await collect(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id })));
     expect(events[0]?.payload?.$case).toBe('task');
     const last = events[events.length - 1]!.payload!;
-    expect(last.$case === 'statusUpdate' && taskStateToJSON(last.value.status!.state)).toBe('TASK_STATE_COMPLETED');
+    expect(last.$case === 'statusUpdate' && taskStateToJSON(last.value.status!.state)).toBe(
+      'TASK_STATE_COMPLETED',
+    );
   });
 
   it('SubscribeToTask and SendMessage on a terminal task → UnsupportedOperationError', async () => {
     const task = asTask(await client.sendMessage(send('done soon')));
-    await expect(collect(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id })))).rejects.toThrow(/Task is TASK_STATE_COMPLETED/);
-    await expect(client.sendMessage(send('more', { taskId: task.id }))).rejects.toMatchObject({ name: 'UnsupportedOperationError' });
+    await expect(
+      collect(client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id }))),
+    ).rejects.toThrow(/Task is TASK_STATE_COMPLETED/);
+    await expect(client.sendMessage(send('more', { taskId: task.id }))).rejects.toMatchObject({
+      name: 'UnsupportedOperationError',
+    });
   });
 
   it('INPUT_REQUIRED: blocking send returns at the interrupt, the follow-up answer continues the task', async () => {
-    const first = asTask(await client.sendMessage(send({ durationMs: 0, steps: 2, askInput: 'Which edition?', artifactChunks: 1 })));
+    const first = asTask(
+      await client.sendMessage(
+        send({ durationMs: 0, steps: 2, askInput: 'Which edition?', artifactChunks: 1 }),
+      ),
+    );
     expect(state(first)).toBe('TASK_STATE_INPUT_REQUIRED');
     expect(first.status!.message?.parts[0]?.content).toEqual({ $case: 'text', value: 'Which edition?' });
-    const done = asTask(await client.sendMessage(send('second edition', { taskId: first.id, contextId: first.contextId })));
+    const done = asTask(
+      await client.sendMessage(send('second edition', { taskId: first.id, contextId: first.contextId })),
+    );
     expect(state(done)).toBe('TASK_STATE_COMPLETED');
     expect(JSON.stringify(done.artifacts)).toContain('second edition');
   });
@@ -132,13 +165,19 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
     const task = asTask(await polling.sendMessage(send({ durationMs: 60_000, steps: 2 })));
     const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: task.id }));
     expect(state(canceled)).toBe('TASK_STATE_CANCELED');
-    expect(state(await client.cancelTask(CancelTaskRequest.fromJSON({ id: task.id })))).toBe('TASK_STATE_CANCELED');
+    expect(state(await client.cancelTask(CancelTaskRequest.fromJSON({ id: task.id })))).toBe(
+      'TASK_STATE_CANCELED',
+    );
     const done = asTask(await client.sendMessage(send('quick')));
-    await expect(client.cancelTask(CancelTaskRequest.fromJSON({ id: done.id }))).rejects.toMatchObject({ name: 'TaskNotCancelableError' });
+    await expect(client.cancelTask(CancelTaskRequest.fromJSON({ id: done.id }))).rejects.toMatchObject({
+      name: 'TaskNotCancelableError',
+    });
   });
 
   it('GetTask of an unknown task → TaskNotFoundError', async () => {
-    await expect(client.getTask(GetTaskRequest.fromJSON({ id: 'task_nope' }))).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    await expect(client.getTask(GetTaskRequest.fromJSON({ id: 'task_nope' }))).rejects.toMatchObject({
+      name: 'TaskNotFoundError',
+    });
   });
 
   it('ListTasks pages with nextPageToken and totalSize, filters by context and status', async () => {
@@ -149,12 +188,18 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
     expect(page1.tasks.length).toBe(2);
     expect(page1.totalSize).toBe(3);
     expect(page1.nextPageToken).not.toBe('');
-    const page2 = await client.listTasks(ListTasksRequest.fromJSON({ contextId: a.contextId, pageSize: 2, pageToken: page1.nextPageToken }));
+    const page2 = await client.listTasks(
+      ListTasksRequest.fromJSON({ contextId: a.contextId, pageSize: 2, pageToken: page1.nextPageToken }),
+    );
     expect(page2.tasks.length).toBe(1);
     expect(page2.nextPageToken).toBe('');
-    const completed = await client.listTasks(ListTasksRequest.fromJSON({ contextId: a.contextId, status: 'TASK_STATE_COMPLETED' }));
+    const completed = await client.listTasks(
+      ListTasksRequest.fromJSON({ contextId: a.contextId, status: 'TASK_STATE_COMPLETED' }),
+    );
     expect(completed.tasks.every((t) => t.status!.state === TaskState.TASK_STATE_COMPLETED)).toBe(true);
-    const working = await client.listTasks(ListTasksRequest.fromJSON({ contextId: a.contextId, status: 'TASK_STATE_WORKING' }));
+    const working = await client.listTasks(
+      ListTasksRequest.fromJSON({ contextId: a.contextId, status: 'TASK_STATE_WORKING' }),
+    );
     expect(working.tasks).toEqual([]);
   });
 
@@ -174,10 +219,18 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
     expect(got.url).toBe(`${receiverUrl}/hook`);
     expect(got.authentication?.scheme).toBe('Bearer');
     expect(got.authentication?.credentials ?? '').toBe('');
-    const list = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
+    const list = await client.listTaskPushNotificationConfig({
+      tenant: '',
+      taskId: task.id,
+      pageSize: 0,
+      pageToken: '',
+    });
     expect(list.configs.map((c) => c.id)).toEqual([created.id]);
     await receiver.waitFor(() =>
-      receiver.received.some((r) => JSON.stringify(r.body).includes(task.id) && JSON.stringify(r.body).includes('TASK_STATE_COMPLETED')),
+      receiver.received.some(
+        (r) =>
+          JSON.stringify(r.body).includes(task.id) && JSON.stringify(r.body).includes('TASK_STATE_COMPLETED'),
+      ),
     );
     const mine = receiver.received.filter((r) => JSON.stringify(r.body).includes(task.id));
     expect(mine[0]!.headers.authorization).toBe('Bearer secret-123');
@@ -185,7 +238,12 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
     expect(mine[0]!.headers['a2a-delivery-id']).toMatch(/^dlv_/);
     await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: created.id });
     await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: created.id }); // idempotent
-    const after = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
+    const after = await client.listTaskPushNotificationConfig({
+      tenant: '',
+      taskId: task.id,
+      pageSize: 0,
+      pageToken: '',
+    });
     expect(after.configs).toEqual([]);
   });
 
@@ -207,13 +265,20 @@ describe('wire details the SDK hides', () => {
 
   it('ListTasks omits the artifacts key unless includeArtifacts', async () => {
     const res = await fetch(`${url}/a2a/rest/tasks?pageSize=5`, { headers: { 'A2A-Version': '1.0' } });
-    const body = (await res.json()) as { tasks: Record<string, unknown>[]; nextPageToken: string; pageSize: number; totalSize: number };
+    const body = (await res.json()) as {
+      tasks: Record<string, unknown>[];
+      nextPageToken: string;
+      pageSize: number;
+      totalSize: number;
+    };
     expect(body.tasks.length).toBeGreaterThan(0);
     expect(body.tasks.every((t) => !('artifacts' in t))).toBe(true);
     expect(typeof body.nextPageToken).toBe('string');
     expect(body.pageSize).toBe(5);
     const withArtifacts = (await (
-      await fetch(`${url}/a2a/rest/tasks?pageSize=5&includeArtifacts=true`, { headers: { 'A2A-Version': '1.0' } })
+      await fetch(`${url}/a2a/rest/tasks?pageSize=5&includeArtifacts=true`, {
+        headers: { 'A2A-Version': '1.0' },
+      })
     ).json()) as { tasks: Record<string, unknown>[] };
     expect(withArtifacts.tasks.every((t) => Array.isArray(t.artifacts))).toBe(true);
   });
@@ -234,35 +299,46 @@ describe('wire details the SDK hides', () => {
 
   it('A2A-Version: missing → -32009, 1.0.7 accepted (patch ignored), ?A2A-Version=1.0 accepted', async () => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ListTasks', params: {} });
-    const missing = (await (await fetch(`${url}/a2a/jsonrpc`, { method: 'POST', body })).json()) as { error: { code: number } };
+    const missing = (await (await fetch(`${url}/a2a/jsonrpc`, { method: 'POST', body })).json()) as {
+      error: { code: number };
+    };
     expect(missing.error.code).toBe(-32009);
-    const patch = (await (await fetch(`${url}/a2a/jsonrpc`, { method: 'POST', body, headers: { 'A2A-Version': '1.0.7' } })).json()) as Record<string, unknown>;
+    const patch = (await (
+      await fetch(`${url}/a2a/jsonrpc`, { method: 'POST', body, headers: { 'A2A-Version': '1.0.7' } })
+    ).json()) as Record<string, unknown>;
     expect(patch.result).toBeDefined();
-    const query = (await (await fetch(`${url}/a2a/jsonrpc?A2A-Version=1.0`, { method: 'POST', body })).json()) as Record<string, unknown>;
+    const query = (await (
+      await fetch(`${url}/a2a/jsonrpc?A2A-Version=1.0`, { method: 'POST', body })
+    ).json()) as Record<string, unknown>;
     expect(query.result).toBeDefined();
   });
 });
 
 describe('official SDK client with --auth keys', () => {
-  it.each<Binding>(['JSONRPC', 'HTTP+JSON'])('%s: bearer keys scope tasks to their owner', async (binding) => {
-    const t = tempDb('keys');
-    const keyed = await spawnHost(['--port', '0', '--db', t.db, '--auth', 'keys'], {
-      env: { TASKPLANE_HOST_KEYS: 'alice:alice-secret-key-0001,bob:bob-secret-key-00002' },
-    });
-    try {
-      const alice = await sdkClient(keyed.url, binding, false, 'alice-secret-key-0001');
-      const bob = await sdkClient(keyed.url, binding, false, 'bob-secret-key-00002');
-      const card = await alice.getAgentCard();
-      expect(Object.keys(card.securitySchemes)).toEqual(['bearer']);
-      const task = asTask(await alice.sendMessage(send('mine')));
-      expect((await alice.getTask(GetTaskRequest.fromJSON({ id: task.id }))).id).toBe(task.id);
-      await expect(bob.getTask(GetTaskRequest.fromJSON({ id: task.id }))).rejects.toMatchObject({ name: 'TaskNotFoundError' });
-      expect((await bob.listTasks(ListTasksRequest.fromJSON({}))).tasks).toEqual([]);
-      const nobody = await sdkClient(keyed.url, binding);
-      await expect(nobody.listTasks(ListTasksRequest.fromJSON({}))).rejects.toThrow();
-    } finally {
-      await keyed.proc.stop();
-      rmSync(t.dir, { recursive: true, force: true });
-    }
-  });
+  it.each<Binding>(['JSONRPC', 'HTTP+JSON'])(
+    '%s: bearer keys scope tasks to their owner',
+    async (binding) => {
+      const t = tempDb('keys');
+      const keyed = await spawnHost(['--port', '0', '--db', t.db, '--auth', 'keys'], {
+        env: { TASKPLANE_HOST_KEYS: 'alice:alice-secret-key-0001,bob:bob-secret-key-00002' },
+      });
+      try {
+        const alice = await sdkClient(keyed.url, binding, false, 'alice-secret-key-0001');
+        const bob = await sdkClient(keyed.url, binding, false, 'bob-secret-key-00002');
+        const card = await alice.getAgentCard();
+        expect(Object.keys(card.securitySchemes)).toEqual(['bearer']);
+        const task = asTask(await alice.sendMessage(send('mine')));
+        expect((await alice.getTask(GetTaskRequest.fromJSON({ id: task.id }))).id).toBe(task.id);
+        await expect(bob.getTask(GetTaskRequest.fromJSON({ id: task.id }))).rejects.toMatchObject({
+          name: 'TaskNotFoundError',
+        });
+        expect((await bob.listTasks(ListTasksRequest.fromJSON({}))).tasks).toEqual([]);
+        const nobody = await sdkClient(keyed.url, binding);
+        await expect(nobody.listTasks(ListTasksRequest.fromJSON({}))).rejects.toThrow();
+      } finally {
+        await keyed.proc.stop();
+        rmSync(t.dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

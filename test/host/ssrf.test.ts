@@ -128,7 +128,13 @@ describe('push sender', () => {
 
   it('delivers with Authorization, a2a+json, the delivery id and an HMAC signature when allowed', async () => {
     const body = '{"task":{}}';
-    const result = await sender(true)({ url: `${base}/hook`, body, deliveryId: 'd3', authorization: 'Bearer x', token: 'tok-abc' });
+    const result = await sender(true)({
+      url: `${base}/hook`,
+      body,
+      deliveryId: 'd3',
+      authorization: 'Bearer x',
+      token: 'tok-abc',
+    });
     expect(result.ok).toBe(true);
     const last = receiver.received[receiver.received.length - 1]!;
     expect(last.headers['a2a-delivery-id']).toBe('d3');

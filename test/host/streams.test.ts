@@ -60,17 +60,27 @@ describe('SSE streams', () => {
     const store = new MemoryStore();
     const h = await host(store);
     const { body } = await call(h.url, 'SendMessage', {
-      message: { messageId: 'lei-1', role: 'ROLE_USER', parts: [{ data: { durationMs: 400, steps: 4, artifactChunks: 2 } }] },
+      message: {
+        messageId: 'lei-1',
+        role: 'ROLE_USER',
+        parts: [{ data: { durationMs: 400, steps: 4, artifactChunks: 2 } }],
+      },
       configuration: { returnImmediately: true },
     });
     const id = body.result.task.id as string;
     const controller = new AbortController();
-    const first = await fetch(`${h.url}/a2a/rest/tasks/${id}:subscribe`, { headers: V, signal: controller.signal });
+    const first = await fetch(`${h.url}/a2a/rest/tasks/${id}:subscribe`, {
+      headers: V,
+      signal: controller.signal,
+    });
     const before = await readFrames(first, (f) => f.length >= 3);
     controller.abort();
     const lastId = before[before.length - 1]!.id!;
     await waitForTask(store, id, (t) => t.state === 'TASK_STATE_COMPLETED');
-    const again = await fetch(`${h.url}/a2a/rest/tasks/${id}:subscribe`, { method: 'POST', headers: { ...V, 'Last-Event-ID': lastId } });
+    const again = await fetch(`${h.url}/a2a/rest/tasks/${id}:subscribe`, {
+      method: 'POST',
+      headers: { ...V, 'Last-Event-ID': lastId },
+    });
     expect(again.status).toBe(200);
     const after = await readFrames(again, () => false);
     const stored = await store.listAgentTaskEvents(id, Number(lastId));
@@ -104,13 +114,19 @@ describe('SSE streams', () => {
     const store = new MemoryStore();
     const h = await host(store);
     const { body } = await call(h.url, 'SendMessage', {
-      message: { messageId: 'wait-1', role: 'ROLE_USER', parts: [{ data: { steps: 0, askInput: 'Which?' } }] },
+      message: {
+        messageId: 'wait-1',
+        role: 'ROLE_USER',
+        parts: [{ data: { steps: 0, askInput: 'Which?' } }],
+      },
     });
     const id = body.result.task.id as string;
     expect(body.result.task.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
     const res = await fetch(`${h.url}/a2a/rest/tasks/${id}:subscribe`, { headers: V });
     const reading = readFrames(res, () => false);
-    await call(h.url, 'SendMessage', { message: { messageId: 'wait-1a', role: 'ROLE_USER', taskId: id, parts: [{ text: 'this one' }] } });
+    await call(h.url, 'SendMessage', {
+      message: { messageId: 'wait-1a', role: 'ROLE_USER', taskId: id, parts: [{ text: 'this one' }] },
+    });
     const frames = await reading;
     expect(frames[0]!.data).toMatch(/^\{"task"/);
     expect(stateIn(frames[0]!)).toBe('TASK_STATE_INPUT_REQUIRED');
@@ -124,7 +140,12 @@ describe('SSE streams', () => {
     const res = await fetch(`${h.url}/a2a/jsonrpc`, {
       method: 'POST',
       headers: { ...V, 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 'req-9', method: 'SendStreamingMessage', params: { message: { messageId: 'js-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'req-9',
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: 'js-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+      }),
     });
     const frames = await readFrames(res, () => false);
     expect(frames.length).toBeGreaterThanOrEqual(3);
@@ -137,10 +158,20 @@ describe('stream lifecycle', () => {
   it('a client that goes away releases its subscription', async () => {
     const store = new MemoryStore();
     const h = await host(store);
-    const { body } = await call(h.url, 'SendMessage', { message: { messageId: 'gone-1', role: 'ROLE_USER', parts: [{ data: { steps: 0, askInput: 'Which?' } }] } });
+    const { body } = await call(h.url, 'SendMessage', {
+      message: {
+        messageId: 'gone-1',
+        role: 'ROLE_USER',
+        parts: [{ data: { steps: 0, askInput: 'Which?' } }],
+      },
+    });
     const id = body.result.task.id as string;
     const controllers = Array.from({ length: 5 }, () => new AbortController());
-    const responses = await Promise.all(controllers.map((c) => fetch(`${h.url}/a2a/rest/tasks/${id}:subscribe`, { headers: V, signal: c.signal })));
+    const responses = await Promise.all(
+      controllers.map((c) =>
+        fetch(`${h.url}/a2a/rest/tasks/${id}:subscribe`, { headers: V, signal: c.signal }),
+      ),
+    );
     await Promise.all(responses.map((r) => r.body!.getReader().read())); // the snapshot frame
     expect(h.stats().subscribers).toBe(5);
     for (const c of controllers) c.abort();

@@ -59,12 +59,34 @@ describe('taskplane lab', () => {
   });
 
   it('one-off settings run one named run', async () => {
-    const { code, stdout } = await lab('--delivery', 'poll', '--poll-s', '60', '--no-idempotent', '--reconcile-min', '0', '--faults', 'restart', '--tasks', '40', '--seed', '9', '--json');
+    const { code, stdout } = await lab(
+      '--delivery',
+      'poll',
+      '--poll-s',
+      '60',
+      '--no-idempotent',
+      '--reconcile-min',
+      '0',
+      '--faults',
+      'restart',
+      '--tasks',
+      '40',
+      '--seed',
+      '9',
+      '--json',
+    );
     expect(code).toBe(0);
     const out = JSON.parse(stdout) as { runs: Array<{ name: string; settings: Record<string, unknown> }> };
     expect(out.runs).toHaveLength(1);
     expect(out.runs[0]!.name).toBe('custom');
-    expect(out.runs[0]!.settings).toMatchObject({ delivery: 'poll', pollS: 60, tasks: 40, seed: 9, idempotent: false, client: 'naive' });
+    expect(out.runs[0]!.settings).toMatchObject({
+      delivery: 'poll',
+      pollS: 60,
+      tasks: 40,
+      seed: 9,
+      idempotent: false,
+      client: 'naive',
+    });
   });
 
   it('prints the table with stars by default', async () => {

@@ -37,7 +37,15 @@ describe.skipIf(!hasChromium)('lab page (headless Chromium)', () => {
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   });
 
@@ -76,7 +84,9 @@ describe.skipIf(!hasChromium)('lab page (headless Chromium)', () => {
     const stars = Number(await page.getAttribute('#stars', 'data-stars'));
     expect(stars).toBeGreaterThanOrEqual(1);
     // Stars are kept in the browser.
-    const saved = await page.evaluate(() => JSON.parse(localStorage.getItem('taskplane.lab.stars') ?? '{}') as Record<string, number>);
+    const saved = await page.evaluate(
+      () => JSON.parse(localStorage.getItem('taskplane.lab.stars') ?? '{}') as Record<string, number>,
+    );
     expect(saved['2']).toBe(stars);
     expect(await page.textContent('button[data-mission="2"]')).toContain('★');
 
@@ -92,11 +102,20 @@ describe.skipIf(!hasChromium)('lab page (headless Chromium)', () => {
     const requested: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     // Everything the page asks for under its prefix (the browser may also try /favicon.ico at the root).
-    page.on('response', (r) => new URL(r.url()).pathname.startsWith('/ops/') && requested.push(`${r.status()} ${new URL(r.url()).pathname}`));
+    page.on(
+      'response',
+      (r) =>
+        new URL(r.url()).pathname.startsWith('/ops/') &&
+        requested.push(`${r.status()} ${new URL(r.url()).pathname}`),
+    );
     await page.goto(`${base}/ops/taskplane/lab`);
     await page.waitForFunction(() => document.getElementById('status')?.textContent?.startsWith('done'));
     expect(new URL(page.url()).pathname).toBe('/ops/taskplane/lab/');
-    expect(requested).toEqual(['301 /ops/taskplane/lab', '200 /ops/taskplane/lab/', '200 /ops/taskplane/lab/lab.js']);
+    expect(requested).toEqual([
+      '301 /ops/taskplane/lab',
+      '200 /ops/taskplane/lab/',
+      '200 /ops/taskplane/lab/lab.js',
+    ]);
     expect(await page.textContent('#fig-tasks')).toBe('240');
     expect(errors).toEqual([]);
     await page.close();

@@ -38,7 +38,9 @@ describe('regressions', () => {
    * twice. Kept with the seed above so the two stay distinguishable.
    */
   it('seed 1: with the restart alone, a 30-min reconciliation recovers everything without duplicates', async () => {
-    const r = await runLab(withSettings(DEFAULT_SETTINGS, { seed: 1, reconcileMin: 30, faults: faultsOnly('restart') }));
+    const r = await runLab(
+      withSettings(DEFAULT_SETTINGS, { seed: 1, reconcileMin: 30, faults: faultsOnly('restart') }),
+    );
     expect(r.metrics.unknownOutcomes).toBe(0);
     expect(r.metrics.duplicates).toBe(0);
     expect(r.metrics.resubmitted).toBeGreaterThan(0);
@@ -59,16 +61,26 @@ describe('regressions', () => {
     ['stream', 'when-incomplete', 0],
     ['push', 'when-incomplete', 0],
     ['push', 'always', 1],
-  ] as const)('an outcome in flight at the restart (%s, webhook fetch %s) → %i duplicate', async (delivery, webhookFetch, duplicates) => {
-    const world = buildWorld(withSettings(DEFAULT_SETTINGS, { tasks: 1, delivery, webhookFetch, faults: faultsOnly('restart') }));
-    // The start reaches the agent one latency after the arrival, so the task ends 20 ms before the restart.
-    world.jobs[0] = { index: 0, arrivalMs: WORLD.restartAtMs - 2 * MINUTE_MS, durationMs: 2 * MINUTE_MS - 20 - WORLD.latencyMs, inputAtWorkMs: null };
-    await runEngineClient(world);
-    const m = world.ledger.metrics();
-    expect(m.unknownOutcomes).toBe(0);
-    expect(m.duplicates).toBe(duplicates);
-    expect(m.resubmitted).toBe(duplicates);
-  });
+  ] as const)(
+    'an outcome in flight at the restart (%s, webhook fetch %s) → %i duplicate',
+    async (delivery, webhookFetch, duplicates) => {
+      const world = buildWorld(
+        withSettings(DEFAULT_SETTINGS, { tasks: 1, delivery, webhookFetch, faults: faultsOnly('restart') }),
+      );
+      // The start reaches the agent one latency after the arrival, so the task ends 20 ms before the restart.
+      world.jobs[0] = {
+        index: 0,
+        arrivalMs: WORLD.restartAtMs - 2 * MINUTE_MS,
+        durationMs: 2 * MINUTE_MS - 20 - WORLD.latencyMs,
+        inputAtWorkMs: null,
+      };
+      await runEngineClient(world);
+      const m = world.ledger.metrics();
+      expect(m.unknownOutcomes).toBe(0);
+      expect(m.duplicates).toBe(duplicates);
+      expect(m.resubmitted).toBe(duplicates);
+    },
+  );
 });
 
 /**
@@ -102,13 +114,16 @@ describe('no abort-listener leak', () => {
     expect(seen.length).toBe(1);
   });
 
-  it.each(['stream', 'push'] as const)('1,000 engine tasks under all faults (%s): no MaxListenersExceededWarning', async (delivery) => {
-    const seen = await warningsDuring(async () => {
-      const r = await runLab(withSettings(DEFAULT_SETTINGS, { tasks: 1000, delivery, faults: ALL }));
-      expect(r.engine).toBe(true);
-    });
-    expect(seen).toEqual([]);
-  });
+  it.each(['stream', 'push'] as const)(
+    '1,000 engine tasks under all faults (%s): no MaxListenersExceededWarning',
+    async (delivery) => {
+      const seen = await warningsDuring(async () => {
+        const r = await runLab(withSettings(DEFAULT_SETTINGS, { tasks: 1000, delivery, faults: ALL }));
+        expect(r.engine).toBe(true);
+      });
+      expect(seen).toEqual([]);
+    },
+  );
 });
 
 /**
@@ -121,7 +136,13 @@ describe('no abort-listener leak', () => {
  */
 describe('reconciliation charge: the same "heard from" rule for engine and baselines', () => {
   async function charge(client: 'engine' | 'naive', dropAtMin: number | null): Promise<number> {
-    const settings = withSettings(DEFAULT_SETTINGS, { tasks: 1, delivery: 'stream', reconcileMin: 10, client, faults: faultsOnly() });
+    const settings = withSettings(DEFAULT_SETTINGS, {
+      tasks: 1,
+      delivery: 'stream',
+      reconcileMin: 10,
+      client,
+      faults: faultsOnly(),
+    });
     const world = buildWorld(settings);
     // One 25-min job from minute 0: reconciliation rounds at minutes 10 and 20 find it in flight.
     world.jobs[0] = { index: 0, arrivalMs: 0, durationMs: 25 * MINUTE_MS, inputAtWorkMs: null };
@@ -139,10 +160,13 @@ describe('reconciliation charge: the same "heard from" rule for engine and basel
     return world.ledger.reconcilePerTaskCharge;
   }
 
-  it.each(['engine', 'naive'] as const)('%s: a silent stream is charged at minute 20; a reattach at minute 15 is hearing from the task', async (client) => {
-    expect(await charge(client, null)).toBe(1);
-    expect(await charge(client, 15)).toBe(0);
-  });
+  it.each(['engine', 'naive'] as const)(
+    '%s: a silent stream is charged at minute 20; a reattach at minute 15 is hearing from the task',
+    async (client) => {
+      expect(await charge(client, null)).toBe(1);
+      expect(await charge(client, 15)).toBe(0);
+    },
+  );
 });
 
 /**
@@ -152,17 +176,20 @@ describe('reconciliation charge: the same "heard from" rule for engine and basel
  * at the next timer (the end of a 5-min chunk) instead of 50 ms after its arrival.
  */
 describe('engine timing on the virtual clock', () => {
-  it.each(['stream', 'push'] as const)('%s: a job created at minute 58 reaches the agent one latency later', async (delivery) => {
-    const world = buildWorld(withSettings(DEFAULT_SETTINGS, { tasks: 1, delivery, faults: faultsOnly() }));
-    world.jobs[0] = { index: 0, arrivalMs: 58 * MINUTE_MS, durationMs: 5 * MINUTE_MS, inputAtWorkMs: null };
-    const sentAt: number[] = [];
-    const send = world.agent.send.bind(world.agent);
-    world.agent.send = (...args) => {
-      sentAt.push(world.clock.now());
-      return send(...args);
-    };
-    await runEngineClient(world);
-    expect(sentAt).toEqual([58 * MINUTE_MS + WORLD.latencyMs]);
-    expect(world.ledger.metrics().meanNotifyDelayS).toBeLessThan(1);
-  });
+  it.each(['stream', 'push'] as const)(
+    '%s: a job created at minute 58 reaches the agent one latency later',
+    async (delivery) => {
+      const world = buildWorld(withSettings(DEFAULT_SETTINGS, { tasks: 1, delivery, faults: faultsOnly() }));
+      world.jobs[0] = { index: 0, arrivalMs: 58 * MINUTE_MS, durationMs: 5 * MINUTE_MS, inputAtWorkMs: null };
+      const sentAt: number[] = [];
+      const send = world.agent.send.bind(world.agent);
+      world.agent.send = (...args) => {
+        sentAt.push(world.clock.now());
+        return send(...args);
+      };
+      await runEngineClient(world);
+      expect(sentAt).toEqual([58 * MINUTE_MS + WORLD.latencyMs]);
+      expect(world.ledger.metrics().meanNotifyDelayS).toBeLessThan(1);
+    },
+  );
 });

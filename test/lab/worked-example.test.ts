@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { EXAMPLE_ROWS, MISSIONS, bandMisses, exampleSettings, missionSettings } from '../../src/lab/missions.ts';
+import {
+  EXAMPLE_ROWS,
+  MISSIONS,
+  bandMisses,
+  exampleSettings,
+  missionSettings,
+} from '../../src/lab/missions.ts';
 import { runLab } from '../../src/lab/run.ts';
 import { DEFAULT_SETTINGS, usesEngine } from '../../src/lab/settings.ts';
 

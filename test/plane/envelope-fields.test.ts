@@ -13,18 +13,29 @@ const T = 'tenant-a';
 
 describe('envelope delivery fields', () => {
   it('keeps the last N webhook delivery ids, in order, without repeats', async () => {
-    h = await harness({ delivery: { stream: false, push: true, poll: false }, publicUrl: 'http://127.0.0.1:9' });
+    h = await harness({
+      delivery: { stream: false, push: true, poll: false },
+      publicUrl: 'http://127.0.0.1:9',
+    });
     const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
     const rid = envelope.remoteId!;
     const n = WEBHOOK_IDS_KEPT + 5;
     for (let i = 0; i < n; i++) {
       h.clock.setTimer(0, () => {});
       await h.advance(10);
-      h.remote.set(rid, i % 2 ? 'running' : 'waiting_for_input', i % 2 ? {} : { inputRequest: { requestId: `q${i}`, prompt: 'p' } });
+      h.remote.set(
+        rid,
+        i % 2 ? 'running' : 'waiting_for_input',
+        i % 2 ? {} : { inputRequest: { requestId: `q${i}`, prompt: 'p' } },
+      );
     }
     const ids: string[] = [];
     for (const p of h.remote.pushes) {
-      const req = { headers: { authorization: `Bearer ${p.token}` }, rawBody: p.body, envelopeId: envelope.id };
+      const req = {
+        headers: { authorization: `Bearer ${p.token}` },
+        rawBody: p.body,
+        envelopeId: envelope.id,
+      };
       await h.plane.handleWebhook('fake', req);
       await h.plane.handleWebhook('fake', req); // a duplicate delivery is not listed twice
       ids.push((JSON.parse(p.body) as { deliveryId: string }).deliveryId);

@@ -51,7 +51,10 @@ export class FakeRemote {
 
   constructor(readonly clock: Clock) {}
 
-  failNext(method: string, code: 'unavailable' | 'not_found' | 'failed_precondition' | 'timeout' = 'unavailable'): void {
+  failNext(
+    method: string,
+    code: 'unavailable' | 'not_found' | 'failed_precondition' | 'timeout' = 'unavailable',
+  ): void {
     this.failures.push({ method, error: new TaskplaneError(code, `injected ${code}`) });
   }
 
@@ -74,7 +77,11 @@ export class FakeRemote {
   }
 
   /** Moves a job; every open stream and push config hears of it. */
-  set(id: string, state: NormalizedState, extra: Partial<Pick<Job, 'inputRequest' | 'artifacts' | 'native'>> = {}): void {
+  set(
+    id: string,
+    state: NormalizedState,
+    extra: Partial<Pick<Job, 'inputRequest' | 'artifacts' | 'native'>> = {},
+  ): void {
     const job = this.jobs.get(id);
     if (!job) throw new Error(`no job ${id}`);
     job.state = state;
@@ -84,24 +91,34 @@ export class FakeRemote {
     if (extra.artifacts) job.artifacts = extra.artifacts;
     const snap = this.snapshot(job);
     for (const l of this.listeners.get(id) ?? []) l.push(snap);
-    if (job.push) this.pushes.push({ ...job.push, body: JSON.stringify({ deliveryId: `d${++this.seq}`, snapshot: snap }) });
+    if (job.push)
+      this.pushes.push({
+        ...job.push,
+        body: JSON.stringify({ deliveryId: `d${++this.seq}`, snapshot: snap }),
+      });
   }
 
   dropStreams(): void {
-    for (const set of this.listeners.values()) for (const l of set) l.fail(new TaskplaneError('unavailable', 'stream dropped'));
+    for (const set of this.listeners.values())
+      for (const l of set) l.fail(new TaskplaneError('unavailable', 'stream dropped'));
   }
 
   /** Agent restart without persistence. */
   forget(): void {
     this.jobs.clear();
-    for (const set of this.listeners.values()) for (const l of set) l.fail(new TaskplaneError('unavailable', 'connection reset'));
+    for (const set of this.listeners.values())
+      for (const l of set) l.fail(new TaskplaneError('unavailable', 'connection reset'));
   }
 
   jobsByMessageId(messageId: string): Job[] {
     return [...this.jobs.values()].filter((j) => j.messageId === messageId);
   }
 
-  connector(target = 'fake', caps: Partial<ConnectorCapabilities> = {}, options: { startStream?: boolean } = {}): Connector {
+  connector(
+    target = 'fake',
+    caps: Partial<ConnectorCapabilities> = {},
+    options: { startStream?: boolean } = {},
+  ): Connector {
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the connector object closes over its remote
     const remote = this;
     const capabilities: ConnectorCapabilities = {
@@ -196,13 +213,18 @@ export class FakeRemote {
                   let set = remote.listeners.get(id);
                   if (!set) remote.listeners.set(id, (set = new Set()));
                   set.add(listener);
-                  return { value: { ...remote.snapshot(job), eventId: `ev${++remote.eventSeq}` }, done: false };
+                  return {
+                    value: { ...remote.snapshot(job), eventId: `ev${++remote.eventSeq}` },
+                    done: false,
+                  };
                 }
                 for (;;) {
                   if (done) return { value: undefined, done: true };
                   const s = queue.shift();
                   if (s) {
-                    const end = ['succeeded', 'failed', 'cancelled'].includes(s.state) || (remote.closeOnInput && s.state === 'waiting_for_input');
+                    const end =
+                      ['succeeded', 'failed', 'cancelled'].includes(s.state) ||
+                      (remote.closeOnInput && s.state === 'waiting_for_input');
                     if (end) close();
                     return { value: { ...s, eventId: `ev${++remote.eventSeq}` }, done: false };
                   }
@@ -234,13 +256,19 @@ export class FakeRemote {
         remote.calls.push({ method: 'cancel', id });
         remote.maybeFail('cancel');
         const job = need(id);
-        if (['succeeded', 'failed', 'cancelled'].includes(job.state)) throw new TaskplaneError('failed_precondition', 'not cancelable');
+        if (['succeeded', 'failed', 'cancelled'].includes(job.state))
+          throw new TaskplaneError('failed_precondition', 'not cancelable');
         return remote.snapshot(job);
       },
       async parseWebhook(req: InboundWebhook): Promise<WebhookSignal> {
         const auth = req.headers['authorization'] ?? '';
         const body = JSON.parse(req.rawBody) as { deliveryId: string; snapshot: RemoteSnapshot };
-        return { remoteId: body.snapshot.remoteId, deliveryId: body.deliveryId, token: auth.replace(/^Bearer /, '') || null, snapshot: body.snapshot };
+        return {
+          remoteId: body.snapshot.remoteId,
+          deliveryId: body.deliveryId,
+          token: auth.replace(/^Bearer /, '') || null,
+          snapshot: body.snapshot,
+        };
       },
     };
     if (options.startStream) {

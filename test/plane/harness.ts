@@ -38,13 +38,16 @@ export async function harness(
   const clock = new VirtualClock(1_700_000_000_000);
   // PLANE_TEST_STORE=sqlite::memory: or =postgres (a fresh schema each) runs the engine tests on another backend.
   const which = setup.store ?? process.env.PLANE_TEST_STORE;
-  const backend: Store = !which ? new MemoryStore() : await openStore(which === 'postgres' ? urlForSchema(freshSchemaName('tp_plane')) : which);
+  const backend: Store = !which
+    ? new MemoryStore()
+    : await openStore(which === 'postgres' ? urlForSchema(freshSchemaName('tp_plane')) : which);
   // Count store calls in flight, so advancing virtual time waits for real I/O (SQLite, PostgreSQL) to finish.
   let inFlight = 0;
   const store = new Proxy(backend, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof value !== 'function' || prop === 'onChange') return typeof value === 'function' ? value.bind(target) : value;
+      if (typeof value !== 'function' || prop === 'onChange')
+        return typeof value === 'function' ? value.bind(target) : value;
       return (...args: unknown[]) => {
         const result = (value as (...a: unknown[]) => unknown).apply(target, args);
         if (!(result instanceof Promise)) return result;
@@ -55,7 +58,7 @@ export async function harness(
   });
   const settle = async () => {
     // Until no store call is pending across a few event-loop turns (microtask chains resume in between).
-    for (let quiet = 0; quiet < 3; ) {
+    for (let quiet = 0; quiet < 3;) {
       await drain();
       if (inFlight === 0) quiet++;
       else {

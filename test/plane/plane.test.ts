@@ -12,7 +12,10 @@ const T = 'tenant-a';
 
 describe('create', () => {
   it('writes the envelope with messageId and contextId before the remote call, and retries with the same messageId', async () => {
-    h = await harness({ delivery: { stream: false, push: false, poll: false }, reconcile: { enabled: false } });
+    h = await harness({
+      delivery: { stream: false, push: false, poll: false },
+      reconcile: { enabled: false },
+    });
     h.remote.failNext('start');
     const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: { q: 1 } });
     expect(envelope.state).toBe('accepted');
@@ -29,7 +32,10 @@ describe('create', () => {
   });
 
   it('a lost start response on a remote that does not dedup is found by contextId, not sent twice', async () => {
-    h = await harness({ delivery: { stream: false, push: false, poll: false }, reconcile: { enabled: false } }, { idempotentStart: false });
+    h = await harness(
+      { delivery: { stream: false, push: false, poll: false }, reconcile: { enabled: false } },
+      { idempotentStart: false },
+    );
     h.remote.dedupMessageIds = false;
     h.remote.failNext('start-after'); // the job is created, the response is lost
     const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'x' });
@@ -42,11 +48,23 @@ describe('create', () => {
 
   it('same idempotency key and input returns the same envelope; a different input is a conflict', async () => {
     h = await harness();
-    const a = await h.plane.create({ tenant: T, target: 'fake', input: { a: 1, b: 2 }, idempotencyKey: 'k1' });
-    const b = await h.plane.create({ tenant: T, target: 'fake', input: { b: 2, a: 1 }, idempotencyKey: 'k1' });
+    const a = await h.plane.create({
+      tenant: T,
+      target: 'fake',
+      input: { a: 1, b: 2 },
+      idempotencyKey: 'k1',
+    });
+    const b = await h.plane.create({
+      tenant: T,
+      target: 'fake',
+      input: { b: 2, a: 1 },
+      idempotencyKey: 'k1',
+    });
     expect(b.created).toBe(false);
     expect(b.envelope.id).toBe(a.envelope.id);
-    const err = await h.plane.create({ tenant: T, target: 'fake', input: { a: 2 }, idempotencyKey: 'k1' }).catch((e: unknown) => e);
+    const err = await h.plane
+      .create({ tenant: T, target: 'fake', input: { a: 2 }, idempotencyKey: 'k1' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TaskplaneError);
     expect((err as TaskplaneError).code).toBe('conflict');
     expect((err as TaskplaneError).field).toBe('idempotencyKey');
@@ -55,7 +73,9 @@ describe('create', () => {
 
   it('rejects an unknown target naming the field', async () => {
     h = await harness();
-    const err = (await h.plane.create({ tenant: T, target: 'nope', input: 1 }).catch((e: unknown) => e)) as TaskplaneError;
+    const err = (await h.plane
+      .create({ tenant: T, target: 'nope', input: 1 })
+      .catch((e: unknown) => e)) as TaskplaneError;
     expect(err.code).toBe('invalid_argument');
     expect(err.field).toBe('target');
   });
@@ -95,12 +115,16 @@ describe('streams', () => {
     const waiting = await h.plane.get(T, envelope.id);
     expect(waiting.state).toBe('waiting_for_input');
     expect(waiting.pendingInput).toMatchObject({ requestId: 'q1', prompt: 'Which edition?' });
-    const wrong = (await h.plane.answer(T, envelope.id, { requestId: 'nope', value: 'x' }).catch((e: unknown) => e)) as TaskplaneError;
+    const wrong = (await h.plane
+      .answer(T, envelope.id, { requestId: 'nope', value: 'x' })
+      .catch((e: unknown) => e)) as TaskplaneError;
     expect(wrong.code).toBe('conflict');
     expect((await h.plane.get(T, envelope.id)).version).toBe(waiting.version);
     const answered = await h.plane.answer(T, envelope.id, { requestId: 'q1', value: 'second' });
     expect(answered.state).toBe('running');
-    const again = (await h.plane.answer(T, envelope.id, { requestId: 'q1', value: 'x' }).catch((e: unknown) => e)) as TaskplaneError;
+    const again = (await h.plane
+      .answer(T, envelope.id, { requestId: 'q1', value: 'x' })
+      .catch((e: unknown) => e)) as TaskplaneError;
     expect(again.code).toBe('conflict');
     expect(h.remote.calls.filter((c) => c.method === 'answer')).toHaveLength(1);
     // The parked watcher was woken by the answer and hears the completion.
@@ -147,7 +171,10 @@ describe('cancel', () => {
 
 describe('timeout', () => {
   it('a job past its timeout is cancelled on the remote and its true outcome recorded', async () => {
-    h = await harness({ delivery: { stream: false, push: false, poll: false }, reconcile: { intervalMs: 60_000 } });
+    h = await harness({
+      delivery: { stream: false, push: false, poll: false },
+      reconcile: { intervalMs: 60_000 },
+    });
     const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w', timeoutMs: 30_000 });
     await h.advance(60_000);
     const after = await h.plane.get(T, envelope.id);
@@ -188,11 +215,19 @@ describe('push ingress', () => {
     const push = h.remote.pushes[0]!;
     expect(push.url).toContain(`/v1/webhooks/fake/fake?envelope=${envelope.id}`);
     const forged = await h.plane
-      .handleWebhook('fake', { headers: { authorization: 'Bearer forged' }, rawBody: push.body, envelopeId: envelope.id })
+      .handleWebhook('fake', {
+        headers: { authorization: 'Bearer forged' },
+        rawBody: push.body,
+        envelopeId: envelope.id,
+      })
       .catch((e: unknown) => e);
     expect((forged as TaskplaneError).code).toBe('unauthenticated');
     expect((await h.plane.get(T, envelope.id)).state).toBe('accepted');
-    const req = { headers: { authorization: `Bearer ${push.token}` }, rawBody: push.body, envelopeId: envelope.id };
+    const req = {
+      headers: { authorization: `Bearer ${push.token}` },
+      rawBody: push.body,
+      envelopeId: envelope.id,
+    };
     expect((await h.plane.handleWebhook('fake', req)).status).toBe('observed');
     expect((await h.plane.handleWebhook('fake', req)).status).toBe('duplicate');
     expect((await h.plane.get(T, envelope.id)).state).toBe('succeeded');
@@ -211,7 +246,11 @@ describe('push ingress', () => {
     h.remote.set(rid, 'succeeded');
     const [first, second] = h.remote.pushes;
     const deliver = (p: typeof first) =>
-      h!.plane.handleWebhook('fake', { headers: { authorization: `Bearer ${p!.token}` }, rawBody: p!.body, envelopeId: envelope.id });
+      h!.plane.handleWebhook('fake', {
+        headers: { authorization: `Bearer ${p!.token}` },
+        rawBody: p!.body,
+        envelopeId: envelope.id,
+      });
     await deliver(second);
     await deliver(first);
     expect((await h.plane.get(T, envelope.id)).state).toBe('succeeded');
@@ -220,10 +259,15 @@ describe('push ingress', () => {
 
 describe('reconciliation', () => {
   it('learns outcomes that push lost with one list call per target', async () => {
-    h = await harness({ delivery: { stream: false, push: true, poll: false }, publicUrl: 'http://127.0.0.1:9' });
+    h = await harness({
+      delivery: { stream: false, push: true, poll: false },
+      publicUrl: 'http://127.0.0.1:9',
+    });
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await h.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
-    for (const env of await Promise.all(ids.map((id) => h!.plane.get(T, id)))) h.remote.set(env.remoteId!, 'succeeded');
+    for (let i = 0; i < 5; i++)
+      ids.push((await h.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
+    for (const env of await Promise.all(ids.map((id) => h!.plane.get(T, id))))
+      h.remote.set(env.remoteId!, 'succeeded');
     // every push is lost; the 10-minute reconciliation catches them
     await h.advance(600_000);
     for (const id of ids) expect((await h.plane.get(T, id)).state).toBe('succeeded');
@@ -234,7 +278,10 @@ describe('reconciliation', () => {
   });
 
   it('resubmits a job the agent forgot with the same messageId and keeps tracking it on the same envelope', async () => {
-    h = await harness({ delivery: { stream: false, push: false, poll: false }, reconcile: { defaultExpectedDurationMs: 60_000, orphanMarginMs: 0 } });
+    h = await harness({
+      delivery: { stream: false, push: false, poll: false },
+      reconcile: { defaultExpectedDurationMs: 60_000, orphanMarginMs: 0 },
+    });
     h.remote.dedupMessageIds = false;
     const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
     const firstRemote = envelope.remoteId;
@@ -279,7 +326,11 @@ describe('reconciliation', () => {
 
 describe('polling', () => {
   it('polls with backoff growth and learns the outcome', async () => {
-    h = await harness({ delivery: { stream: false, push: false, poll: true }, reconcile: { enabled: false }, poll: { intervalMs: 15_000, multiplier: 1, jitterRatio: 0 } });
+    h = await harness({
+      delivery: { stream: false, push: false, poll: true },
+      reconcile: { enabled: false },
+      poll: { intervalMs: 15_000, multiplier: 1, jitterRatio: 0 },
+    });
     const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
     await h.advance(60_000);
     expect(h.remote.calls.filter((c) => c.method === 'get')).toHaveLength(4);
@@ -347,8 +398,12 @@ describe('acceptance', () => {
     const good = await h.plane.create({ tenant: T, target: 'fake', input: 1, acceptance: { schema } });
     const bad = await h.plane.create({ tenant: T, target: 'fake', input: 2, acceptance: { schema } });
     await h.settle();
-    h.remote.set(good.envelope.remoteId!, 'succeeded', { artifacts: [{ artifactId: 'a', content: { text: 'ok' } }] });
-    h.remote.set(bad.envelope.remoteId!, 'succeeded', { artifacts: [{ artifactId: 'a', content: { nope: 1 } }] });
+    h.remote.set(good.envelope.remoteId!, 'succeeded', {
+      artifacts: [{ artifactId: 'a', content: { text: 'ok' } }],
+    });
+    h.remote.set(bad.envelope.remoteId!, 'succeeded', {
+      artifacts: [{ artifactId: 'a', content: { nope: 1 } }],
+    });
     await h.settle();
     const g = await h.plane.get(T, good.envelope.id);
     const b = await h.plane.get(T, bad.envelope.id);

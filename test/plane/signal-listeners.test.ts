@@ -30,7 +30,13 @@ describe('the engine signal keeps no listener per call or per watcher', () => {
     const onWarning = (w: Error) => warnings.push(w.name);
     process.on('warning', onWarning);
     const pending = Array.from({ length: 50 }, () =>
-      remoteCall(ctx, 'get', { id: 'e', tenant: 't' }, (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)))),
+      remoteCall(
+        ctx,
+        'get',
+        { id: 'e', tenant: 't' },
+        (signal) =>
+          new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error))),
+      ),
     );
     await new Promise((r) => setImmediate(r));
     expect(getEventListeners(engine.signal, 'abort')).toHaveLength(0);
@@ -45,8 +51,20 @@ describe('the engine signal keeps no listener per call or per watcher', () => {
 
   it('a timed-out call is still a retryable timeout error', async () => {
     const clock = new VirtualClock(0);
-    const ctx = { clock, config: planeConfig({ requestTimeoutMs: 100 }), counters: new SignalCounters(), logger: silentLogger, signal: new AbortController().signal } as unknown as PlaneContext;
-    const call = remoteCall(ctx, 'get', null, (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))));
+    const ctx = {
+      clock,
+      config: planeConfig({ requestTimeoutMs: 100 }),
+      counters: new SignalCounters(),
+      logger: silentLogger,
+      signal: new AbortController().signal,
+    } as unknown as PlaneContext;
+    const call = remoteCall(
+      ctx,
+      'get',
+      null,
+      (signal) =>
+        new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
+    );
     const caught = call.catch((e: unknown) => e);
     await clock.runUntil(200);
     expect(await caught).toMatchObject({ code: 'timeout', retryable: true });
@@ -58,7 +76,8 @@ describe('the engine signal keeps no listener per call or per watcher', () => {
     await h.settle();
     expect(Object.values(h.plane.watcherStates()).filter((s) => s === 'attached')).toHaveLength(50);
     expect(getEventListeners(h.plane.signal, 'abort')).toHaveLength(0);
-    for (const id of h.remote.jobs.keys()) h.remote.set(id, 'waiting_for_input', { inputRequest: { requestId: 'q', prompt: 'p' } });
+    for (const id of h.remote.jobs.keys())
+      h.remote.set(id, 'waiting_for_input', { inputRequest: { requestId: 'q', prompt: 'p' } });
     await h.settle();
     expect(Object.values(h.plane.watcherStates()).filter((s) => s === 'parked')).toHaveLength(50);
     expect(getEventListeners(h.plane.signal, 'abort')).toHaveLength(0);

@@ -10,15 +10,22 @@ afterEach(async () => {
 
 describe('signals are scoped to the tenant', () => {
   it("tenant A's signals count only A's jobs; the process view counts all", async () => {
-    h = await harness({ delivery: { stream: true, push: true, poll: false }, publicUrl: 'http://127.0.0.1:9' });
+    h = await harness({
+      delivery: { stream: true, push: true, poll: false },
+      publicUrl: 'http://127.0.0.1:9',
+    });
     const a = await h.plane.create({ tenant: 'A', target: 'fake', input: 'a1' });
     const b: string[] = [];
-    for (let i = 0; i < 3; i++) b.push((await h.plane.create({ tenant: 'B', target: 'fake', input: `b${i}` })).envelope.id);
+    for (let i = 0; i < 3; i++)
+      b.push((await h.plane.create({ tenant: 'B', target: 'fake', input: `b${i}` })).envelope.id);
     await h.settle();
     // B's jobs do things A's do not: a drop and reattach each, a waiting input, a duplicate push.
     h.remote.dropStreams();
     await h.advance(120_000);
-    for (const id of b) h.remote.set((await h.plane.get('B', id)).remoteId!, 'waiting_for_input', { inputRequest: { requestId: 'q', prompt: 'p' } });
+    for (const id of b)
+      h.remote.set((await h.plane.get('B', id)).remoteId!, 'waiting_for_input', {
+        inputRequest: { requestId: 'q', prompt: 'p' },
+      });
     await h.settle();
     const push = h.remote.pushes.find((p) => p.url.includes(b[0]!))!;
     const req = { headers: { authorization: `Bearer ${push.token}` }, rawBody: push.body, envelopeId: b[0]! };

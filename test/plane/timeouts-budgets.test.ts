@@ -25,8 +25,18 @@ describe('timeouts act on their own timer', () => {
 
   it('a timer is re-armed from the envelope after a plane restart, and never fires for a finished job', async () => {
     h = await harness({ reconcile: { intervalMs: 600_000 } });
-    const { envelope: slow } = await h.plane.create({ tenant: T, target: 'fake', input: 'slow', timeoutMs: 10_000 });
-    const { envelope: quick } = await h.plane.create({ tenant: T, target: 'fake', input: 'quick', timeoutMs: 10_000 });
+    const { envelope: slow } = await h.plane.create({
+      tenant: T,
+      target: 'fake',
+      input: 'slow',
+      timeoutMs: 10_000,
+    });
+    const { envelope: quick } = await h.plane.create({
+      tenant: T,
+      target: 'fake',
+      input: 'quick',
+      timeoutMs: 10_000,
+    });
     h.remote.set(quick.remoteId!, 'succeeded');
     await h.advance(2_000);
     await h.restart();
@@ -41,11 +51,22 @@ describe('budgets', () => {
   it('a job whose budget is used up may not be answered or resubmitted, and the envelope says why', async () => {
     // No list: reconciliation gets every job, so the forgotten one is found at once.
     h = await harness({ delivery: { stream: false, push: false, poll: false } }, { list: false });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w', budget: { limit: 100, unit: 'tokens' } });
+    const { envelope } = await h.plane.create({
+      tenant: T,
+      target: 'fake',
+      input: 'w',
+      budget: { limit: 100, unit: 'tokens' },
+    });
     const rid = envelope.remoteId!;
     h.remote.set(rid, 'waiting_for_input', { inputRequest: { requestId: 'q1', prompt: 'go on?' } });
-    await h.plane.observe(envelope.id, { ...h.remote.snapshot(h.remote.jobs.get(rid)!), usage: { tokens: 120 } }, 'poll');
-    const refused = await h.plane.answer(T, envelope.id, { requestId: 'q1', value: 'yes' }).catch((e: unknown) => e);
+    await h.plane.observe(
+      envelope.id,
+      { ...h.remote.snapshot(h.remote.jobs.get(rid)!), usage: { tokens: 120 } },
+      'poll',
+    );
+    const refused = await h.plane
+      .answer(T, envelope.id, { requestId: 'q1', value: 'yes' })
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(TaskplaneError);
     expect((refused as TaskplaneError).code).toBe('failed_precondition');
     expect((refused as TaskplaneError).message).toMatch(/budget exhausted: used 120 of 100 tokens/);
@@ -63,14 +84,22 @@ describe('budgets', () => {
     expect(h.remote.calls.filter((c) => c.method === 'start')).toHaveLength(1);
   });
 
-  it("a tenant whose budget is used up cannot start new jobs; other tenants can", async () => {
+  it('a tenant whose budget is used up cannot start new jobs; other tenants can', async () => {
     h = await harness({ budgets: { tenants: { [T]: { limit: 50, unit: 'tokens' } } } });
     const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'first' });
-    await h.plane.observe(envelope.id, { ...h.remote.snapshot(h.remote.jobs.get(envelope.remoteId!)!), usage: { tokens: 50 } }, 'poll');
-    const refused = await h.plane.create({ tenant: T, target: 'fake', input: 'second' }).catch((e: unknown) => e);
+    await h.plane.observe(
+      envelope.id,
+      { ...h.remote.snapshot(h.remote.jobs.get(envelope.remoteId!)!), usage: { tokens: 50 } },
+      'poll',
+    );
+    const refused = await h.plane
+      .create({ tenant: T, target: 'fake', input: 'second' })
+      .catch((e: unknown) => e);
     expect((refused as TaskplaneError).code).toBe('failed_precondition');
     expect((refused as TaskplaneError).field).toBe('budget');
     expect((await h.plane.list(T)).items).toHaveLength(1);
-    await expect(h.plane.create({ tenant: 'other', target: 'fake', input: 'fine' })).resolves.toMatchObject({ created: true });
+    await expect(h.plane.create({ tenant: 'other', target: 'fake', input: 'fine' })).resolves.toMatchObject({
+      created: true,
+    });
   });
 });

@@ -22,11 +22,15 @@ const backends: Array<[string, string | undefined, PlaneOptions['watch']]> = [
 
 function subscribesPerJob(hh: Harness): Map<string, number> {
   const out = new Map<string, number>();
-  for (const c of hh.remote.calls) if (c.method === 'subscribe' && c.id) out.set(c.id, (out.get(c.id) ?? 0) + 1);
+  for (const c of hh.remote.calls)
+    if (c.method === 'subscribe' && c.id) out.set(c.id, (out.get(c.id) ?? 0) + 1);
   return out;
 }
 
-const watched = (p: Plane) => Object.entries(p.watcherStates()).filter(([, s]) => s !== 'done').map(([id]) => id);
+const watched = (p: Plane) =>
+  Object.entries(p.watcherStates())
+    .filter(([, s]) => s !== 'done')
+    .map(([id]) => id);
 
 for (const [name, store, watch] of backends) {
   describe(`watch leases between two planes: ${name}`, () => {
@@ -37,8 +41,10 @@ for (const [name, store, watch] of backends) {
       const b = h.addPlane(options, 'plane-b');
       await b.start();
       const ids: { a: string[]; b: string[] } = { a: [], b: [] };
-      for (let i = 0; i < 4; i++) ids.a.push((await a.create({ tenant: 't', target: 'fake', input: `a${i}` })).envelope.id);
-      for (let i = 0; i < 4; i++) ids.b.push((await b.create({ tenant: 't', target: 'fake', input: `b${i}` })).envelope.id);
+      for (let i = 0; i < 4; i++)
+        ids.a.push((await a.create({ tenant: 't', target: 'fake', input: `a${i}` })).envelope.id);
+      for (let i = 0; i < 4; i++)
+        ids.b.push((await b.create({ tenant: 't', target: 'fake', input: `b${i}` })).envelope.id);
       await h.settle();
       // A third plane starting now (its recovery lists every active job) watches none of them.
       const c = h.addPlane(options, 'plane-c');
@@ -70,13 +76,21 @@ for (const [name, store, watch] of backends) {
 
 describe('watch leases of jobs without a watcher', () => {
   it('a push-only job’s lease is released once the job is finished', async () => {
-    h = await harness({ watch: { leases: 'on', leaseTtlMs: TTL }, delivery: { stream: false, push: true, poll: false }, publicUrl: 'http://127.0.0.1:9' });
+    h = await harness({
+      watch: { leases: 'on', leaseTtlMs: TTL },
+      delivery: { stream: false, push: true, poll: false },
+      publicUrl: 'http://127.0.0.1:9',
+    });
     const { envelope } = await h.plane.create({ tenant: 't', target: 'fake', input: 'p' });
     const free = () => h!.store.acquireLease(`watch:${envelope.id}`, 'someone-else', h!.clock.now(), 0);
     expect(await free()).toBe(false);
     h.remote.set(envelope.remoteId!, 'succeeded');
     const push = h.remote.pushes[0]!;
-    await h.plane.handleWebhook('fake', { headers: { authorization: `Bearer ${push.token}` }, rawBody: push.body, envelopeId: envelope.id });
+    await h.plane.handleWebhook('fake', {
+      headers: { authorization: `Bearer ${push.token}` },
+      rawBody: push.body,
+      envelopeId: envelope.id,
+    });
     await h.advance(TTL / 3 + 1000);
     expect(await free()).toBe(true);
   });

@@ -36,9 +36,37 @@ const wireish = fc.letrec((tie) => ({
     fc.array(tie('value'), { maxLength: 3 }),
   ),
   obj: fc.dictionary(
-    fc.constantFrom('message', 'parts', 'text', 'data', 'raw', 'url', 'role', 'messageId', 'message_id', 'taskId', 'task_id', 'contextId', 'id',
-      'configuration', 'returnImmediately', 'historyLength', 'history_length', 'pageSize', 'status', 'statusTimestampAfter', 'includeArtifacts',
-      'url', 'authentication', 'scheme', 'credentials', 'token', 'metadata', '__proto__', 'constructor'),
+    fc.constantFrom(
+      'message',
+      'parts',
+      'text',
+      'data',
+      'raw',
+      'url',
+      'role',
+      'messageId',
+      'message_id',
+      'taskId',
+      'task_id',
+      'contextId',
+      'id',
+      'configuration',
+      'returnImmediately',
+      'historyLength',
+      'history_length',
+      'pageSize',
+      'status',
+      'statusTimestampAfter',
+      'includeArtifacts',
+      'url',
+      'authentication',
+      'scheme',
+      'credentials',
+      'token',
+      'metadata',
+      '__proto__',
+      'constructor',
+    ),
     tie('value'),
     { maxKeys: 6 },
   ),
@@ -89,12 +117,30 @@ describe('decoders are lenient on input and strict on output', () => {
 
   it('snake_case aliases and enum integers are accepted', () => {
     const req = decodeSendMessageRequest({
-      message: { message_id: 'm1', role: 1, parts: [{ text: 'hi', media_type: 'text/plain' }], context_id: 'c1' },
-      configuration: { history_length: '3', return_immediately: true, task_push_notification_config: { url: 'https://h/x' } },
+      message: {
+        message_id: 'm1',
+        role: 1,
+        parts: [{ text: 'hi', media_type: 'text/plain' }],
+        context_id: 'c1',
+      },
+      configuration: {
+        history_length: '3',
+        return_immediately: true,
+        task_push_notification_config: { url: 'https://h/x' },
+      },
     });
     expect(req).toEqual({
-      message: { messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi', mediaType: 'text/plain' }], contextId: 'c1' },
-      configuration: { historyLength: 3, returnImmediately: true, taskPushNotificationConfig: { url: 'https://h/x' } },
+      message: {
+        messageId: 'm1',
+        role: 'ROLE_USER',
+        parts: [{ text: 'hi', mediaType: 'text/plain' }],
+        contextId: 'c1',
+      },
+      configuration: {
+        historyLength: 3,
+        returnImmediately: true,
+        taskPushNotificationConfig: { url: 'https://h/x' },
+      },
     });
     expect(decodeListTasksRequest({ status: 2, page_size: '10', include_artifacts: 'true' })).toEqual({
       status: 'TASK_STATE_WORKING',
@@ -104,10 +150,20 @@ describe('decoders are lenient on input and strict on output', () => {
   });
 
   it('data and metadata are opaque: their keys are never re-cased', () => {
-    const req = decodeSendMessageRequest({ message: { messageId: 'm', role: 'ROLE_USER', parts: [{ data: { snake_key: 1 } }], metadata: { a_b: 2 } } });
+    const req = decodeSendMessageRequest({
+      message: {
+        messageId: 'm',
+        role: 'ROLE_USER',
+        parts: [{ data: { snake_key: 1 } }],
+        metadata: { a_b: 2 },
+      },
+    });
     expect(req.message.parts[0]!.data).toEqual({ snake_key: 1 });
     expect(req.message.metadata).toEqual({ a_b: 2 });
-    expect(normalizeKeys({ metadata: { x_y: 1 }, page_size: 2 })).toEqual({ metadata: { x_y: 1 }, pageSize: 2 });
+    expect(normalizeKeys({ metadata: { x_y: 1 }, page_size: 2 })).toEqual({
+      metadata: { x_y: 1 },
+      pageSize: 2,
+    });
   });
 
   it.each([
@@ -116,7 +172,13 @@ describe('decoders are lenient on input and strict on output', () => {
     [{ message: { messageId: '', role: 'ROLE_USER', parts: [{ text: 'x' }] } }, 'message.messageId'],
     [{ message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x', data: 1 }] } }, 'message.parts[0]'],
     [{ message: { messageId: 'm', role: 'ROLE_USER', parts: [{ raw: '%%%' }] } }, 'message.parts[0].raw'],
-    [{ message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }] }, configuration: { historyLength: -1 } }, 'configuration.historyLength'],
+    [
+      {
+        message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }] },
+        configuration: { historyLength: -1 },
+      },
+      'configuration.historyLength',
+    ],
     [{ message: 'hi' }, 'message'],
   ])('names the field at fault: %j', (input, field) => {
     try {
@@ -130,7 +192,9 @@ describe('decoders are lenient on input and strict on output', () => {
   it('ListTasks validation', () => {
     expect(() => decodeListTasksRequest({ pageSize: 101 })).toThrow(/pageSize/);
     expect(() => decodeListTasksRequest({ status: 'working' })).toThrow(/status/);
-    expect(() => decodeListTasksRequest({ statusTimestampAfter: 'yesterday' })).toThrow(/statusTimestampAfter/);
+    expect(() => decodeListTasksRequest({ statusTimestampAfter: 'yesterday' })).toThrow(
+      /statusTimestampAfter/,
+    );
     expect(decodeListTasksRequest({ pageSize: 0 })).toEqual({}); // proto3 unset, accepted leniently
   });
 });

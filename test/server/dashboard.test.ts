@@ -30,7 +30,15 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard (headless Chromium)', () => {
     });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   });
   afterAll(async () => {
@@ -39,15 +47,25 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard (headless Chromium)', () => {
   });
 
   it('shows tasks live, answers input and cancels', async () => {
-    const { envelope: asking } = await server.plane.create({ tenant: 'default', target: 'fake', input: 'ask me' });
-    const { envelope: other } = await server.plane.create({ tenant: 'default', target: 'fake', input: 'other' });
+    const { envelope: asking } = await server.plane.create({
+      tenant: 'default',
+      target: 'fake',
+      input: 'ask me',
+    });
+    const { envelope: other } = await server.plane.create({
+      tenant: 'default',
+      target: 'fake',
+      input: 'other',
+    });
     const page = await browser.newPage();
     await page.goto(`${server.url}/#key=${KEY}`);
     await page.locator(`tr[data-id="${asking.id}"]`).waitFor();
     await page.locator('#live[data-state="live"]').waitFor();
     await page.locator('[data-signal="rpt"]').waitFor();
 
-    remote.set(asking.remoteId!, 'waiting_for_input', { inputRequest: { requestId: 'q1', prompt: 'Which edition?' } });
+    remote.set(asking.remoteId!, 'waiting_for_input', {
+      inputRequest: { requestId: 'q1', prompt: 'Which edition?' },
+    });
     const row = page.locator(`tr[data-id="${asking.id}"]`);
     await row.locator('.state[data-state="waiting_for_input"]').waitFor();
     expect(await row.locator('td.pending').textContent()).toBe('Which edition?');
@@ -68,7 +86,11 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard (headless Chromium)', () => {
   });
 
   it('loads the task list by the API and tails events from the latest seq instead of replaying the log', async () => {
-    const { envelope } = await server.plane.create({ tenant: 'default', target: 'fake', input: 'before load' });
+    const { envelope } = await server.plane.create({
+      tenant: 'default',
+      target: 'fake',
+      input: 'before load',
+    });
     const page = await browser.newPage();
     const streams: string[] = [];
     page.on('request', (r) => {

@@ -160,7 +160,11 @@ describe('SqliteStore, synchronous=NORMAL with WAL fsync (the default)', () => {
     const inode = statSync(wal).ino;
     const padding = 'x'.repeat(3000); // about one page per task: 4,000 tasks pass the 1,000-page autocheckpoint often
     for (let i = 0; i < 4000; i += 100) {
-      await Promise.all(Array.from({ length: 100 }, (_, j) => store.createAgentTask(task(i + j, padding), `m${i + j}`, [], [])));
+      await Promise.all(
+        Array.from({ length: 100 }, (_, j) =>
+          store.createAgentTask(task(i + j, padding), `m${i + j}`, [], []),
+        ),
+      );
       expect(statSync(wal).ino).toBe(inode);
     }
     const peer = new Database(path);

@@ -35,7 +35,11 @@ export class TestProcess {
   readyMatch: RegExpMatchArray | undefined;
   private out = '';
   private err = '';
-  private readonly lineWaiters = new Set<{ stream: Stream; re: RegExp; resolve: (m: RegExpMatchArray) => void }>();
+  private readonly lineWaiters = new Set<{
+    stream: Stream;
+    re: RegExp;
+    resolve: (m: RegExpMatchArray) => void;
+  }>();
   private exitInfo: ExitInfo | undefined;
 
   constructor(command: string, args: string[], options: SpawnOptions = {}) {
@@ -105,14 +109,22 @@ export class TestProcess {
       };
       const timer = setTimeout(() => {
         this.lineWaiters.delete(waiter);
-        reject(new Error(`no line matching ${re} within ${timeoutMs} ms\nstdout:\n${this.out}\nstderr:\n${this.err.slice(-4000)}`));
+        reject(
+          new Error(
+            `no line matching ${re} within ${timeoutMs} ms\nstdout:\n${this.out}\nstderr:\n${this.err.slice(-4000)}`,
+          ),
+        );
       }, timeoutMs);
       this.lineWaiters.add(waiter);
       void this.exited.then((info) => {
         if (!this.lineWaiters.has(waiter)) return;
         this.lineWaiters.delete(waiter);
         clearTimeout(timer);
-        reject(new Error(`process exited (${info.code ?? info.signal}) before a line matching ${re}\nstderr:\n${this.err.slice(-4000)}`));
+        reject(
+          new Error(
+            `process exited (${info.code ?? info.signal}) before a line matching ${re}\nstderr:\n${this.err.slice(-4000)}`,
+          ),
+        );
       });
     });
   }
@@ -148,7 +160,11 @@ export class TestProcess {
 }
 
 /** Spawns any command; waits for `options.ready` when given. */
-export async function spawnProcess(command: string, args: string[], options: SpawnOptions = {}): Promise<TestProcess> {
+export async function spawnProcess(
+  command: string,
+  args: string[],
+  options: SpawnOptions = {},
+): Promise<TestProcess> {
   const proc = new TestProcess(command, args, options);
   if (options.ready) {
     try {
@@ -167,8 +183,14 @@ export function spawnTaskplane(args: string[], options: SpawnOptions = {}): Prom
 }
 
 /** Starts `taskplane host` and returns the process with its base URL (from the ready line). */
-export async function spawnHost(args: string[], options: SpawnOptions = {}): Promise<{ proc: TestProcess; url: string; port: number }> {
-  const proc = await spawnTaskplane(['host', ...args], { ...options, ready: /taskplane host ready (http:\/\/\S+)/ });
+export async function spawnHost(
+  args: string[],
+  options: SpawnOptions = {},
+): Promise<{ proc: TestProcess; url: string; port: number }> {
+  const proc = await spawnTaskplane(['host', ...args], {
+    ...options,
+    ready: /taskplane host ready (http:\/\/\S+)/,
+  });
   const url = proc.readyMatch![1]!;
   return { proc, url, port: Number(new URL(url).port) };
 }

@@ -88,14 +88,18 @@ const SIGNALS = [
   ['reused', (s) => s.reusedMessageIds, 'reused messageIds'],
   ['notfound', (s) => s.taskNotFoundOwn, 'TaskNotFound on own tasks'],
   ['rpt', (s) => (s.requests.perTask ?? 0).toFixed(2), 'requests per task'],
-  ['push', (s) => (s.observationDelay.push?.p50Ms ?? '–'), 'push delay p50 ms'],
-  ['stream', (s) => (s.observationDelay.stream?.p50Ms ?? '–'), 'stream delay p50 ms'],
+  ['push', (s) => s.observationDelay.push?.p50Ms ?? '–', 'push delay p50 ms'],
+  ['stream', (s) => s.observationDelay.stream?.p50Ms ?? '–', 'stream delay p50 ms'],
 ];
 
 async function refreshSignals() {
   try {
     const s = await api('GET', '/v1/signals');
-    $('#signals').replaceChildren(...SIGNALS.map(([id, f, label]) => el('div', { class: 'signal', 'data-signal': id }, el('b', {}, f(s)), el('span', {}, label))));
+    $('#signals').replaceChildren(
+      ...SIGNALS.map(([id, f, label]) =>
+        el('div', { class: 'signal', 'data-signal': id }, el('b', {}, f(s)), el('span', {}, label)),
+      ),
+    );
   } catch {
     /* shown by the live badge */
   }
@@ -127,7 +131,12 @@ function describe(e) {
 }
 
 function timelineItem(e) {
-  return el('li', { 'data-type': e.type, 'data-seq': String(e.seq) }, el('time', {}, new Date(e.at).toLocaleTimeString()), describe(e));
+  return el(
+    'li',
+    { 'data-type': e.type, 'data-seq': String(e.seq) },
+    el('time', {}, new Date(e.at).toLocaleTimeString()),
+    describe(e),
+  );
 }
 
 function renderDetail(t) {
@@ -138,23 +147,38 @@ function renderDetail(t) {
     const input = el('input', { id: 'answer-input', placeholder: t.pendingInput.prompt || 'answer' });
     const send = async () => {
       try {
-        await api('POST', `/v1/tasks/${t.id}/input`, { requestId: t.pendingInput.requestId, value: input.value });
+        await api('POST', `/v1/tasks/${t.id}/input`, {
+          requestId: t.pendingInput.requestId,
+          value: input.value,
+        });
         await refreshTask(t.id);
       } catch (err) {
         alert(err.message);
       }
     };
-    actions.push(el('div', { class: 'answer' }, el('span', {}, t.pendingInput.prompt), input, el('button', { id: 'answer-button', onclick: send }, 'Answer')));
+    actions.push(
+      el(
+        'div',
+        { class: 'answer' },
+        el('span', {}, t.pendingInput.prompt),
+        input,
+        el('button', { id: 'answer-button', onclick: send }, 'Answer'),
+      ),
+    );
   }
   if (!TERMINAL.has(t.state) && t.state !== 'cancel_requested') {
     actions.push(
-      el('button', {
-        id: 'cancel-button',
-        onclick: async () => {
-          await api('POST', `/v1/tasks/${t.id}/cancel`, {}).catch((err) => alert(err.message));
-          await refreshTask(t.id);
+      el(
+        'button',
+        {
+          id: 'cancel-button',
+          onclick: async () => {
+            await api('POST', `/v1/tasks/${t.id}/cancel`, {}).catch((err) => alert(err.message));
+            await refreshTask(t.id);
+          },
         },
-      }, 'Cancel task'),
+        'Cancel task',
+      ),
     );
   }
   $('#detail-actions').replaceChildren(...actions);
@@ -203,7 +227,21 @@ function connectLive(afterSeq) {
       await refreshSignals();
     }, 200);
   };
-  for (const type of ['created', 'bound', 'state_changed', 'input_requested', 'input_answered', 'input_answer_failed', 'artifact', 'cancel_requested', 'cancel_acknowledged', 'cancel_outcome', 'acceptance', 'lost', 'resubmitted']) {
+  for (const type of [
+    'created',
+    'bound',
+    'state_changed',
+    'input_requested',
+    'input_answered',
+    'input_answer_failed',
+    'artifact',
+    'cancel_requested',
+    'cancel_acknowledged',
+    'cancel_outcome',
+    'acceptance',
+    'lost',
+    'resubmitted',
+  ]) {
     source.addEventListener(type, onEvent);
   }
 }
@@ -220,7 +258,8 @@ async function main() {
   await refreshSignals();
   connectLive(seq);
   setInterval(() => {
-    for (const cell of document.querySelectorAll('td.age')) cell.textContent = age(Number(cell.dataset.created));
+    for (const cell of document.querySelectorAll('td.age'))
+      cell.textContent = age(Number(cell.dataset.created));
   }, 1000);
   setInterval(refreshSignals, 5000);
 }

@@ -6,7 +6,15 @@ import { MINUTE_MS, WORLD } from '../../src/lab/world-model.ts';
  * working, amber waiting for input, pink duplicate tasks (the lower half of a row), a green dot where
  * the client learned the outcome, a white cross at each stream drop, a question mark when never learned.
  */
-const COLORS = { working: '#3b82f6', input: '#f59e0b', dup: '#ec4899', dupInput: '#f9a8d4', learned: '#22c55e', grid: '#1e293b', text: '#94a3b8' };
+const COLORS = {
+  working: '#3b82f6',
+  input: '#f59e0b',
+  dup: '#ec4899',
+  dupInput: '#f9a8d4',
+  learned: '#22c55e',
+  grid: '#1e293b',
+  text: '#94a3b8',
+};
 
 export function drawTimeline(canvas: HTMLCanvasElement, result: RunResult): void {
   const ctx = canvas.getContext('2d');
@@ -31,7 +39,12 @@ export function drawTimeline(canvas: HTMLCanvasElement, result: RunResult): void
   const f = result.settings.faults;
   if (f.outage) {
     ctx.fillStyle = 'rgba(239, 68, 68, 0.12)';
-    ctx.fillRect(x(WORLD.outageStartMs), top, x(WORLD.outageEndMs) - x(WORLD.outageStartMs), H - top - bottom);
+    ctx.fillRect(
+      x(WORLD.outageStartMs),
+      top,
+      x(WORLD.outageEndMs) - x(WORLD.outageStartMs),
+      H - top - bottom,
+    );
     ctx.fillStyle = '#fca5a5';
     ctx.fillText('receiver outage', x(WORLD.outageStartMs) + 2, top - 8);
   }
@@ -53,7 +66,11 @@ export function drawTimeline(canvas: HTMLCanvasElement, result: RunResult): void
     ctx.stroke();
     ctx.setLineDash([]);
     ctx.fillStyle = '#fca5a5';
-    ctx.fillText('agent restart', x(WORLD.restartAtMs) + 3, top - 8 + (f.outage ? 0 : 0) + (f.outage ? 10 : 0));
+    ctx.fillText(
+      'agent restart',
+      x(WORLD.restartAtMs) + 3,
+      top - 8 + (f.outage ? 0 : 0) + (f.outage ? 10 : 0),
+    );
   }
 
   result.timeline.forEach((job, i) => {
@@ -65,7 +82,13 @@ export function drawTimeline(canvas: HTMLCanvasElement, result: RunResult): void
       const yy = attempt.dup ? y + rowH * 0.52 : y + rowH * 0.1;
       for (const seg of attempt.segments) {
         const to = seg.toMs ?? result.endedMs;
-        const color = attempt.dup ? (seg.kind === 'input' ? COLORS.dupInput : COLORS.dup) : seg.kind === 'input' ? COLORS.input : COLORS.working;
+        const color = attempt.dup
+          ? seg.kind === 'input'
+            ? COLORS.dupInput
+            : COLORS.dup
+          : seg.kind === 'input'
+            ? COLORS.input
+            : COLORS.working;
         ctx.fillStyle = color;
         ctx.globalAlpha = attempt.dup ? 0.55 : 1;
         ctx.fillRect(x(seg.fromMs), yy, Math.max(1.5, x(to) - x(seg.fromMs)), half);

@@ -1,6 +1,18 @@
-import { EXAMPLE_ROWS, MISSIONS, exampleSettings, missionSettings, type Mission } from '../../src/lab/missions.ts';
+import {
+  EXAMPLE_ROWS,
+  MISSIONS,
+  exampleSettings,
+  missionSettings,
+  type Mission,
+} from '../../src/lab/missions.ts';
 import { runLab, type RunResult } from '../../src/lab/run.ts';
-import { DEFAULT_SETTINGS, FAULT_NAMES, validateSettings, withSettings, type LabSettings } from '../../src/lab/settings.ts';
+import {
+  DEFAULT_SETTINGS,
+  FAULT_NAMES,
+  validateSettings,
+  withSettings,
+  type LabSettings,
+} from '../../src/lab/settings.ts';
 import { starText } from '../../src/lab/suite.ts';
 import { drawTimeline } from './lab-canvas.ts';
 
@@ -86,7 +98,9 @@ function selectMission(m: Mission | null): void {
   // Mission 3: the agent is untouchable, and its push retries are the agent's.
   field('pushRetries').disabled = m?.id === 3;
   ($('example-select') as HTMLSelectElement).value = '';
-  $('mission-brief').textContent = m ? `Mission ${m.id}: ${m.brief}` : 'Free play. Pick a mission to load its broken setup.';
+  $('mission-brief').textContent = m
+    ? `Mission ${m.id}: ${m.brief}`
+    : 'Free play. Pick a mission to load its broken setup.';
   $('thresholds').textContent = m ? m.thresholds.join(' · ') : '';
   $('stars').textContent = '';
   renderMissions();
@@ -147,7 +161,8 @@ exampleSelect.addEventListener('change', () => {
   selectMission(null);
   exampleSelect.value = row.name;
   setForm(exampleSettings(row));
-  $('mission-brief').textContent = `Worked example: ${row.label}. Seed 004 says ${row.seedFigure}; band ${row.band}.`;
+  $('mission-brief').textContent =
+    `Worked example: ${row.label}. Seed 004 says ${row.seedFigure}; band ${row.band}.`;
   void run();
 });
 

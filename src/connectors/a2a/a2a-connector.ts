@@ -1,6 +1,14 @@
 import { sha256Hex } from '../../core/canonical-json.ts';
 import { TaskplaneError } from '../../core/errors.ts';
-import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, type AgentCard, type AgentInterface, type Part, type Task } from '../../protocols/a2a/types.ts';
+import {
+  AGENT_CARD_PATH,
+  A2A_PROTOCOL_VERSION,
+  A2A_VERSION_HEADER,
+  type AgentCard,
+  type AgentInterface,
+  type Part,
+  type Task,
+} from '../../protocols/a2a/types.ts';
 import type {
   Connector,
   ConnectorCapabilities,
@@ -45,10 +53,17 @@ export interface A2AConnectorOptions {
 }
 
 function usable(i: AgentInterface): boolean {
-  return (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON') && i.protocolVersion.startsWith('1.');
+  return (
+    (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON') &&
+    i.protocolVersion.startsWith('1.')
+  );
 }
 
-export async function fetchAgentCard(baseUrl: string, signal: AbortSignal, options: { headers?: Record<string, string>; fetch?: typeof fetch; timeoutMs?: number } = {}): Promise<AgentCard> {
+export async function fetchAgentCard(
+  baseUrl: string,
+  signal: AbortSignal,
+  options: { headers?: Record<string, string>; fetch?: typeof fetch; timeoutMs?: number } = {},
+): Promise<AgentCard> {
   const url = baseUrl.replace(/\/+$/, '') + AGENT_CARD_PATH;
   const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
   let response: Response;
@@ -86,12 +101,23 @@ export class A2AConnector implements Connector {
    */
   constructor(private readonly options: A2AConnectorOptions) {
     this.target = options.target;
-    this.capabilities = { idempotentStart: options.idempotentStart ?? false, list: true, stream: true, streamResume: false, push: true, input: true, cancel: true };
+    this.capabilities = {
+      idempotentStart: options.idempotentStart ?? false,
+      list: true,
+      stream: true,
+      streamResume: false,
+      push: true,
+      input: true,
+      cancel: true,
+    };
     if (options.card) this.state = this.bind(options.card);
   }
 
   /** Reads the agent card now (unless given) and returns the ready connector. */
-  static async connect(options: A2AConnectorOptions, signal: AbortSignal = new AbortController().signal): Promise<A2AConnector> {
+  static async connect(
+    options: A2AConnectorOptions,
+    signal: AbortSignal = new AbortController().signal,
+  ): Promise<A2AConnector> {
     const c = new A2AConnector(options);
     await c.ready(signal);
     return c;
@@ -102,7 +128,8 @@ export class A2AConnector implements Connector {
   }
 
   get transport(): A2ATransport {
-    if (!this.state) throw new TaskplaneError('unavailable', `target ${this.target}: agent card not read yet`);
+    if (!this.state)
+      throw new TaskplaneError('unavailable', `target ${this.target}: agent card not read yet`);
     return this.state.transport;
   }
 
@@ -110,8 +137,18 @@ export class A2AConnector implements Connector {
     const o = this.options;
     const interfaces = (card.supportedInterfaces ?? []).filter(usable);
     const chosen = interfaces.find((i) => i.protocolBinding === o.preferBinding) ?? interfaces[0];
-    if (!chosen) throw new TaskplaneError('unsupported', `target ${o.target}: agent card has no A2A 1.0 JSON-RPC or HTTP+JSON interface`);
-    const t = { url: chosen.url, headers: o.headers ?? {}, timeoutMs: o.timeoutMs ?? 30_000, ...(chosen.tenant ? { tenant: chosen.tenant } : {}), ...(o.fetch ? { fetch: o.fetch } : {}) };
+    if (!chosen)
+      throw new TaskplaneError(
+        'unsupported',
+        `target ${o.target}: agent card has no A2A 1.0 JSON-RPC or HTTP+JSON interface`,
+      );
+    const t = {
+      url: chosen.url,
+      headers: o.headers ?? {},
+      timeoutMs: o.timeoutMs ?? 30_000,
+      ...(chosen.tenant ? { tenant: chosen.tenant } : {}),
+      ...(o.fetch ? { fetch: o.fetch } : {}),
+    };
     this.capabilities.stream = card.capabilities?.streaming === true;
     this.capabilities.push = card.capabilities?.pushNotifications === true;
     return { card, transport: chosen.protocolBinding === 'JSONRPC' ? jsonRpcTransport(t) : restTransport(t) };
@@ -147,7 +184,11 @@ export class A2AConnector implements Connector {
     const params = this.sendParams(request);
     delete (params.configuration as Record<string, unknown>).returnImmediately;
     let task: Task | null = null;
-    for await (const { frame, eventId } of (await this.ready(signal)).stream('SendStreamingMessage', params, signal)) {
+    for await (const { frame, eventId } of (await this.ready(signal)).stream(
+      'SendStreamingMessage',
+      params,
+      signal,
+    )) {
       const f = frame as { message?: unknown };
       if (!task && f && typeof f === 'object' && f.message) {
         yield this.sendResult(frame, request.messageId);
@@ -169,7 +210,11 @@ export class A2AConnector implements Connector {
         authentication: { scheme: 'Bearer', credentials: request.push.token },
       };
     }
-    const message: Record<string, unknown> = { messageId: request.messageId, role: 'ROLE_USER', parts: toParts(request.input) };
+    const message: Record<string, unknown> = {
+      messageId: request.messageId,
+      role: 'ROLE_USER',
+      parts: toParts(request.input),
+    };
     if (request.contextId) message.contextId = request.contextId;
     return { message, configuration };
   }
@@ -195,7 +240,11 @@ export class A2AConnector implements Connector {
   }
 
   async get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
-    return taskToSnapshot(decodeTask(await (await this.ready(signal)).call('GetTask', { id: remoteId, historyLength: 0 }, signal)));
+    return taskToSnapshot(
+      decodeTask(
+        await (await this.ready(signal)).call('GetTask', { id: remoteId, historyLength: 0 }, signal),
+      ),
+    );
   }
 
   async listChanged(query: ListChangedQuery, signal: AbortSignal): Promise<ListChangedPage> {
@@ -206,14 +255,27 @@ export class A2AConnector implements Connector {
       historyLength: 0,
     };
     if (query.cursor) params.pageToken = query.cursor;
-    const r = (await (await this.ready(signal)).call('ListTasks', params, signal)) as { tasks?: unknown[]; nextPageToken?: string } | null;
+    const r = (await (await this.ready(signal)).call('ListTasks', params, signal)) as {
+      tasks?: unknown[];
+      nextPageToken?: string;
+    } | null;
     const items = (Array.isArray(r?.tasks) ? r.tasks : []).map((t) => taskToSnapshot(decodeTask(t)));
-    return typeof r?.nextPageToken === 'string' && r.nextPageToken ? { items, nextCursor: r.nextPageToken } : { items };
+    return typeof r?.nextPageToken === 'string' && r.nextPageToken
+      ? { items, nextCursor: r.nextPageToken }
+      : { items };
   }
 
-  async *observe(remoteId: string, _cursor: string | null, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+  async *observe(
+    remoteId: string,
+    _cursor: string | null,
+    signal: AbortSignal,
+  ): AsyncGenerator<RemoteSnapshot> {
     let task: Task | null = null;
-    for await (const { frame, eventId } of (await this.ready(signal)).stream('SubscribeToTask', { id: remoteId }, signal)) {
+    for await (const { frame, eventId } of (await this.ready(signal)).stream(
+      'SubscribeToTask',
+      { id: remoteId },
+      signal,
+    )) {
       const next = applyFrame(task, frame);
       if (!next) continue;
       task = next;
@@ -222,19 +284,39 @@ export class A2AConnector implements Connector {
   }
 
   async answer(remoteId: string, answer: InputAnswer, signal: AbortSignal): Promise<RemoteSnapshot> {
-    const message = { messageId: answer.messageId, taskId: remoteId, role: 'ROLE_USER', parts: toParts(answer.value) };
-    const result = await (await this.ready(signal)).call('SendMessage', { message, configuration: { returnImmediately: true, historyLength: 0 } }, signal);
+    const message = {
+      messageId: answer.messageId,
+      taskId: remoteId,
+      role: 'ROLE_USER',
+      parts: toParts(answer.value),
+    };
+    const result = await (
+      await this.ready(signal)
+    ).call('SendMessage', { message, configuration: { returnImmediately: true, historyLength: 0 } }, signal);
     return this.sendResult(result, answer.messageId);
   }
 
   async cancel(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
-    return taskToSnapshot(decodeTask(await (await this.ready(signal)).call('CancelTask', { id: remoteId }, signal)));
+    return taskToSnapshot(
+      decodeTask(await (await this.ready(signal)).call('CancelTask', { id: remoteId }, signal)),
+    );
   }
 
-  async registerPush(remoteId: string, push: PushRegistration, signal: AbortSignal): Promise<{ configId: string }> {
-    const r = (await (await this.ready(signal)).call(
+  async registerPush(
+    remoteId: string,
+    push: PushRegistration,
+    signal: AbortSignal,
+  ): Promise<{ configId: string }> {
+    const r = (await (
+      await this.ready(signal)
+    ).call(
       'CreateTaskPushNotificationConfig',
-      { taskId: remoteId, url: push.url, token: push.token, authentication: { scheme: 'Bearer', credentials: push.token } },
+      {
+        taskId: remoteId,
+        url: push.url,
+        token: push.token,
+        authentication: { scheme: 'Bearer', credentials: push.token },
+      },
       signal,
     )) as { id?: string } | null;
     return { configId: r?.id ?? '' };
@@ -249,7 +331,9 @@ export class A2AConnector implements Connector {
   async parseWebhook(request: InboundWebhook): Promise<WebhookSignal> {
     const h = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const auth = h['authorization'] ?? '';
-    const token = /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : (h['x-a2a-notification-token'] ?? null);
+    const token = /^bearer\s+/i.test(auth)
+      ? auth.replace(/^bearer\s+/i, '').trim()
+      : (h['x-a2a-notification-token'] ?? null);
     let body: unknown;
     try {
       body = JSON.parse(request.rawBody);
@@ -257,15 +341,22 @@ export class A2AConnector implements Connector {
       throw new TaskplaneError('invalid_argument', 'body: not JSON', { field: 'body' });
     }
     const remoteId = frameTaskId(body);
-    if (!remoteId) throw new TaskplaneError('invalid_argument', 'body: not an A2A StreamResponse about a task', { field: 'body' });
+    if (!remoteId)
+      throw new TaskplaneError('invalid_argument', 'body: not an A2A StreamResponse about a task', {
+        field: 'body',
+      });
     const deliveryId = h['a2a-delivery-id'] || 'sha256:' + sha256Hex(request.rawBody);
     let snapshot: RemoteSnapshot | null = null;
     const b = body as { task?: unknown; statusUpdate?: { status?: { state?: string } } };
     if (b.task) snapshot = taskToSnapshot(decodeTask(b.task));
     else if (b.statusUpdate) {
-      const task = applyFrame({ id: remoteId, contextId: '', status: { state: 'TASK_STATE_UNSPECIFIED' } }, body);
+      const task = applyFrame(
+        { id: remoteId, contextId: '', status: { state: 'TASK_STATE_UNSPECIFIED' } },
+        body,
+      );
       // A terminal status without the task's artifacts is incomplete: the engine must fetch the task.
-      if (task && !['succeeded', 'failed'].includes(taskToSnapshot(task).state)) snapshot = taskToSnapshot(task);
+      if (task && !['succeeded', 'failed'].includes(taskToSnapshot(task).state))
+        snapshot = taskToSnapshot(task);
     }
     return { remoteId, deliveryId, token: token || null, snapshot };
   }

@@ -6,7 +6,10 @@ import { TaskplaneError } from '../../core/errors.ts';
  * iterator ends when the server closes the stream normally; a broken connection throws `unavailable`,
  * which the engine treats as a drop and answers with SubscribeToTask, never with a resend.
  */
-export async function* readSse(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+export async function* readSse(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal,
+): AsyncGenerator<EventSourceMessage> {
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (ev) => queue.push(ev) });
   const reader = body.getReader();
@@ -17,7 +20,9 @@ export async function* readSse(body: ReadableStream<Uint8Array>, signal: AbortSi
       try {
         chunk = await reader.read();
       } catch (err) {
-        throw new TaskplaneError('unavailable', signal.aborted ? 'stream aborted' : 'stream dropped', { cause: err });
+        throw new TaskplaneError('unavailable', signal.aborted ? 'stream aborted' : 'stream dropped', {
+          cause: err,
+        });
       }
       if (chunk.done) {
         parser.feed(decoder.decode());

@@ -57,7 +57,8 @@ export function decodeTask(raw: unknown): Task {
     };
     if (!task.status.message.messageId) delete (task.status.message as { messageId?: string }).messageId;
   }
-  if (Array.isArray(o.artifacts)) task.artifacts = o.artifacts.map(sanitizeArtifact).filter((a): a is Artifact => a !== null);
+  if (Array.isArray(o.artifacts))
+    task.artifacts = o.artifacts.map(sanitizeArtifact).filter((a): a is Artifact => a !== null);
   return task;
 }
 
@@ -113,12 +114,18 @@ export function taskToSnapshot(task: Task): RemoteSnapshot {
     // A2A has no input request id: the status message id (or the status time) names this request.
     snap.inputRequest = {
       requestId: message?.messageId ?? `${task.id}@${task.status.timestamp ?? ''}`,
-      prompt: partsText(message?.parts) || (native === 'TASK_STATE_AUTH_REQUIRED' ? 'authorization required' : 'input required'),
+      prompt:
+        partsText(message?.parts) ||
+        (native === 'TASK_STATE_AUTH_REQUIRED' ? 'authorization required' : 'input required'),
     };
   } else {
     snap.inputRequest = null;
   }
-  if (state === 'failed') snap.error = { code: native === 'TASK_STATE_REJECTED' ? 'rejected' : 'failed', message: partsText(message?.parts).slice(0, 500) || native };
+  if (state === 'failed')
+    snap.error = {
+      code: native === 'TASK_STATE_REJECTED' ? 'rejected' : 'failed',
+      message: partsText(message?.parts).slice(0, 500) || native,
+    };
   return snap;
 }
 
@@ -146,7 +153,8 @@ export function applyFrame(current: Task | null, rawFrame: unknown): Task | null
     const next = structuredClone(current);
     const list = (next.artifacts ??= []);
     const existing = list.find((a) => a.artifactId === artifact.artifactId);
-    if (existing && au.append === true) existing.parts = [...(existing.parts ?? []), ...(artifact.parts ?? [])];
+    if (existing && au.append === true)
+      existing.parts = [...(existing.parts ?? []), ...(artifact.parts ?? [])];
     else if (existing) list[list.indexOf(existing)] = artifact;
     else list.push(artifact);
     return next;

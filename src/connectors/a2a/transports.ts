@@ -1,5 +1,10 @@
 import { TaskplaneError } from '../../core/errors.ts';
-import { A2A_CONTENT_TYPE, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, type A2AMethod } from '../../protocols/a2a/types.ts';
+import {
+  A2A_CONTENT_TYPE,
+  A2A_PROTOCOL_VERSION,
+  A2A_VERSION_HEADER,
+  type A2AMethod,
+} from '../../protocols/a2a/types.ts';
 import { readSse } from './sse-reader.ts';
 import { a2aWireError, transportError } from './wire-errors.ts';
 
@@ -12,7 +17,11 @@ import { a2aWireError, transportError } from './wire-errors.ts';
 export interface A2ATransport {
   readonly binding: 'JSONRPC' | 'HTTP+JSON';
   call(method: A2AMethod, params: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
-  stream(method: 'SubscribeToTask' | 'SendStreamingMessage', params: Record<string, unknown>, signal: AbortSignal): AsyncIterable<StreamFrame>;
+  stream(
+    method: 'SubscribeToTask' | 'SendStreamingMessage',
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+  ): AsyncIterable<StreamFrame>;
 }
 
 /** One StreamResponse of a stream, with the SSE `id:` it came with (our host sends the event seq). */
@@ -37,7 +46,13 @@ interface Sent {
   done: () => void;
 }
 
-async function send(o: TransportOptions, url: string, init: RequestInit, signal: AbortSignal, accept: string): Promise<Sent> {
+async function send(
+  o: TransportOptions,
+  url: string,
+  init: RequestInit,
+  signal: AbortSignal,
+  accept: string,
+): Promise<Sent> {
   const controller = new AbortController();
   let timedOut = false;
   const onAbort = () => controller.abort(signal.reason);
@@ -48,10 +63,18 @@ async function send(o: TransportOptions, url: string, init: RequestInit, signal:
     timedOut = true;
     controller.abort(new Error('timeout'));
   }, o.timeoutMs);
-  const headers: Record<string, string> = { [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION, accept, ...o.headers };
+  const headers: Record<string, string> = {
+    [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
+    accept,
+    ...o.headers,
+  };
   if (init.body !== undefined) headers['content-type'] ??= 'application/json';
   try {
-    const response = await (o.fetch ?? fetch)(url, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) }, signal: controller.signal });
+    const response = await (o.fetch ?? fetch)(url, {
+      ...init,
+      headers: { ...headers, ...(init.headers as Record<string, string>) },
+      signal: controller.signal,
+    });
     clearTimeout(timer);
     return { response, done: () => signal.removeEventListener('abort', onAbort) };
   } catch (err) {
@@ -81,7 +104,10 @@ function isSse(response: Response): boolean {
 
 function rpcResult(body: unknown, httpStatus: number): unknown {
   const b = body as { result?: unknown; error?: { code?: number; message?: string; data?: unknown } } | null;
-  if (b && b.error) return Promise.reject(a2aWireError({ rpcCode: b.error.code, message: b.error.message, details: b.error.data, httpStatus }));
+  if (b && b.error)
+    return Promise.reject(
+      a2aWireError({ rpcCode: b.error.code, message: b.error.message, details: b.error.data, httpStatus }),
+    );
   if (!b || !('result' in b)) throw a2aWireError({ httpStatus, message: 'not a JSON-RPC response' });
   return b.result;
 }
@@ -89,11 +115,22 @@ function rpcResult(body: unknown, httpStatus: number): unknown {
 export function jsonRpcTransport(o: TransportOptions): A2ATransport {
   let nextId = 1;
   const body = (method: string, params: Record<string, unknown>) =>
-    JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params: o.tenant ? { tenant: o.tenant, ...params } : params });
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: nextId++,
+      method,
+      params: o.tenant ? { tenant: o.tenant, ...params } : params,
+    });
   return {
     binding: 'JSONRPC',
     async call(method, params, signal) {
-      const { response, done } = await send(o, o.url, { method: 'POST', body: body(method, params) }, signal, 'application/json');
+      const { response, done } = await send(
+        o,
+        o.url,
+        { method: 'POST', body: body(method, params) },
+        signal,
+        'application/json',
+      );
       try {
         const json = await readJson(response);
         if (!response.ok && (json === null || typeof json !== 'object' || !('error' in json))) {
@@ -105,7 +142,13 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
       }
     },
     async *stream(method, params, signal) {
-      const { response, done } = await send(o, o.url, { method: 'POST', body: body(method, params) }, signal, 'text/event-stream');
+      const { response, done } = await send(
+        o,
+        o.url,
+        { method: 'POST', body: body(method, params) },
+        signal,
+        'text/event-stream',
+      );
       try {
         if (!isSse(response)) {
           // Pre-stream errors come back as a plain JSON-RPC error (spec §1.8).
@@ -187,7 +230,11 @@ export function restTransport(o: TransportOptions): A2ATransport {
   return {
     binding: 'HTTP+JSON',
     async call(method, params, signal) {
-      const { response, done } = await request(route(method, params), signal, `${A2A_CONTENT_TYPE}, application/json`);
+      const { response, done } = await request(
+        route(method, params),
+        signal,
+        `${A2A_CONTENT_TYPE}, application/json`,
+      );
       try {
         const json = await readJson(response);
         if (!response.ok) throw restError(json, response.status);

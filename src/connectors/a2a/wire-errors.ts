@@ -38,7 +38,8 @@ const BY_RPC_CODE: Record<number, TaskplaneError['code']> = {
 function reasonOf(details: unknown): string | undefined {
   if (!Array.isArray(details)) return undefined;
   for (const d of details) {
-    if (d && typeof d === 'object' && typeof (d as { reason?: unknown }).reason === 'string') return (d as { reason: string }).reason;
+    if (d && typeof d === 'object' && typeof (d as { reason?: unknown }).reason === 'string')
+      return (d as { reason: string }).reason;
   }
   return undefined;
 }
@@ -57,13 +58,31 @@ export function a2aWireError(info: WireErrorInfo): TaskplaneError {
   if (!code && info.httpStatus !== undefined) {
     const s = info.httpStatus;
     code =
-      s === 404 ? 'not_found' : s === 401 ? 'unauthenticated' : s === 403 ? 'permission_denied' : s === 409 ? 'failed_precondition' : s >= 500 || s === 429 ? 'unavailable' : 'remote_error';
+      s === 404
+        ? 'not_found'
+        : s === 401
+          ? 'unauthenticated'
+          : s === 403
+            ? 'permission_denied'
+            : s === 409
+              ? 'failed_precondition'
+              : s >= 500 || s === 429
+                ? 'unavailable'
+                : 'remote_error';
   }
   code ??= 'remote_error';
   const text = (info.message ?? '').slice(0, 200);
-  return new TaskplaneError(code, `remote: ${reason ?? info.rpcCode ?? info.httpStatus ?? ''} ${text}`.trim(), {
-    details: { ...(reason ? { reason } : {}), ...(info.rpcCode !== undefined ? { rpcCode: info.rpcCode } : {}), ...(info.httpStatus !== undefined ? { httpStatus: info.httpStatus } : {}) },
-  });
+  return new TaskplaneError(
+    code,
+    `remote: ${reason ?? info.rpcCode ?? info.httpStatus ?? ''} ${text}`.trim(),
+    {
+      details: {
+        ...(reason ? { reason } : {}),
+        ...(info.rpcCode !== undefined ? { rpcCode: info.rpcCode } : {}),
+        ...(info.httpStatus !== undefined ? { httpStatus: info.httpStatus } : {}),
+      },
+    },
+  );
 }
 
 /** fetch() failures: network errors are retryable `unavailable`; our own timeouts are `timeout`. */

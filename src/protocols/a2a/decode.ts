@@ -97,7 +97,8 @@ function int(o: Obj, key: string, field: string, min = 0, max = 2_147_483_647): 
 function stringArray(o: Obj, key: string, field: string): string[] | undefined {
   const v = o[key];
   if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw invalidParams(field, 'must be an array of strings');
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string'))
+    throw invalidParams(field, 'must be an array of strings');
   return v as string[];
 }
 
@@ -125,7 +126,8 @@ export function decodeTaskState(v: unknown, field = 'status'): TaskState | undef
 
 function decodeRole(v: unknown, field: string): Role {
   const r = enumValue(ROLES, v, field);
-  if (r === undefined || r === 'ROLE_UNSPECIFIED') throw invalidParams(field, 'must be ROLE_USER or ROLE_AGENT');
+  if (r === undefined || r === 'ROLE_UNSPECIFIED')
+    throw invalidParams(field, 'must be ROLE_USER or ROLE_AGENT');
   return r;
 }
 
@@ -135,7 +137,9 @@ export function decodePart(v: unknown, field: string): Part {
   const o = asObject(v, field);
   // `data` is a google.protobuf.Value: JSON null is a valid value there (NullValue), so its presence counts.
   const members = (['text', 'raw', 'url', 'data'] as const).filter((k) =>
-    k === 'data' ? Object.prototype.hasOwnProperty.call(o, 'data') && o.data !== undefined : o[k] !== undefined && o[k] !== null,
+    k === 'data'
+      ? Object.prototype.hasOwnProperty.call(o, 'data') && o.data !== undefined
+      : o[k] !== undefined && o[k] !== null,
   );
   if (members.length !== 1) throw invalidParams(field, 'must have exactly one of text, raw, url, data');
   const part: Part = {};
@@ -158,7 +162,8 @@ export function decodePart(v: unknown, field: string): Part {
 export function decodeMessage(v: unknown, field = 'message'): Message {
   const o = asObject(v, field);
   const partsRaw = o.parts;
-  if (!Array.isArray(partsRaw) || partsRaw.length === 0) throw invalidParams(`${field}.parts`, 'must be a non-empty array');
+  if (!Array.isArray(partsRaw) || partsRaw.length === 0)
+    throw invalidParams(`${field}.parts`, 'must be a non-empty array');
   const msg: Message = {
     messageId: str(o, 'messageId', `${field}.messageId`, true),
     role: decodeRole(o.role, `${field}.role`),
@@ -182,7 +187,8 @@ function decodeAuthentication(v: unknown, field: string): AuthenticationInfo | u
   const o = asObject(v, field);
   // 0.3 had `schemes[]`; take the first, as the JS SDK's compat layer does (§2.9).
   let scheme = str(o, 'scheme', `${field}.scheme`);
-  if (scheme === undefined && Array.isArray(o.schemes) && typeof o.schemes[0] === 'string') scheme = o.schemes[0];
+  if (scheme === undefined && Array.isArray(o.schemes) && typeof o.schemes[0] === 'string')
+    scheme = o.schemes[0];
   if (!scheme) throw invalidParams(`${field}.scheme`, 'is required');
   const auth: AuthenticationInfo = { scheme };
   const credentials = str(o, 'credentials', `${field}.credentials`);
@@ -214,7 +220,8 @@ function decodeConfiguration(v: unknown, field: string): SendMessageConfiguratio
   if (modes?.length) cfg.acceptedOutputModes = modes;
   // RC spelling `pushNotificationConfig` accepted as an alias (§1.4).
   const push = o.taskPushNotificationConfig ?? o.pushNotificationConfig;
-  if (push !== undefined && push !== null) cfg.taskPushNotificationConfig = decodePushConfig(push, `${field}.taskPushNotificationConfig`);
+  if (push !== undefined && push !== null)
+    cfg.taskPushNotificationConfig = decodePushConfig(push, `${field}.taskPushNotificationConfig`);
   const historyLength = int(o, 'historyLength', `${field}.historyLength`);
   if (historyLength !== undefined) cfg.historyLength = historyLength;
   const ri = bool(o, 'returnImmediately', `${field}.returnImmediately`);
@@ -312,13 +319,19 @@ export const decodeCreatePushConfigRequest = decoder<TaskPushNotificationConfig 
 });
 
 export const decodeGetPushConfigRequest = decoder<GetTaskPushNotificationConfigRequest>((o) => {
-  const req: GetTaskPushNotificationConfigRequest = { taskId: str(o, 'taskId', 'taskId', true), id: str(o, 'id', 'id', true) };
+  const req: GetTaskPushNotificationConfigRequest = {
+    taskId: str(o, 'taskId', 'taskId', true),
+    id: str(o, 'id', 'id', true),
+  };
   tenantOf(o, req);
   return req;
 });
 
 export const decodeDeletePushConfigRequest = decoder<DeleteTaskPushNotificationConfigRequest>((o) => {
-  const req: DeleteTaskPushNotificationConfigRequest = { taskId: str(o, 'taskId', 'taskId', true), id: str(o, 'id', 'id', true) };
+  const req: DeleteTaskPushNotificationConfigRequest = {
+    taskId: str(o, 'taskId', 'taskId', true),
+    id: str(o, 'id', 'id', true),
+  };
   tenantOf(o, req);
   return req;
 });

@@ -41,7 +41,13 @@ export interface A2AErrorSpec {
  * §1.10): we use -32040/-32041 inside the A2A-reserved range -32001…-32099 so clients can tell them apart.
  */
 export const A2A_ERRORS = {
-  TaskNotFoundError: { code: -32001, http: 404, status: 'NOT_FOUND', reason: 'TASK_NOT_FOUND', message: 'Task not found' },
+  TaskNotFoundError: {
+    code: -32001,
+    http: 404,
+    status: 'NOT_FOUND',
+    reason: 'TASK_NOT_FOUND',
+    message: 'Task not found',
+  },
   TaskNotCancelableError: {
     code: -32002,
     http: 400,
@@ -99,7 +105,13 @@ export const A2A_ERRORS = {
     message: 'This A2A protocol version is not supported',
   },
   // Standard JSON-RPC 2.0 errors (also used, by HTTP status, on the REST binding).
-  JSONParseError: { code: -32700, http: 400, status: 'INVALID_ARGUMENT', reason: 'PARSE_ERROR', message: 'Invalid JSON' },
+  JSONParseError: {
+    code: -32700,
+    http: 400,
+    status: 'INVALID_ARGUMENT',
+    reason: 'PARSE_ERROR',
+    message: 'Invalid JSON',
+  },
   InvalidRequestError: {
     code: -32600,
     http: 400,
@@ -121,7 +133,13 @@ export const A2A_ERRORS = {
     reason: 'INVALID_PARAMS',
     message: 'Invalid parameters',
   },
-  InternalError: { code: -32603, http: 500, status: 'INTERNAL', reason: 'INTERNAL', message: 'Internal error' },
+  InternalError: {
+    code: -32603,
+    http: 500,
+    status: 'INTERNAL',
+    reason: 'INTERNAL',
+    message: 'Internal error',
+  },
   // Auth (§1.10: 401/UNAUTHENTICATED, 403/PERMISSION_DENIED).
   UnauthenticatedError: {
     code: -32040,
@@ -185,11 +203,17 @@ export function isA2AError(err: unknown): err is A2AError {
 
 /** Invalid params naming the field (JSON-RPC -32602 / REST 400 with a BadRequest detail). */
 export function invalidParams(field: string, description: string): A2AError {
-  return new A2AError('InvalidParamsError', `${field}: ${description}`, { fieldViolations: [{ field, description }] });
+  return new A2AError('InvalidParamsError', `${field}: ${description}`, {
+    fieldViolations: [{ field, description }],
+  });
 }
 
 export const taskNotFound = (id?: string) =>
-  new A2AError('TaskNotFoundError', id === undefined ? undefined : `Task not found: ${id}`, id ? { metadata: { taskId: id } } : {});
+  new A2AError(
+    'TaskNotFoundError',
+    id === undefined ? undefined : `Task not found: ${id}`,
+    id ? { metadata: { taskId: id } } : {},
+  );
 
 /** The `@type` detail array both bindings carry. */
 export function errorDetails(err: A2AError): Record<string, unknown>[] {
@@ -213,7 +237,11 @@ export function toA2AError(err: unknown): A2AError {
 }
 
 /** JSON-RPC `error` member. */
-export function jsonRpcError(err: unknown): { code: number; message: string; data: Record<string, unknown>[] } {
+export function jsonRpcError(err: unknown): {
+  code: number;
+  message: string;
+  data: Record<string, unknown>[];
+} {
   const e = toA2AError(err);
   return { code: e.spec.code, message: e.message, data: errorDetails(e) };
 }
@@ -231,6 +259,8 @@ export function restError(err: unknown): {
   const e = toA2AError(err);
   return {
     httpStatus: e.spec.http,
-    body: { error: { code: e.spec.http, status: e.spec.status, message: e.message, details: errorDetails(e) } },
+    body: {
+      error: { code: e.spec.http, status: e.spec.status, message: e.message, details: errorDetails(e) },
+    },
   };
 }

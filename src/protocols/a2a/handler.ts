@@ -57,12 +57,18 @@ export interface A2ARequestHandler {
     req: TaskPushNotificationConfig & { taskId: string },
     ctx: CallContext,
   ): Promise<TaskPushNotificationConfig>;
-  getTaskPushNotificationConfig(req: GetTaskPushNotificationConfigRequest, ctx: CallContext): Promise<TaskPushNotificationConfig>;
+  getTaskPushNotificationConfig(
+    req: GetTaskPushNotificationConfigRequest,
+    ctx: CallContext,
+  ): Promise<TaskPushNotificationConfig>;
   listTaskPushNotificationConfigs(
     req: ListTaskPushNotificationConfigsRequest,
     ctx: CallContext,
   ): Promise<ListTaskPushNotificationConfigsResponse>;
-  deleteTaskPushNotificationConfig(req: DeleteTaskPushNotificationConfigRequest, ctx: CallContext): Promise<void>;
+  deleteTaskPushNotificationConfig(
+    req: DeleteTaskPushNotificationConfigRequest,
+    ctx: CallContext,
+  ): Promise<void>;
   getExtendedAgentCard(req: { tenant?: string }, ctx: CallContext): Promise<AgentCard>;
 }
 

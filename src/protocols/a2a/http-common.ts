@@ -10,7 +10,8 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
  */
 export async function readBodyLimited(req: Request, limit: number): Promise<string> {
   const declared = Number(req.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) throw new A2AError('PayloadTooLargeError', `Request body exceeds ${limit} bytes`);
+  if (Number.isFinite(declared) && declared > limit)
+    throw new A2AError('PayloadTooLargeError', `Request body exceeds ${limit} bytes`);
   // A declared length within the limit can be read whole (the node adapter has a fast path for it;
   // the HTTP parser rejects a body longer than its Content-Length).
   if (Number.isFinite(declared)) return req.text();
@@ -55,13 +56,22 @@ export function checkVersion(req: Request): void {
   const m = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(version);
   const majorMinor = m ? `${Number(m[1])}.${Number(m[2])}` : version;
   if (majorMinor !== A2A_PROTOCOL_VERSION) {
-    throw new A2AError('VersionNotSupportedError', `A2A version ${version} is not supported; this agent speaks ${A2A_PROTOCOL_VERSION}`, {
-      metadata: { requested: version.slice(0, 32), supported: A2A_PROTOCOL_VERSION },
-    });
+    throw new A2AError(
+      'VersionNotSupportedError',
+      `A2A version ${version} is not supported; this agent speaks ${A2A_PROTOCOL_VERSION}`,
+      {
+        metadata: { requested: version.slice(0, 32), supported: A2A_PROTOCOL_VERSION },
+      },
+    );
   }
 }
 
 export function requestExtensions(req: Request): string[] {
   const v = req.headers.get(A2A_EXTENSIONS_HEADER);
-  return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [];
+  return v
+    ? v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [];
 }

@@ -13,7 +13,13 @@ import {
 } from './decode.ts';
 import { A2AError, jsonRpcError, jsonRpcErrorResponse, toA2AError } from './errors.ts';
 import type { A2ARequestHandler, Authenticate, CallContext, StreamItem } from './handler.ts';
-import { DEFAULT_MAX_BODY_BYTES, checkVersion, parseJson, readBodyLimited, requestExtensions } from './http-common.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  checkVersion,
+  parseJson,
+  readBodyLimited,
+  requestExtensions,
+} from './http-common.ts';
 import { SSE_CONTENT_TYPE, sseReadableStream, type SseEvent } from './sse.ts';
 import type { JsonRpcId } from './types.ts';
 import { wireJson } from './wire-json.ts';
@@ -31,7 +37,11 @@ export interface BindingOptions {
 }
 
 type Call = (handler: A2ARequestHandler, params: unknown, ctx: CallContext) => Promise<unknown>;
-type StreamCall = (handler: A2ARequestHandler, params: unknown, ctx: CallContext) => Promise<AsyncIterable<StreamItem[]>>;
+type StreamCall = (
+  handler: A2ARequestHandler,
+  params: unknown,
+  ctx: CallContext,
+) => Promise<AsyncIterable<StreamItem[]>>;
 
 /** JSON-RPC method table (§1.1). DeleteTaskPushNotificationConfig returns Empty → `result: null`. */
 const UNARY: Record<string, Call> = {
@@ -39,9 +49,12 @@ const UNARY: Record<string, Call> = {
   GetTask: (h, p, c) => h.getTask(decodeGetTaskRequest(p), c),
   ListTasks: (h, p, c) => h.listTasks(decodeListTasksRequest(p ?? {}), c),
   CancelTask: (h, p, c) => h.cancelTask(decodeCancelTaskRequest(p), c),
-  CreateTaskPushNotificationConfig: (h, p, c) => h.createTaskPushNotificationConfig(decodeCreatePushConfigRequest(p), c),
-  GetTaskPushNotificationConfig: (h, p, c) => h.getTaskPushNotificationConfig(decodeGetPushConfigRequest(p), c),
-  ListTaskPushNotificationConfigs: (h, p, c) => h.listTaskPushNotificationConfigs(decodeListPushConfigsRequest(p), c),
+  CreateTaskPushNotificationConfig: (h, p, c) =>
+    h.createTaskPushNotificationConfig(decodeCreatePushConfigRequest(p), c),
+  GetTaskPushNotificationConfig: (h, p, c) =>
+    h.getTaskPushNotificationConfig(decodeGetPushConfigRequest(p), c),
+  ListTaskPushNotificationConfigs: (h, p, c) =>
+    h.listTaskPushNotificationConfigs(decodeListPushConfigsRequest(p), c),
   DeleteTaskPushNotificationConfig: async (h, p, c) => {
     await h.deleteTaskPushNotificationConfig(decodeDeletePushConfigRequest(p), c);
     return null;
@@ -73,13 +86,16 @@ export function jsonRpcBinding(options: BindingOptions): (req: Request) => Promi
       if (req.method !== 'POST') throw new A2AError('InvalidRequestError', 'JSON-RPC requests are POSTed');
       const text = await readBodyLimited(req, maxBody);
       const envelope = parseJson(text);
-      if (Array.isArray(envelope)) throw new A2AError('InvalidRequestError', 'Batch requests are not supported');
+      if (Array.isArray(envelope))
+        throw new A2AError('InvalidRequestError', 'Batch requests are not supported');
       if (envelope === null || typeof envelope !== 'object') throw new A2AError('InvalidRequestError');
       const env = envelope as Record<string, unknown>;
       if (typeof env.id === 'string' || (typeof env.id === 'number' && Number.isFinite(env.id))) id = env.id;
-      else if (env.id !== undefined && env.id !== null) throw new A2AError('InvalidRequestError', 'id must be a string, number or null');
+      else if (env.id !== undefined && env.id !== null)
+        throw new A2AError('InvalidRequestError', 'id must be a string, number or null');
       if (env.jsonrpc !== '2.0') throw new A2AError('InvalidRequestError', 'jsonrpc must be "2.0"');
-      if (typeof env.method !== 'string') throw new A2AError('InvalidRequestError', 'method must be a string');
+      if (typeof env.method !== 'string')
+        throw new A2AError('InvalidRequestError', 'method must be a string');
       checkVersion(req);
       const owner = await options.authenticate(req.headers);
       // `signal` is read lazily: creating the request's AbortSignal costs ~2 % CPU on unary calls that never use it.
@@ -105,7 +121,9 @@ export function jsonRpcBinding(options: BindingOptions): (req: Request) => Promi
         const result = await unary(options.handler, params, ctx);
         return reply({ jsonrpc: '2.0', id, result });
       }
-      const streaming = Object.prototype.hasOwnProperty.call(STREAMING, method) ? STREAMING[method] : undefined;
+      const streaming = Object.prototype.hasOwnProperty.call(STREAMING, method)
+        ? STREAMING[method]
+        : undefined;
       if (!streaming) throw new A2AError('MethodNotFoundError', `Method not found: ${method.slice(0, 100)}`);
       const items = await streaming(options.handler, params, ctx);
       const frames = toFrames(items, id);
@@ -118,12 +136,20 @@ export function jsonRpcBinding(options: BindingOptions): (req: Request) => Promi
             return { data: JSON.stringify({ jsonrpc: '2.0', id, error: jsonRpcError(err) }) };
           },
         }),
-        { status: 200, headers: { 'content-type': SSE_CONTENT_TYPE, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } },
+        {
+          status: 200,
+          headers: {
+            'content-type': SSE_CONTENT_TYPE,
+            'cache-control': 'no-cache',
+            'x-accel-buffering': 'no',
+          },
+        },
       );
     } catch (err) {
       report(options, err);
       const e = toA2AError(err);
-      const headers: Record<string, string> = e.errorName === 'UnauthenticatedError' ? { 'www-authenticate': 'Bearer' } : {};
+      const headers: Record<string, string> =
+        e.errorName === 'UnauthenticatedError' ? { 'www-authenticate': 'Bearer' } : {};
       const status = e.spec.http === 413 || e.spec.http === 401 ? e.spec.http : 200;
       return reply(jsonRpcErrorResponse(id, e), status, headers);
     }
@@ -136,5 +162,6 @@ function report(options: BindingOptions, err: unknown): void {
 
 async function* toFrames(batches: AsyncIterable<StreamItem[]>, id: JsonRpcId): AsyncGenerator<SseEvent[]> {
   const prefix = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
-  for await (const batch of batches) yield batch.map((item) => ({ id: item.id, data: `${prefix}${wireJson(item.payload)}}` }));
+  for await (const batch of batches)
+    yield batch.map((item) => ({ id: item.id, data: `${prefix}${wireJson(item.payload)}}` }));
 }

@@ -12,7 +12,13 @@ import {
 } from './decode.ts';
 import { A2AError, invalidParams, restError, toA2AError } from './errors.ts';
 import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
-import { DEFAULT_MAX_BODY_BYTES, checkVersion, parseJson, readBodyLimited, requestExtensions } from './http-common.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  checkVersion,
+  parseJson,
+  readBodyLimited,
+  requestExtensions,
+} from './http-common.ts';
 import type { BindingOptions } from './jsonrpc-binding.ts';
 import { SSE_CONTENT_TYPE, sseReadableStream, type SseEvent } from './sse.ts';
 import { A2A_CONTENT_TYPE } from './types.ts';
@@ -36,7 +42,9 @@ function a2aJson(body: unknown, status = 200): Response {
  * Paths are parsed by hand because route segments contain colons (`/message:send`), which most routers
  * read as parameters. `:subscribe` is served on GET (proto) and POST (prose), A2A#1574.
  */
-export function restBinding(options: BindingOptions & { basePath: string }): (req: Request) => Promise<Response> {
+export function restBinding(
+  options: BindingOptions & { basePath: string },
+): (req: Request) => Promise<Response> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const base = options.basePath.replace(/\/+$/, '');
   return async (req) => {
@@ -80,7 +88,14 @@ export function restBinding(options: BindingOptions & { basePath: string }): (re
             return { event: 'error', data: JSON.stringify(restError(err).body) };
           },
         }),
-        { status: 200, headers: { 'content-type': SSE_CONTENT_TYPE, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } },
+        {
+          status: 200,
+          headers: {
+            'content-type': SSE_CONTENT_TYPE,
+            'cache-control': 'no-cache',
+            'x-accel-buffering': 'no',
+          },
+        },
       );
     } catch (err) {
       if (!(err instanceof A2AError)) options.onInternalError?.(err);
@@ -124,7 +139,8 @@ async function matchRoute(
   readBody: () => Promise<Record<string, unknown>>,
   tenant: string | undefined,
 ): Promise<Route> {
-  const notFound = () => new A2AError('MethodNotFoundError', `No route for ${method} /${s.join('/')}`.slice(0, 200));
+  const notFound = () =>
+    new A2AError('MethodNotFoundError', `No route for ${method} /${s.join('/')}`.slice(0, 200));
   if (s.length === 1 && s[0] === 'message:send' && method === 'POST') {
     const req = decodeSendMessageRequest(withTenant(await readBody(), tenant));
     return { kind: 'json', run: (h, c) => h.sendMessage(req, c) };
@@ -187,5 +203,6 @@ async function matchRoute(
 }
 
 async function* toFrames(batches: AsyncIterable<StreamItem[]>): AsyncGenerator<SseEvent[]> {
-  for await (const batch of batches) yield batch.map((item) => ({ id: item.id, data: wireJson(item.payload), source: item.payload }));
+  for await (const batch of batches)
+    yield batch.map((item) => ({ id: item.id, data: wireJson(item.payload), source: item.payload }));
 }

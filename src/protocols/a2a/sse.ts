@@ -61,7 +61,10 @@ export interface SseStreamOptions {
  * Client disconnect cancels the stream, which calls the source iterator's `return()` so subscriptions
  * are released.
  */
-export function sseReadableStream(source: AsyncIterable<SseEvent[]>, options: SseStreamOptions): ReadableStream<Uint8Array> {
+export function sseReadableStream(
+  source: AsyncIterable<SseEvent[]>,
+  options: SseStreamOptions,
+): ReadableStream<Uint8Array> {
   const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS;
   const iterator = source[Symbol.asyncIterator]();
   let cancelTimer: (() => void) | undefined;

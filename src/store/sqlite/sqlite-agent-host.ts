@@ -88,7 +88,8 @@ export abstract class SqliteAgentHost {
     return this.write((notices) => {
       // Duplicate before version: a retried message must read as "already done", not as a conflict.
       if (messageId !== undefined) {
-        const found = this.q('SELECT owner FROM agent_tasks WHERE id = ?').get(row.id) as { owner: string } | undefined;
+        const found = this.q('SELECT owner FROM agent_tasks WHERE id = ?').get(row.id) as
+          { owner: string } | undefined;
         if (!found) throw notFound(`agent task ${row.id}`);
         if (this.taskIdForMessage(found.owner, messageId) !== undefined) {
           return { duplicate: true, task: this.readTask(row.id)!, events: [] };
@@ -258,7 +259,8 @@ export abstract class SqliteAgentHost {
       `INSERT INTO outbox (task_id, config_id, delivery_id, payload, status, attempts, next_attempt_at, created_at)
        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
     );
-    for (const r of outbox) insert.run(r.taskId, r.configId, r.deliveryId, r.payload, r.nextAttemptAt, createdAt);
+    for (const r of outbox)
+      insert.run(r.taskId, r.configId, r.deliveryId, r.payload, r.nextAttemptAt, createdAt);
   }
 }
 
@@ -324,7 +326,12 @@ function serializeEvent(e: NewAgentTaskEvent): EventRow {
 }
 
 function deserializeEvent(e: StoredEventRow): AgentTaskEvent {
-  return { taskId: e.taskId, at: e.at, payload: JSON.parse(e.payload) as Record<string, unknown>, seq: e.seq };
+  return {
+    taskId: e.taskId,
+    at: e.at,
+    payload: JSON.parse(e.payload) as Record<string, unknown>,
+    seq: e.seq,
+  };
 }
 
 function serializeOutbox(r: NewOutboxRow): OutboxInsert {
@@ -333,7 +340,16 @@ function serializeOutbox(r: NewOutboxRow): OutboxInsert {
 
 /** The columns after owner, in the order the INSERT and UPDATE name them. */
 function taskColumns(t: TaskRow): unknown[] {
-  return [t.contextId, t.state, t.statusTimestamp, t.createdAt, t.updatedAt, t.version, t.task, t.executorState];
+  return [
+    t.contextId,
+    t.state,
+    t.statusTimestamp,
+    t.createdAt,
+    t.updatedAt,
+    t.version,
+    t.task,
+    t.executorState,
+  ];
 }
 
 function jsonOrNull(value: unknown): string | null {

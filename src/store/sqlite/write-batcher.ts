@@ -136,7 +136,10 @@ export class WriteBatcher {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.synced === this.committed) return Promise.resolve(value);
     return new Promise<T>((resolve, reject) => {
-      this.waiters.push({ ticket: this.committed, settle: (err) => (err === undefined ? resolve(value) : reject(err)) });
+      this.waiters.push({
+        ticket: this.committed,
+        settle: (err) => (err === undefined ? resolve(value) : reject(err)),
+      });
     });
   }
 
