@@ -146,3 +146,49 @@ export interface EnvelopeEvent {
 }
 
 export type NewEnvelopeEvent = Omit<EnvelopeEvent, 'seq'>;
+
+/** What a caller must say about a new job; everything else starts empty. */
+export type NewEnvelopeFields = Pick<
+  Envelope,
+  'id' | 'tenant' | 'connector' | 'target' | 'requestKind' | 'input' | 'inputHash' | 'createdAt'
+> &
+  Partial<Envelope>;
+
+/** A fresh envelope in state `accepted` at version 1: the one place that lists every field's start value. */
+export function newEnvelope(fields: NewEnvelopeFields): Envelope {
+  return {
+    actor: null,
+    workflowId: null,
+    parentId: null,
+    remoteId: null,
+    contextId: null,
+    messageId: null,
+    idempotencyKey: null,
+    updatedAt: fields.createdAt,
+    nativeState: null,
+    state: 'accepted',
+    remoteVersion: null,
+    lastConfirmedAt: null,
+    stateTimestamp: null,
+    streamCursor: null,
+    lastEventId: null,
+    webhookIds: [],
+    subscription: null,
+    pendingInput: null,
+    approval: null,
+    artifacts: [],
+    result: null,
+    error: null,
+    budget: null,
+    usage: null,
+    timeoutMs: null,
+    ttlMs: null,
+    retentionUntil: null,
+    expectedDurationMs: null,
+    cancel: null,
+    reconciliation: null,
+    acceptance: null,
+    version: 1,
+    ...fields,
+  };
+}

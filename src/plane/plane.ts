@@ -25,7 +25,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { Random } from '../core/random.ts';
-import type { Envelope, EnvelopeEvent, ObservationSource } from '../core/envelope.ts';
+import { newEnvelope, type Envelope, type EnvelopeEvent, type ObservationSource } from '../core/envelope.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { inputHash } from '../core/canonical-json.ts';
@@ -266,7 +266,7 @@ export class Plane {
     }
     const now = ctx.clock.now();
     const id = newId(ctx.clock, ctx.random, 'tsk_');
-    const envelope: Envelope = {
+    const envelope = newEnvelope({
       id,
       tenant,
       actor: req.actor ?? null,
@@ -274,7 +274,6 @@ export class Plane {
       parentId: req.parentId ?? null,
       connector: connector.kind,
       target,
-      remoteId: null,
       contextId: req.contextId ?? newId(ctx.clock, ctx.random, 'ctx_'),
       messageId: newId(ctx.clock, ctx.random, 'msg_'),
       requestKind,
@@ -282,35 +281,14 @@ export class Plane {
       inputHash: hash,
       idempotencyKey,
       createdAt: now,
-      updatedAt: now,
-      nativeState: null,
-      state: 'accepted',
-      remoteVersion: null,
-      lastConfirmedAt: null,
-      stateTimestamp: null,
-      streamCursor: null,
-      lastEventId: null,
-      webhookIds: [],
-      subscription: null,
-      pendingInput: null,
-      approval: null,
-      artifacts: [],
-      result: null,
-      error: null,
       budget,
-      usage: null,
       timeoutMs: optionalPositive('timeoutMs', req.timeoutMs),
-      ttlMs: null,
-      retentionUntil: null,
       expectedDurationMs: optionalPositive('expectedDurationMs', req.expectedDurationMs),
-      cancel: null,
-      reconciliation: null,
       acceptance:
         schema === undefined && !req.acceptance
           ? null
           : { status: 'pending', reasons: [], ...(schema ? { schema } : {}) },
-      version: 1,
-    };
+    });
     const created = await ctx.store.createEnvelope(envelope, [
       {
         envelopeId: id,

@@ -1,3 +1,4 @@
+import { NORMALIZED_STATES } from '../core/states.ts';
 /**
  * OpenAPI 3.1 description of the control plane API, served at /v1/openapi.json. Kept by hand next to
  * the routes (task-routes.ts, server-app.ts); test/server checks every documented path answers.
@@ -214,20 +215,7 @@ export function openApiDocument(): Record<string, unknown> {
           type: 'object',
           properties: {
             id: { type: 'string' },
-            state: {
-              enum: [
-                'accepted',
-                'running',
-                'waiting_for_input',
-                'cancel_requested',
-                'succeeded',
-                'failed',
-                'cancelled',
-                'expired',
-                'unknown',
-                'lost',
-              ],
-            },
+            state: { enum: [...NORMALIZED_STATES] },
             nativeState: { type: ['string', 'null'] },
             target: { type: 'string' },
             remoteId: { type: ['string', 'null'] },

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import type { Envelope } from '../../src/core/envelope.ts';
+import { newEnvelope, type Envelope } from '../../src/core/envelope.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -25,49 +25,17 @@ const PG_URL = process.env.TASKPLANE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5
 let idCounter = 0;
 function envelope(): Envelope {
   idCounter += 1;
-  const id = `bench_${process.pid}_${idCounter}`;
-  return {
-    id,
+  return newEnvelope({
+    id: `bench_${process.pid}_${idCounter}`,
     tenant: 'bench',
-    actor: null,
-    workflowId: null,
-    parentId: null,
     connector: 'a2a',
     target: 'agent',
-    remoteId: null,
-    contextId: null,
-    messageId: null,
     requestKind: 'message',
     input: { text: 'x' },
     inputHash: 'h',
-    idempotencyKey: null,
     createdAt: 0,
-    updatedAt: 0,
-    nativeState: null,
-    state: 'accepted',
     remoteVersion: 0,
-    lastConfirmedAt: null,
-    stateTimestamp: null,
-    streamCursor: null,
-    lastEventId: null,
-    webhookIds: [],
-    subscription: null,
-    pendingInput: null,
-    approval: null,
-    artifacts: [],
-    result: null,
-    error: null,
-    budget: null,
-    usage: null,
-    timeoutMs: null,
-    ttlMs: null,
-    retentionUntil: null,
-    expectedDurationMs: null,
-    cancel: null,
-    reconciliation: null,
-    acceptance: null,
-    version: 1,
-  };
+  });
 }
 
 /** Applies `count` transitions to one envelope, awaiting each; stops early at `deadline` when given. */

@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { hasChromium, launchChromium } from '../support/browser.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildLabAssets, labPageHandler } from '../../src/lab/page-assets.ts';
 
@@ -9,9 +10,7 @@ import { buildLabAssets, labPageHandler } from '../../src/lab/page-assets.ts';
  * The lab page in headless Chromium: load a mission, change a setting, run, read the figures and
  * stars from the page, keep a screenshot under test-results/ as an artifact.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const hasChromium = existsSync(CHROMIUM);
 
 describe.skipIf(!hasChromium)('lab page (headless Chromium)', () => {
   let server: Server;
@@ -35,18 +34,7 @@ describe.skipIf(!hasChromium)('lab page (headless Chromium)', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const address = server.address();
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

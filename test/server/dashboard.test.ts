@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { hasChromium, launchChromium } from '../support/browser.ts';
 import { SystemClock } from '../../src/core/clock.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
@@ -11,13 +11,12 @@ import { FakeRemote } from '../plane/fake-remote.ts';
  * SSE, the signals render, the timeline shows, and the answer and cancel buttons work. Waits are on
  * DOM conditions (Playwright's waitFor), never sleeps.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const KEY = 'dash-key-1234';
 let server: RunningServer;
 let remote: FakeRemote;
 let browser: Browser;
 
-describe.skipIf(!existsSync(CHROMIUM))('dashboard (headless Chromium)', () => {
+describe.skipIf(!hasChromium)('dashboard (headless Chromium)', () => {
   beforeAll(async () => {
     remote = new FakeRemote(new SystemClock());
     server = await startServer({
@@ -28,18 +27,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard (headless Chromium)', () => {
       defaultMetrics: false,
       logger: pino({ level: 'silent' }),
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

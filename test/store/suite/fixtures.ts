@@ -1,4 +1,4 @@
-import type { Envelope, NewEnvelopeEvent } from '../../../src/core/envelope.ts';
+import { newEnvelope, type Envelope, type NewEnvelopeEvent } from '../../../src/core/envelope.ts';
 import { VersionConflictError } from '../../../src/core/errors.ts';
 import type { AgentTaskRecord, NewOutboxRow, Store } from '../../../src/store/store.ts';
 
@@ -10,49 +10,17 @@ export function uid(prefix: string): string {
 }
 
 export function makeEnvelope(overrides: Partial<Envelope> = {}): Envelope {
-  return {
+  return newEnvelope({
     id: uid('tsk'),
     tenant: 't1',
-    actor: null,
-    workflowId: null,
-    parentId: null,
     connector: 'a2a',
     target: 'agent-a',
-    remoteId: null,
-    contextId: null,
-    messageId: null,
     requestKind: 'message',
     input: { text: 'hello', nested: { n: 1 } },
     inputHash: 'sha256:00',
-    idempotencyKey: null,
     createdAt: 1000,
-    updatedAt: 1000,
-    nativeState: null,
-    state: 'accepted',
-    remoteVersion: null,
-    lastConfirmedAt: null,
-    stateTimestamp: null,
-    streamCursor: null,
-    lastEventId: null,
-    webhookIds: [],
-    subscription: null,
-    pendingInput: null,
-    approval: null,
-    artifacts: [],
-    result: null,
-    error: null,
-    budget: null,
-    usage: null,
-    timeoutMs: null,
-    ttlMs: null,
-    retentionUntil: null,
-    expectedDurationMs: null,
-    cancel: null,
-    reconciliation: null,
-    acceptance: null,
-    version: 1,
     ...overrides,
-  };
+  });
 }
 
 export function event(envelope: Envelope, type: string, at = envelope.updatedAt): NewEnvelopeEvent {
