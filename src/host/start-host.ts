@@ -98,10 +98,25 @@ function positive(name: string, value: number | undefined, dflt: number, min = 1
 async function loadAgent(agent: HostOptions['agent']): Promise<AgentDefinition> {
   if (agent === undefined) return demoAgent;
   if (typeof agent !== 'string') return agent;
-  const mod = (await import(pathToFileURL(resolvePath(agent)).href)) as {
-    default?: AgentDefinition;
-    agent?: AgentDefinition;
-  };
+  let mod: { default?: AgentDefinition; agent?: AgentDefinition };
+  try {
+    mod = (await import(pathToFileURL(resolvePath(agent)).href)) as typeof mod;
+  } catch (err) {
+    // A bad --agent is the operator's to fix: one line naming the file, not a loader stack trace.
+    const code = (err as { code?: string }).code;
+    const hint =
+      code === 'ERR_REQUIRE_CYCLE_MODULE' || code === 'ERR_REQUIRE_ESM'
+        ? ' (a .ts/.js agent outside an ESM package loads as CommonJS: name it .mts/.mjs or add "type": "module" to its package.json)'
+        : '';
+    throw new TaskplaneError(
+      'config',
+      `cannot load agent ${agent}: ${(err as Error).message.split('\n')[0]}${hint}`,
+      {
+        field: 'agent',
+        cause: err,
+      },
+    );
+  }
   const def = mod.default ?? mod.agent;
   if (!def || typeof def.execute !== 'function' || !def.card) {
     throw new TaskplaneError('config', `${agent}: the default export must be defineAgent({card, execute})`, {
