@@ -7,8 +7,16 @@
  *
  * Rows: non-blocking SendMessage req/s and p99, GetTask req/s and p99, time to deliver 1,000 status
  * events to 100 SSE subscribers. Medians of BENCH_RUNS runs (default 3) and ratios.
+ *
+ * Load generator for sends and GetTask: wrk (`--wrk`, the default when /usr/bin/wrk exists; `--no-wrk`
+ * forces the in-process one). wrk is C and costs the shared two cores far less per request than any
+ * Node client, so the servers, not the client, set the figures. It runs one thread, BENCH_CONCURRENCY
+ * connections (default 32), BENCH_SECONDS (default 5) per phase, loopback only, with
+ * test/bench/wrk-a2a.lua building the bodies (a unique messageId per send). The SSE fan-out row always
+ * uses the in-process client.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
@@ -25,6 +33,12 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
  * five 4,000-request runs. @default 4000
  */
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 4000);
+const WRK_BIN = '/usr/bin/wrk';
+const USE_WRK = process.argv.includes('--wrk') || (!process.argv.includes('--no-wrk') && existsSync(WRK_BIN));
+/** Seconds per wrk phase (sends, GetTask), and of the wrk warm-up. */
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
+const WRK_SCRIPT = join(import.meta.dirname, 'wrk-a2a.lua');
 const V = { 'content-type': 'application/json', 'A2A-Version': '1.0' };
 
 interface Target {
@@ -74,6 +88,61 @@ async function load(
     p99: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))]!,
   };
 }
+
+interface WrkResult {
+  rps: number;
+  p99: number;
+  requests: number;
+}
+
+/**
+ * One wrk phase against `url`: `send` (non-blocking SendMessages, messageIds `${prefix}-1…`) or `get`
+ * (`body` every time). Fails on any non-2xx answer or socket error, so a broken server cannot look fast.
+ */
+function wrk(
+  url: string,
+  mode: 'send' | 'get',
+  seconds: number,
+  prefix: string,
+  body = '{}',
+): Promise<WrkResult> {
+  const args = [
+    '-t1',
+    `-c${CONCURRENCY}`,
+    `-d${seconds}s`,
+    '--timeout',
+    '10s',
+    '--latency',
+    '-s',
+    WRK_SCRIPT,
+    url,
+  ];
+  return new Promise((resolve, reject) => {
+    execFile(
+      WRK_BIN,
+      args,
+      {
+        env: { ...process.env, BENCH_MODE: mode, BENCH_BODY: body, BENCH_PREFIX: prefix },
+        timeout: (seconds + 30) * 1000,
+      },
+      (err, stdout, stderr) => {
+        if (err) return reject(new Error(`wrk: ${err.message} ${stderr}`));
+        const bad = /Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)/.exec(stdout);
+        if (bad) return reject(new Error(`wrk ${mode} against ${url}: ${bad[0]}`));
+        const rps = /Requests\/sec:\s+([\d.]+)/.exec(stdout);
+        const total = /(\d+) requests in/.exec(stdout);
+        const p99 = /^\s+99%\s+([\d.]+)(us|ms|s)$/m.exec(stdout);
+        if (!rps || !total || !p99) return reject(new Error(`wrk output not understood:\n${stdout}`));
+        const scale = { us: 0.001, ms: 1, s: 1000 }[p99[2] as 'us' | 'ms' | 's'];
+        resolve({ rps: Number(rps[1]), p99: Number(p99[1]) * scale, requests: Number(total[1]) });
+      },
+    );
+  });
+}
+
+/** The body wrk-a2a.lua sends for request `n` (checked once per target, as the SDK answers errors with 200). */
+const wrkSendBody = (prefix: string, n: number) =>
+  `{"jsonrpc":"2.0","id":${n},"method":"SendMessage","params":{"message":{"messageId":"${prefix}-${n}","role":"ROLE_USER","parts":[{"text":"hi"}]},"configuration":{"returnImmediately":true}}}`;
 
 /** node:http with a keep-alive pool: far cheaper per request than fetch, so the client (which shares the
  * machine's two cores with the server) steals less CPU from the server it measures. */
@@ -248,11 +317,15 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function measure(t: Target) {
   const base = rpcUrl(t.url);
   // Warm up (JIT, connection pool, SQLite page cache, file and WAL growth).
-  await load(WARMUP, CONCURRENCY, async () => void (await post(base, sendBody())));
+  if (USE_WRK) {
+    await post(base, wrkSendBody(`check-${process.pid}`, 1)); // the wrk body is a valid send
+    await wrk(base, 'send', WARMUP_SECONDS, `warm-${process.pid}`);
+  } else await load(WARMUP, CONCURRENCY, async () => void (await post(base, sendBody())));
   const created = await post(base, sendBody());
   const taskId = (created.result as { task: { id: string } }).task.id;
   const getBody =
     t.getTaskBody ?? JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: taskId } });
+  await post(base, getBody);
   const rows = {
     sendRps: [] as number[],
     sendP99: [] as number[],
@@ -265,13 +338,23 @@ async function measure(t: Target) {
   const pid = t.proc.pid;
   for (let r = 0; r < RUNS; r++) {
     let c0 = cpuMs(pid);
-    const s = await load(REQUESTS, CONCURRENCY, async () => void (await post(base, sendBody())));
-    rows.sendCpu.push(((cpuMs(pid) - c0) * 1000) / REQUESTS);
+    const s = USE_WRK
+      ? await wrk(base, 'send', SECONDS, `run${r}-${process.pid}`)
+      : {
+          ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, sendBody())))),
+          requests: REQUESTS,
+        };
+    rows.sendCpu.push(((cpuMs(pid) - c0) * 1000) / s.requests);
     rows.sendRps.push(s.rps);
     rows.sendP99.push(s.p99);
     c0 = cpuMs(pid);
-    const g = await load(REQUESTS, CONCURRENCY, async () => void (await post(base, getBody)));
-    rows.getCpu.push(((cpuMs(pid) - c0) * 1000) / REQUESTS);
+    const g = USE_WRK
+      ? await wrk(base, 'get', SECONDS, '', getBody)
+      : {
+          ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, getBody)))),
+          requests: REQUESTS,
+        };
+    rows.getCpu.push(((cpuMs(pid) - c0) * 1000) / g.requests);
     rows.getRps.push(g.rps);
     rows.getP99.push(g.p99);
     rows.fanoutMs.push(await t.fanout(t.url));
@@ -288,6 +371,7 @@ async function measure(t: Target) {
 }
 
 async function main() {
+  const loadStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-'));
   const results: Record<string, Awaited<ReturnType<typeof measure>>> = {};
   const env = { LOG_LEVEL: 'warn' };
@@ -359,8 +443,11 @@ async function main() {
   const f = (n: number, d = 0) =>
     n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
   console.log(
-    `\nhost bench: medians of ${RUNS} runs, ${REQUESTS} requests at concurrency ${CONCURRENCY} after ${WARMUP} warm-up sends, ${EVENTS} events to ${SUBSCRIBERS} SSE subscribers\n`,
+    USE_WRK
+      ? `\nhost bench (wrk, 1 thread, ${CONCURRENCY} connections): medians of ${RUNS} runs of ${SECONDS} s per phase after ${WARMUP_SECONDS} s of warm-up sends, ${EVENTS} events to ${SUBSCRIBERS} SSE subscribers\n`
+      : `\nhost bench (in-process client): medians of ${RUNS} runs, ${REQUESTS} requests at concurrency ${CONCURRENCY} after ${WARMUP} warm-up sends, ${EVENTS} events to ${SUBSCRIBERS} SSE subscribers\n`,
   );
+  console.log(`load average at the start: ${loadStart}`);
   console.log(
     `load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`,
   );
