@@ -1,6 +1,5 @@
 import type { VirtualClock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
-import type { NormalizedState } from '../core/states.ts';
 import type {
   Connector,
   ConnectorCapabilities,
@@ -17,13 +16,7 @@ import type { Ledger } from './ledger.ts';
 import type { SimAgent } from './sim-agent.ts';
 import type { AgentSnapshot, SimNetwork, StreamConn, WebhookDelivery } from './sim-network.ts';
 import { WORLD } from './world-model.ts';
-
-const STATE: Record<AgentSnapshot['state'], NormalizedState> = {
-  TASK_STATE_WORKING: 'running',
-  TASK_STATE_INPUT_REQUIRED: 'waiting_for_input',
-  TASK_STATE_COMPLETED: 'succeeded',
-  TASK_STATE_FAILED: 'failed',
-};
+import { normalizeState } from '../connectors/a2a/task-snapshot.ts';
 
 /** The header the simulated agent echoes the push token in (A2A `X-A2A-Notification-Token`). */
 export const TOKEN_HEADER = 'x-a2a-notification-token';
@@ -32,7 +25,8 @@ export function toRemote(s: AgentSnapshot): RemoteSnapshot {
   return {
     remoteId: s.id,
     contextId: s.contextId,
-    state: STATE[s.state],
+    // The real A2A connector's mapping: the simulated agent speaks A2A task states.
+    state: normalizeState(s.state),
     nativeState: s.state,
     remoteVersion: s.version,
     stateTimestamp: s.statusMs,

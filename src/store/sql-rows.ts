@@ -72,6 +72,25 @@ export interface OutboxDbRow {
   delivered_at: number | null;
 }
 
+/**
+ * The envelope's indexed columns then its JSON document, in the order both SQL backends' INSERT and
+ * UPDATE statements list them (tenant, idempotency_key, connector, target, remote_id, state,
+ * updated_at, version, doc).
+ */
+export function envelopeColumns(e: Envelope): unknown[] {
+  return [
+    e.tenant,
+    e.idempotencyKey,
+    e.connector,
+    e.target,
+    e.remoteId,
+    e.state,
+    e.updatedAt,
+    e.version,
+    JSON.stringify(e),
+  ];
+}
+
 export function toEnvelope(row: EnvelopeRow): Envelope {
   // The version column is authoritative: it is what the CAS UPDATE checks.
   return { ...json<Envelope>(row.doc), version: row.version };

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
-import { hasChromium, launchChromium } from '../support/browser.ts';
+import { browserSkipReason, launchChromium, skipBrowserTests } from '../support/browser.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildLabAssets, labPageHandler } from '../../src/lab/page-assets.ts';
 
@@ -12,7 +12,7 @@ import { buildLabAssets, labPageHandler } from '../../src/lab/page-assets.ts';
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-describe.skipIf(!hasChromium)('lab page (headless Chromium)', () => {
+describe.skipIf(skipBrowserTests)(`lab page (headless Chromium)${browserSkipReason}`, () => {
   let server: Server;
   let browser: Browser;
   let base = '';

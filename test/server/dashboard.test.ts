@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import type { Browser } from 'playwright-core';
-import { hasChromium, launchChromium } from '../support/browser.ts';
+import { browserSkipReason, launchChromium, skipBrowserTests } from '../support/browser.ts';
 import { SystemClock } from '../../src/core/clock.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
@@ -16,7 +16,7 @@ let server: RunningServer;
 let remote: FakeRemote;
 let browser: Browser;
 
-describe.skipIf(!hasChromium)('dashboard (headless Chromium)', () => {
+describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipReason}`, () => {
   beforeAll(async () => {
     remote = new FakeRemote(new SystemClock());
     server = await startServer({

@@ -126,7 +126,7 @@ export class PostgresStore extends PgAgentHost implements Store {
         `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-        [...envelopeColumns(stored), stored.id],
+        [...rows.envelopeColumns(stored), stored.id],
       );
       if (inserted.rowCount === 0) {
         const existing = await c.query<rows.EnvelopeRow>(
@@ -170,7 +170,7 @@ export class PostgresStore extends PgAgentHost implements Store {
       const updated = await c.query(
         `UPDATE envelopes SET tenant = $1, idempotency_key = $2, connector = $3, target = $4, remote_id = $5,
            state = $6, updated_at = $7, version = $8, doc = $9 WHERE id = $10 AND version = $11`,
-        [...envelopeColumns(stored), next.id, expectedVersion],
+        [...rows.envelopeColumns(stored), next.id, expectedVersion],
       );
       if (updated.rowCount === 0) {
         const exists = await c.query('SELECT 1 FROM envelopes WHERE id = $1', [next.id]);
@@ -357,18 +357,4 @@ export class PostgresStore extends PgAgentHost implements Store {
   private assertOpen(): void {
     if (this.closed) throw new TaskplaneError('unavailable', 'store is closed', { retryable: false });
   }
-}
-
-function envelopeColumns(e: Envelope): unknown[] {
-  return [
-    e.tenant,
-    e.idempotencyKey,
-    e.connector,
-    e.target,
-    e.remoteId,
-    e.state,
-    e.updatedAt,
-    e.version,
-    JSON.stringify(e),
-  ];
 }

@@ -122,7 +122,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       this.q(
         `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(...envelopeColumns(stored), stored.id);
+      ).run(...rows.envelopeColumns(stored), stored.id);
       notices.push(...envelopeNotices(stored.id, this.appendEvents(events)));
       return { created: true, envelope: structuredClone(stored) };
     });
@@ -157,7 +157,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       const result = this.q(
         `UPDATE envelopes SET tenant = ?, idempotency_key = ?, connector = ?, target = ?, remote_id = ?, state = ?,
            updated_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?`,
-      ).run(...envelopeColumns(stored), next.id, expectedVersion);
+      ).run(...rows.envelopeColumns(stored), next.id, expectedVersion);
       if (result.changes === 0) {
         const exists = this.q('SELECT 1 FROM envelopes WHERE id = ?').get(next.id) !== undefined;
         throw exists ? new VersionConflictError(`envelope ${next.id}`) : notFound(`envelope ${next.id}`);
@@ -306,20 +306,6 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       return { ...structuredClone(e), seq };
     });
   }
-}
-
-function envelopeColumns(e: Envelope): unknown[] {
-  return [
-    e.tenant,
-    e.idempotencyKey,
-    e.connector,
-    e.target,
-    e.remoteId,
-    e.state,
-    e.updatedAt,
-    e.version,
-    JSON.stringify(e),
-  ];
 }
 
 /** Driver errors to the port's codes; a TaskplaneError passes through. */
