@@ -11,6 +11,15 @@ import type { NormalizedState } from '../core/states.ts';
  * - Every write that two paths can make is checked against a version (optimistic concurrency): a stale
  *   write throws VersionConflictError and changes nothing. No last-writer-wins.
  * - Each method is one transaction: a state change, its events and its outbox rows commit together.
+ * - A write stores its arguments as they are at the call: a caller changing them while the write waits
+ *   for its transaction cannot change what is stored.
+ * - Records a method returns are the caller's, with one exception: the records createAgentTask and
+ *   updateAgentTask return for a write they made, and the events updateAgentTask returns, may share the
+ *   documents (`task`, `executorState`, event `payload`) with the arguments the caller passed (SQLite and
+ *   PostgreSQL return `{ ...task, version, owner }` rather than parse back what they stored: two JSON.parse
+ *   of the task per write). So a caller of those two hands the documents over at the call and must not
+ *   change them afterwards, through the arguments or the result; to edit a task, edit a copy (TaskWriter's
+ *   draft). The memory store copies anyway.
  */
 export interface Store {
   readonly capabilities: StoreCapabilities;
@@ -70,7 +79,9 @@ export interface Store {
   /**
    * Creates an agent task at version 1 (whatever `task.version` says). When `(owner, messageId)` was used
    * before, creates nothing and returns the existing task with `created: false` (SendMessage idempotent on
-   * messageId per caller). Outbox rows get `createdAt = task.updatedAt`.
+   * messageId per caller). Outbox rows get `createdAt = task.updatedAt`. The created record may share
+   * `task.task` and `task.executorState` with the argument: neither side changes them afterwards (see
+   * above); the existing task of a duplicate is read from the store.
    */
   createAgentTask(
     task: AgentTaskRecord,
@@ -88,7 +99,9 @@ export interface Store {
    * already recorded the write is refused with `duplicate: true` and nothing changes; that check comes
    * before the version check, so a retried message reads as a duplicate, not a conflict. The owner never
    * changes (the stored one is kept). Outbox rows get `createdAt = next.updatedAt`. TaskplaneError
-   * `not_found` when there is no such task.
+   * `not_found` when there is no such task. The written record and the returned events (`events` with
+   * their seqs) may share `next.task`, `next.executorState` and the event payloads with the arguments:
+   * neither side changes them afterwards (see above).
    */
   updateAgentTask(
     next: AgentTaskRecord,
@@ -126,6 +139,13 @@ export interface Store {
   /** Returns a leased row to pending with a next attempt time, or dead-letters it (`nextAttemptAt` null). */
   failOutbox(id: number, owner: string, error: string, nextAttemptAt: number | null): Promise<void>;
   listOutbox(query: { status?: OutboxStatus; taskId?: string; limit?: number }): Promise<OutboxRow[]>;
+  /**
+   * Gives dead-lettered rows (of one task, when given) a fresh set of attempts: status pending, attempts
+   * 0, next attempt at `now`; the last error stays until the next attempt. Returns how many rows. A
+   * requeued row is delivered after the rows of its (task, config) sent while it was dead (the receiver
+   * orders by the event inside, deduplicates by delivery id).
+   */
+  requeueDeadOutbox(now: number, taskId?: string): Promise<number>;
 
   // --- change feed ----------------------------------------------------------------------------
   /**

@@ -9,6 +9,7 @@ import { openStore } from '../../src/store/open-store.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/sqlite-schema.ts';
+import { migrateSqlite } from '../../src/store/sqlite/sqlite-migrate.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
 
@@ -56,6 +57,49 @@ describe('migrations', () => {
     const second = new SqliteStore({ path });
     expect(await second.getSetting('k')).toBe('v');
     await second.close();
+  });
+
+  it('sqlite: a file at migration 1 with task events migrates; seqs are kept and new ones are larger', async () => {
+    const path = tempDb();
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    migrateSqlite(
+      db,
+      SQLITE_MIGRATIONS.filter((m) => m.id === 1),
+      0,
+    );
+    db.prepare(
+      `INSERT INTO agent_tasks (id, owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
+         executor_state) VALUES ('t1', 'alice', 'c1', 'TASK_STATE_WORKING', 1, 1, 1, 1, '{"id":"t1"}', NULL)`,
+    ).run();
+    const insert = db.prepare(
+      'INSERT INTO agent_task_events (seq, task_id, at, payload) VALUES (?, ?, ?, ?)',
+    );
+    for (const seq of [1, 2, 7]) insert.run(seq, 't1', seq, JSON.stringify({ n: seq }));
+    db.close();
+
+    const store = new SqliteStore({ path });
+    const before = await store.listAgentTaskEvents('t1', 0);
+    expect(before).toEqual([1, 2, 7].map((seq) => ({ seq, taskId: 't1', at: seq, payload: { n: seq } })));
+    const task = (await store.getAgentTask('t1'))!;
+    const { events } = await store.updateAgentTask(task, 1, [{ taskId: 't1', at: 9, payload: { n: 9 } }], []);
+    expect(events[0]!.seq).toBeGreaterThan(7);
+    expect((await store.listAgentTaskEvents('t1', 7)).map((e) => e.payload)).toEqual([{ n: 9 }]);
+    await store.close();
+
+    const check = new Database(path, { readonly: true });
+    const applied = check.prepare('SELECT id FROM taskplane_migrations ORDER BY id').all() as {
+      id: number;
+    }[];
+    const objects = check
+      .prepare("SELECT name, sql FROM sqlite_master WHERE tbl_name IN ('agent_task_events', 'agent_tasks')")
+      .all() as { name: string; sql: string | null }[];
+    check.close();
+    expect(applied.map((r) => r.id)).toEqual(SQLITE_MIGRATIONS.map((m) => m.id));
+    const names = objects.map((o) => o.name);
+    expect(names).toContain('agent_task_events_task');
+    expect(names).not.toContain('agent_tasks_state');
+    expect(objects.find((o) => o.name === 'agent_task_events')!.sql).not.toMatch(/AUTOINCREMENT/i);
   });
 
   it('sqlite: a database with a future migration is refused with schema_too_new', async () => {

@@ -193,6 +193,16 @@ export abstract class MemoryAgentHost {
     Object.assign(row, { lastError: error, leaseOwner: null, leaseExpiresAt: null });
   }
 
+  async requeueDeadOutbox(now: number, taskId?: string): Promise<number> {
+    let n = 0;
+    for (const row of this.outbox.values()) {
+      if (row.status !== 'dead' || (taskId !== undefined && row.taskId !== taskId)) continue;
+      Object.assign(row, { status: 'pending', attempts: 0, nextAttemptAt: now });
+      n++;
+    }
+    return n;
+  }
+
   async listOutbox(query: { status?: OutboxStatus; taskId?: string; limit?: number }): Promise<OutboxRow[]> {
     const limit = outboxLimit(query.limit);
     const out: OutboxRow[] = [];

@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import { VersionConflictError, notFound } from '../../core/errors.ts';
 import { taskNotices } from '../change-hub.ts';
-import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
 import { where } from '../sql-where.ts';
 import type {
@@ -24,7 +23,7 @@ import {
   eventLimit,
   outboxLimit,
 } from '../store-query.ts';
-import { claimOutboxSql, insertOutbox, insertTaskEvents } from './pg-sql.ts';
+import { type AsText, claimOutboxSql, insertOutbox, insertTaskEvents } from './pg-sql.ts';
 
 type Client = pg.PoolClient;
 
@@ -51,26 +50,36 @@ export abstract class PgAgentHost {
     events: NewAgentTaskEvent[],
     outbox: NewOutboxRow[],
   ): Promise<{ created: boolean; task: AgentTaskRecord }> {
-    ({ task, events, outbox } = snapshot({ task, events, outbox }));
+    // The JSON text is the copy taken at the call (Store rule); the created record shares the caller's
+    // documents (Store contract) instead of a structuredClone on the way in and another on the way out.
+    const created: AgentTaskRecord = { ...task, version: 1 };
+    const columns = taskColumns(created);
+    const rowEvents = events.map(eventText);
+    const rowOutbox = outbox.map(outboxText);
     return this.tx(async (c, notices) => {
       // The (owner, messageId) row goes first: a concurrent duplicate waits on it, then sees ours.
-      const claimed = await this.recordMessage(c, task.owner, messageId, task.id);
+      const claimed = await this.recordMessage(c, created.owner, messageId, created.id);
       if (!claimed) {
         const existing = await c.query<{ task_id: string }>(
           'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND message_id = $2',
-          [task.owner, messageId],
+          [created.owner, messageId],
         );
         return { created: false, task: (await this.readTask(c, existing.rows[0]!.task_id))! };
       }
-      const stored = { ...task, version: 1 };
       await c.query(
         `INSERT INTO agent_tasks (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
            executor_state, id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [...taskColumns(stored), stored.id],
+        [...columns, created.id],
       );
-      notices.push(...taskNotices(stored.id, await insertTaskEvents(c, events)));
-      await insertOutbox(c, outbox, stored.updatedAt);
-      return { created: true, task: structuredClone(stored) };
+      const seqs = await insertTaskEvents(c, rowEvents);
+      notices.push(
+        ...taskNotices(
+          created.id,
+          seqs.map((seq) => ({ seq })),
+        ),
+      );
+      await insertOutbox(c, rowOutbox, created.updatedAt);
+      return { created: true, task: created };
     });
   }
 
@@ -91,7 +100,11 @@ export abstract class PgAgentHost {
     outbox: NewOutboxRow[],
     messageId?: string,
   ): Promise<{ duplicate: boolean; task: AgentTaskRecord; events: AgentTaskEvent[] }> {
-    ({ next, events, outbox } = snapshot({ next, events, outbox }));
+    // As createAgentTask: text taken at the call, the result shares the caller's documents.
+    const written: AgentTaskRecord = { ...next, version: expectedVersion + 1 };
+    const columns = taskColumns(written).slice(1); // all but the owner, which is the stored one
+    const rowEvents = events.map(eventText);
+    const rowOutbox = outbox.map(outboxText);
     return this.tx(async (c, notices) => {
       const current = await this.readTask(c, next.id);
       if (!current) throw notFound(`agent task ${next.id}`);
@@ -99,19 +112,25 @@ export abstract class PgAgentHost {
       if (messageId !== undefined && !(await this.recordMessage(c, current.owner, messageId, next.id))) {
         return { duplicate: true, task: (await this.readTask(c, next.id))!, events: [] };
       }
-      const stored = { ...next, owner: current.owner, version: expectedVersion + 1 };
+      const stored = { ...written, owner: current.owner };
       // The row lock this UPDATE takes also orders this task's events: no two writers of one task can
       // interleave their event inserts, so per-task replay (listAgentTaskEvents) never skips a seq.
       const updated = await c.query(
         `UPDATE agent_tasks SET owner = $1, context_id = $2, state = $3, status_timestamp = $4, created_at = $5,
            updated_at = $6, version = $7, task = $8, executor_state = $9 WHERE id = $10 AND version = $11`,
-        [...taskColumns(stored), next.id, expectedVersion],
+        [stored.owner, ...columns, next.id, expectedVersion],
       );
       if (updated.rowCount === 0) throw new VersionConflictError(`agent task ${next.id}`);
-      const appended = await insertTaskEvents(c, events);
-      await insertOutbox(c, outbox, stored.updatedAt);
+      const seqs = await insertTaskEvents(c, rowEvents);
+      await insertOutbox(c, rowOutbox, stored.updatedAt);
+      const appended = rowEvents.map((e, i) => ({
+        taskId: e.taskId,
+        at: e.at,
+        payload: events[i]!.payload,
+        seq: seqs[i]!,
+      }));
       notices.push(...taskNotices(stored.id, appended));
-      return { duplicate: false, task: structuredClone(stored), events: appended };
+      return { duplicate: false, task: stored, events: appended };
     });
   }
 
@@ -203,6 +222,15 @@ export abstract class PgAgentHost {
     );
   }
 
+  async requeueDeadOutbox(now: number, taskId?: string): Promise<number> {
+    const result = await this.run(
+      `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = $1
+       WHERE status = 'dead' AND ($2::text IS NULL OR task_id = $2)`,
+      [now, taskId ?? null],
+    );
+    return result.rowCount ?? 0;
+  }
+
   async listOutbox(query: { status?: OutboxStatus; taskId?: string; limit?: number }): Promise<OutboxRow[]> {
     const w = where('pg');
     if (query.status !== undefined) w.add('status = $?', query.status);
@@ -238,6 +266,14 @@ function taskColumns(t: AgentTaskRecord): unknown[] {
     task,
     jsonOrNull(t.executorState),
   ];
+}
+
+function eventText(e: NewAgentTaskEvent): AsText<NewAgentTaskEvent> {
+  return { taskId: e.taskId, at: e.at, payload: JSON.stringify(e.payload) };
+}
+
+function outboxText(r: NewOutboxRow): AsText<NewOutboxRow> {
+  return { ...r, payload: JSON.stringify(r.payload) };
 }
 
 function jsonOrNull(value: unknown): string | null {

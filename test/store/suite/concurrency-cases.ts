@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { VersionConflictError } from '../../../src/core/errors.ts';
 import type { EnvelopeEvent } from '../../../src/core/envelope.ts';
+import type { ChangeNotice, Store } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
 import { event, makeEnvelope, makeTask } from './fixtures.ts';
 
@@ -74,6 +75,64 @@ export function concurrencyCases({ store, peer, test }: SuiteContext): void {
       'created-y',
       'created-z',
     ]);
+  });
+
+  test('agent-task writes issued together: a stale update and a taken id fail alone, neighbours commit once', async () => {
+    // On SQLite these share one transaction; a failing write makes the batch run again with a savepoint
+    // per write (write-batcher.ts), so this also checks that nothing of the first run leaks out.
+    const status = (taskId: string, state: string) => ({
+      taskId,
+      at: 2000,
+      payload: { statusUpdate: { taskId, status: { state } } },
+    });
+    const [updated, stale, taken] = [makeTask(), makeTask(), makeTask()];
+    for (const [i, t] of [updated, stale, taken].entries())
+      await store().createAgentTask(t, `m-${i}`, [], []);
+    const notices: ChangeNotice[] = [];
+    const off = store().onChange((n) => notices.push(n));
+    const fresh = [makeTask(), makeTask()];
+    const results = await Promise.allSettled([
+      store().createAgentTask(fresh[0]!, 'm-a', [status(fresh[0]!.id, 'TASK_STATE_SUBMITTED')], []),
+      store().updateAgentTask(
+        { ...updated, state: 'TASK_STATE_WORKING' },
+        1,
+        [status(updated.id, 'TASK_STATE_WORKING'), status(updated.id, 'TASK_STATE_COMPLETED')],
+        [],
+      ),
+      store().updateAgentTask({ ...stale, state: 'TASK_STATE_FAILED' }, 7, [status(stale.id, 'STALE')], []),
+      store().createAgentTask({ ...makeTask(), id: taken.id }, 'm-b', [status(taken.id, 'TAKEN')], []),
+      store().createAgentTask(fresh[1]!, 'm-c', [status(fresh[1]!.id, 'TASK_STATE_SUBMITTED')], []),
+    ]);
+    off();
+    expect(results.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'rejected',
+      'fulfilled',
+    ]);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(VersionConflictError);
+    expect((results[3] as PromiseRejectedResult).reason).toMatchObject({ code: 'conflict' });
+    // The failed writes changed nothing: no event, no version, the messageId of the taken id is free.
+    expect(await store().listAgentTaskEvents(stale.id, 0)).toEqual([]);
+    expect(await store().listAgentTaskEvents(taken.id, 0)).toEqual([]);
+    expect((await store().getAgentTask(stale.id))!.version).toBe(1);
+    expect(await store().findAgentTaskByMessageId('alice', 'm-b')).toBeUndefined();
+    // The neighbours committed, and what they returned is what is stored.
+    const update = (results[1] as PromiseFulfilledResult<Awaited<ReturnType<Store['updateAgentTask']>>>)
+      .value;
+    expect(update.task).toEqual(await store().getAgentTask(updated.id));
+    expect(update.events).toEqual(await store().listAgentTaskEvents(updated.id, 0));
+    expect(await store().findAgentTaskByMessageId('alice', 'm-c')).toBe(fresh[1]!.id);
+    for (const t of fresh) expect(await store().listAgentTaskEvents(t.id, 0)).toHaveLength(1);
+    // One notice per committed write with events, carrying its last seq; none for the failed ones.
+    const lastSeq = async (id: string) => (await store().listAgentTaskEvents(id, 0)).at(-1)!.seq;
+    const expected = [];
+    for (const t of [fresh[0]!, updated, fresh[1]!]) {
+      expected.push({ kind: 'agentTask', id: t.id, seq: await lastSeq(t.id) });
+    }
+    const bySeq = (x: { seq: number }, y: { seq: number }) => x.seq - y.seq;
+    expect(notices.sort(bySeq)).toEqual(expected.sort(bySeq));
   });
 
   test('concurrent creates with one idempotency key create one envelope', async () => {

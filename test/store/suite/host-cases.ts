@@ -211,6 +211,27 @@ export function hostCases({ store, peer, test }: SuiteContext): void {
     expect(await store().listOutbox({ status: 'pending' })).toEqual([]);
   });
 
+  test('requeueDeadOutbox gives dead rows (of one task, or all) a fresh set of attempts', async () => {
+    const a = makeTask();
+    const b = makeTask();
+    await store().createAgentTask(a, 'ma', [], [outboxRow(a.id, 'c1', 1)]);
+    await store().createAgentTask(b, 'mb', [], [outboxRow(b.id, 'c1', 1)]);
+    for (const row of await store().claimOutbox('w1', 1000, 100, 10))
+      await store().failOutbox(row.id, 'w1', 'HTTP 410', null);
+    expect(await store().listOutbox({ status: 'dead' })).toHaveLength(2);
+
+    expect(await store().requeueDeadOutbox(2000, a.id)).toBe(1);
+    expect(await store().listOutbox({ status: 'pending' })).toMatchObject([
+      { taskId: a.id, attempts: 0, nextAttemptAt: 2000, lastError: 'HTTP 410' },
+    ]);
+    expect(await store().claimOutbox('w2', 1999, 100, 10)).toEqual([]);
+    expect(await store().claimOutbox('w2', 2000, 100, 10)).toMatchObject([{ taskId: a.id, attempts: 1 }]);
+
+    expect(await store().requeueDeadOutbox(3000)).toBe(1);
+    expect(await store().listOutbox({ status: 'dead' })).toEqual([]);
+    expect(await store().requeueDeadOutbox(3000)).toBe(0);
+  });
+
   test('concurrent claimers never claim the same outbox row', async () => {
     const other = await peer();
     for (let t = 0; t < 4; t++) {
