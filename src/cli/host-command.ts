@@ -3,6 +3,7 @@ import pino from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
 import { loadKeys } from '../host/auth.ts';
 import { startHost } from '../host/start-host.ts';
+import { registerHostOutboxCommand } from './host-outbox-command.ts';
 
 function int(name: string) {
   return (value: string): number => {
@@ -19,8 +20,9 @@ function int(name: string) {
  * down cleanly on SIGTERM/SIGINT: in-flight tasks stay stored and resume on the next start.
  */
 export function registerHostCommand(program: Command): void {
-  program
+  const host = program
     .command('host')
+    .enablePositionalOptions()
     .description('Run the durable A2A 1.0 agent host')
     .option('--port <port>', 'TCP port (0 = any free port)', int('port'), 4100)
     .option('--bind <address>', 'interface to bind (default 127.0.0.1)')
@@ -91,4 +93,5 @@ export function registerHostCommand(program: Command): void {
       });
       console.log('taskplane host stopped');
     });
+  registerHostOutboxCommand(host);
 }

@@ -3,12 +3,19 @@ import type { Clock } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
 import type { AgentTaskRecord, Store } from '../store/store.ts';
-import { isTerminalTaskState, type Message, type Part, type TaskState } from '../protocols/a2a/types.ts';
+import {
+  isTerminalTaskState,
+  type Message,
+  type Part,
+  type Task,
+  type TaskState,
+} from '../protocols/a2a/types.ts';
 import type { AgentDefinition, ArtifactChunk, ExecutionContext, InputAnswer } from './agent-api.ts';
 import {
   agentMessage,
   applyArtifact,
   executorStateOf,
+  jsonCopy,
   payloadState,
   setStatus,
   type StoredEvent,
@@ -202,10 +209,10 @@ export class Executions {
 
   /** Writes a terminal state unless the task is already terminal. */
   async finish(taskId: string, state: TaskState, text?: string | Part[]): Promise<boolean> {
+    const parts = typeof text === 'string' ? [{ text }] : text && jsonCopy(text);
     const result = await this.o.writer.update(taskId, (d) => {
       if (isTerminalTaskState(d.task.status.state)) return null;
       delete d.executor.pendingInput;
-      const parts = typeof text === 'string' ? [{ text }] : text;
       const message =
         parts && parts.length > 0
           ? agentMessage(d.task, newId(this.o.clock, this.o.random, 'msg_'), parts)
@@ -250,16 +257,31 @@ export class Executions {
       });
     };
     let childLogger: Logger | undefined;
-    const first = answerOf(exec.trigger);
+    // What execute reads is copied on first use: stored documents are shared and never edited
+    // (task-model.ts draftOf), and most executes read only a field or two of them.
+    let first: InputAnswer | undefined;
+    const trigger = () => (first ??= answerOf(jsonCopy(exec.trigger)));
+    let taskCopy: Task | undefined;
+    let checkpointCopy: Record<string, unknown> | undefined;
     const ctx: ExecutionContext = {
       taskId,
       contextId: task.contextId,
-      message: exec.trigger,
-      text: first.text,
-      data: first.data,
-      task,
+      get message() {
+        return trigger().message;
+      },
+      get text() {
+        return trigger().text;
+      },
+      get data() {
+        return trigger().data;
+      },
+      get task() {
+        return (taskCopy ??= jsonCopy(task));
+      },
       resumed,
-      checkpoint: exec.checkpoint,
+      get checkpoint() {
+        return exec.checkpoint && (checkpointCopy ??= jsonCopy(exec.checkpoint));
+      },
       get signal() {
         return entry.controller.signal;
       },
@@ -274,16 +296,18 @@ export class Executions {
         }),
       artifact: async (chunk: ArtifactChunk) => {
         const artifactId = chunk.artifactId ?? newId(clock, this.o.random, 'art_');
+        const parts = jsonCopy(chunk.parts);
+        const metadata = chunk.metadata !== undefined ? jsonCopy(chunk.metadata) : undefined;
         await write((d) => {
           const update = {
             taskId,
             contextId: d.task.contextId,
             artifact: {
               artifactId,
-              parts: chunk.parts,
+              parts,
               ...(chunk.name !== undefined ? { name: chunk.name } : {}),
               ...(chunk.description !== undefined ? { description: chunk.description } : {}),
-              ...(chunk.metadata !== undefined ? { metadata: chunk.metadata } : {}),
+              ...(metadata !== undefined ? { metadata } : {}),
             },
             ...(chunk.append ? { append: true } : {}),
             ...(chunk.lastChunk ? { lastChunk: true } : {}),
@@ -297,7 +321,7 @@ export class Executions {
         const index = askIndex++;
         const current = await this.o.store.getAgentTask(taskId);
         const given = current ? executorStateOf(current).inputs[index] : undefined;
-        if (given) return answerOf(given); // replay on a resumed run
+        if (given) return answerOf(jsonCopy(given)); // replay on a resumed run
         const answer = new Promise<Message>((resolve, reject) => {
           entry.waiting = { index, resolve, reject };
         });
@@ -313,16 +337,18 @@ export class Executions {
         this.armInputTimeout(taskId, index, deadlineAt);
         const stopWatch = this.watchForAnswer(taskId, index, entry);
         try {
-          return answerOf(await answer);
+          return answerOf(jsonCopy(await answer));
         } finally {
           stopWatch();
         }
       },
-      save: (checkpoint) =>
-        write((d) => {
-          d.executor.checkpoint = checkpoint;
+      save: (checkpoint) => {
+        const saved = jsonCopy(checkpoint);
+        return write((d) => {
+          d.executor.checkpoint = saved;
           return { events: [] };
-        }),
+        });
+      },
       sleep: (ms) => clock.sleep(ms, entry.controller.signal),
       complete: async (message) => {
         if (entry.stopped) throw entry.stopped;

@@ -4,21 +4,18 @@ import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
 import type { AgentTaskRecord, NewAgentTaskEvent, NewOutboxRow, Store } from '../store/store.ts';
 import { isTerminalTaskState, type Task } from '../protocols/a2a/types.ts';
-import {
-  type ExecutorState,
-  type StoredEvent,
-  executorStateOf,
-  jsonCopy,
-  taskOf,
-  wirePayload,
-} from './task-model.ts';
+import { type ExecutorState, type StoredEvent, draftOf, wirePayload } from './task-model.ts';
 
 /** What a change to a task produces: the events to append (each also queued for every push config). */
 export interface TaskChange {
   events: StoredEvent[];
 }
 
-/** A draft the mutate function edits in place: the wire task and the executor bookkeeping. */
+/**
+ * A draft the mutate function edits: the wire task and the executor bookkeeping, copied as draftOf
+ * (task-model.ts) says. Replace fields, push to `history`/`artifacts`/`inputs` and to an artifact's
+ * `parts`; never edit another nested object in place (it is shared with the stored record).
+ */
 export interface TaskDraft {
   task: Task;
   executor: ExecutorState;
@@ -126,11 +123,7 @@ export class TaskWriter {
     for (let attempt = 0; ; attempt++) {
       const current = this.cache.get(taskId) ?? (await this.store.getAgentTask(taskId));
       if (!current) throw new Error(`agent task ${taskId} vanished`);
-      const draft: TaskDraft = {
-        task: jsonCopy(taskOf(current)),
-        executor: jsonCopy(executorStateOf(current)),
-        record: current,
-      };
+      const draft: TaskDraft = { ...draftOf(current), record: current };
       const events: StoredEvent[] = [];
       const outcomes: Array<{ p: Pending; changed: boolean; error?: unknown }> = [];
       for (const p of batch) {

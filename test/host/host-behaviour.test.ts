@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.ts';
 import { defineAgent } from '../../src/host/agent-api.ts';
 import { parseKeys } from '../../src/host/auth.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { call, startTestHost, waitForTask, type Wire } from './in-process.ts';
 
 const hosts: RunningHost[] = [];
@@ -200,5 +204,63 @@ describe('ListTasks filters', () => {
     expect(all.body.result).toMatchObject({ nextPageToken: '', pageSize: 50, totalSize: 2 });
     const bad = await call(h.url, 'ListTasks', { pageToken: 'not-a-token' });
     expect(bad.body.error!.code).toBe(-32602);
+  });
+});
+
+describe('stored documents are the host’s own', () => {
+  it('an agent editing what it was given or what it passed in never changes the stored task', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'taskplane-owned-'));
+    const store = new SqliteStore({ path: join(dir, 'host.db') });
+    const meddler = defineAgent({
+      card: { name: 'meddler', description: 'edits everything it touches', version: '1' },
+      async execute(ctx) {
+        // Each edit lands before the host writes what it was given (writes happen on a later turn).
+        ctx.message.parts[0]!.text = 'EDITED trigger';
+        (ctx.task.history ??= []).push({ messageId: 'x', role: 'ROLE_AGENT', parts: [{ text: 'EDITED' }] });
+        ctx.task.status.state = 'TASK_STATE_FAILED';
+        const parts = [{ text: 'chunk one' }];
+        const publishing = ctx.artifact({ parts, metadata: { n: 1 } });
+        parts[0]!.text = 'EDITED chunk';
+        parts.push({ text: 'EDITED extra' });
+        const artifactId = await publishing;
+        const checkpoint = { step: 1 };
+        const saving = ctx.save(checkpoint);
+        checkpoint.step = 99;
+        await saving;
+        const answer = await ctx.askInput('Which edition?');
+        answer.message.parts[0]!.text = 'EDITED answer';
+        await ctx.artifact({ artifactId, parts: [{ text: 'chunk two' }], append: true, lastChunk: true });
+        const final = [{ text: 'done' }];
+        const finishing = ctx.complete(final);
+        final[0]!.text = 'EDITED final';
+        await finishing;
+      },
+    });
+    try {
+      const h = await host(store, { agent: meddler });
+      const { body } = await call(h.url, 'SendMessage', msg('own-1', { text: 'original trigger' }));
+      const id = body.result.task.id as string;
+      await waitForTask(store, id, (t) => t.state === 'TASK_STATE_INPUT_REQUIRED');
+      await call(h.url, 'SendMessage', {
+        message: { messageId: 'own-2', role: 'ROLE_USER', taskId: id, parts: [{ text: 'original answer' }] },
+      });
+      await waitForTask(store, id, (t) => t.state === 'TASK_STATE_COMPLETED');
+      const task = (await call(h.url, 'GetTask', { id })).body.result as Wire;
+      const stored = JSON.stringify(task) + JSON.stringify((await store.getAgentTask(id))!.executorState);
+      expect(stored).not.toContain('EDITED');
+      expect(task.history.map((m: Wire) => m.parts[0].text)).toEqual([
+        'original trigger',
+        'Which edition?',
+        'original answer',
+        'done',
+      ]);
+      expect(task.artifacts[0].parts).toEqual([{ text: 'chunk one' }, { text: 'chunk two' }]);
+      expect(task.status.message.parts).toEqual([{ text: 'done' }]);
+      expect((await store.getAgentTask(id))!.executorState).toMatchObject({ checkpoint: { step: 1 } });
+    } finally {
+      await Promise.all(hosts.splice(0).map((x) => x.close()));
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,0 +1,108 @@
+import type { Command } from 'commander';
+import { TaskplaneError } from '../core/errors.ts';
+import { openStore } from '../store/open-store.ts';
+import type { OutboxRow, OutboxStatus } from '../store/store.ts';
+import { table } from './tasks-command.ts';
+
+const STATUSES: readonly OutboxStatus[] = ['pending', 'leased', 'delivered', 'dead'];
+
+function when(ms: number | null): string {
+  return ms === null
+    ? ''
+    : new Date(ms)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z');
+}
+
+function rows(found: OutboxRow[]): string {
+  const out = [['ID', 'TASK', 'CONFIG', 'STATUS', 'ATTEMPTS', 'NEXT / DELIVERED', 'LAST ERROR']];
+  for (const r of found) {
+    const at = r.status === 'delivered' ? r.deliveredAt : r.status === 'dead' ? null : r.nextAttemptAt;
+    out.push([
+      String(r.id),
+      r.taskId,
+      r.configId,
+      r.status,
+      String(r.attempts),
+      when(at),
+      (r.lastError ?? '').slice(0, 80),
+    ]);
+  }
+  return table(out);
+}
+
+function positive(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1)
+      throw new TaskplaneError('config', `--${name} must be a positive integer`, { field: name });
+    return n;
+  };
+}
+
+/**
+ * `taskplane host outbox`: the push outbox of a host's database, read directly (the host may be
+ * running). Shows what is waiting, what was delivered and, above all, what was dead-lettered after the
+ * last attempt, with the receiver's last error; `--requeue-dead` gives dead rows a fresh set of attempts
+ * (the running host picks them up within its poll interval, 1 s).
+ */
+export function registerHostOutboxCommand(host: Command): void {
+  host
+    .command('outbox')
+    .description('List the push deliveries in a host database: pending, delivered, dead-lettered')
+    .option('--db <url>', 'the host database: sqlite:PATH | postgres://…', 'sqlite:./data/host.db')
+    .option('--status <status>', `only rows in this state: ${STATUSES.join(' | ')}`)
+    .option('--task <id>', 'only deliveries of this task')
+    .option('--limit <n>', 'most rows to print (oldest first)', positive('limit'), 50)
+    .option('--requeue-dead', 'give every dead-lettered row (of --task, if given) a fresh set of attempts')
+    .option('--json', 'print JSON instead of a table', false)
+    .action(
+      async (o: {
+        db: string;
+        status?: string;
+        task?: string;
+        limit: number;
+        requeueDead?: boolean;
+        json: boolean;
+      }) => {
+        if (o.status !== undefined && !STATUSES.includes(o.status as OutboxStatus))
+          throw new TaskplaneError('config', `--status must be one of ${STATUSES.join(', ')}`, {
+            field: 'status',
+          });
+        if (o.db.startsWith('memory:'))
+          throw new TaskplaneError('config', '--db memory: holds nothing between processes', {
+            field: 'db',
+          });
+        const store = await openStore(o.db);
+        try {
+          if (o.requeueDead) {
+            const n = await store.requeueDeadOutbox(Date.now(), o.task);
+            console.log(
+              o.json
+                ? JSON.stringify({ requeued: n })
+                : `${n} dead-lettered ${n === 1 ? 'delivery' : 'deliveries'} requeued`,
+            );
+            return;
+          }
+          const found = await store.listOutbox({
+            ...(o.status ? { status: o.status as OutboxStatus } : {}),
+            ...(o.task ? { taskId: o.task } : {}),
+            limit: o.limit,
+          });
+          if (o.json) {
+            console.log(JSON.stringify(found, null, 2));
+            return;
+          }
+          if (found.length === 0) {
+            console.log('no push deliveries match');
+            return;
+          }
+          console.log(rows(found));
+          if (found.length === o.limit) console.log(`(first ${o.limit} rows; --limit shows more)`);
+        } finally {
+          await store.close();
+        }
+      },
+    );
+}
