@@ -1,9 +1,12 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
 import type { A2ARequestHandler, Authenticate } from '../protocols/a2a/handler.ts';
-import { jsonRpcBinding } from '../protocols/a2a/jsonrpc-binding.ts';
+import { jsonRpcBinding, type BindingOptions } from '../protocols/a2a/jsonrpc-binding.ts';
+import { jsonRpcNodeBinding } from '../protocols/a2a/jsonrpc-node.ts';
 import { restBinding } from '../protocols/a2a/rest-binding.ts';
 import { AGENT_CARD_PATH } from '../protocols/a2a/types.ts';
 import { JSONRPC_PATH, REST_PATH } from './agent-card.ts';
@@ -22,14 +25,7 @@ export interface HostAppOptions {
  * /a2a/jsonrpc and the HTTP+JSON binding under /a2a/rest (with optional `/{tenant}` prefix).
  */
 export function createHostApp(o: HostAppOptions): Hono {
-  const bindingOptions = {
-    handler: o.handler,
-    authenticate: o.authenticate,
-    clock: o.clock,
-    ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
-    ...(o.keepAliveMs !== undefined ? { keepAliveMs: o.keepAliveMs } : {}),
-    onInternalError: (err: unknown) => o.logger.error({ err }, 'request failed'),
-  };
+  const bindingOptions = hostBindingOptions(o);
   const rpc = jsonRpcBinding(bindingOptions);
   const rest = restBinding({ ...bindingOptions, basePath: REST_PATH });
   const app = new Hono();
@@ -49,4 +45,35 @@ export function createHostApp(o: HostAppOptions): Hono {
     return c.json({ error: { code: 500, status: 'INTERNAL', message: 'Internal error', details: [] } }, 500);
   });
   return app;
+}
+
+function hostBindingOptions(o: HostAppOptions): BindingOptions {
+  return {
+    handler: o.handler,
+    authenticate: o.authenticate,
+    clock: o.clock,
+    ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
+    ...(o.keepAliveMs !== undefined ? { keepAliveMs: o.keepAliveMs } : {}),
+    onInternalError: (err: unknown) => o.logger.error({ err }, 'request failed'),
+  };
+}
+
+/**
+ * The node:http listener of the host: POSTs to the JSON-RPC URL (with or without a query string) go
+ * straight to the node adapter of the binding (jsonrpc-node.ts, no web Request/Response in between),
+ * everything else to the hono app. Absolute-form targets and requests without a Host header stay on
+ * hono, which answers those as before.
+ */
+export function createHostListener(o: HostAppOptions): RequestListener {
+  const hono = getRequestListener(createHostApp(o).fetch);
+  const rpc = jsonRpcNodeBinding(hostBindingOptions(o));
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method === 'POST' && isJsonRpcTarget(req.url) && req.headers.host !== undefined) rpc(req, res);
+    else void hono(req, res);
+  };
+}
+
+function isJsonRpcTarget(url: string | undefined): boolean {
+  if (url === undefined || !url.startsWith(JSONRPC_PATH)) return false;
+  return url.length === JSONRPC_PATH.length || url.charCodeAt(JSONRPC_PATH.length) === 63; // '?'
 }

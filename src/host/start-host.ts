@@ -1,7 +1,7 @@
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { resolve as resolvePath } from 'node:path';
-import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -19,7 +19,7 @@ import { demoAgent } from './demo-agent.ts';
 import { Executions } from './executions.ts';
 import { HostLiveness } from './host-liveness.ts';
 import { Recovery, type RecoveryCounts } from './recovery.ts';
-import { createHostApp } from './host-app.ts';
+import { createHostListener } from './host-app.ts';
 import { openHostStore } from './host-store.ts';
 import { PushOutbox } from './push-outbox.ts';
 import { createPushSender, type PushSender } from './push-sender.ts';
@@ -199,7 +199,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     logger,
   });
   let card = buildAgentCard(agent.card, baseUrl, authMode);
-  const app = createHostApp({
+  const listener = createHostListener({
     handler: service,
     authenticate,
     clock,
@@ -208,9 +208,10 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
   });
 
-  const server = await new Promise<ServerType>((resolveServer, reject) => {
-    const s = serve({ fetch: app.fetch, port, hostname: bind }, () => resolveServer(s));
+  const server = await new Promise<Server>((resolveServer, reject) => {
+    const s = createServer(listener);
     s.once('error', reject);
+    s.listen(port, bind, () => resolveServer(s));
   });
   const address = server.address() as AddressInfo;
   const host = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
@@ -256,7 +257,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     close: () =>
       (closing ??= (async () => {
         const closed = new Promise<void>((r) => server.close(() => r()));
-        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        server.closeAllConnections();
         await recovery.stop();
         await executions.close();
         await outbox.stop();

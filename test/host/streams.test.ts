@@ -179,6 +179,35 @@ describe('stream lifecycle', () => {
   });
 });
 
+describe('blocking SendMessage', () => {
+  it('a client that goes away while it waits releases its wait (JSON-RPC node path)', async () => {
+    const clock = new VirtualClock(Date.parse('2026-01-01T00:00:00Z'));
+    const h = await host(new MemoryStore(), { clock });
+    const controller = new AbortController();
+    const waiting = fetch(`${h.url}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { ...V, 'content-type': 'application/json' },
+      signal: controller.signal,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: {
+            messageId: 'gone-2',
+            role: 'ROLE_USER',
+            parts: [{ data: { durationMs: 60_000, steps: 1 } }],
+          },
+        },
+      }),
+    }).catch(() => 'aborted');
+    await waitUntil(() => h.stats().subscribers === 1);
+    controller.abort();
+    expect(await waiting).toBe('aborted');
+    await waitUntil(() => h.stats().subscribers === 0);
+  });
+});
+
 /** Polls a cheap in-process condition on the event loop (bounded); used only where no event exists. */
 async function waitUntil(check: () => boolean, timeoutMs = 5000): Promise<void> {
   const end = Date.now() + timeoutMs;

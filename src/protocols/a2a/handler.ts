@@ -72,5 +72,13 @@ export interface A2ARequestHandler {
   getExtendedAgentCard(req: { tenant?: string }, ctx: CallContext): Promise<AgentCard>;
 }
 
+/**
+ * Read access to request headers: web `Headers` has it, and so does the node:http fast path's view of
+ * `IncomingMessage.headers` (no `Headers` object is built there).
+ */
+export interface HeaderReader {
+  get(name: string): string | null;
+}
+
 /** Resolves the caller from the request headers; throws A2AError UnauthenticatedError. */
-export type Authenticate = (headers: Headers) => Promise<string> | string;
+export type Authenticate = (headers: HeaderReader) => Promise<string> | string;

@@ -1,4 +1,5 @@
 import { A2AError } from './errors.ts';
+import type { CallContext } from './handler.ts';
 import { A2A_EXTENSIONS_HEADER, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from './types.ts';
 
 /** Default request body limit: A2A messages are small; big content goes by `url` parts. */
@@ -47,11 +48,17 @@ export function parseJson(text: string): unknown {
  * (-32009), as the official JS SDK does. Only Major.Minor counts: `1.0.3` is 1.0 (never reject on patch).
  */
 export function checkVersion(req: Request): void {
-  let value = req.headers.get(A2A_VERSION_HEADER)?.trim();
-  if (!value) {
-    const q = new URL(req.url).searchParams.get(A2A_VERSION_HEADER);
-    value = q?.trim();
-  }
+  checkVersionValue(req.headers.get(A2A_VERSION_HEADER), () =>
+    new URL(req.url).searchParams.get(A2A_VERSION_HEADER),
+  );
+}
+
+/** `checkVersion` on the header value, with the query parameter read only when the header is absent. */
+export function checkVersionValue(header: string | null, query: () => string | null): void {
+  // The header every 1.0 client sends is exactly "1.0": no trim, no regexp.
+  if (header === A2A_PROTOCOL_VERSION) return;
+  let value = header?.trim();
+  if (!value) value = query()?.trim();
   const version = value ? value : '0.3';
   const m = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(version);
   const majorMinor = m ? `${Number(m[1])}.${Number(m[2])}` : version;
@@ -67,11 +74,40 @@ export function checkVersion(req: Request): void {
 }
 
 export function requestExtensions(req: Request): string[] {
-  const v = req.headers.get(A2A_EXTENSIONS_HEADER);
-  return v
-    ? v
+  return parseExtensions(req.headers.get(A2A_EXTENSIONS_HEADER));
+}
+
+/** The `A2A-Extensions` header value as a list of URIs. */
+export function parseExtensions(value: string | null): string[] {
+  return value
+    ? value
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean)
     : [];
+}
+
+/**
+ * A CallContext whose `signal` is read from the request only when a handler asks for it (creating a
+ * request's AbortSignal costs ~2 % CPU on unary calls that never use it). A class, not an object
+ * literal with `get signal()`: V8 gives every literal with a fresh accessor closure its own map, which
+ * kept ~8 MB of maps and objects surviving each scavenge under load (10 µs/request of GC, measured with
+ * --trace-gc on the JSON-RPC binding; a stable 6.5 MB heap with the class).
+ */
+export class LazySignalContext implements CallContext {
+  declare tenant?: string;
+  declare lastEventId?: string;
+  readonly #source: { readonly signal: AbortSignal };
+
+  constructor(
+    readonly owner: string,
+    readonly extensions: string[],
+    source: { readonly signal: AbortSignal },
+  ) {
+    this.#source = source;
+  }
+
+  get signal(): AbortSignal {
+    return this.#source.signal;
+  }
 }

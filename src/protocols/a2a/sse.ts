@@ -56,15 +56,30 @@ export interface SseStreamOptions {
 }
 
 /**
- * A byte stream of SSE frames pulled from `source`, a batch at a time: each batch is one chunk (one
- * socket write, not one per event), which is what keeps a 100-subscriber fan-out near a bare server.
- * Client disconnect cancels the stream, which calls the source iterator's `return()` so subscriptions
- * are released.
+ * Where a pump writes: a web ReadableStream controller or a node:http response. `write` returns false
+ * when the sink is full; the pump then waits for `drained` before pulling the next batch.
  */
-export function sseReadableStream(
+export interface SseSink {
+  write(chunk: Uint8Array): boolean;
+  /** Resolves when a full sink takes more again, or is gone. */
+  drained(): Promise<void>;
+  /** The source is done: end the response. */
+  end(): void;
+}
+
+const KEEPALIVE_BYTES = encoder.encode(SSE_KEEPALIVE_COMMENT);
+
+/**
+ * Pulls SSE frames from `source` into `sink`, a batch at a time: each batch is one chunk (one socket
+ * write, not one per event), which is what keeps a 100-subscriber fan-out near a bare server. A
+ * keep-alive comment goes out every `keepAliveMs`. The returned function is the client going away: it
+ * stops the pump and calls the source iterator's `return()` so subscriptions are released.
+ */
+export function pumpSse(
   source: AsyncIterable<SseEvent[]>,
+  sink: SseSink,
   options: SseStreamOptions,
-): ReadableStream<Uint8Array> {
+): () => void {
   const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS;
   const iterator = source[Symbol.asyncIterator]();
   let cancelTimer: (() => void) | undefined;
@@ -75,51 +90,77 @@ export function sseReadableStream(
     cancelTimer?.();
     options.onClose?.();
   };
+  const arm = () => {
+    cancelTimer = options.clock.setTimer(keepAliveMs, () => {
+      if (closed) return;
+      try {
+        sink.write(KEEPALIVE_BYTES);
+      } catch {
+        return;
+      }
+      arm();
+    });
+  };
+  arm();
+  void (async () => {
+    try {
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done || closed) break;
+        const batch = next.value;
+        let more = true;
+        if (batch.length === 1) more = sink.write(encodeFrame(batch[0]!));
+        else if (batch.length > 1) more = sink.write(Buffer.concat(batch.map(encodeFrame)));
+        if (!more) await sink.drained();
+      }
+    } catch (err) {
+      if (!closed && options.errorEvent) {
+        try {
+          sink.write(encoder.encode(formatSseEvent(options.errorEvent(err))));
+        } catch {
+          // sink already gone
+        }
+      }
+    }
+    if (!closed) {
+      finish();
+      try {
+        sink.end();
+      } catch {
+        // already closed by cancel
+      }
+    }
+  })();
+  return () => {
+    finish();
+    void iterator.return?.();
+  };
+}
+
+/** `pumpSse` into a web byte stream; cancelling the stream (client disconnect) cancels the pump. */
+export function sseReadableStream(
+  source: AsyncIterable<SseEvent[]>,
+  options: SseStreamOptions,
+): ReadableStream<Uint8Array> {
+  let cancel: (() => void) | undefined;
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      const arm = () => {
-        cancelTimer = options.clock.setTimer(keepAliveMs, () => {
-          if (closed) return;
-          try {
-            controller.enqueue(encoder.encode(SSE_KEEPALIVE_COMMENT));
-          } catch {
-            return;
-          }
-          arm();
-        });
-      };
-      arm();
-      void (async () => {
-        try {
-          for (;;) {
-            const next = await iterator.next();
-            if (next.done || closed) break;
-            const batch = next.value;
-            if (batch.length === 1) controller.enqueue(encodeFrame(batch[0]!));
-            else if (batch.length > 1) controller.enqueue(Buffer.concat(batch.map(encodeFrame)));
-          }
-        } catch (err) {
-          if (!closed && options.errorEvent) {
-            try {
-              controller.enqueue(encoder.encode(formatSseEvent(options.errorEvent(err))));
-            } catch {
-              // stream already gone
-            }
-          }
-        }
-        if (!closed) {
-          finish();
-          try {
-            controller.close();
-          } catch {
-            // already closed by cancel
-          }
-        }
-      })();
+      // The stream's own queue takes every chunk, as before: the node writer reading it honours drain.
+      cancel = pumpSse(
+        source,
+        {
+          write: (chunk) => {
+            controller.enqueue(chunk);
+            return true;
+          },
+          drained: () => Promise.resolve(),
+          end: () => controller.close(),
+        },
+        options,
+      );
     },
     cancel() {
-      finish();
-      void iterator.return?.();
+      cancel?.();
     },
   });
 }

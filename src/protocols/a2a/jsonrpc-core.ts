@@ -1,0 +1,214 @@
+import type { Clock } from '../../core/clock.ts';
+import {
+  decodeCancelTaskRequest,
+  decodeCreatePushConfigRequest,
+  decodeDeletePushConfigRequest,
+  decodeGetExtendedAgentCardRequest,
+  decodeGetPushConfigRequest,
+  decodeGetTaskRequest,
+  decodeListPushConfigsRequest,
+  decodeListTasksRequest,
+  decodeSendMessageRequest,
+  decodeSubscribeToTaskRequest,
+} from './decode.ts';
+import { A2AError, jsonRpcError, jsonRpcErrorResponse, toA2AError } from './errors.ts';
+import type { A2ARequestHandler, Authenticate, CallContext, HeaderReader, StreamItem } from './handler.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  LazySignalContext,
+  checkVersionValue,
+  parseExtensions,
+  parseJson,
+} from './http-common.ts';
+import { SSE_CONTENT_TYPE, type SseEvent, type SseStreamOptions } from './sse.ts';
+import { A2A_VERSION_HEADER, type JsonRpcId } from './types.ts';
+import { wireJson } from './wire-json.ts';
+
+export interface BindingOptions {
+  handler: A2ARequestHandler;
+  authenticate: Authenticate;
+  clock: Clock;
+  /** @default 1048576 (1 MiB) */
+  maxBodyBytes?: number;
+  /** @default 15000 */
+  keepAliveMs?: number;
+  /** Reports errors that reach the edge as InternalError (the client sees no internal text). */
+  onInternalError?: (err: unknown) => void;
+}
+
+/**
+ * One JSON-RPC HTTP request as the binding sees it, whichever server received it: the web-standard
+ * adapter (`jsonrpc-binding.ts`) and the node:http fast path (`jsonrpc-node.ts`) each supply one.
+ */
+export interface RpcHttpRequest {
+  readonly method: string;
+  /** Header names are asked for in lower case. */
+  readonly headers: HeaderReader;
+  /** The body as text; rejects with PayloadTooLargeError past `limit` bytes. */
+  text(limit: number): Promise<string>;
+  /** A query parameter of the request URL (the A2A-Version fallback, §1.11). */
+  query(name: string): string | null;
+  /** Aborts when the client goes away. Read lazily: creating it costs ~2 % CPU of a unary call. */
+  readonly signal: AbortSignal;
+}
+
+/** A whole JSON answer. */
+export interface RpcJsonReply {
+  kind: 'json';
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: string;
+}
+
+/** A 200 whose body is an SSE stream of `frames`, written with `sse` (sse.ts `pumpSse`). */
+export interface RpcStreamReply {
+  kind: 'sse';
+  headers: Readonly<Record<string, string>>;
+  frames: AsyncIterable<SseEvent[]>;
+  sse: SseStreamOptions;
+}
+
+export type RpcReply = RpcJsonReply | RpcStreamReply;
+
+type Call = (handler: A2ARequestHandler, params: unknown, ctx: CallContext) => Promise<unknown>;
+type StreamCall = (
+  handler: A2ARequestHandler,
+  params: unknown,
+  ctx: CallContext,
+) => Promise<AsyncIterable<StreamItem[]>>;
+
+/** JSON-RPC method table (§1.1). DeleteTaskPushNotificationConfig returns Empty → `result: null`. */
+const UNARY = new Map<string, Call>([
+  ['SendMessage', (h, p, c) => h.sendMessage(decodeSendMessageRequest(p), c)],
+  ['GetTask', (h, p, c) => h.getTask(decodeGetTaskRequest(p), c)],
+  ['ListTasks', (h, p, c) => h.listTasks(decodeListTasksRequest(p ?? {}), c)],
+  ['CancelTask', (h, p, c) => h.cancelTask(decodeCancelTaskRequest(p), c)],
+  [
+    'CreateTaskPushNotificationConfig',
+    (h, p, c) => h.createTaskPushNotificationConfig(decodeCreatePushConfigRequest(p), c),
+  ],
+  [
+    'GetTaskPushNotificationConfig',
+    (h, p, c) => h.getTaskPushNotificationConfig(decodeGetPushConfigRequest(p), c),
+  ],
+  [
+    'ListTaskPushNotificationConfigs',
+    (h, p, c) => h.listTaskPushNotificationConfigs(decodeListPushConfigsRequest(p), c),
+  ],
+  [
+    'DeleteTaskPushNotificationConfig',
+    async (h, p, c) => {
+      await h.deleteTaskPushNotificationConfig(decodeDeletePushConfigRequest(p), c);
+      return null;
+    },
+  ],
+  [
+    'GetExtendedAgentCard',
+    (h, p, c) => h.getExtendedAgentCard(decodeGetExtendedAgentCardRequest(p ?? {}), c),
+  ],
+]);
+
+const STREAMING = new Map<string, StreamCall>([
+  ['SendStreamingMessage', (h, p, c) => h.sendStreamingMessage(decodeSendMessageRequest(p), c)],
+  ['SubscribeToTask', (h, p, c) => h.subscribeToTask(decodeSubscribeToTaskRequest(p), c)],
+]);
+
+// Shared, never mutated: both adapters copy what they add (hono's writer copies before adding a length).
+const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': 'application/json' });
+const UNAUTHENTICATED_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'application/json',
+  'www-authenticate': 'Bearer',
+});
+export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': SSE_CONTENT_TYPE,
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+});
+
+const VERSION_HEADER = A2A_VERSION_HEADER.toLowerCase();
+
+/**
+ * The JSON-RPC 2.0 binding, transport-neutral. Errors travel as HTTP 200 + error envelope, as the
+ * official SDK does, except a refused body size (413) and a missing credential (401 +
+ * WWW-Authenticate) where the HTTP layer itself must say no. Never rejects.
+ */
+export function jsonRpcCore(options: BindingOptions): (req: RpcHttpRequest) => Promise<RpcReply> {
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  return async (req) => {
+    let id: JsonRpcId = null;
+    try {
+      if (req.method !== 'POST') throw new A2AError('InvalidRequestError', 'JSON-RPC requests are POSTed');
+      const envelope = parseJson(await req.text(maxBody));
+      if (Array.isArray(envelope))
+        throw new A2AError('InvalidRequestError', 'Batch requests are not supported');
+      if (envelope === null || typeof envelope !== 'object') throw new A2AError('InvalidRequestError');
+      const env = envelope as Record<string, unknown>;
+      if (typeof env.id === 'string' || (typeof env.id === 'number' && Number.isFinite(env.id))) id = env.id;
+      else if (env.id !== undefined && env.id !== null)
+        throw new A2AError('InvalidRequestError', 'id must be a string, number or null');
+      if (env.jsonrpc !== '2.0') throw new A2AError('InvalidRequestError', 'jsonrpc must be "2.0"');
+      if (typeof env.method !== 'string')
+        throw new A2AError('InvalidRequestError', 'method must be a string');
+      const headers = req.headers;
+      checkVersionValue(headers.get(VERSION_HEADER), () => req.query(A2A_VERSION_HEADER));
+      const owner = await options.authenticate(headers);
+      const ctx = new LazySignalContext(owner, parseExtensions(headers.get('a2a-extensions')), req);
+      const lastEventId = headers.get('last-event-id');
+      if (lastEventId) ctx.lastEventId = lastEventId;
+      const params = env.params;
+      if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
+        throw new A2AError('InvalidParamsError', 'params must be an object');
+      }
+      // JSON-RPC carries the tenant in every request message (§1.1); REST has it in the path.
+      const tenant = (params as Record<string, unknown> | undefined)?.tenant;
+      if (typeof tenant === 'string' && tenant !== '') ctx.tenant = tenant;
+      const method = env.method;
+      const unary = UNARY.get(method);
+      if (unary) {
+        const result = await unary(options.handler, params, ctx);
+        return json(200, JSON_HEADERS, { jsonrpc: '2.0', id, result });
+      }
+      const streaming = STREAMING.get(method);
+      if (!streaming) throw new A2AError('MethodNotFoundError', `Method not found: ${method.slice(0, 100)}`);
+      const items = await streaming(options.handler, params, ctx);
+      const streamId = id;
+      return {
+        kind: 'sse',
+        headers: SSE_HEADERS,
+        frames: toFrames(items, streamId),
+        sse: {
+          clock: options.clock,
+          ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
+          errorEvent: (err) => {
+            report(options, err);
+            return { data: JSON.stringify({ jsonrpc: '2.0', id: streamId, error: jsonRpcError(err) }) };
+          },
+        },
+      };
+    } catch (err) {
+      report(options, err);
+      const e = toA2AError(err);
+      const unauthenticated = e.errorName === 'UnauthenticatedError';
+      const status = e.spec.http === 413 || e.spec.http === 401 ? e.spec.http : 200;
+      return json(
+        status,
+        unauthenticated ? UNAUTHENTICATED_HEADERS : JSON_HEADERS,
+        jsonRpcErrorResponse(id, e),
+      );
+    }
+  };
+}
+
+function json(status: number, headers: Readonly<Record<string, string>>, body: unknown): RpcJsonReply {
+  return { kind: 'json', status, headers, body: JSON.stringify(body) };
+}
+
+function report(options: BindingOptions, err: unknown): void {
+  if (!(err instanceof A2AError)) options.onInternalError?.(err);
+}
+
+async function* toFrames(batches: AsyncIterable<StreamItem[]>, id: JsonRpcId): AsyncGenerator<SseEvent[]> {
+  const prefix = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":`;
+  for await (const batch of batches)
+    yield batch.map((item) => ({ id: item.id, data: `${prefix}${wireJson(item.payload)}}` }));
+}
