@@ -7,7 +7,9 @@ import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
 import type { A2ARequestHandler, Authenticate } from '../protocols/a2a/handler.ts';
 import { jsonRpcBinding, type BindingOptions } from '../protocols/a2a/jsonrpc-binding.ts';
 import { jsonRpcNodeBinding } from '../protocols/a2a/jsonrpc-node.ts';
+import { isPlainTarget } from '../protocols/a2a/node-http.ts';
 import { restBinding } from '../protocols/a2a/rest-binding.ts';
+import { restNodeBinding } from '../protocols/a2a/rest-node.ts';
 import { AGENT_CARD_PATH } from '../protocols/a2a/types.ts';
 import { JSONRPC_PATH, REST_PATH } from './agent-card.ts';
 
@@ -59,21 +61,44 @@ function hostBindingOptions(o: HostAppOptions): BindingOptions {
 }
 
 /**
- * The node:http listener of the host: POSTs to the JSON-RPC URL (with or without a query string) go
- * straight to the node adapter of the binding (jsonrpc-node.ts, no web Request/Response in between),
- * everything else to the hono app. Absolute-form targets and requests without a Host header stay on
- * hono, which answers those as before.
+ * The node:http listener of the host: POSTs to the JSON-RPC URL (with or without a query string) and
+ * every request under the HTTP+JSON URL go straight to the node adapters of the bindings (jsonrpc-node.ts,
+ * rest-node.ts: no web Request/Response in between), everything else to the hono app. Requests hono
+ * treats specially stay on hono, which answers them as before: absolute-form targets, a missing or
+ * malformed Host (400), HEAD (hono runs the GET route and drops the body), and REST targets that URL
+ * parsing would rewrite (dot segments, backslashes, characters it percent-encodes; see `isPlainTarget`).
  */
 export function createHostListener(o: HostAppOptions): RequestListener {
   const hono = getRequestListener(createHostApp(o).fetch);
-  const rpc = jsonRpcNodeBinding(hostBindingOptions(o));
+  const bindingOptions = hostBindingOptions(o);
+  const rpc = jsonRpcNodeBinding(bindingOptions);
+  const rest = restNodeBinding({ ...bindingOptions, basePath: REST_PATH });
   return (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method === 'POST' && isJsonRpcTarget(req.url) && req.headers.host !== undefined) rpc(req, res);
-    else void hono(req, res);
+    const url = req.url;
+    if (url !== undefined && isPlainHost(req.headers.host)) {
+      if (req.method === 'POST' && isUnder(url, JSONRPC_PATH, false)) return rpc(req, res);
+      if (req.method !== 'HEAD' && isUnder(url, REST_PATH, true) && isPlainTarget(url)) return rest(req, res);
+    }
+    void hono(req, res);
   };
 }
 
-function isJsonRpcTarget(url: string | undefined): boolean {
-  if (url === undefined || !url.startsWith(JSONRPC_PATH)) return false;
-  return url.length === JSONRPC_PATH.length || url.charCodeAt(JSONRPC_PATH.length) === 63; // '?'
+/** `path` itself, with or without a query string, or (`subpaths`) anything below it. */
+function isUnder(url: string, path: string, subpaths: boolean): boolean {
+  if (!url.startsWith(path)) return false;
+  if (url.length === path.length) return true;
+  const next = url.charCodeAt(path.length);
+  return next === 63 /* ? */ || (subpaths && next === 47); /* / */
 }
+
+/**
+ * A Host header hono takes as it is (a name or address, an optional port), so it never answers 400 for
+ * it. Anything else (IPv6 literals included) goes to hono to be checked.
+ */
+function isPlainHost(host: string | undefined): boolean {
+  if (host === undefined) return false;
+  const m = PLAIN_HOST.exec(host);
+  return m !== null && (m[1] === undefined || Number(m[1]) <= 65535);
+}
+
+const PLAIN_HOST = /^[a-z0-9._-]+(?::(\d{1,5}))?$/i;

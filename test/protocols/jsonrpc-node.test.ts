@@ -1,17 +1,25 @@
-import { Agent, createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
+import { Agent, createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.ts';
 import { A2AError } from '../../src/protocols/a2a/errors.ts';
-import type {
-  A2ARequestHandler,
-  CallContext,
-  HeaderReader,
-  StreamItem,
-} from '../../src/protocols/a2a/handler.ts';
+import type { A2ARequestHandler, CallContext } from '../../src/protocols/a2a/handler.ts';
 import { jsonRpcBinding, type BindingOptions } from '../../src/protocols/a2a/jsonrpc-binding.ts';
 import { jsonRpcNodeBinding } from '../../src/protocols/a2a/jsonrpc-node.ts';
-import type { AgentCard, Task } from '../../src/protocols/a2a/types.ts';
+import type { AgentCard } from '../../src/protocols/a2a/types.ts';
+import {
+  CallLog,
+  TASK,
+  authenticate,
+  chunksOf,
+  idleStream,
+  item,
+  openStream,
+  sendRaw,
+  streamEndingInError,
+  untilAborted,
+  type Raw,
+} from './http-fixtures.ts';
 
 /**
  * The node:http adapter of the JSON-RPC binding against the web-standard one it stands in for: the same
@@ -19,56 +27,14 @@ import type { AgentCard, Task } from '../../src/protocols/a2a/types.ts';
  * keep-alives, backpressure).
  */
 
-const TASK = { id: 't1', contextId: 'c1', status: { state: 'TASK_STATE_WORKING' } } as unknown as Task;
-const item = (id: string, payload: object = { task: TASK }) => ({ id, payload }) as StreamItem;
-
-/**
- * Yields `first`, then nothing until the client goes away (a subscription to an idle task): like the
- * host's streams it ends on the call's signal, since a wrapping generator's `return()` waits for a yield.
- */
-function idleStream(
-  first: StreamItem[],
-  signal: AbortSignal,
-  onEnd: () => void,
-): AsyncIterable<StreamItem[]> {
-  return (async function* () {
-    yield first;
-    await new Promise<void>((r) => signal.addEventListener('abort', () => r()));
-    onEnd();
-  })();
-}
-
-class StubHandler {
-  contexts: CallContext[] = [];
-  released = 0;
+class StubHandler extends CallLog {
   pulled = 0;
-  private waiters: Array<() => boolean> = [];
-
-  /** Resolves once a call has reached the handler `n` times in all. */
-  called(n: number): Promise<void> {
-    if (this.contexts.length >= n) return Promise.resolve();
-    return new Promise((r) =>
-      this.waiters.push(() => {
-        if (this.contexts.length < n) return false;
-        r();
-        return true;
-      }),
-    );
-  }
-
-  private seen(ctx: CallContext): void {
-    this.contexts.push(ctx);
-    this.waiters = this.waiters.filter((w) => !w());
-  }
 
   readonly handler = {
     agentCard: () => ({}) as AgentCard,
     getTask: async (req: { id: string }, ctx: CallContext) => {
       this.seen(ctx);
-      if (req.id === 'wait') {
-        const signal = ctx.signal;
-        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
-      }
+      if (req.id === 'wait') await untilAborted(ctx.signal);
       if (req.id !== 't1') throw new A2AError('TaskNotFoundError', `Task not found: ${req.id}`);
       return TASK;
     },
@@ -78,11 +44,7 @@ class StubHandler {
     },
     sendStreamingMessage: async (_req: unknown, ctx: CallContext) => {
       this.seen(ctx);
-      return (async function* () {
-        yield [item('1')];
-        yield [item('2', { statusUpdate: { taskId: 't1' } }), item('3', { statusUpdate: { taskId: 't1' } })];
-        throw new A2AError('TaskNotFoundError', 'gone mid-stream');
-      })();
+      return streamEndingInError();
     },
     subscribeToTask: async (req: { id: string }, ctx: CallContext) => {
       this.seen(ctx);
@@ -99,12 +61,6 @@ class StubHandler {
       return idleStream([item('1')], ctx.signal, () => this.released++);
     },
   } as unknown as A2ARequestHandler;
-}
-
-function authenticate(headers: HeaderReader): string {
-  const a = headers.get('Authorization'); // mixed case on purpose: Headers.get is case-insensitive
-  if (a === 'Bearer nope') throw new A2AError('UnauthenticatedError');
-  return a ? 'alice' : 'anonymous';
 }
 
 let stub: StubHandler;
@@ -129,32 +85,9 @@ afterEach(async () => {
   await new Promise<void>((r) => server.close(() => r()));
 });
 
-interface Raw {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: string;
-  reusedSocket: boolean;
-}
-
-/** One request over a real socket; `chunks` are written one by one (chunked when no length is set). */
+/** One POST to the binding over a real socket (see `sendRaw`). */
 function send(query: string, headers: Record<string, string>, chunks: string[], agent?: Agent): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${base}${query}`,
-      { method: 'POST', headers, ...(agent ? { agent } : {}) },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () =>
-          resolve({ status: res.statusCode!, headers: res.headers, body, reusedSocket: req.reusedSocket }),
-        );
-      },
-    );
-    req.on('error', reject);
-    for (const c of chunks) req.write(c);
-    req.end();
-  });
+  return sendRaw(`${base}${query}`, 'POST', headers, chunks, agent);
 }
 
 const rpc = (method: string, params?: unknown, id: unknown = 1) =>
@@ -283,44 +216,22 @@ describe('the node adapter on a socket', () => {
   });
 
   it('an idle stream gets a keep-alive comment every 15 s and a disconnect releases it (virtual clock)', async () => {
-    const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
-      const req = request(base, { method: 'POST', headers: V }, resolve);
-      req.on('error', reject);
-      req.end(rpc('SubscribeToTask', { id: 'idle' }, 'sub'));
-    });
+    const res = await openStream(base, 'POST', V, rpc('SubscribeToTask', { id: 'idle' }, 'sub'));
     expect(res.headers['content-type']).toBe('text/event-stream');
     expect(res.headers['cache-control']).toBe('no-cache');
     expect(res.headers['x-accel-buffering']).toBe('no');
-    const chunks: string[] = [];
-    let onChunk: (() => void) | undefined;
-    res.setEncoding('utf8');
-    res.on('data', (c: string) => {
-      chunks.push(c);
-      onChunk?.();
-    });
-    const nextChunk = (n: number) =>
-      new Promise<string>((r) => {
-        if (chunks.length >= n) return r(chunks[n - 1]!);
-        onChunk = () => chunks.length >= n && r(chunks[n - 1]!);
-      });
+    const nextChunk = chunksOf(res);
     expect(await nextChunk(1)).toMatch(/^id: 1\ndata: \{"jsonrpc":"2.0","id":"sub","result":\{"task"/);
     await clock.advance(15_000);
     expect(await nextChunk(2)).toBe(': keep-alive\n\n');
-    const released = new Promise<void>((r) => {
-      const check = () => (stub.released > 0 ? r() : setImmediate(check));
-      check();
-    });
+    const released = stub.releasedOne();
     res.destroy();
     await released;
     expect(stub.released).toBe(1);
   });
 
   it('a slow SSE reader holds the source back (the pump waits for drain)', async () => {
-    const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
-      const req = request(base, { method: 'POST', headers: V }, resolve);
-      req.on('error', reject);
-      req.end(rpc('SubscribeToTask', { id: 'flood' }));
-    });
+    const res = await openStream(base, 'POST', V, rpc('SubscribeToTask', { id: 'flood' }));
     res.pause();
     // Poll the in-process counter until the pump stalls (bounded; no event says "waiting for drain").
     let last = -1;

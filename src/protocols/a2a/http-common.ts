@@ -1,37 +1,69 @@
+import type { Clock } from '../../core/clock.ts';
 import { A2AError } from './errors.ts';
-import type { CallContext } from './handler.ts';
-import { A2A_EXTENSIONS_HEADER, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from './types.ts';
+import type { A2ARequestHandler, Authenticate, CallContext, HeaderReader } from './handler.ts';
+import { SSE_CONTENT_TYPE, type SseEvent, type SseStreamOptions } from './sse.ts';
+import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from './types.ts';
+
+/**
+ * What both A2A HTTP bindings (JSON-RPC and HTTP+JSON) share, whichever server received the request:
+ * the request and reply shapes their transport-neutral cores (`jsonrpc-core.ts`, `rest-core.ts`) speak,
+ * which the web-standard adapter (`web-http.ts`) and the node:http fast path (`node-http.ts`) supply
+ * and write; version checks; the call context.
+ */
+export interface BindingOptions {
+  handler: A2ARequestHandler;
+  authenticate: Authenticate;
+  clock: Clock;
+  /** @default 1048576 (1 MiB) */
+  maxBodyBytes?: number;
+  /** @default 15000 */
+  keepAliveMs?: number;
+  /** Reports errors that reach the edge as InternalError (the client sees no internal text). */
+  onInternalError?: (err: unknown) => void;
+}
 
 /** Default request body limit: A2A messages are small; big content goes by `url` parts. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
-/**
- * Reads a request body up to `limit` bytes, refusing early on Content-Length and while streaming, so an
- * oversized body never sits in memory whole. Throws PayloadTooLargeError.
- */
-export async function readBodyLimited(req: Request, limit: number): Promise<string> {
-  const declared = Number(req.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > limit)
-    throw new A2AError('PayloadTooLargeError', `Request body exceeds ${limit} bytes`);
-  // A declared length within the limit can be read whole (the node adapter has a fast path for it;
-  // the HTTP parser rejects a body longer than its Content-Length).
-  if (Number.isFinite(declared)) return req.text();
-  if (!req.body) return '';
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new A2AError('PayloadTooLargeError', `Request body exceeds ${limit} bytes`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/** One HTTP request as a binding sees it. */
+export interface HttpRequest {
+  readonly method: string;
+  /** Header names are asked for in lower case. */
+  readonly headers: HeaderReader;
+  /** The URL path as WHATWG URL serializes it (`new URL(url).pathname`: still percent-encoded). */
+  readonly path: string;
+  /** The query parameters (REST filters; the A2A-Version fallback, §1.11). Read lazily. */
+  readonly searchParams: URLSearchParams;
+  /** The body as text; rejects with PayloadTooLargeError past `limit` bytes. */
+  text(limit: number): Promise<string>;
+  /** Aborts when the client goes away. Read lazily: creating it costs ~2 % CPU of a unary call. */
+  readonly signal: AbortSignal;
 }
+
+/** A whole answer; `body` null is none at all (204). */
+export interface JsonReply {
+  kind: 'json';
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: string | null;
+}
+
+/** A 200 whose body is an SSE stream of `frames`, written with `sse` (sse.ts `pumpSse`). */
+export interface StreamReply {
+  kind: 'sse';
+  headers: Readonly<Record<string, string>>;
+  frames: AsyncIterable<SseEvent[]>;
+  sse: SseStreamOptions;
+}
+
+export type HttpReply = JsonReply | StreamReply;
+
+/** Shared, never mutated: both adapters copy what they add (hono's writer copies before adding a length). */
+export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': SSE_CONTENT_TYPE,
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+});
 
 /** JSON.parse that throws the protocol's parse error. */
 export function parseJson(text: string): unknown {
@@ -42,23 +74,20 @@ export function parseJson(text: string): unknown {
   }
 }
 
+const VERSION_HEADER = A2A_VERSION_HEADER.toLowerCase();
+
 /**
  * §1.11: the version comes from the `A2A-Version` header or the `A2A-Version` query parameter; a missing
  * or empty value MUST be treated as 0.3, which this 1.0-only server answers with VersionNotSupportedError
  * (-32009), as the official JS SDK does. Only Major.Minor counts: `1.0.3` is 1.0 (never reject on patch).
+ * The query is parsed only when the header is absent.
  */
-export function checkVersion(req: Request): void {
-  checkVersionValue(req.headers.get(A2A_VERSION_HEADER), () =>
-    new URL(req.url).searchParams.get(A2A_VERSION_HEADER),
-  );
-}
-
-/** `checkVersion` on the header value, with the query parameter read only when the header is absent. */
-export function checkVersionValue(header: string | null, query: () => string | null): void {
+export function checkVersion(req: HttpRequest): void {
+  const header = req.headers.get(VERSION_HEADER);
   // The header every 1.0 client sends is exactly "1.0": no trim, no regexp.
   if (header === A2A_PROTOCOL_VERSION) return;
   let value = header?.trim();
-  if (!value) value = query()?.trim();
+  if (!value) value = req.searchParams.get(A2A_VERSION_HEADER)?.trim();
   const version = value ? value : '0.3';
   const m = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(version);
   const majorMinor = m ? `${Number(m[1])}.${Number(m[2])}` : version;
@@ -73,10 +102,6 @@ export function checkVersionValue(header: string | null, query: () => string | n
   }
 }
 
-export function requestExtensions(req: Request): string[] {
-  return parseExtensions(req.headers.get(A2A_EXTENSIONS_HEADER));
-}
-
 /** The `A2A-Extensions` header value as a list of URIs. */
 export function parseExtensions(value: string | null): string[] {
   return value
@@ -85,6 +110,15 @@ export function parseExtensions(value: string | null): string[] {
         .map((s) => s.trim())
         .filter(Boolean)
     : [];
+}
+
+/** The call context of an authenticated request: its extensions, its `Last-Event-ID`, its signal. */
+export function callContext(req: HttpRequest, owner: string): LazySignalContext {
+  const headers = req.headers;
+  const ctx = new LazySignalContext(owner, parseExtensions(headers.get('a2a-extensions')), req);
+  const lastEventId = headers.get('last-event-id');
+  if (lastEventId) ctx.lastEventId = lastEventId;
+  return ctx;
 }
 
 /**

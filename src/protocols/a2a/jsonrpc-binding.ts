@@ -1,8 +1,8 @@
-import { readBodyLimited } from './http-common.ts';
-import { jsonRpcCore, type BindingOptions, type RpcHttpRequest } from './jsonrpc-core.ts';
-import { sseReadableStream } from './sse.ts';
+import type { BindingOptions } from './http-common.ts';
+import { jsonRpcCore } from './jsonrpc-core.ts';
+import { WebHttpRequest, webResponse } from './web-http.ts';
 
-export type { BindingOptions } from './jsonrpc-core.ts';
+export type { BindingOptions } from './http-common.ts';
 
 /**
  * The JSON-RPC 2.0 binding as a web-standard request handler (mount it at the interface URL); the
@@ -11,22 +11,5 @@ export type { BindingOptions } from './jsonrpc-core.ts';
  */
 export function jsonRpcBinding(options: BindingOptions): (req: Request) => Promise<Response> {
   const core = jsonRpcCore(options);
-  return async (req) => {
-    const reply = await core(webRequest(req));
-    if (reply.kind === 'json')
-      return new Response(reply.body, { status: reply.status, headers: reply.headers });
-    return new Response(sseReadableStream(reply.frames, reply.sse), { status: 200, headers: reply.headers });
-  };
-}
-
-function webRequest(req: Request): RpcHttpRequest {
-  return {
-    method: req.method,
-    headers: req.headers,
-    text: (limit) => readBodyLimited(req, limit),
-    query: (name) => new URL(req.url).searchParams.get(name),
-    get signal() {
-      return req.signal;
-    },
-  };
+  return async (req) => webResponse(await core(new WebHttpRequest(req)));
 }

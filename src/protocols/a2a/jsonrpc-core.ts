@@ -1,4 +1,3 @@
-import type { Clock } from '../../core/clock.ts';
 import {
   decodeCancelTaskRequest,
   decodeCreatePushConfigRequest,
@@ -12,63 +11,23 @@ import {
   decodeSubscribeToTaskRequest,
 } from './decode.ts';
 import { A2AError, jsonRpcError, jsonRpcErrorResponse, toA2AError } from './errors.ts';
-import type { A2ARequestHandler, Authenticate, CallContext, HeaderReader, StreamItem } from './handler.ts';
+import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
 import {
   DEFAULT_MAX_BODY_BYTES,
-  LazySignalContext,
-  checkVersionValue,
-  parseExtensions,
+  SSE_HEADERS,
+  callContext,
+  checkVersion,
   parseJson,
+  type BindingOptions,
+  type HttpReply,
+  type HttpRequest,
+  type JsonReply,
 } from './http-common.ts';
-import { SSE_CONTENT_TYPE, type SseEvent, type SseStreamOptions } from './sse.ts';
-import { A2A_VERSION_HEADER, type JsonRpcId } from './types.ts';
+import type { SseEvent } from './sse.ts';
+import type { JsonRpcId } from './types.ts';
 import { wireJson } from './wire-json.ts';
 
-export interface BindingOptions {
-  handler: A2ARequestHandler;
-  authenticate: Authenticate;
-  clock: Clock;
-  /** @default 1048576 (1 MiB) */
-  maxBodyBytes?: number;
-  /** @default 15000 */
-  keepAliveMs?: number;
-  /** Reports errors that reach the edge as InternalError (the client sees no internal text). */
-  onInternalError?: (err: unknown) => void;
-}
-
-/**
- * One JSON-RPC HTTP request as the binding sees it, whichever server received it: the web-standard
- * adapter (`jsonrpc-binding.ts`) and the node:http fast path (`jsonrpc-node.ts`) each supply one.
- */
-export interface RpcHttpRequest {
-  readonly method: string;
-  /** Header names are asked for in lower case. */
-  readonly headers: HeaderReader;
-  /** The body as text; rejects with PayloadTooLargeError past `limit` bytes. */
-  text(limit: number): Promise<string>;
-  /** A query parameter of the request URL (the A2A-Version fallback, §1.11). */
-  query(name: string): string | null;
-  /** Aborts when the client goes away. Read lazily: creating it costs ~2 % CPU of a unary call. */
-  readonly signal: AbortSignal;
-}
-
-/** A whole JSON answer. */
-export interface RpcJsonReply {
-  kind: 'json';
-  status: number;
-  headers: Readonly<Record<string, string>>;
-  body: string;
-}
-
-/** A 200 whose body is an SSE stream of `frames`, written with `sse` (sse.ts `pumpSse`). */
-export interface RpcStreamReply {
-  kind: 'sse';
-  headers: Readonly<Record<string, string>>;
-  frames: AsyncIterable<SseEvent[]>;
-  sse: SseStreamOptions;
-}
-
-export type RpcReply = RpcJsonReply | RpcStreamReply;
+export type { BindingOptions } from './http-common.ts';
 
 type Call = (handler: A2ARequestHandler, params: unknown, ctx: CallContext) => Promise<unknown>;
 type StreamCall = (
@@ -119,20 +78,13 @@ const UNAUTHENTICATED_HEADERS: Readonly<Record<string, string>> = Object.freeze(
   'content-type': 'application/json',
   'www-authenticate': 'Bearer',
 });
-export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'content-type': SSE_CONTENT_TYPE,
-  'cache-control': 'no-cache',
-  'x-accel-buffering': 'no',
-});
-
-const VERSION_HEADER = A2A_VERSION_HEADER.toLowerCase();
 
 /**
  * The JSON-RPC 2.0 binding, transport-neutral. Errors travel as HTTP 200 + error envelope, as the
  * official SDK does, except a refused body size (413) and a missing credential (401 +
  * WWW-Authenticate) where the HTTP layer itself must say no. Never rejects.
  */
-export function jsonRpcCore(options: BindingOptions): (req: RpcHttpRequest) => Promise<RpcReply> {
+export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Promise<HttpReply> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   return async (req) => {
     let id: JsonRpcId = null;
@@ -149,12 +101,8 @@ export function jsonRpcCore(options: BindingOptions): (req: RpcHttpRequest) => P
       if (env.jsonrpc !== '2.0') throw new A2AError('InvalidRequestError', 'jsonrpc must be "2.0"');
       if (typeof env.method !== 'string')
         throw new A2AError('InvalidRequestError', 'method must be a string');
-      const headers = req.headers;
-      checkVersionValue(headers.get(VERSION_HEADER), () => req.query(A2A_VERSION_HEADER));
-      const owner = await options.authenticate(headers);
-      const ctx = new LazySignalContext(owner, parseExtensions(headers.get('a2a-extensions')), req);
-      const lastEventId = headers.get('last-event-id');
-      if (lastEventId) ctx.lastEventId = lastEventId;
+      checkVersion(req);
+      const ctx = callContext(req, await options.authenticate(req.headers));
       const params = env.params;
       if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
         throw new A2AError('InvalidParamsError', 'params must be an object');
@@ -199,7 +147,7 @@ export function jsonRpcCore(options: BindingOptions): (req: RpcHttpRequest) => P
   };
 }
 
-function json(status: number, headers: Readonly<Record<string, string>>, body: unknown): RpcJsonReply {
+function json(status: number, headers: Readonly<Record<string, string>>, body: unknown): JsonReply {
   return { kind: 'json', status, headers, body: JSON.stringify(body) };
 }
 

@@ -1,0 +1,267 @@
+import {
+  asObject,
+  decodeCancelTaskRequest,
+  decodeCreatePushConfigRequest,
+  decodeDeletePushConfigRequest,
+  decodeGetPushConfigRequest,
+  decodeGetTaskRequest,
+  decodeListPushConfigsRequest,
+  decodeListTasksRequest,
+  decodeSendMessageRequest,
+  decodeSubscribeToTaskRequest,
+} from './decode.ts';
+import { A2AError, invalidParams, restError, toA2AError } from './errors.ts';
+import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  SSE_HEADERS,
+  callContext,
+  checkVersion,
+  parseJson,
+  type BindingOptions,
+  type HttpReply,
+  type HttpRequest,
+  type JsonReply,
+} from './http-common.ts';
+import type { SseEvent, SseStreamOptions } from './sse.ts';
+import {
+  A2A_CONTENT_TYPE,
+  type CancelTaskRequest,
+  type DeleteTaskPushNotificationConfigRequest,
+  type GetTaskPushNotificationConfigRequest,
+  type GetTaskRequest,
+  type ListTaskPushNotificationConfigsRequest,
+  type ListTasksRequest,
+  type SendMessageRequest,
+  type SubscribeToTaskRequest,
+  type TaskPushNotificationConfig,
+} from './types.ts';
+import { wireJson } from './wire-json.ts';
+
+export interface RestBindingOptions extends BindingOptions {
+  /** The interface URL's path, e.g. `/a2a/rest`; routes (and the `/{tenant}` prefix) follow it. */
+  basePath: string;
+}
+
+/** First path segments that name a route; any other first segment is a `/{tenant}` prefix (§1.1). */
+const ROUTE_ROOTS = new Set(['message:send', 'message:stream', 'tasks', 'extendedAgentCard']);
+
+/**
+ * What a route does once the request is decoded, authenticated and version-checked. Built once: a
+ * closure per request would cost an `Object.defineProperty` each under tsx (esbuild `keepNames`).
+ */
+interface Operation<P> {
+  kind: 'json' | 'stream' | 'empty';
+  status: number;
+  run(h: A2ARequestHandler, params: P, ctx: CallContext): Promise<unknown>;
+}
+
+interface Route {
+  op: Operation<unknown>;
+  params: unknown;
+}
+
+function route<P>(op: Operation<P>, params: P): Route {
+  return { op: op as Operation<unknown>, params };
+}
+
+function operation<P>(kind: Operation<P>['kind'], status: number, run: Operation<P>['run']): Operation<P> {
+  return { kind, status, run };
+}
+
+type H = A2ARequestHandler;
+type C = CallContext;
+const SEND = operation('json', 200, (h: H, p: SendMessageRequest, c: C) => h.sendMessage(p, c));
+const STREAM = operation('stream', 200, (h: H, p: SendMessageRequest, c: C) => h.sendStreamingMessage(p, c));
+const EXTENDED_CARD = operation('json', 200, (h: H, p: { tenant?: string }, c: C) =>
+  h.getExtendedAgentCard(p, c),
+);
+const LIST_TASKS = operation('json', 200, (h: H, p: ListTasksRequest, c: C) => h.listTasks(p, c));
+const GET_TASK = operation('json', 200, (h: H, p: GetTaskRequest, c: C) => h.getTask(p, c));
+const CANCEL_TASK = operation('json', 200, (h: H, p: CancelTaskRequest, c: C) => h.cancelTask(p, c));
+const SUBSCRIBE = operation('stream', 200, (h: H, p: SubscribeToTaskRequest, c: C) =>
+  h.subscribeToTask(p, c),
+);
+const CREATE_PUSH = operation('json', 201, (h: H, p: TaskPushNotificationConfig & { taskId: string }, c: C) =>
+  h.createTaskPushNotificationConfig(p, c),
+);
+const LIST_PUSH = operation('json', 200, (h: H, p: ListTaskPushNotificationConfigsRequest, c: C) =>
+  h.listTaskPushNotificationConfigs(p, c),
+);
+const GET_PUSH = operation('json', 200, (h: H, p: GetTaskPushNotificationConfigRequest, c: C) =>
+  h.getTaskPushNotificationConfig(p, c),
+);
+const DELETE_PUSH = operation('empty', 204, (h: H, p: DeleteTaskPushNotificationConfigRequest, c: C) =>
+  h.deleteTaskPushNotificationConfig(p, c),
+);
+
+// Shared, never mutated: both adapters copy what they add (hono's writer copies before adding a length).
+const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': A2A_CONTENT_TYPE });
+const UNAUTHENTICATED_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': A2A_CONTENT_TYPE,
+  'www-authenticate': 'Bearer',
+});
+const NO_CONTENT: JsonReply = Object.freeze({
+  kind: 'json',
+  status: 204,
+  headers: Object.freeze({}),
+  body: null,
+});
+
+/**
+ * The HTTP+JSON binding (§1.1 routes) for everything under the interface URL, transport-neutral.
+ * Paths are parsed by hand because route segments contain colons (`/message:send`), which most routers
+ * read as parameters. `:subscribe` is served on GET (proto) and POST (prose), A2A#1574. Errors are
+ * google.rpc.Status bodies with the spec's HTTP status. Never rejects.
+ */
+export function restCore(options: RestBindingOptions): (req: HttpRequest) => Promise<HttpReply> {
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const base = options.basePath.replace(/\/+$/, '');
+  const sse: SseStreamOptions = {
+    clock: options.clock,
+    ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
+    errorEvent: (err) => {
+      report(options, err);
+      return { event: 'error', data: JSON.stringify(restError(err).body) };
+    },
+  };
+  return async (req) => {
+    try {
+      const path = req.path;
+      const rest = path.startsWith(base) ? path.slice(base.length) : path;
+      let segments = rest.split('/').filter(Boolean).map(safeDecode);
+      let tenant: string | undefined;
+      if (segments.length > 1 && !ROUTE_ROOTS.has(segments[0]!)) {
+        tenant = segments[0];
+        segments = segments.slice(1);
+      }
+      const { op, params } = await matchRoute(req, segments, tenant, maxBody);
+      checkVersion(req);
+      const ctx = callContext(req, await options.authenticate(req.headers));
+      if (tenant) ctx.tenant = tenant;
+      const result = await op.run(options.handler, params, ctx);
+      if (op.kind === 'empty') return NO_CONTENT;
+      if (op.kind === 'json')
+        return { kind: 'json', status: op.status, headers: JSON_HEADERS, body: JSON.stringify(result) };
+      return {
+        kind: 'sse',
+        headers: SSE_HEADERS,
+        frames: toFrames(result as AsyncIterable<StreamItem[]>),
+        sse,
+      };
+    } catch (err) {
+      report(options, err);
+      const e = toA2AError(err);
+      const { httpStatus, body } = restError(e);
+      return {
+        kind: 'json',
+        status: httpStatus,
+        headers: e.errorName === 'UnauthenticatedError' ? UNAUTHENTICATED_HEADERS : JSON_HEADERS,
+        body: JSON.stringify(body),
+      };
+    }
+  };
+}
+
+function report(options: BindingOptions, err: unknown): void {
+  if (!(err instanceof A2AError)) options.onInternalError?.(err);
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw invalidParams('path', 'bad percent-encoding');
+  }
+}
+
+function withTenant(o: Record<string, unknown>, tenant: string | undefined): Record<string, unknown> {
+  return tenant ? { ...o, tenant } : o;
+}
+
+function queryObject(q: URLSearchParams): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (const [k, v] of q) if (k !== 'A2A-Version') o[k] = v;
+  return o;
+}
+
+/** The JSON object body; an empty or blank one is `{}`. */
+async function readBody(req: HttpRequest, maxBody: number): Promise<Record<string, unknown>> {
+  const text = await req.text(maxBody);
+  if (text.trim() === '') return {};
+  return asObject(parseJson(text), 'body');
+}
+
+/** Splits `abc:cancel` into id and verb; ids of ours never contain `:`. */
+function splitVerb(segment: string): [string, string | undefined] {
+  const i = segment.lastIndexOf(':');
+  return i < 0 ? [segment, undefined] : [segment.slice(0, i), segment.slice(i + 1)];
+}
+
+function notFound(method: string, s: string[]): A2AError {
+  return new A2AError('MethodNotFoundError', `No route for ${method} /${s.join('/')}`.slice(0, 200));
+}
+
+/** The route of a request and its decoded parameters; a body is read only by routes that take one. */
+async function matchRoute(
+  req: HttpRequest,
+  s: string[],
+  tenant: string | undefined,
+  maxBody: number,
+): Promise<Route> {
+  const method = req.method;
+  if (s.length === 1 && s[0] === 'message:send' && method === 'POST')
+    return route(SEND, decodeSendMessageRequest(withTenant(await readBody(req, maxBody), tenant)));
+  if (s.length === 1 && s[0] === 'message:stream' && method === 'POST')
+    return route(STREAM, decodeSendMessageRequest(withTenant(await readBody(req, maxBody), tenant)));
+  if (s.length === 1 && s[0] === 'extendedAgentCard' && method === 'GET')
+    return route(EXTENDED_CARD, withTenant({}, tenant));
+  if (s[0] !== 'tasks') throw notFound(method, s);
+  if (s.length === 1 && method === 'GET')
+    return route(LIST_TASKS, decodeListTasksRequest(withTenant(queryObject(req.searchParams), tenant)));
+  if (s.length === 2) {
+    const [id, verb] = splitVerb(s[1]!);
+    if (verb === undefined && method === 'GET')
+      return route(
+        GET_TASK,
+        decodeGetTaskRequest(withTenant({ ...queryObject(req.searchParams), id }, tenant)),
+      );
+    if (verb === 'cancel' && method === 'POST') {
+      const body = await readBody(req, maxBody);
+      return route(CANCEL_TASK, decodeCancelTaskRequest(withTenant({ ...body, id }, tenant)));
+    }
+    if (verb === 'subscribe' && (method === 'GET' || method === 'POST'))
+      return route(SUBSCRIBE, decodeSubscribeToTaskRequest(withTenant({ id }, tenant)));
+    throw notFound(method, s);
+  }
+  if (s[2] !== 'pushNotificationConfigs') throw notFound(method, s);
+  const taskId = s[1]!;
+  if (s.length === 3 && method === 'POST') {
+    const body = await readBody(req, maxBody);
+    if (typeof body.taskId === 'string' && body.taskId !== '' && body.taskId !== taskId) {
+      throw invalidParams('taskId', 'does not match the task in the path');
+    }
+    if (typeof body.task_id === 'string' && body.task_id !== '' && body.task_id !== taskId) {
+      throw invalidParams('taskId', 'does not match the task in the path');
+    }
+    return route(
+      CREATE_PUSH,
+      decodeCreatePushConfigRequest(withTenant({ ...body, taskId, task_id: undefined }, tenant)),
+    );
+  }
+  if (s.length === 3 && method === 'GET')
+    return route(
+      LIST_PUSH,
+      decodeListPushConfigsRequest(withTenant({ ...queryObject(req.searchParams), taskId }, tenant)),
+    );
+  if (s.length === 4 && method === 'GET')
+    return route(GET_PUSH, decodeGetPushConfigRequest(withTenant({ taskId, id: s[3] }, tenant)));
+  if (s.length === 4 && method === 'DELETE')
+    return route(DELETE_PUSH, decodeDeletePushConfigRequest(withTenant({ taskId, id: s[3] }, tenant)));
+  throw notFound(method, s);
+}
+
+async function* toFrames(batches: AsyncIterable<StreamItem[]>): AsyncGenerator<SseEvent[]> {
+  for await (const batch of batches)
+    yield batch.map((item) => ({ id: item.id, data: wireJson(item.payload), source: item.payload }));
+}
