@@ -125,7 +125,7 @@ export class TaskWriter {
       if (!current) throw new Error(`agent task ${taskId} vanished`);
       const draft: TaskDraft = { ...draftOf(current), record: current };
       const events: StoredEvent[] = [];
-      const outcomes: Array<{ p: Pending; changed: boolean; error?: unknown }> = [];
+      const outcomes: Outcome[] = [];
       for (const p of batch) {
         try {
           const change = p.mutate(draft);
@@ -135,14 +135,8 @@ export class TaskWriter {
           outcomes.push({ p, changed: false, error });
         }
       }
-      const settle = (record: AgentTaskRecord, duplicate: boolean) => {
-        for (const o of outcomes) {
-          if (o.error !== undefined) o.p.reject(o.error);
-          else o.p.resolve({ record, written: o.changed && !duplicate, duplicate });
-        }
-      };
       if (!outcomes.some((o) => o.changed)) {
-        settle(current, false);
+        settle(outcomes, current, false);
         return;
       }
       const now = this.clock.now();
@@ -169,7 +163,7 @@ export class TaskWriter {
         if (isTerminalTaskState(result.task.state)) this.cache.delete(taskId);
         else this.cache.set(taskId, result.task);
         if (outbox.length > 0 && !result.duplicate) this.onOutboxRows();
-        settle(result.task, result.duplicate);
+        settle(outcomes, result.task, result.duplicate);
         return;
       } catch (err) {
         this.cache.delete(taskId);
@@ -177,6 +171,16 @@ export class TaskWriter {
         throw err;
       }
     }
+  }
+}
+
+type Outcome = { p: Pending; changed: boolean; error?: unknown };
+
+/** A module function, not a closure per write (tsx's esbuild `keepNames` makes each one a defineProperty). */
+function settle(outcomes: Outcome[], record: AgentTaskRecord, duplicate: boolean): void {
+  for (const o of outcomes) {
+    if (o.error !== undefined) o.p.reject(o.error);
+    else o.p.resolve({ record, written: o.changed && !duplicate, duplicate });
   }
 }
 

@@ -57,10 +57,53 @@ export interface WriteBatcherOptions {
   syncFailed?: (err: Error) => unknown;
 }
 
-/** Settles once the commit with ticket `ticket` is durable. */
+/**
+ * Settles once the commit with ticket `ticket` is durable. Classes rather than closures: the host runs
+ * under tsx (esbuild `keepNames`), where every named arrow created per call is an Object.defineProperty.
+ */
 interface Waiter {
-  ticket: number;
-  settle: (err: unknown) => void;
+  readonly ticket: number;
+  settle(err: unknown): void;
+}
+
+/** A read's value, held back until what it may have seen is durable. */
+class ReadWaiter<T> implements Waiter {
+  constructor(
+    readonly ticket: number,
+    private readonly value: T,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {}
+
+  settle(err: unknown): void {
+    if (err === undefined) this.resolve(this.value);
+    else this.reject(err);
+  }
+}
+
+/** A committed batch: its change notices go out and its writes resolve once it is durable. */
+class BatchWaiter implements Waiter {
+  constructor(
+    readonly ticket: number,
+    private readonly batch: Queued[],
+    private readonly result: BatchResult,
+    private readonly onCommit: (notices: ChangeNotice[]) => void,
+  ) {}
+
+  settle(err: unknown): void {
+    const { batch } = this;
+    if (err !== undefined) {
+      for (const q of batch) q.reject(err);
+      return;
+    }
+    const { outcomes, notices } = this.result;
+    this.onCommit(notices);
+    for (let i = 0; i < batch.length; i++) {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) batch[i]!.resolve(outcome.value);
+      else batch[i]!.reject(outcome.error);
+    }
+  }
 }
 
 /**
@@ -151,10 +194,7 @@ export class WriteBatcher {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.synced === this.committed) return Promise.resolve(value);
     return new Promise<T>((resolve, reject) => {
-      this.waiters.push({
-        ticket: this.committed,
-        settle: (err) => (err === undefined ? resolve(value) : reject(err)),
-      });
+      this.waiters.push(new ReadWaiter(this.committed, value, resolve, reject));
     });
   }
 
@@ -186,28 +226,17 @@ export class WriteBatcher {
       for (const q of batch) q.reject(err);
       return;
     }
-    const { outcomes, notices } = result;
-    const settle = (err: unknown) => {
-      if (err !== undefined) {
-        for (const q of batch) q.reject(err);
-        return;
-      }
-      this.options.onCommit(notices);
-      batch.forEach((q, i) => {
-        const outcome = outcomes[i]!;
-        if (outcome.ok) q.resolve(outcome.value);
-        else q.reject(outcome.error);
-      });
-    };
     if (this.failure !== undefined) {
-      settle(this.failure); // a failed fsync before this commit: it can no longer be made durable
+      // a failed fsync before this commit: it can no longer be made durable
+      new BatchWaiter(0, batch, result, this.options.onCommit).settle(this.failure);
       return;
     }
     if (result.committed && this.options.syncer) this.committed++;
+    const waiter = new BatchWaiter(this.committed, batch, result, this.options.onCommit);
     // A batch that rolled back still read the database: its answer (a conflict, say) waits like a read.
-    if (this.synced === this.committed) settle(undefined);
+    if (this.synced === this.committed) waiter.settle(undefined);
     else {
-      this.waiters.push({ ticket: this.committed, settle });
+      this.waiters.push(waiter);
       this.startSync();
     }
   }
