@@ -235,7 +235,6 @@ export class A2AService implements A2ARequestHandler {
     const executor: ExecutorState = {
       inputs: [],
       runs: 0,
-      trigger: stored,
       host: this.o.liveness.hostId,
       pushConfigs: configId !== undefined,
     };

@@ -24,6 +24,7 @@ import {
   type StoredEvent,
   statusEvent,
   taskOf,
+  triggerOf,
 } from './task-model.ts';
 import type { TaskFeed } from './task-feed.ts';
 import type { Mutate, TaskChange, TaskDraft, TaskWriter } from './task-writer.ts';
@@ -63,9 +64,17 @@ export interface ExecutionsOptions {
 }
 
 export function answerOf(message: Message): InputAnswer {
-  const text = message.parts.flatMap((p) => (p.text !== undefined ? [p.text] : [])).join('\n');
-  const data = message.parts.find((p) => p.data !== undefined)?.data;
-  return { message, text, data };
+  return { message, text: answerText(message), data: answerData(message) };
+}
+
+/** A message's text parts joined with newlines. */
+function answerText(message: Message): string {
+  return message.parts.flatMap((p) => (p.text !== undefined ? [p.text] : [])).join('\n');
+}
+
+/** A message's first data part's value. */
+function answerData(message: Message): unknown {
+  return message.parts.find((p) => p.data !== undefined)?.data;
 }
 
 /**
@@ -288,7 +297,10 @@ class TaskContext implements ExecutionContext {
   readonly contextId: string;
   /** Set once execute finished the task itself (complete/fail). */
   done = false;
-  private first: InputAnswer | undefined;
+  private readonly trigger: Message;
+  private messageCopy: Message | undefined;
+  private textOf: string | undefined;
+  private dataCopy: { value: unknown } | undefined;
   private taskCopy: Task | undefined;
   private checkpointCopy: Record<string, unknown> | undefined;
   private childLogger: Logger | undefined;
@@ -305,6 +317,7 @@ class TaskContext implements ExecutionContext {
   ) {
     this.taskId = stored.id;
     this.contextId = stored.contextId;
+    this.trigger = triggerOf(exec, stored);
     this.status = this.status.bind(this);
     this.artifact = this.artifact.bind(this);
     this.askInput = this.askInput.bind(this);
@@ -315,15 +328,19 @@ class TaskContext implements ExecutionContext {
   }
 
   get message(): Message {
-    return this.trigger().message;
+    return (this.messageCopy ??= jsonCopy(this.trigger));
   }
 
   get text(): string {
-    return this.trigger().text;
+    return (this.textOf ??= answerText(this.trigger));
   }
 
   get data(): unknown {
-    return this.trigger().data;
+    if (this.dataCopy === undefined) {
+      const data = answerData(this.trigger);
+      this.dataCopy = { value: data === undefined ? undefined : jsonCopy(data) };
+    }
+    return this.dataCopy.value;
   }
 
   get task(): Task {
@@ -421,10 +438,6 @@ class TaskContext implements ExecutionContext {
     if (this.entry.stopped) throw this.entry.stopped;
     this.done = true;
     await this.executions.finish(this.taskId, 'TASK_STATE_FAILED', reason);
-  }
-
-  private trigger(): InputAnswer {
-    return (this.first ??= answerOf(jsonCopy(this.exec.trigger)));
   }
 
   private async write(mutate: Mutate): Promise<void> {

@@ -28,8 +28,11 @@ export interface ExecutorState {
   checkpoint?: Record<string, unknown>;
   /** How many times execute has been started for this task. */
   runs: number;
-  /** The message that started the task (execute's input on a resume). */
-  trigger: Message;
+  /**
+   * The message that started the task, on tasks stored before 2026-11-29. Now it is not stored twice:
+   * it is the task's first history message (see triggerOf).
+   */
+  trigger?: Message;
   /** The host process running (or responsible for) the task; see host-liveness.ts. */
   host?: string;
   /**
@@ -49,6 +52,11 @@ export function toIso(ms: number): string {
 
 export function executorStateOf(record: AgentTaskRecord): ExecutorState {
   return record.executorState as unknown as ExecutorState;
+}
+
+/** The message that started the task: execute's input, also on a resume. */
+export function triggerOf(exec: ExecutorState, task: Task): Message {
+  return exec.trigger ?? task.history![0]!;
 }
 
 export function taskOf(record: AgentTaskRecord): Task {

@@ -37,17 +37,41 @@ function camel(key: string): string {
   return key.includes('_') ? key.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase()) : key;
 }
 
-/** snake_case → camelCase on every structural key; camelCase wins when both spellings are present. */
-export function normalizeKeys(value: unknown, depth = 0): unknown {
+/**
+ * snake_case → camelCase on every structural key; camelCase wins when both spellings are present.
+ * Clients of 1.0 send camelCase, so the tree is first only scanned, and returned as it is (it is the
+ * caller's fresh JSON.parse output) when no key needs a change: a copy of every object per request
+ * cost more than the rest of decoding.
+ */
+export function normalizeKeys(value: unknown): unknown {
+  return needsNormalizing(value, 0) ? normalizeTree(value, 0) : value;
+}
+
+function needsNormalizing(value: unknown, depth: number): boolean {
   if (depth > 64) throw invalidParams('params', 'nested too deeply');
-  if (Array.isArray(value)) return value.map((v) => normalizeKeys(v, depth + 1));
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) {
+    for (const v of value) if (needsNormalizing(v, depth + 1)) return true;
+    return false;
+  }
+  for (const k in value) {
+    if (!Object.prototype.hasOwnProperty.call(value, k)) continue;
+    if (k.includes('_')) return true; // a snake_case key, or `__proto__` (dropped by the copy)
+    if (!OPAQUE_KEYS.has(k) && needsNormalizing((value as Obj)[k], depth + 1)) return true;
+  }
+  return false;
+}
+
+function normalizeTree(value: unknown, depth: number): unknown {
+  if (depth > 64) throw invalidParams('params', 'nested too deeply');
+  if (Array.isArray(value)) return value.map((v) => normalizeTree(v, depth + 1));
   if (value === null || typeof value !== 'object') return value;
   const out: Obj = {};
   for (const [k, v] of Object.entries(value as Obj)) {
     const key = camel(k);
     if (key !== k && Object.prototype.hasOwnProperty.call(value, key)) continue;
     if (key === '__proto__') continue;
-    out[key] = OPAQUE_KEYS.has(key) ? v : normalizeKeys(v, depth + 1);
+    out[key] = OPAQUE_KEYS.has(key) ? v : normalizeTree(v, depth + 1);
   }
   return out;
 }
