@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import { TaskplaneError } from '../../src/core/errors.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { WriteBatcher, type WalSyncer } from '../../src/store/sqlite/write-batcher.ts';
@@ -38,7 +38,7 @@ class ManualSyncer implements WalSyncer {
   }
 }
 
-function batcherOn(path: string, maxSyncsInFlight = 1) {
+function batcherOn(path: string, maxSyncsInFlight = 1, minSyncGapMs = 0) {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
@@ -52,6 +52,7 @@ function batcherOn(path: string, maxSyncsInFlight = 1) {
     translate: (err) => err,
     syncer,
     maxSyncsInFlight,
+    minSyncGapMs,
     syncFailed: (err) => new TaskplaneError('unavailable', 'fsync failed', { cause: err, retryable: false }),
   });
   const insert = (x: number) =>
@@ -105,6 +106,34 @@ describe('WriteBatcher with a WAL syncer', () => {
     syncer.finish();
     expect(await Promise.all(later)).toEqual([2, 3, 4]);
     db.close();
+  });
+
+  test('minSyncGapMs: a commit under load waits out the gap since the last fsync started, gathering more writes', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const { syncer, insert, rows, db } = batcherOn(tempPath(), 1, 5);
+      const first = insert(1);
+      await turn();
+      expect(syncer.pending).toHaveLength(1); // after a quiet spell: at once
+      syncer.finish();
+      await first;
+      const later = [insert(2), insert(3)];
+      await turn();
+      expect(rows()).toEqual([1]); // the last fsync started less than 5 ms ago
+      expect(syncer.pending).toHaveLength(0);
+      vi.advanceTimersByTime(2);
+      later.push(insert(4)); // joins the waiting commit
+      await turn();
+      expect(rows()).toEqual([1]);
+      vi.advanceTimersByTime(3);
+      expect(rows()).toEqual([1, 2, 3, 4]); // one commit …
+      expect(syncer.pending).toHaveLength(1); // … and one fsync for the three
+      syncer.finish();
+      expect(await Promise.all(later)).toEqual([2, 3, 4]);
+      db.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   test('with two fsyncs in flight, the later one finishing first resolves the writes of both', async () => {

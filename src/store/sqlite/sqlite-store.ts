@@ -103,7 +103,11 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       ...(this.syncer
         ? {
             syncer: this.syncer,
-            maxSyncsInFlight: 2, // see WriteBatcherOptions.maxSyncsInFlight
+            // One fsync at a time, at most one started per millisecond: under load each fsync and each
+            // WAL page then covers more writes. Host send bench, CPU per durable send, 7 rounds of 2 and
+            // 1 in flight without a gap and 1 with it: medians 184, 175 and 159 µs, p99 alike.
+            maxSyncsInFlight: 1,
+            minSyncGapMs: 1,
             syncFailed: (err: Error) =>
               new TaskplaneError('unavailable', 'sqlite WAL fsync failed; restart the process', {
                 cause: err,

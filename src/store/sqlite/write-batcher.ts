@@ -50,11 +50,19 @@ export interface WriteBatcherOptions {
    * 2 beat 1 in back-to-back pairs (a task create's store latency p50 3.4 vs 4.0 ms and 7.8 vs 9.8 ms);
    * 4 did worse: every fsync costs the event loop a thread-pool hand-off (p50 40 µs, p90 0.3–2.6 ms when
    * the woken thread takes the loop's core). With the disk quiet, 1 and 2 gave the same host bench
-   * (median 3,518 vs 3,605 sends/s over 8 runs each). @default 1
+   * (median 3,518 vs 3,605 sends/s over 8 runs each). Later, with cheaper writes, each fsync's own CPU
+   * (ext4 work on the pool thread, ~9 % of the host's) mattered more: 1 in flight plus minSyncGapMs
+   * gave the lowest CPU per send (sqlite-store.ts). @default 1
    */
   maxSyncsInFlight?: number;
   /** Turns a failed fsync into the error every later write and read gets. */
   syncFailed?: (err: Error) => unknown;
+  /**
+   * Least time between the starts of two fsyncs, in ms. Under load a commit waits out the rest of it
+   * (writes queued meanwhile join it), so each fsync and each WAL frame of a shared page covers more
+   * writes; a write after a quiet spell starts its fsync at once. @default 0
+   */
+  minSyncGapMs?: number;
 }
 
 /**
@@ -152,6 +160,9 @@ export class WriteBatcher {
   private readonly maxSyncs: number;
   /** A drain found every fsync slot busy and left the queue for when one ends. */
   private drainAfterSync = false;
+  /** When the last fsync started (performance.now), and the timer waiting out minSyncGapMs. */
+  private syncStartedAt = -Infinity;
+  private gapTimer: ReturnType<typeof setTimeout> | undefined;
   private failure: unknown;
   /** In ticket order. */
   private waiters: Waiter[] = [];
@@ -205,9 +216,23 @@ export class WriteBatcher {
    */
   drain(now = false): void {
     this.scheduled = false;
+    if (now && this.gapTimer !== undefined) {
+      clearTimeout(this.gapTimer);
+      this.gapTimer = undefined;
+    }
     if (!now && this.inFlight >= this.maxSyncs) {
       this.drainAfterSync = true;
       return;
+    }
+    if (!now && this.queue.length > 0) {
+      const wait = this.syncStartedAt + (this.options.minSyncGapMs ?? 0) - performance.now();
+      if (wait > 0) {
+        this.gapTimer ??= setTimeout(() => {
+          this.gapTimer = undefined;
+          this.drain();
+        }, wait);
+        return;
+      }
     }
     while (this.queue.length > 0) this.settleBatch(this.queue.splice(0, this.options.maxBatch));
   }
@@ -248,6 +273,7 @@ export class WriteBatcher {
     while (this.inFlight < this.maxSyncs && this.started < this.committed) {
       const target = (this.started = this.committed);
       this.inFlight++;
+      this.syncStartedAt = performance.now();
       syncer.sync((err) => this.synced_(target, err));
     }
   }
