@@ -108,7 +108,7 @@ describe('WriteBatcher with a WAL syncer', () => {
     db.close();
   });
 
-  test('minSyncGapMs: a commit under load waits out the gap since the last fsync started, gathering more writes', async () => {
+  test('minSyncGapMs: under load a commit waits out the gap since the last fsync started; a lone write does not', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     try {
       const { syncer, insert, rows, db } = batcherOn(tempPath(), 1, 5);
@@ -130,6 +130,12 @@ describe('WriteBatcher with a WAL syncer', () => {
       expect(syncer.pending).toHaveLength(1); // … and one fsync for the three
       syncer.finish();
       expect(await Promise.all(later)).toEqual([2, 3, 4]);
+      const lone = insert(5); // one write queued, right after an fsync: no wait
+      await turn();
+      expect(rows()).toEqual([1, 2, 3, 4, 5]);
+      expect(syncer.pending).toHaveLength(1);
+      syncer.finish();
+      expect(await lone).toBe(5);
       db.close();
     } finally {
       vi.useRealTimers();
