@@ -370,6 +370,15 @@ async function measure(t: Target) {
   };
 }
 
+/** One of the comparison servers (test/bench/<script>), which prints `… ready <url>` when listening. */
+async function benchServer(script: string, target: Omit<Target, 'proc' | 'url'>): Promise<Target> {
+  const proc = await spawnProcess(process.execPath, ['--import', 'tsx', `test/bench/${script}`], {
+    env: { LOG_LEVEL: 'warn' },
+    ready: / ready (\S+)/,
+  });
+  return { ...target, proc, url: proc.readyMatch![1]! };
+}
+
 async function main() {
   const loadStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-'));
@@ -397,31 +406,14 @@ async function main() {
           fanout: ourFanout,
         };
       },
-      async () => {
-        const proc = await spawnProcess(process.execPath, ['--import', 'tsx', 'test/bench/sdk-server.ts'], {
-          env,
-          ready: /sdk server ready (\S+)/,
-        });
-        return {
-          name: '@a2a-js/sdk 1.3.0 (express, in-memory)',
-          proc,
-          url: proc.readyMatch![1]!,
-          fanout: sdkFanout,
-        };
-      },
-      async () => {
-        const proc = await spawnProcess(process.execPath, ['--import', 'tsx', 'test/bench/bare-server.ts'], {
-          env,
-          ready: /bare server ready (\S+)/,
-        });
-        return {
+      () =>
+        benchServer('sdk-server.ts', { name: '@a2a-js/sdk 1.3.0 (express, in-memory)', fanout: sdkFanout }),
+      () =>
+        benchServer('bare-server.ts', {
           name: 'bare node:http (ceiling)',
-          proc,
-          url: proc.readyMatch![1]!,
           fanout: bareFanout,
           getTaskBody: '{}',
-        };
-      },
+        }),
     ];
     for (const start of starts) {
       const target = await start();

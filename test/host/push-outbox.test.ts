@@ -40,6 +40,25 @@ async function seed(store: MemoryStore, taskId: string, payloads: number, now: n
   await store.createAgentTask(record, `${taskId}-m`, [], outbox);
 }
 
+/** The worker with the host's defaults (5 s base, 8 attempts, 15 s timeout) sending through `fake`. */
+function outboxWith(
+  store: MemoryStore,
+  clock: VirtualClock,
+  fake: ReturnType<typeof fakeSender>,
+  owner = 'w',
+): PushOutbox {
+  return new PushOutbox({
+    store,
+    clock,
+    logger,
+    owner,
+    baseMs: 5000,
+    attempts: 8,
+    timeoutMs: 15_000,
+    send: fake.send,
+  });
+}
+
 /** A scripted receiver: fails while `down`, records every attempt with its (virtual) time. */
 function fakeSender(clock: VirtualClock) {
   const attempts: Array<{ at: number; req: PushRequest }> = [];
@@ -57,16 +76,7 @@ describe('push outbox (virtual clock)', () => {
     const store = new MemoryStore();
     await seed(store, 't1', 1, clock.now());
     const fake = fakeSender(clock);
-    const outbox = new PushOutbox({
-      store,
-      clock,
-      logger,
-      owner: 'w',
-      baseMs: 5000,
-      attempts: 8,
-      timeoutMs: 15_000,
-      send: fake.send,
-    });
+    const outbox = outboxWith(store, clock, fake);
     for (let i = 0; i < 20 && fake.attempts.length < 8; i++) {
       await outbox.runOnce();
       const next = (await store.listOutbox({ taskId: 't1' }))[0]!;
@@ -86,16 +96,7 @@ describe('push outbox (virtual clock)', () => {
     const store = new MemoryStore();
     await seed(store, 't2', 5, clock.now());
     const fake = fakeSender(clock);
-    const outbox = new PushOutbox({
-      store,
-      clock,
-      logger,
-      owner: 'w',
-      baseMs: 5000,
-      attempts: 8,
-      timeoutMs: 15_000,
-      send: fake.send,
-    });
+    const outbox = outboxWith(store, clock, fake);
     await outbox.runOnce(); // first attempt fails: receiver down
     await clock.advance(5000);
     fake.state.down = false;
@@ -115,16 +116,7 @@ describe('push outbox (virtual clock)', () => {
     expect(claimed).toBeDefined();
     const fake = fakeSender(clock);
     fake.state.down = false;
-    const outbox = new PushOutbox({
-      store,
-      clock,
-      logger,
-      owner: 'w2',
-      baseMs: 5000,
-      attempts: 8,
-      timeoutMs: 15_000,
-      send: fake.send,
-    });
+    const outbox = outboxWith(store, clock, fake, 'w2');
     expect(await outbox.runOnce()).toBe(0);
     await clock.advance(45_000);
     expect(await outbox.runOnce()).toBe(1);

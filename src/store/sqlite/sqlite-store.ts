@@ -78,9 +78,9 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       if (!inMemory) {
         // 8 KiB pages for a new file (an existing one keeps its size; a VACUUM would change it). A host
         // send writes a task row of 1–2 KiB twice and its events: with 8 KiB each commit writes fewer WAL
-        // frames (two pwrite calls each). Store-level bench, create + complete, 32 in flight: 4 KiB
-        // pages 117–130 µs CPU per task, 8 KiB 92–121 (lower in each of 7 back-to-back pairs); 16 KiB
-        // did worse than 4 KiB (more bytes copied per frame).
+        // frames (two pwrite calls each). `npx tsx test/bench/store-agent-bench.ts` (create + complete,
+        // 32 in flight), alternating trees that differ only here: 4 KiB pages 117–130 µs CPU per task,
+        // 8 KiB 92–121 (lower in each of 7 pairs); 16 KiB did worse than 4 KiB (more bytes per frame).
         this.db.pragma('page_size = 8192');
         this.db.pragma('journal_mode = WAL');
       }
@@ -103,9 +103,10 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       ...(this.syncer
         ? {
             syncer: this.syncer,
-            // One fsync at a time, at most one started per millisecond: under load each fsync and each
-            // WAL page then covers more writes. Host send bench, CPU per durable send, 7 rounds of 2 and
-            // 1 in flight without a gap and 1 with it: medians 184, 175 and 159 µs, p99 alike.
+            // One fsync at a time and, under load, at most one started per millisecond: each fsync and
+            // each WAL page then covers more writes. `test/bench/host-ab.sh` over trees with 2 in flight,
+            // 1 without a gap and 1 with it, 7 rounds: CPU per durable send medians 184, 175 and 159 µs,
+            // p99 alike.
             maxSyncsInFlight: 1,
             minSyncGapMs: 1,
             syncFailed: (err: Error) =>

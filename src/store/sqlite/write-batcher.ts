@@ -122,9 +122,9 @@ class BatchWaiter implements Waiter {
  * batch runs first with no savepoints, and only if one of its writes throws is the transaction rolled
  * back and the batch run again with each write inside its own SAVEPOINT, so the failing one rolls back
  * alone (see WriteOp: every op may run twice). Savepoints cost: every page a write changes inside one is
- * first copied to the sub-journal. Measured on the statements of a host send (create, then
- * complete, 32 tasks a batch): 58 vs 39 µs CPU per task with and without savepoints (medians of 5); at
- * the store level 155 vs 125 µs per task.
+ * first copied to the sub-journal. With and without savepoints, CPU per task created and completed:
+ * 58 vs 39 µs on the send's statements alone (a throwaway benchmark, 32 tasks a batch, medians of 5),
+ * 155 vs 125 µs through the store (`npx tsx test/bench/store-agent-bench.ts`, alternating checkouts).
  * Failures are rare on the hot paths (a duplicate SendMessage is a result, not an error; a version
  * conflict needs a second process), so the second run is the exception. The queue is drained on
  * setImmediate, so a lone awaited write pays one event-loop turn, not a timer.
