@@ -2,7 +2,8 @@
  * `npm run bench:host`: our durable host (SQLite file, group commit, each batch's WAL fsynced before it is
  * answered: synchronous=NORMAL plus an fsync off the event loop, see write-batcher.ts) vs the
  * official @a2a-js/sdk server (express, InMemoryTaskStore, same trivial agent) vs a bare node:http
- * server (the ceiling), in one run, each as its own process, measured one after another from this
+ * server (the ceiling), in one run, each as its own process, all started at once and measured in rounds
+ * (one server after another within a round, ratios taken per round) from this
  * in-process load generator (fetch keep-alive, bounded concurrency, loopback only, bounded time).
  *
  * Rows: non-blocking SendMessage req/s and p99, GetTask req/s and p99, time to deliver 1,000 status
@@ -314,9 +315,19 @@ function cpuMs(pid: number | undefined): number {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function measure(t: Target) {
+interface Sample {
+  sendRps: number;
+  sendP99: number;
+  sendCpuUs: number;
+  getRps: number;
+  getP99: number;
+  getCpuUs: number;
+  fanoutMs: number;
+}
+
+/** Warms `t` up (JIT, connection pool, SQLite page cache, file and WAL growth); returns its GetTask body. */
+async function prepare(t: Target): Promise<string> {
   const base = rpcUrl(t.url);
-  // Warm up (JIT, connection pool, SQLite page cache, file and WAL growth).
   if (USE_WRK) {
     await post(base, wrkSendBody(`check-${process.pid}`, 1)); // the wrk body is a valid send
     await wrk(base, 'send', WARMUP_SECONDS, `warm-${process.pid}`);
@@ -326,47 +337,51 @@ async function measure(t: Target) {
   const getBody =
     t.getTaskBody ?? JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'GetTask', params: { id: taskId } });
   await post(base, getBody);
-  const rows = {
-    sendRps: [] as number[],
-    sendP99: [] as number[],
-    sendCpu: [] as number[],
-    getRps: [] as number[],
-    getP99: [] as number[],
-    getCpu: [] as number[],
-    fanoutMs: [] as number[],
-  };
+  return getBody;
+}
+
+/** One run of every row against `t`. */
+async function sample(t: Target, getBody: string, r: number): Promise<Sample> {
+  const base = rpcUrl(t.url);
   const pid = t.proc.pid;
-  for (let r = 0; r < RUNS; r++) {
-    let c0 = cpuMs(pid);
-    const s = USE_WRK
-      ? await wrk(base, 'send', SECONDS, `run${r}-${process.pid}`)
-      : {
-          ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, sendBody())))),
-          requests: REQUESTS,
-        };
-    rows.sendCpu.push(((cpuMs(pid) - c0) * 1000) / s.requests);
-    rows.sendRps.push(s.rps);
-    rows.sendP99.push(s.p99);
-    c0 = cpuMs(pid);
-    const g = USE_WRK
-      ? await wrk(base, 'get', SECONDS, '', getBody)
-      : {
-          ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, getBody)))),
-          requests: REQUESTS,
-        };
-    rows.getCpu.push(((cpuMs(pid) - c0) * 1000) / g.requests);
-    rows.getRps.push(g.rps);
-    rows.getP99.push(g.p99);
-    rows.fanoutMs.push(await t.fanout(t.url));
-  }
+  let c0 = cpuMs(pid);
+  const s = USE_WRK
+    ? await wrk(base, 'send', SECONDS, `run${r}-${process.pid}`)
+    : {
+        ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, sendBody())))),
+        requests: REQUESTS,
+      };
+  const sendCpuUs = ((cpuMs(pid) - c0) * 1000) / s.requests;
+  c0 = cpuMs(pid);
+  const g = USE_WRK
+    ? await wrk(base, 'get', SECONDS, '', getBody)
+    : {
+        ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, getBody)))),
+        requests: REQUESTS,
+      };
+  const getCpuUs = ((cpuMs(pid) - c0) * 1000) / g.requests;
   return {
-    sendRps: median(rows.sendRps),
-    sendP99: median(rows.sendP99),
-    sendCpuUs: median(rows.sendCpu),
-    getRps: median(rows.getRps),
-    getP99: median(rows.getP99),
-    getCpuUs: median(rows.getCpu),
-    fanoutMs: median(rows.fanoutMs),
+    sendRps: s.rps,
+    sendP99: s.p99,
+    sendCpuUs,
+    getRps: g.rps,
+    getP99: g.p99,
+    getCpuUs,
+    fanoutMs: await t.fanout(t.url),
+  };
+}
+
+/** The median of each row over `samples`. */
+function medians(samples: Sample[]): Sample {
+  const m = (k: keyof Sample) => median(samples.map((s) => s[k]));
+  return {
+    sendRps: m('sendRps'),
+    sendP99: m('sendP99'),
+    sendCpuUs: m('sendCpuUs'),
+    getRps: m('getRps'),
+    getP99: m('getP99'),
+    getCpuUs: m('getCpuUs'),
+    fanoutMs: m('fanoutMs'),
   };
 }
 
@@ -382,12 +397,15 @@ async function benchServer(script: string, target: Omit<Target, 'proc' | 'url'>)
 async function main() {
   const loadStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-'));
-  const results: Record<string, Awaited<ReturnType<typeof measure>>> = {};
   const env = { LOG_LEVEL: 'warn' };
+  const targets: Target[] = [];
+  const samples: Sample[][] = [];
   try {
-    const starts: Array<() => Promise<Target>> = [
-      async () => {
-        const proc = await spawnTaskplane(
+    targets.push(
+      {
+        name: 'taskplane host (SQLite, durable)',
+        fanout: ourFanout,
+        ...(await spawnTaskplane(
           [
             'host',
             '--port',
@@ -398,40 +416,40 @@ async function main() {
             'test/bench/bench-agent.ts',
           ],
           { env, ready: /taskplane host ready (\S+)/ },
-        );
-        return {
-          name: 'taskplane host (SQLite, durable)',
-          proc,
-          url: proc.readyMatch![1]!,
-          fanout: ourFanout,
-        };
+        ).then((proc) => ({ proc, url: proc.readyMatch![1]! }))),
       },
-      () =>
-        benchServer('sdk-server.ts', { name: '@a2a-js/sdk 1.3.0 (express, in-memory)', fanout: sdkFanout }),
-      () =>
-        benchServer('bare-server.ts', {
-          name: 'bare node:http (ceiling)',
-          fanout: bareFanout,
-          getTaskBody: '{}',
-        }),
-    ];
-    for (const start of starts) {
-      const target = await start();
-      try {
-        console.error(`measuring ${target.name} …`);
-        results[target.name] = await measure(target);
-      } finally {
-        await target.proc.stop();
+      await benchServer('sdk-server.ts', {
+        name: '@a2a-js/sdk 1.3.0 (express, in-memory)',
+        fanout: sdkFanout,
+      }),
+      await benchServer('bare-server.ts', {
+        name: 'bare node:http (ceiling)',
+        fanout: bareFanout,
+        getTaskBody: '{}',
+      }),
+    );
+    const getBodies: string[] = [];
+    for (const t of targets) {
+      console.error(`warming up ${t.name} …`);
+      getBodies.push(await prepare(t));
+      samples.push([]);
+    }
+    // Round-robin, each round starting one server later, so a slow spell of the shared VM (its speed
+    // drifts ±30 % minute to minute) lands on every server alike instead of on whichever ran then.
+    for (let r = 0; r < RUNS; r++) {
+      for (let k = 0; k < targets.length; k++) {
+        const i = (r + k) % targets.length;
+        console.error(`run ${r + 1}/${RUNS}: ${targets[i]!.name} …`);
+        samples[i]!.push(await sample(targets[i]!, getBodies[i]!, r));
       }
     }
   } finally {
+    await Promise.all(targets.map((t) => t.proc.stop()));
     rmSync(dir, { recursive: true, force: true });
   }
-  const [ours, sdk, bare] = Object.values(results) as [
-    Awaited<ReturnType<typeof measure>>,
-    Awaited<ReturnType<typeof measure>>,
-    Awaited<ReturnType<typeof measure>>,
-  ];
+  const results = Object.fromEntries(targets.map((t, i) => [t.name, medians(samples[i]!)]));
+  /** The ratio a/b of row `k` within each round, then its median over the rounds. */
+  const roundRatio = (a: Sample[], b: Sample[], k: keyof Sample) => median(a.map((s, r) => s[k] / b[r]![k]));
   const f = (n: number, d = 0) =>
     n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
   console.log(
@@ -453,16 +471,30 @@ async function main() {
     );
   }
   console.log('');
+  const [o, d, c] = samples as [Sample[], Sample[], Sample[]];
+  const x = (n: number) => `${f(n, 2)}×`;
   console.log(
-    `CPU per request, sdk / ours: sends ${f(sdk.sendCpuUs / ours.sendCpuUs, 2)}×, GetTask ${f(sdk.getCpuUs / ours.getCpuUs, 2)}×`,
+    'Ratios are taken within each round (the servers ran one after another in it), then the median.',
   );
   console.log(
-    `ours / sdk: sends ${f(ours.sendRps / sdk.sendRps, 2)}×, send p99 ${f(ours.sendP99 / sdk.sendP99, 2)}×, GetTask ${f(ours.getRps / sdk.getRps, 2)}×, fan-out time ${f(ours.fanoutMs / sdk.fanoutMs, 2)}×`,
+    `CPU per request, sdk / ours: sends ${x(roundRatio(d, o, 'sendCpuUs'))}, GetTask ${x(roundRatio(d, o, 'getCpuUs'))}`,
   );
   console.log(
-    `ours / bare: sends ${f(ours.sendRps / bare.sendRps, 2)}×, GetTask ${f(ours.getRps / bare.getRps, 2)}×, fan-out time ${f(ours.fanoutMs / bare.fanoutMs, 2)}×`,
+    `ours / sdk: sends ${x(roundRatio(o, d, 'sendRps'))}, send p99 ${x(roundRatio(o, d, 'sendP99'))}, GetTask ${x(roundRatio(o, d, 'getRps'))}, GetTask p99 ${x(roundRatio(o, d, 'getP99'))}, fan-out time ${x(roundRatio(o, d, 'fanoutMs'))}`,
   );
-  console.log(`sdk / bare: fan-out time ${f(sdk.fanoutMs / bare.fanoutMs, 2)}×`);
+  for (const [k, label] of [
+    ['sendRps', 'sends/s'],
+    ['sendCpuUs', 'CPU µs/send'],
+  ] as const) {
+    console.log(
+      `  ${label} per round: ours ${o.map((s) => f(s[k])).join(' ')}; sdk ${d.map((s) => f(s[k])).join(' ')}`,
+    );
+  }
+  console.log(`  ours / sdk sends per round: ${o.map((s, r) => x(s.sendRps / d[r]!.sendRps)).join(' ')}`);
+  console.log(
+    `ours / bare: sends ${x(roundRatio(o, c, 'sendRps'))}, GetTask ${x(roundRatio(o, c, 'getRps'))}, fan-out time ${x(roundRatio(o, c, 'fanoutMs'))}`,
+  );
+  console.log(`sdk / bare: fan-out time ${x(roundRatio(d, c, 'fanoutMs'))}`);
 }
 
 await main();
