@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.ts';
@@ -154,6 +155,58 @@ describe('auth keys', () => {
     expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe('Bearer');
     expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
   });
+});
+
+/** One request over node:http with these header lines, repeats kept (fetch would join them). */
+function sendLines(url: string, method: string, path: string, lines: Array<[string, string]>, body?: string) {
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: string }>(
+    (resolve, reject) => {
+      const req = request(`${url}${path}`, { method, headers: lines.flat() }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          // What differs per connection and per clock tick, not per answer.
+          const { date: _d, connection: _c, 'keep-alive': _k, ...rest } = res.headers;
+          resolve({ status: res.statusCode!, headers: rest, body: text });
+        });
+      });
+      req.on('error', reject);
+      req.end(body);
+    },
+  );
+}
+
+describe('two Authorization headers', () => {
+  const keys = parseKeys('alice:alice-key-0123456789,bob:bob-key-0123456789ab');
+  const alice: [string, string] = ['authorization', 'Bearer alice-key-0123456789'];
+  const bob: [string, string] = ['authorization', 'Bearer bob-key-0123456789ab'];
+  const rpcBody = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} });
+
+  // node:http keeps the first Authorization line, the hono path's Headers joins them ("Bearer a, Bearer
+  // b"). The node adapters used to authenticate as the first key; now both paths answer the same 401.
+  // An IPv6 Host sends the same request through hono.
+  it.each<[string, string, string, Array<[string, string]>, string?]>([
+    ['JSON-RPC', 'POST', '/a2a/jsonrpc', [['content-type', 'application/json']], rpcBody],
+    ['HTTP+JSON', 'GET', '/a2a/rest/tasks', []],
+  ])(
+    'are an ambiguous credential: %s answers 401 on the node path exactly as on the hono path',
+    async (_binding, method, path, extra, body) => {
+      const h = await host(new MemoryStore(), { auth: 'keys', keys });
+      const lines: Array<[string, string]> = [['a2a-version', '1.0'], ...extra];
+      // Header lines as an array go without the Host node adds for an object: name one per path.
+      const port = new URL(h.url).port;
+      const quad: [string, string] = ['host', `127.0.0.1:${port}`];
+      const ipv6: [string, string] = ['host', `[::1]:${port}`];
+      const node = await sendLines(h.url, method, path, [quad, ...lines, alice, bob], body);
+      const web = await sendLines(h.url, method, path, [ipv6, ...lines, alice, bob], body);
+      expect(node.status).toBe(401);
+      expect(node).toEqual(web);
+      // Either key alone still authenticates on the node path.
+      for (const key of [alice, bob])
+        expect((await sendLines(h.url, method, path, [quad, ...lines, key], body)).status).toBe(200);
+    },
+  );
 });
 
 describe('agent card', () => {

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningHost } from '../../src/host/start-host.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
@@ -165,6 +166,72 @@ describe('HTTP+JSON binding', () => {
     );
     expect(r.json.error.details[1].fieldViolations[0].field).toBe('message.messageId');
   });
+});
+
+/** One request written as it is on a socket (fetch refuses such a Host), read until the host closes. */
+function rawRequest(head: string[], body = ''): Promise<{ status: number; type: string; body: string }> {
+  const port = Number(new URL(h.url).port);
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.end(
+        [...head, `content-length: ${Buffer.byteLength(body)}`, 'connection: close', '', body].join('\r\n'),
+      ),
+    );
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (text += c));
+    socket.on('error', reject);
+    socket.on('end', () => {
+      const split = text.indexOf('\r\n\r\n');
+      const lines = text.slice(0, split).split('\r\n');
+      const type = lines.find((l) => /^content-type:/i.test(l))?.replace(/^content-type:\s*/i, '') ?? '';
+      resolve({ status: Number(lines[0]!.split(' ')[1]), type, body: text.slice(split + 4) });
+    });
+  });
+}
+
+describe('Host header', () => {
+  const listTasks = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} });
+  const targets: Array<[string, string, string, string?]> = [
+    ['JSON-RPC (node adapter)', 'POST', '/a2a/jsonrpc', listTasks],
+    ['HTTP+JSON (node adapter)', 'GET', '/a2a/rest/tasks'],
+    ['HTTP+JSON through hono', 'GET', '/a2a/rest/tasks/a"b'],
+    ['HEAD through hono', 'HEAD', '/a2a/rest/tasks'],
+    ['the agent card (hono)', 'GET', '/.well-known/agent-card.json'],
+  ];
+
+  // Each used to get a 500 from hono (the URL failed when a binding built it), an empty 400, or a 200
+  // from the node adapters, depending on the route. RFC 9112 §3.2: an invalid Host gets 400.
+  it.each(['1.2.3.256', '1.2.3.4.5', 'exa mple', 'xn--a', 'a@b', 'localhost:99999'])(
+    'a Host that cannot form a URL (%s) gets 400 saying so on every route, never 500',
+    async (host) => {
+      for (const [label, method, path, body] of targets) {
+        const r = await rawRequest(
+          [
+            `${method} ${path} HTTP/1.1`,
+            `host: ${host}`,
+            'a2a-version: 1.0',
+            'content-type: application/json',
+          ],
+          body,
+        );
+        expect([label, r.status, r.type]).toEqual([label, 400, 'application/json']);
+        if (method !== 'HEAD')
+          expect(JSON.parse(r.body)).toEqual({
+            error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Invalid Host header', details: [] },
+          });
+      }
+    },
+  );
+
+  it.each(['127.0.0.1', 'localhost:8080', 'LocalHost', '[::1]:8080'])(
+    'a Host that forms a URL (%s) is served on both paths',
+    async (host) => {
+      const head = ['a2a-version: 1.0', 'content-type: application/json', `host: ${host}`];
+      expect((await rawRequest(['POST /a2a/jsonrpc HTTP/1.1', ...head], listTasks)).status).toBe(200);
+      expect((await rawRequest(['GET /.well-known/agent-card.json HTTP/1.1', ...head])).status).toBe(200);
+    },
+  );
 });
 
 it('the host is still serving after all of that', async () => {

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../../core/clock.ts';
 import { A2AError } from './errors.ts';
 import type { HeaderReader } from './handler.ts';
@@ -41,19 +41,74 @@ export function isPlainTarget(url: string): boolean {
 const PLAIN_TARGET = /^\/[\w\-.~!$&'()*+,;=:@%/?]*$/;
 const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?:[/?]|$)/i;
 
-/** `IncomingMessage.headers` behind the `Headers.get` shape; node already joins repeated list headers. */
+/**
+ * `IncomingMessage.headers` behind the `Headers.get` shape. node joins repeated list headers itself but
+ * keeps only the first line of the singleton headers below, where a web `Headers` (the hono path) joins
+ * every line with ", ". Those are read again from `rawHeaders`, so both paths hand the bindings the same
+ * value: two Authorization lines must fail as "Bearer a, Bearer b" does on the hono path (401), not
+ * authenticate with the first key. The scan allocates nothing unless a header is repeated.
+ */
 class NodeHeaders implements HeaderReader {
-  constructor(private readonly headers: IncomingHttpHeaders) {}
+  constructor(private readonly req: IncomingMessage) {}
 
   get(name: string): string | null {
-    let v = this.headers[name];
+    const headers = this.req.headers;
+    let key = name;
+    let v = headers[key];
     if (v === undefined) {
-      const lower = name.toLowerCase();
-      if (lower !== name) v = this.headers[lower];
+      key = name.toLowerCase();
+      if (key !== name) v = headers[key];
     }
     if (v === undefined) return null;
-    return typeof v === 'string' ? v : v.join(', ');
+    if (typeof v !== 'string') return v.join(', ');
+    return FIRST_LINE_ONLY.has(key) ? joinRepeated(this.req.rawHeaders, key, v) : v;
   }
+}
+
+/** The headers node keeps the first line of when repeated (`IncomingMessage.headers`, node 20 docs). */
+const FIRST_LINE_ONLY = new Set([
+  'age',
+  'authorization',
+  'content-length',
+  'content-type',
+  'etag',
+  'expires',
+  'from',
+  'host',
+  'if-modified-since',
+  'if-unmodified-since',
+  'last-modified',
+  'location',
+  'max-forwards',
+  'proxy-authorization',
+  'referer',
+  'retry-after',
+  'server',
+  'user-agent',
+]);
+
+/** Every line of `name` (lower case) joined as `Headers.get` joins them; `first` when there is one. */
+function joinRepeated(raw: string[], name: string, first: string): string {
+  let joined = first;
+  let seen = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (!isName(raw[i]!, name)) continue;
+    if (seen) joined += `, ${raw[i + 1]!}`;
+    else seen = true;
+  }
+  return joined;
+}
+
+/**
+ * `raw` is `name` in any case, without `toLowerCase` (a string per call for a capitalized name). `name`
+ * holds only lower-case letters and `-`, which `| 0x20` leaves alone; of the token characters only the
+ * upper-case letters map onto them.
+ */
+function isName(raw: string, name: string): boolean {
+  if (raw === name) return true;
+  if (raw.length !== name.length) return false;
+  for (let i = 0; i < name.length; i++) if ((raw.charCodeAt(i) | 0x20) !== name.charCodeAt(i)) return false;
+  return true;
 }
 
 /** hono's reason for the same event, so handlers see one reason whichever adapter served them. */
@@ -70,7 +125,7 @@ class NodeHttpRequest implements HttpRequest {
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
   ) {
-    this.headers = new NodeHeaders(req.headers);
+    this.headers = new NodeHeaders(req);
   }
 
   get method(): string {
