@@ -29,6 +29,10 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
       try {
         const { kind: _kind, ...sqliteOptions } = target;
         const store = new SqliteStore(sqliteOptions);
+        await store.ready().catch(async (err: unknown) => {
+          await store.close();
+          throw err;
+        });
         logger.info(`store: sqlite ${target.path}`);
         return store;
       } catch (err) {

@@ -10,6 +10,7 @@ export type StoreTarget =
       groupCommit?: boolean;
       walFsync?: boolean;
       busyTimeoutMs?: number;
+      writeThread?: 'worker' | 'event-loop';
     }
   | { kind: 'postgres'; url: string };
 
@@ -18,7 +19,8 @@ const EXPECTED = 'expected memory:, sqlite:<path>, sqlite::memory: or postgres:/
 /**
  * `memory:` · `sqlite:./data/taskplane.db` · `sqlite:///abs/path.db` · `sqlite::memory:` ·
  * `postgres://user@host:5432/db?schema=name` (also `postgresql://`).
- * SQLite takes optional `?synchronous=NORMAL|FULL&groupCommit=false&walFsync=false&busyTimeoutMs=N`.
+ * SQLite takes optional `?synchronous=NORMAL|FULL&groupCommit=false&walFsync=false&busyTimeoutMs=N&writeThread=worker|event-loop`
+ * (see SqliteStoreOptions).
  * Error messages name the scheme at most, never the whole URL: it may carry a password.
  */
 export function parseStoreUrl(url: string): StoreTarget {
@@ -53,6 +55,8 @@ function parseSqlite(rest: string): StoreTarget {
       target.groupCommit = value === 'true';
     } else if (key === 'walFsync' && (value === 'true' || value === 'false')) {
       target.walFsync = value === 'true';
+    } else if (key === 'writeThread' && (value === 'worker' || value === 'event-loop')) {
+      target.writeThread = value;
     } else if (key === 'busyTimeoutMs' && /^\d+$/.test(value)) {
       target.busyTimeoutMs = Number(value);
     } else {

@@ -187,10 +187,10 @@ function task(i: number, padding: string): AgentTaskRecord {
   };
 }
 
-describe('SqliteStore, synchronous=NORMAL with WAL fsync (the default)', () => {
+describe('SqliteStore on the event loop, synchronous=NORMAL with WAL fsync', () => {
   test('the WAL the store fsyncs keeps its inode across checkpoints, WAL resets, TRUNCATE and a peer closing', async () => {
     const path = tempPath();
-    const store = new SqliteStore({ path });
+    const store = new SqliteStore({ path, writeThread: 'event-loop' });
     const wal = `${path}-wal`;
     const inode = statSync(wal).ino;
     const padding = 'x'.repeat(3000); // about one page per task: 4,000 tasks pass the 1,000-page autocheckpoint often
@@ -215,10 +215,12 @@ describe('SqliteStore, synchronous=NORMAL with WAL fsync (the default)', () => {
     expect((await reopened.listAgentTasks({ owner: 'o', pageSize: 1 })).totalSize).toBe(4001);
     await reopened.close();
   });
+});
 
+describe.each(['event-loop', 'worker'] as const)('SqliteStore, writes on the %s', (writeThread) => {
   test('close waits for the last fsync and keeps every acknowledged write', async () => {
     const path = tempPath();
-    const store = new SqliteStore({ path });
+    const store = new SqliteStore({ path, writeThread });
     const writes = Array.from({ length: 50 }, (_, i) => store.createAgentTask(task(i, 'p'), `m${i}`, [], []));
     await store.close();
     expect((await Promise.all(writes)).every((w) => w.created)).toBe(true);

@@ -23,8 +23,16 @@ function sqliteHarness(name: string, options: Omit<SqliteStoreOptions, 'path'>) 
   };
 }
 
+// The default: writes on the write worker (worker-writes.ts), reads on the event loop's connection.
 storeSuite(sqliteHarness('sqlite', {}));
-// synchronous=FULL (fsync inside COMMIT) stays selectable and must behave the same.
-storeSuite(sqliteHarness('sqlite synchronous=FULL', { synchronous: 'FULL' }));
+// Writes on the event loop's connection, WAL fsynced on the thread pool (write-batcher.ts).
+storeSuite(sqliteHarness('sqlite, writes on the event loop', { writeThread: 'event-loop' }));
+// synchronous=FULL (fsync inside COMMIT on the event loop) stays selectable and must behave the same.
+storeSuite(
+  sqliteHarness('sqlite on the event loop, synchronous=FULL', {
+    writeThread: 'event-loop',
+    synchronous: 'FULL',
+  }),
+);
 // The one-transaction-per-write path must keep the same behaviour as group commit.
 storeSuite(sqliteHarness('sqlite without group commit', { groupCommit: false }));

@@ -1,8 +1,6 @@
 import type Database from 'better-sqlite3';
-import { VersionConflictError, notFound } from '../../core/errors.ts';
 import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
-import { taskNotices } from '../change-hub.ts';
 import type {
   AgentTaskEvent,
   AgentTaskPage,
@@ -23,9 +21,18 @@ import {
   outboxLimit,
 } from '../store-query.ts';
 import { where } from '../sql-where.ts';
-import type { WriteOp } from './write-batcher.ts';
-
-const OPEN_STATES = `('pending', 'leased')`;
+import {
+  jsonOrNull,
+  readTask,
+  serializeEvent,
+  serializeOutbox,
+  serializeTask,
+  taskIdForMessage,
+  type SqlConn,
+  type WriteArgs,
+  type WriteName,
+  type WriteResult,
+} from './sqlite-writes.ts';
 
 /**
  * The agent-host half of the SQLite Store (tasks, their events, push configs, the push outbox), split
@@ -34,10 +41,12 @@ const OPEN_STATES = `('pending', 'leased')`;
 export abstract class SqliteAgentHost {
   /** A cached prepared statement. */
   protected abstract q(sql: string): Database.Statement;
-  /** Runs `op` inside a (group-committed) BEGIN IMMEDIATE transaction. */
-  protected abstract write<T>(op: WriteOp<T>): Promise<T>;
+  /** Runs write `name` (sqlite-writes.ts) inside a (group-committed) BEGIN IMMEDIATE transaction. */
+  protected abstract write<K extends WriteName>(name: K, ...args: WriteArgs<K>): Promise<WriteResult<K>>;
   /** A value just read, once every commit it may include is durable (write-batcher.ts). */
   protected abstract visible<T>(value: T): Promise<T>;
+  /** This connection's statements, for the reads shared with the writes (sqlite-writes.ts). */
+  protected readonly conn: SqlConn = { q: (sql) => this.q(sql) };
 
   // --- agent tasks -----------------------------------------------------------------------------
 
@@ -54,32 +63,18 @@ export abstract class SqliteAgentHost {
     const created: AgentTaskRecord = { ...task, version: 1 };
     const rowEvents = events.map(serializeEvent);
     const rowOutbox = outbox.map(serializeOutbox);
-    return this.write((notices) => {
-      // The (owner, messageId) row goes first: a duplicate is found by the insert itself, and the SELECT
-      // runs only then (one statement fewer per new task).
-      const claimed = this.q(
-        'INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
-      ).run(row.owner, messageId, row.id);
-      if (claimed.changes === 0) {
-        return { created: false, task: this.readTask(this.taskIdForMessage(row.owner, messageId)!)! };
-      }
-      this.q(
-        `INSERT INTO agent_tasks (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
-           executor_state, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(row.owner, ...taskColumns(row), row.id);
-      notices.push(...taskNotices(row.id, this.appendTaskEvents(rowEvents)));
-      this.appendOutbox(rowOutbox, row.updatedAt);
-      return { created: true, task: created };
-    });
+    return this.write('createAgentTask', row, messageId, rowEvents, rowOutbox).then((r) =>
+      r.created ? { created: true, task: created } : r,
+    );
   }
 
   async getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined> {
-    const task = this.readTask(id);
+    const task = readTask(this.conn, id);
     return this.visible(task && (owner === undefined || task.owner === owner) ? task : undefined);
   }
 
   async findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined> {
-    return this.visible(this.taskIdForMessage(owner, messageId));
+    return this.visible(taskIdForMessage(this.conn, owner, messageId));
   }
 
   updateAgentTask(
@@ -92,40 +87,22 @@ export abstract class SqliteAgentHost {
     const row = serializeTask(next, expectedVersion + 1);
     const written: AgentTaskRecord = { ...next, version: expectedVersion + 1 };
     const rowEvents = events.map(serializeEvent);
-    const payloads = events.map((e) => e.payload);
     const rowOutbox = outbox.map(serializeOutbox);
-    return this.write((notices) => {
-      // Duplicate before version: a retried message must read as "already done", not as a conflict.
-      if (messageId !== undefined) {
-        const found = this.q('SELECT owner FROM agent_tasks WHERE id = ?').get(row.id) as
-          { owner: string } | undefined;
-        if (!found) throw notFound(`agent task ${row.id}`);
-        if (this.taskIdForMessage(found.owner, messageId) !== undefined) {
-          return { duplicate: true, task: this.readTask(row.id)!, events: [] };
-        }
-      }
-      // The owner never changes: it is not SET, and RETURNING gives the stored one (no read of the whole
-      // record first, which was a SELECT plus two JSON.parse per write).
-      const updated = this.q(
-        `UPDATE agent_tasks SET context_id = ?, state = ?, status_timestamp = ?, created_at = ?, updated_at = ?,
-           version = ?, task = ?, executor_state = ? WHERE id = ? AND version = ? RETURNING owner`,
-      ).get(...taskColumns(row), row.id, expectedVersion) as { owner: string } | undefined;
-      if (!updated) {
-        const exists = this.q('SELECT 1 FROM agent_tasks WHERE id = ?').get(row.id) !== undefined;
-        throw exists ? new VersionConflictError(`agent task ${row.id}`) : notFound(`agent task ${row.id}`);
-      }
-      const { owner } = updated;
-      if (messageId !== undefined) this.recordMessage(owner, messageId, row.id);
-      const appended = this.appendTaskEvents(rowEvents);
-      this.appendOutbox(rowOutbox, row.updatedAt);
-      notices.push(...taskNotices(row.id, appended));
-      // The caller's documents, not parsed back (Store contract); nothing captured is changed (WriteOp).
-      return {
-        duplicate: false,
-        task: owner === written.owner ? written : { ...written, owner },
-        events: appended.map((e, i) => ({ taskId: e.taskId, at: e.at, payload: payloads[i]!, seq: e.seq })),
-      };
-    });
+    return this.write('updateAgentTask', row, expectedVersion, rowEvents, rowOutbox, messageId).then((r) =>
+      r.duplicate
+        ? { duplicate: true, task: r.task, events: [] }
+        : {
+            duplicate: false,
+            // The caller's documents, not parsed back (Store contract).
+            task: r.owner === written.owner ? written : { ...written, owner: r.owner },
+            events: r.seqs.map((seq, i) => ({
+              taskId: next.id,
+              at: events[i]!.at,
+              payload: events[i]!.payload,
+              seq,
+            })),
+          },
+    );
   }
 
   async listAgentTasks(query: AgentTaskQuery): Promise<AgentTaskPage> {
@@ -168,14 +145,7 @@ export abstract class SqliteAgentHost {
 
   putPushConfig(c: PushConfigRecord): Promise<PushConfigRecord> {
     c = snapshot(c);
-    return this.write(() => {
-      this.q(
-        `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, url = excluded.url, token = excluded.token,
-           authentication = excluded.authentication, created_at = excluded.created_at`,
-      ).run(c.taskId, c.id, c.owner, c.url, c.token, jsonOrNull(c.authentication), c.createdAt);
-      return structuredClone(c);
-    });
+    return this.write('putPushConfig', c, jsonOrNull(c.authentication)).then(() => c);
   }
 
   async getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
@@ -189,57 +159,25 @@ export abstract class SqliteAgentHost {
   }
 
   deletePushConfig(taskId: string, id: string): Promise<void> {
-    return this.write(
-      () => void this.q('DELETE FROM push_configs WHERE task_id = ? AND id = ?').run(taskId, id),
-    );
+    return this.write('deletePushConfig', taskId, id);
   }
 
   // --- push outbox -----------------------------------------------------------------------------
 
   claimOutbox(owner: string, now: number, leaseMs: number, limit: number): Promise<OutboxRow[]> {
-    // Runs inside the batch's BEGIN IMMEDIATE, so no other writer can claim between SELECT and UPDATE.
-    return this.write(() => {
-      const claimed = this.q(
-        `UPDATE outbox SET status = 'leased', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
-         WHERE id IN (
-           SELECT c.id FROM outbox c
-           WHERE ((c.status = 'pending' AND c.next_attempt_at <= ?) OR (c.status = 'leased' AND c.lease_expires_at <= ?))
-             AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.task_id = c.task_id AND p.config_id = c.config_id
-                             AND p.status IN ${OPEN_STATES} AND p.id < c.id)
-           ORDER BY c.id LIMIT ?)
-         RETURNING *`,
-      ).all(owner, now + leaseMs, now, now, Math.max(0, limit)) as rows.OutboxDbRow[];
-      return claimed.map(rows.toOutbox).sort((a, b) => a.id - b.id);
-    });
+    return this.write('claimOutbox', owner, now, leaseMs, limit);
   }
 
   completeOutbox(id: number, owner: string, now: number): Promise<void> {
-    return this.write(() => {
-      this.q(
-        `UPDATE outbox SET status = 'delivered', delivered_at = ?, lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = ? AND status = 'leased' AND lease_owner = ?`,
-      ).run(now, id, owner);
-    });
+    return this.write('completeOutbox', id, owner, now);
   }
 
   failOutbox(id: number, owner: string, error: string, nextAttemptAt: number | null): Promise<void> {
-    return this.write(() => {
-      this.q(
-        `UPDATE outbox SET status = ?, next_attempt_at = COALESCE(?, next_attempt_at), last_error = ?,
-           lease_owner = NULL, lease_expires_at = NULL
-         WHERE id = ? AND status = 'leased' AND lease_owner = ?`,
-      ).run(nextAttemptAt === null ? 'dead' : 'pending', nextAttemptAt, error, id, owner);
-    });
+    return this.write('failOutbox', id, owner, error, nextAttemptAt);
   }
 
   requeueDeadOutbox(now: number, taskId?: string): Promise<number> {
-    return this.write(
-      () =>
-        this.q(
-          `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ?
-           WHERE status = 'dead' AND (? IS NULL OR task_id = ?)`,
-        ).run(now, taskId ?? null, taskId ?? null).changes,
-    );
+    return this.write('requeueDeadOutbox', now, taskId ?? null);
   }
 
   async listOutbox(query: { status?: OutboxStatus; taskId?: string; limit?: number }): Promise<OutboxRow[]> {
@@ -251,106 +189,4 @@ export abstract class SqliteAgentHost {
       (this.q(sql).all(...w.params, outboxLimit(query.limit)) as rows.OutboxDbRow[]).map(rows.toOutbox),
     );
   }
-
-  protected readTask(id: string): AgentTaskRecord | undefined {
-    const row = this.q('SELECT * FROM agent_tasks WHERE id = ?').get(id);
-    return row === undefined ? undefined : rows.toAgentTask(row as rows.AgentTaskRow);
-  }
-
-  protected taskIdForMessage(owner: string, messageId: string): string | undefined {
-    const row = this.q('SELECT task_id FROM agent_task_messages WHERE owner = ? AND message_id = ?').get(
-      owner,
-      messageId,
-    );
-    return (row as { task_id: string } | undefined)?.task_id;
-  }
-
-  private recordMessage(owner: string, messageId: string, taskId: string): void {
-    this.q('INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES (?, ?, ?)').run(
-      owner,
-      messageId,
-      taskId,
-    );
-  }
-
-  private appendTaskEvents(events: EventRow[]): StoredEventRow[] {
-    const insert = this.q('INSERT INTO agent_task_events (task_id, at, payload) VALUES (?, ?, ?)');
-    return events.map((e) => ({ ...e, seq: Number(insert.run(e.taskId, e.at, e.payload).lastInsertRowid) }));
-  }
-
-  private appendOutbox(outbox: OutboxInsert[], createdAt: number): void {
-    const insert = this.q(
-      `INSERT INTO outbox (task_id, config_id, delivery_id, payload, status, attempts, next_attempt_at, created_at)
-       VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
-    );
-    for (const r of outbox)
-      insert.run(r.taskId, r.configId, r.deliveryId, r.payload, r.nextAttemptAt, createdAt);
-  }
-}
-
-/** A task record as the row it is stored as: JSON documents as text, taken at the call. */
-interface TaskRow {
-  id: string;
-  owner: string;
-  contextId: string;
-  state: string;
-  statusTimestamp: number;
-  createdAt: number;
-  updatedAt: number;
-  version: number;
-  task: string;
-  executorState: string | null;
-}
-
-interface EventRow {
-  taskId: string;
-  at: number;
-  payload: string;
-}
-
-interface StoredEventRow extends EventRow {
-  seq: number;
-}
-
-type OutboxInsert = Omit<NewOutboxRow, 'payload'> & { payload: string };
-
-function serializeTask(t: AgentTaskRecord, version: number): TaskRow {
-  return {
-    id: t.id,
-    owner: t.owner,
-    contextId: t.contextId,
-    state: t.state,
-    statusTimestamp: t.statusTimestamp,
-    createdAt: t.createdAt,
-    updatedAt: t.updatedAt,
-    version,
-    task: JSON.stringify(t.task),
-    executorState: jsonOrNull(t.executorState),
-  };
-}
-
-function serializeEvent(e: NewAgentTaskEvent): EventRow {
-  return { taskId: e.taskId, at: e.at, payload: JSON.stringify(e.payload) };
-}
-
-function serializeOutbox(r: NewOutboxRow): OutboxInsert {
-  return { ...r, payload: JSON.stringify(r.payload) };
-}
-
-/** The columns after owner, in the order the INSERT and UPDATE name them. */
-function taskColumns(t: TaskRow): unknown[] {
-  return [
-    t.contextId,
-    t.state,
-    t.statusTimestamp,
-    t.createdAt,
-    t.updatedAt,
-    t.version,
-    t.task,
-    t.executorState,
-  ];
-}
-
-function jsonOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
 }

@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
-import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
+import { TaskplaneError } from '../../core/errors.ts';
 import type { NormalizedState } from '../../core/states.ts';
-import { ChangeHub, envelopeNotices } from '../change-hub.ts';
+import { ChangeHub } from '../change-hub.ts';
 import type {
   ChangeNotice,
   EnvelopeQuery,
@@ -22,7 +22,16 @@ import { where } from '../sql-where.ts';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.ts';
 import { SqliteAgentHost } from './sqlite-agent-host.ts';
 import { WalFileSyncer } from './wal-syncer.ts';
-import { WriteBatcher, type WriteOp } from './write-batcher.ts';
+import { WriteBatcher } from './write-batcher.ts';
+import { WorkerWrites } from './worker-writes.ts';
+import {
+  findEnvelopeByKey,
+  runWrite,
+  translate,
+  type WriteArgs,
+  type WriteName,
+  type WriteResult,
+} from './sqlite-writes.ts';
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a private in-process database. */
@@ -50,17 +59,32 @@ export interface SqliteStoreOptions {
   groupCommit?: boolean;
   /** "now" for the migrations table only. @default Date.now */
   nowMs?: () => number;
+  /**
+   * Which thread runs the writes.
+   * - `worker`: a worker thread owns the one writing connection, with synchronous=FULL (or NORMAL when
+   *   `walFsync: false`), and this thread's connection only reads (worker-writes.ts). The event loop
+   *   then spends nothing on SQLite's write path or the fsync.
+   * - `event-loop`: writes run on this thread's connection through a WriteBatcher, fsynced per
+   *   `synchronous`/`walFsync` as described there. Needed for `:memory:` (a worker cannot share it).
+   * Both are durable by default and give the same results; only the thread doing the work differs.
+   * @default 'worker' for a file, 'event-loop' for ':memory:'
+   */
+  writeThread?: 'worker' | 'event-loop';
 }
 
 /**
- * The embedded default Store on better-sqlite3 12. Writes go through a WriteBatcher (BEGIN IMMEDIATE,
- * group commit); reads run directly, seeing only committed data since batches are synchronous, and
- * return it once it is durable (WriteBatcher.visible).
+ * The embedded default Store on better-sqlite3 12. Every write is a named op (sqlite-writes.ts) run in a
+ * WriteBatcher (BEGIN IMMEDIATE, group commit), by default on the write worker's connection
+ * (worker-writes.ts), else on this thread's. Reads run here, directly, and return only durable data:
+ * with the worker every commit a reader can see is already durable; on this thread WriteBatcher.visible
+ * holds a read back until its commits are.
  */
 export class SqliteStore extends SqliteAgentHost implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly db: Database.Database;
-  private readonly writes: WriteBatcher;
+  /** Exactly one of these runs the writes (see `writeThread`). */
+  private readonly writes: WriteBatcher | undefined;
+  private readonly worker: WorkerWrites | undefined;
   private readonly hub = new ChangeHub();
   private readonly statements = new Map<string, Database.Statement>();
   private readonly syncer: WalFileSyncer | undefined;
@@ -72,9 +96,10 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     if (!inMemory) mkdirSync(dirname(options.path), { recursive: true });
     this.db = new Database(options.path);
     const synchronous = options.synchronous ?? 'NORMAL';
+    const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000));
     try {
       // busy_timeout first: switching to WAL needs a lock another starting process may hold.
-      this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+      this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
       if (!inMemory) {
         // 8 KiB pages for a new file (an existing one keeps its size; a VACUUM would change it). A host
         // send writes a task row of 1–2 KiB twice and its events: with 8 KiB each commit writes fewer WAL
@@ -86,8 +111,19 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       }
       this.db.pragma(`synchronous = ${synchronous}`);
       migrateSqlite(this.db, SQLITE_MIGRATIONS, (options.nowMs ?? Date.now)());
-      // After migrating: the migration's BEGIN IMMEDIATE has created the -wal file.
-      if (!inMemory && synchronous === 'NORMAL' && options.walFsync !== false) {
+      if (!inMemory && (options.writeThread ?? 'worker') === 'worker') {
+        const durable = synchronous === 'FULL' || options.walFsync !== false;
+        this.worker = new WorkerWrites(
+          {
+            path: resolve(options.path),
+            synchronous: durable ? 'FULL' : 'NORMAL',
+            busyTimeoutMs,
+            groupCommit: options.groupCommit ?? true,
+          },
+          (notices) => this.hub.emit(notices),
+        );
+      } else if (!inMemory && synchronous === 'NORMAL' && options.walFsync !== false) {
+        // After migrating: the migration's BEGIN IMMEDIATE has created the -wal file.
         this.syncer = new WalFileSyncer(options.path);
       }
     } catch (err) {
@@ -95,28 +131,30 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       throw translate(err);
     }
     this.capabilities = { durable: !inMemory, multiProcess: !inMemory, crossProcessNotify: false };
-    this.writes = new WriteBatcher(this.db, {
-      groupCommit: options.groupCommit ?? true,
-      maxBatch: 256,
-      onCommit: (notices) => this.hub.emit(notices),
-      translate,
-      ...(this.syncer
-        ? {
-            syncer: this.syncer,
-            // One fsync at a time and, under load, at most one started per millisecond: each fsync and
-            // each WAL page then covers more writes. `test/bench/host-ab.sh` over trees with 2 in flight,
-            // 1 without a gap and 1 with it, 7 rounds: CPU per durable send medians 184, 175 and 159 µs,
-            // p99 alike.
-            maxSyncsInFlight: 1,
-            minSyncGapMs: 1,
-            syncFailed: (err: Error) =>
-              new TaskplaneError('unavailable', 'sqlite WAL fsync failed; restart the process', {
-                cause: err,
-                retryable: false,
-              }),
-          }
-        : {}),
-    });
+    this.writes = this.worker
+      ? undefined
+      : new WriteBatcher(this.db, {
+          groupCommit: options.groupCommit ?? true,
+          maxBatch: 256,
+          onCommit: (notices) => this.hub.emit(notices),
+          translate,
+          ...(this.syncer
+            ? {
+                syncer: this.syncer,
+                // One fsync at a time and, under load, at most one started per millisecond: each fsync and
+                // each WAL page then covers more writes. `test/bench/host-ab.sh` over trees with 2 in flight,
+                // 1 without a gap and 1 with it, 7 rounds: CPU per durable send medians 184, 175 and 159 µs,
+                // p99 alike.
+                maxSyncsInFlight: 1,
+                minSyncGapMs: 1,
+                syncFailed: (err: Error) =>
+                  new TaskplaneError('unavailable', 'sqlite WAL fsync failed; restart the process', {
+                    cause: err,
+                    retryable: false,
+                  }),
+              }
+            : {}),
+        });
   }
 
   // --- envelopes -----------------------------------------------------------------------------
@@ -126,19 +164,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     events: NewEnvelopeEvent[],
   ): Promise<{ created: boolean; envelope: Envelope }> {
     ({ envelope, events } = snapshot({ envelope, events }));
-    return this.write((notices) => {
-      if (envelope.idempotencyKey !== null) {
-        const existing = this.findByKey(envelope.tenant, envelope.idempotencyKey);
-        if (existing) return { created: false, envelope: existing };
-      }
-      const stored = { ...envelope, version: 1 };
-      this.q(
-        `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(...rows.envelopeColumns(stored), stored.id);
-      notices.push(...envelopeNotices(stored.id, this.appendEvents(events)));
-      return { created: true, envelope: structuredClone(stored) };
-    });
+    return this.write('createEnvelope', envelope, events);
   }
 
   async getEnvelope(id: string): Promise<Envelope | undefined> {
@@ -148,7 +174,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   }
 
   async findEnvelopeByIdempotencyKey(tenant: string, key: string): Promise<Envelope | undefined> {
-    return this.visible(this.findByKey(tenant, key));
+    return this.visible(findEnvelopeByKey(this.conn, tenant, key));
   }
 
   async findEnvelopeByRemoteId(target: string, remoteId: string): Promise<Envelope | undefined> {
@@ -165,20 +191,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     events: NewEnvelopeEvent[],
   ): Promise<{ envelope: Envelope; events: EnvelopeEvent[] }> {
     ({ next, events } = snapshot({ next, events }));
-    return this.write((notices) => {
-      const stored = { ...next, version: expectedVersion + 1 };
-      const result = this.q(
-        `UPDATE envelopes SET tenant = ?, idempotency_key = ?, connector = ?, target = ?, remote_id = ?, state = ?,
-           updated_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?`,
-      ).run(...rows.envelopeColumns(stored), next.id, expectedVersion);
-      if (result.changes === 0) {
-        const exists = this.q('SELECT 1 FROM envelopes WHERE id = ?').get(next.id) !== undefined;
-        throw exists ? new VersionConflictError(`envelope ${next.id}`) : notFound(`envelope ${next.id}`);
-      }
-      const appended = this.appendEvents(events);
-      notices.push(...envelopeNotices(stored.id, appended));
-      return { envelope: structuredClone(stored), events: appended };
-    });
+    return this.write('updateEnvelope', next, expectedVersion, events);
   }
 
   async listEnvelopes(query: EnvelopeQuery): Promise<Page<Envelope>> {
@@ -227,29 +240,15 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   // --- deliveries, leases, settings -------------------------------------------------------------
 
   recordDelivery(d: InboundDelivery): Promise<boolean> {
-    d = snapshot(d);
-    return this.write(
-      () =>
-        this.q(
-          `INSERT INTO deliveries (source, delivery_id, envelope_id, received_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT DO NOTHING`,
-        ).run(d.source, d.deliveryId, d.envelopeId, d.receivedAt).changes === 1,
-    );
+    return this.write('recordDelivery', snapshot(d));
   }
 
   acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
-    return this.write(
-      () =>
-        this.q(
-          `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
-           ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-           WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
-        ).run(name, owner, now + ttlMs, now).changes === 1,
-    );
+    return this.write('acquireLease', name, owner, now, ttlMs);
   }
 
   releaseLease(name: string, owner: string): Promise<void> {
-    return this.write(() => void this.q('DELETE FROM leases WHERE name = ? AND owner = ?').run(name, owner));
+    return this.write('releaseLease', name, owner);
   }
 
   async getSetting(key: string): Promise<string | undefined> {
@@ -259,13 +258,18 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   }
 
   putSettingIfAbsent(key: string, value: string): Promise<string> {
-    return this.write(() => {
-      this.q('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, value);
-      return (this.q('SELECT value FROM settings WHERE key = ?').get(key) as { value: string }).value;
-    });
+    return this.write('putSettingIfAbsent', key, value);
   }
 
   // --- change feed, lifecycle --------------------------------------------------------------------
+
+  /**
+   * Resolves once writes can run: at once on the event loop, or when the write worker has opened its
+   * connection (about 0.2 s). Writes issued sooner wait for it; this lets a caller fail fast at start-up.
+   */
+  ready(): Promise<void> {
+    return this.worker?.ready ?? Promise.resolve();
+  }
 
   onChange(listener: (change: ChangeNotice) => void): () => void {
     return this.hub.subscribe(listener);
@@ -273,9 +277,13 @@ export class SqliteStore extends SqliteAgentHost implements Store {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    this.writes.drain(true);
     this.closed = true;
-    await this.writes.whenSynced();
+    // Writes already made still commit; later ones are refused (write()).
+    if (this.worker) await this.worker.close();
+    else {
+      this.writes!.drain(true);
+      await this.writes!.whenSynced();
+    }
     this.hub.clear();
     this.db.close();
     this.syncer?.close();
@@ -284,13 +292,15 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   // --- internals -------------------------------------------------------------------------------
 
   protected visible<T>(value: T): Promise<T> {
-    return this.writes.visible(value);
+    // With the worker every commit a read can see is already durable (worker-writes.ts).
+    return this.writes ? this.writes.visible(value) : Promise.resolve(value);
   }
 
-  protected write<T>(op: WriteOp<T>): Promise<T> {
+  protected write<K extends WriteName>(name: K, ...args: WriteArgs<K>): Promise<WriteResult<K>> {
     if (this.closed)
       return Promise.reject(new TaskplaneError('unavailable', 'store is closed', { retryable: false }));
-    return this.writes.run(op);
+    if (this.worker) return this.worker.run(name, args);
+    return this.writes!.run((notices) => runWrite(this.conn, notices, name, args) as WriteResult<K>);
   }
 
   /** Prepared statements are cached by text: the hot paths prepare once per store. */
@@ -299,51 +309,4 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     if (!statement) this.statements.set(sql, (statement = this.db.prepare(sql)));
     return statement;
   }
-
-  private findByKey(tenant: string, key: string): Envelope | undefined {
-    const row = this.q('SELECT doc, version FROM envelopes WHERE tenant = ? AND idempotency_key = ?').get(
-      tenant,
-      key,
-    );
-    return row === undefined ? undefined : rows.toEnvelope(row as rows.EnvelopeRow);
-  }
-
-  private appendEvents(events: NewEnvelopeEvent[]): EnvelopeEvent[] {
-    const insert = this.q(
-      'INSERT INTO envelope_events (envelope_id, tenant, type, at, data) VALUES (?, ?, ?, ?, ?)',
-    );
-    return events.map((e) => {
-      const seq = Number(
-        insert.run(e.envelopeId, e.tenant, e.type, e.at, JSON.stringify(e.data)).lastInsertRowid,
-      );
-      return { ...structuredClone(e), seq };
-    });
-  }
-}
-
-/** Driver errors to the port's codes; a TaskplaneError passes through. */
-function translate(err: unknown): unknown {
-  if (err instanceof TaskplaneError) return err;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') {
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
-      return new TaskplaneError('unavailable', 'sqlite database is locked by another writer', { cause: err });
-    }
-    if (code.startsWith('SQLITE_CONSTRAINT')) {
-      return new TaskplaneError('conflict', 'a record with this key already exists', { cause: err });
-    }
-    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
-      return new TaskplaneError('unavailable', 'file is not a readable sqlite database', {
-        cause: err,
-        retryable: false,
-      });
-    }
-    if (code === 'SQLITE_CANTOPEN') {
-      return new TaskplaneError('unavailable', 'sqlite database file cannot be opened', {
-        cause: err,
-        retryable: false,
-      });
-    }
-  }
-  return new TaskplaneError('internal', 'sqlite store error', { cause: err });
 }

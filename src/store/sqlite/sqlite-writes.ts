@@ -1,0 +1,465 @@
+import type Database from 'better-sqlite3';
+import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
+import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
+import { envelopeNotices, taskNotices } from '../change-hub.ts';
+import * as rows from '../sql-rows.ts';
+import type {
+  AgentTaskRecord,
+  ChangeNotice,
+  InboundDelivery,
+  NewAgentTaskEvent,
+  NewOutboxRow,
+  OutboxRow,
+  PushConfigRecord,
+} from '../store.ts';
+
+/**
+ * Every write the SQLite Store makes, as a named function of a connection and plain arguments. Named and
+ * plain so the same code runs on the event loop's connection or on the write worker's (see
+ * write-worker.ts): a write crosses the thread boundary as `[name, args]`, and its result and any error
+ * come back as structured clones. So arguments and results hold only data (strings, numbers, plain
+ * objects), never functions or class instances, and each op follows the WriteOp rules (write-batcher.ts):
+ * it may run twice, and reports change notices only through `notices`.
+ */
+
+/** What an op needs of a connection: cached prepared statements. */
+export interface SqlConn {
+  q(sql: string): Database.Statement;
+}
+
+const OPEN_STATES = `('pending', 'leased')`;
+
+export const WRITES = {
+  // --- agent tasks -------------------------------------------------------------------------------
+
+  createAgentTask(
+    c: SqlConn,
+    notices: ChangeNotice[],
+    row: TaskRow,
+    messageId: string,
+    events: EventRow[],
+    outbox: OutboxInsert[],
+  ): { created: true } | { created: false; task: AgentTaskRecord } {
+    // The (owner, messageId) row goes first: a duplicate is found by the insert itself, and the SELECT
+    // runs only then (one statement fewer per new task).
+    const claimed = c
+      .q(
+        'INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+      )
+      .run(row[OWNER], messageId, row[ID]);
+    if (claimed.changes === 0) {
+      return { created: false, task: readTask(c, taskIdForMessage(c, row[OWNER], messageId)!)! };
+    }
+    c.q(
+      `INSERT INTO agent_tasks (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
+         executor_state, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(row);
+    notices.push(...taskNotices(row[ID], appendTaskEvents(c, events)));
+    appendOutbox(c, outbox, row[UPDATED_AT]);
+    return { created: true };
+  },
+
+  updateAgentTask(
+    c: SqlConn,
+    notices: ChangeNotice[],
+    row: TaskRow,
+    expectedVersion: number,
+    events: EventRow[],
+    outbox: OutboxInsert[],
+    messageId: string | undefined,
+  ): { duplicate: true; task: AgentTaskRecord } | { duplicate: false; owner: string; seqs: number[] } {
+    // Duplicate before version: a retried message must read as "already done", not as a conflict.
+    if (messageId !== undefined) {
+      const found = c.q('SELECT owner FROM agent_tasks WHERE id = ?').get(row[ID]) as
+        { owner: string } | undefined;
+      if (!found) throw notFound(`agent task ${row[ID]}`);
+      if (taskIdForMessage(c, found.owner, messageId) !== undefined) {
+        return { duplicate: true, task: readTask(c, row[ID])! };
+      }
+    }
+    // The owner never changes: it is not SET, and RETURNING gives the stored one (no read of the whole
+    // record first, which was a SELECT plus two JSON.parse per write).
+    const updated = c
+      .q(
+        `UPDATE agent_tasks SET context_id = ?, state = ?, status_timestamp = ?, created_at = ?, updated_at = ?,
+           version = ?, task = ?, executor_state = ? WHERE id = ? AND version = ? RETURNING owner`,
+      )
+      // The row's columns after owner, in order, end with id: the SET list, then WHERE id = ?.
+      .get(...row.slice(1), expectedVersion) as { owner: string } | undefined;
+    if (!updated) {
+      const exists = c.q('SELECT 1 FROM agent_tasks WHERE id = ?').get(row[ID]) !== undefined;
+      throw exists ? new VersionConflictError(`agent task ${row[ID]}`) : notFound(`agent task ${row[ID]}`);
+    }
+    const { owner } = updated;
+    if (messageId !== undefined) {
+      c.q('INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES (?, ?, ?)').run(
+        owner,
+        messageId,
+        row[ID],
+      );
+    }
+    const appended = appendTaskEvents(c, events);
+    appendOutbox(c, outbox, row[UPDATED_AT]);
+    notices.push(...taskNotices(row[ID], appended));
+    return { duplicate: false, owner, seqs: appended.map((e) => e.seq) };
+  },
+
+  // --- push configs ------------------------------------------------------------------------------
+
+  putPushConfig(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    p: PushConfigRecord,
+    authentication: string | null,
+  ): void {
+    c.q(
+      `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, url = excluded.url, token = excluded.token,
+         authentication = excluded.authentication, created_at = excluded.created_at`,
+    ).run(p.taskId, p.id, p.owner, p.url, p.token, authentication, p.createdAt);
+  },
+
+  deletePushConfig(c: SqlConn, _notices: ChangeNotice[], taskId: string, id: string): void {
+    c.q('DELETE FROM push_configs WHERE task_id = ? AND id = ?').run(taskId, id);
+  },
+
+  // --- push outbox -------------------------------------------------------------------------------
+
+  claimOutbox(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    owner: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+  ): OutboxRow[] {
+    // Runs inside the batch's BEGIN IMMEDIATE, so no other writer can claim between SELECT and UPDATE.
+    const claimed = c
+      .q(
+        `UPDATE outbox SET status = 'leased', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
+         WHERE id IN (
+           SELECT c.id FROM outbox c
+           WHERE ((c.status = 'pending' AND c.next_attempt_at <= ?) OR (c.status = 'leased' AND c.lease_expires_at <= ?))
+             AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.task_id = c.task_id AND p.config_id = c.config_id
+                             AND p.status IN ${OPEN_STATES} AND p.id < c.id)
+           ORDER BY c.id LIMIT ?)
+         RETURNING *`,
+      )
+      .all(owner, now + leaseMs, now, now, Math.max(0, limit)) as rows.OutboxDbRow[];
+    return claimed.map(rows.toOutbox).sort((a, b) => a.id - b.id);
+  },
+
+  completeOutbox(c: SqlConn, _notices: ChangeNotice[], id: number, owner: string, now: number): void {
+    c.q(
+      `UPDATE outbox SET status = 'delivered', delivered_at = ?, lease_owner = NULL, lease_expires_at = NULL
+       WHERE id = ? AND status = 'leased' AND lease_owner = ?`,
+    ).run(now, id, owner);
+  },
+
+  failOutbox(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    id: number,
+    owner: string,
+    error: string,
+    nextAttemptAt: number | null,
+  ): void {
+    c.q(
+      `UPDATE outbox SET status = ?, next_attempt_at = COALESCE(?, next_attempt_at), last_error = ?,
+         lease_owner = NULL, lease_expires_at = NULL
+       WHERE id = ? AND status = 'leased' AND lease_owner = ?`,
+    ).run(nextAttemptAt === null ? 'dead' : 'pending', nextAttemptAt, error, id, owner);
+  },
+
+  requeueDeadOutbox(c: SqlConn, _notices: ChangeNotice[], now: number, taskId: string | null): number {
+    return c
+      .q(
+        `UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = ?
+         WHERE status = 'dead' AND (? IS NULL OR task_id = ?)`,
+      )
+      .run(now, taskId, taskId).changes;
+  },
+
+  // --- envelopes ---------------------------------------------------------------------------------
+
+  createEnvelope(
+    c: SqlConn,
+    notices: ChangeNotice[],
+    envelope: Envelope,
+    events: NewEnvelopeEvent[],
+  ): { created: boolean; envelope: Envelope } {
+    if (envelope.idempotencyKey !== null) {
+      const existing = findEnvelopeByKey(c, envelope.tenant, envelope.idempotencyKey);
+      if (existing) return { created: false, envelope: existing };
+    }
+    const stored = { ...envelope, version: 1 };
+    c.q(
+      `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(...rows.envelopeColumns(stored), stored.id);
+    notices.push(...envelopeNotices(stored.id, appendEnvelopeEvents(c, events)));
+    return { created: true, envelope: structuredClone(stored) };
+  },
+
+  updateEnvelope(
+    c: SqlConn,
+    notices: ChangeNotice[],
+    next: Envelope,
+    expectedVersion: number,
+    events: NewEnvelopeEvent[],
+  ): { envelope: Envelope; events: EnvelopeEvent[] } {
+    const stored = { ...next, version: expectedVersion + 1 };
+    const result = c
+      .q(
+        `UPDATE envelopes SET tenant = ?, idempotency_key = ?, connector = ?, target = ?, remote_id = ?, state = ?,
+           updated_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?`,
+      )
+      .run(...rows.envelopeColumns(stored), next.id, expectedVersion);
+    if (result.changes === 0) {
+      const exists = c.q('SELECT 1 FROM envelopes WHERE id = ?').get(next.id) !== undefined;
+      throw exists ? new VersionConflictError(`envelope ${next.id}`) : notFound(`envelope ${next.id}`);
+    }
+    const appended = appendEnvelopeEvents(c, events);
+    notices.push(...envelopeNotices(stored.id, appended));
+    return { envelope: structuredClone(stored), events: appended };
+  },
+
+  // --- deliveries, leases, settings --------------------------------------------------------------
+
+  recordDelivery(c: SqlConn, _notices: ChangeNotice[], d: InboundDelivery): boolean {
+    return (
+      c
+        .q(
+          `INSERT INTO deliveries (source, delivery_id, envelope_id, received_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT DO NOTHING`,
+        )
+        .run(d.source, d.deliveryId, d.envelopeId, d.receivedAt).changes === 1
+    );
+  },
+
+  acquireLease(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    name: string,
+    owner: string,
+    now: number,
+    ttlMs: number,
+  ): boolean {
+    return (
+      c
+        .q(
+          `INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+           ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+           WHERE leases.owner = excluded.owner OR leases.expires_at <= ?`,
+        )
+        .run(name, owner, now + ttlMs, now).changes === 1
+    );
+  },
+
+  releaseLease(c: SqlConn, _notices: ChangeNotice[], name: string, owner: string): void {
+    c.q('DELETE FROM leases WHERE name = ? AND owner = ?').run(name, owner);
+  },
+
+  putSettingIfAbsent(c: SqlConn, _notices: ChangeNotice[], key: string, value: string): string {
+    c.q('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, value);
+    return (c.q('SELECT value FROM settings WHERE key = ?').get(key) as { value: string }).value;
+  },
+};
+
+export type Writes = typeof WRITES;
+export type WriteName = keyof Writes;
+/** An op's arguments after the connection and the notices. */
+export type WriteArgs<K extends WriteName> = Writes[K] extends (
+  c: SqlConn,
+  notices: ChangeNotice[],
+  ...args: infer A
+) => unknown
+  ? A
+  : never;
+export type WriteResult<K extends WriteName> = ReturnType<Writes[K]>;
+
+/** Runs op `name` (the one dispatch both threads use). */
+export function runWrite(c: SqlConn, notices: ChangeNotice[], name: WriteName, args: unknown[]): unknown {
+  return (WRITES[name] as (c: SqlConn, notices: ChangeNotice[], ...args: unknown[]) => unknown)(
+    c,
+    notices,
+    ...args,
+  );
+}
+
+// --- reads the writes share with the store ---------------------------------------------------------
+
+export function readTask(c: SqlConn, id: string): AgentTaskRecord | undefined {
+  const row = c.q('SELECT * FROM agent_tasks WHERE id = ?').get(id);
+  return row === undefined ? undefined : rows.toAgentTask(row as rows.AgentTaskRow);
+}
+
+export function taskIdForMessage(c: SqlConn, owner: string, messageId: string): string | undefined {
+  const row = c
+    .q('SELECT task_id FROM agent_task_messages WHERE owner = ? AND message_id = ?')
+    .get(owner, messageId);
+  return (row as { task_id: string } | undefined)?.task_id;
+}
+
+export function findEnvelopeByKey(c: SqlConn, tenant: string, key: string): Envelope | undefined {
+  const row = c
+    .q('SELECT doc, version FROM envelopes WHERE tenant = ? AND idempotency_key = ?')
+    .get(tenant, key);
+  return row === undefined ? undefined : rows.toEnvelope(row as rows.EnvelopeRow);
+}
+
+function appendTaskEvents(c: SqlConn, events: EventRow[]): Array<{ seq: number }> {
+  const insert = c.q('INSERT INTO agent_task_events (task_id, at, payload) VALUES (?, ?, ?)');
+  return events.map((e) => ({ seq: Number(insert.run(e).lastInsertRowid) }));
+}
+
+function appendOutbox(c: SqlConn, outbox: OutboxInsert[], createdAt: number): void {
+  const insert = c.q(
+    `INSERT INTO outbox (task_id, config_id, delivery_id, payload, status, attempts, next_attempt_at, created_at)
+     VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
+  );
+  for (const r of outbox) insert.run(...r, createdAt);
+}
+
+function appendEnvelopeEvents(c: SqlConn, events: NewEnvelopeEvent[]): EnvelopeEvent[] {
+  const insert = c.q(
+    'INSERT INTO envelope_events (envelope_id, tenant, type, at, data) VALUES (?, ?, ?, ?, ?)',
+  );
+  return events.map((e) => {
+    const seq = Number(
+      insert.run(e.envelopeId, e.tenant, e.type, e.at, JSON.stringify(e.data)).lastInsertRowid,
+    );
+    return { ...structuredClone(e), seq };
+  });
+}
+
+// --- rows as the writes take them: JSON documents as text, taken at the call -------------------------
+// Tuples in column order, not objects: they cross to the write worker as arrays of strings and numbers,
+// which structured clone copies without building an object and its map per row.
+
+/** agent_tasks columns, in the INSERT's order. */
+export type TaskRow = [
+  owner: string,
+  contextId: string,
+  state: string,
+  statusTimestamp: number,
+  createdAt: number,
+  updatedAt: number,
+  version: number,
+  task: string,
+  executorState: string | null,
+  id: string,
+];
+const OWNER = 0;
+const UPDATED_AT = 5;
+const ID = 9;
+
+/** agent_task_events columns after seq. */
+export type EventRow = [taskId: string, at: number, payload: string];
+
+/** outbox columns a new row sets (status, attempts and created_at aside). */
+export type OutboxInsert = [
+  taskId: string,
+  configId: string,
+  deliveryId: string,
+  payload: string,
+  nextAttemptAt: number,
+];
+
+export function serializeTask(t: AgentTaskRecord, version: number): TaskRow {
+  return [
+    t.owner,
+    t.contextId,
+    t.state,
+    t.statusTimestamp,
+    t.createdAt,
+    t.updatedAt,
+    version,
+    JSON.stringify(t.task),
+    jsonOrNull(t.executorState),
+    t.id,
+  ];
+}
+
+export function serializeEvent(e: NewAgentTaskEvent): EventRow {
+  return [e.taskId, e.at, JSON.stringify(e.payload)];
+}
+
+export function serializeOutbox(r: NewOutboxRow): OutboxInsert {
+  return [r.taskId, r.configId, r.deliveryId, JSON.stringify(r.payload), r.nextAttemptAt];
+}
+
+export function jsonOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+// --- errors ------------------------------------------------------------------------------------------
+
+/** Driver errors to the port's codes; a TaskplaneError passes through. */
+export function translate(err: unknown): unknown {
+  if (err instanceof TaskplaneError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+      return new TaskplaneError('unavailable', 'sqlite database is locked by another writer', { cause: err });
+    }
+    if (code.startsWith('SQLITE_CONSTRAINT')) {
+      return new TaskplaneError('conflict', 'a record with this key already exists', { cause: err });
+    }
+    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+      return new TaskplaneError('unavailable', 'file is not a readable sqlite database', {
+        cause: err,
+        retryable: false,
+      });
+    }
+    if (code === 'SQLITE_CANTOPEN') {
+      return new TaskplaneError('unavailable', 'sqlite database file cannot be opened', {
+        cause: err,
+        retryable: false,
+      });
+    }
+  }
+  return new TaskplaneError('internal', 'sqlite store error', { cause: err });
+}
+
+/** A TaskplaneError as data, to cross from the write worker (a class instance would not). */
+export interface ErrorData {
+  name: string;
+  code: TaskplaneError['code'];
+  message: string;
+  field: string | undefined;
+  retryable: boolean;
+  details: Record<string, unknown> | undefined;
+  cause: string | undefined;
+}
+
+export function errorToData(err: unknown): ErrorData {
+  const e = translate(err) as TaskplaneError;
+  const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
+  return {
+    name: e.name,
+    code: e.code,
+    message: e.message,
+    field: e.field,
+    retryable: e.retryable,
+    details: e.details,
+    cause:
+      cause === undefined ? undefined : `${String(cause.code ?? '')} ${String(cause.message ?? '')}`.trim(),
+  };
+}
+
+export function errorFromData(d: ErrorData): TaskplaneError {
+  const options = {
+    retryable: d.retryable,
+    ...(d.field !== undefined ? { field: d.field } : {}),
+    ...(d.details !== undefined ? { details: d.details } : {}),
+    ...(d.cause !== undefined ? { cause: new Error(d.cause) } : {}),
+  };
+  const err = new TaskplaneError(d.code, d.message, options);
+  if (d.name === 'VersionConflictError') {
+    // Same class as on the event loop's connection: callers retry on `instanceof VersionConflictError`.
+    Object.setPrototypeOf(err, VersionConflictError.prototype);
+    err.name = d.name;
+  }
+  return err;
+}

@@ -1,0 +1,195 @@
+import { Worker } from 'node:worker_threads';
+import { TaskplaneError } from '../../core/errors.ts';
+import type { ChangeNotice } from '../store.ts';
+import {
+  errorFromData,
+  type ErrorData,
+  type WriteArgs,
+  type WriteName,
+  type WriteResult,
+} from './sqlite-writes.ts';
+
+/** What the write worker is started with (write-worker.ts). */
+export interface WorkerOptions {
+  path: string;
+  synchronous: 'FULL' | 'NORMAL';
+  busyTimeoutMs: number;
+  groupCommit: boolean;
+}
+
+/** A batch of writes, numbered in the order sent. */
+export interface WorkerBatch {
+  seq: number;
+  ops: Array<[WriteName, unknown[]]>;
+}
+
+/** The worker's answer to one batch: a result or an error per write, in order, and the batch's notices. */
+export interface WorkerReply {
+  seq: number;
+  results: Array<[true, unknown] | [false, ErrorData]>;
+  notices: ChangeNotice[];
+}
+
+interface Pending {
+  name: WriteName;
+  args: unknown[];
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * The event loop's side of the SQLite write worker: writes are sent to it as `[name, args]` (sqlite-writes.ts)
+ * and resolve with its answer. Writes issued in one event-loop turn go as one message, sent at once: the
+ * worker's WriteBatcher puts every message that arrived while it was busy (in COMMIT's fsync, say) into
+ * its next transaction, so group commit happens there, and the worker never waits on this thread to hear
+ * of the next writes. (Holding writes back until the previous batch was answered did worse: the worker
+ * then idled for two thread wake-ups per commit.)
+ *
+ * Why a worker: on the host's send path the event loop spent about a third of its time in SQLite's write
+ * path (statements, COMMIT's WAL writes, checkpoints) and in handing the fsync to the thread pool, while
+ * the machine's second core sat partly idle. Measured with `test/bench/host-ab.sh` (see docs/host.md,
+ * "Performance").
+ *
+ * Durability: the worker's connection runs synchronous=FULL, and SQLite makes a commit visible to readers
+ * (the wal-index header) only after the WAL's fsync inside COMMIT. So every reader, the store's own
+ * connection on the event loop included, sees only durable commits, and reads need no holding back.
+ *
+ * The worker is referenced only while writes are in flight: an open store does not keep the process alive,
+ * and a process awaiting a write is not let exit before its answer.
+ */
+export class WorkerWrites {
+  private readonly worker: Worker;
+  private queue: Pending[] = [];
+  /** Batches sent and not yet answered, by seq. */
+  private readonly inFlight = new Map<number, Pending[]>();
+  private sent = 0;
+  private scheduled = false;
+  private failure: TaskplaneError | undefined;
+  private idle: Array<() => void> = [];
+  private readonly exited: Promise<void>;
+  /** Settles once the worker has opened its connection, or failed to. */
+  readonly ready: Promise<void>;
+  private markReady!: () => void;
+  private failReady!: (err: unknown) => void;
+
+  constructor(
+    options: WorkerOptions,
+    private readonly onCommit: (notices: ChangeNotice[]) => void,
+  ) {
+    this.worker = startWorker(new URL('./write-worker.ts', import.meta.url), options);
+    this.worker.unref();
+    this.ready = new Promise((resolve, reject) => {
+      this.markReady = resolve;
+      this.failReady = reject;
+    });
+    this.ready.catch(() => {}); // also reported to every write; awaiting it is optional
+    this.worker.on('message', (reply: WorkerReply | 'ready') => {
+      if (reply === 'ready') this.markReady();
+      else this.answered(reply);
+    });
+    this.worker.on('error', (err) => this.fail(err));
+    this.exited = new Promise((resolve) => {
+      this.worker.once('exit', () => {
+        this.fail(new Error('the write worker exited'));
+        resolve();
+      });
+    });
+  }
+
+  run<K extends WriteName>(name: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ name, args, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // Writes issued in this turn go as one batch.
+        setImmediate(() => this.send());
+      }
+    });
+  }
+
+  /** Resolves once nothing is queued or in flight. */
+  whenIdle(): Promise<void> {
+    if (this.inFlight.size === 0 && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  /** Waits for the writes made so far, then closes the worker's connection and ends the thread. */
+  async close(): Promise<void> {
+    await this.whenIdle();
+    if (this.failure === undefined) {
+      this.worker.ref();
+      this.worker.postMessage('close');
+      await this.exited;
+    } else await this.worker.terminate();
+  }
+
+  private send(): void {
+    this.scheduled = false;
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    // Built by push, not map: map's result is a holey array, which structured clone writes key by key.
+    const ops: WorkerBatch['ops'] = [];
+    for (const p of batch) ops.push([p.name, p.args]);
+    const message: WorkerBatch = { seq: ++this.sent, ops };
+    try {
+      this.worker.postMessage(message);
+    } catch (err) {
+      // An argument that cannot be cloned: a caller's bug, not the worker's.
+      const failed = new TaskplaneError('internal', 'sqlite write could not be sent', { cause: err });
+      for (const p of batch) p.reject(failed);
+      return;
+    }
+    if (this.inFlight.size === 0) this.worker.ref();
+    this.inFlight.set(message.seq, batch);
+  }
+
+  private answered(reply: WorkerReply): void {
+    const batch = this.inFlight.get(reply.seq);
+    if (!batch) return;
+    this.inFlight.delete(reply.seq);
+    this.onCommit(reply.notices);
+    for (let i = 0; i < batch.length; i++) {
+      const r = reply.results[i]!;
+      if (r[0]) batch[i]!.resolve(r[1]);
+      else batch[i]!.reject(errorFromData(r[1]));
+    }
+    if (this.inFlight.size === 0) {
+      this.worker.unref();
+      if (this.queue.length === 0) for (const resolve of this.idle.splice(0)) resolve();
+    }
+  }
+
+  /** The worker died: what was in flight has an unknown outcome, and nothing more can be written. */
+  private fail(err: unknown): void {
+    if (this.failure) return;
+    const why = err instanceof Error ? err.message : String(err);
+    this.failure = new TaskplaneError(
+      'unavailable',
+      `sqlite write worker stopped (${why}); restart the process`,
+      {
+        cause: err,
+        retryable: false,
+      },
+    );
+    const lost = [...[...this.inFlight.values()].flat(), ...this.queue];
+    this.inFlight.clear();
+    this.queue = [];
+    for (const p of lost) p.reject(this.failure);
+    this.failReady(this.failure);
+    for (const resolve of this.idle.splice(0)) resolve();
+  }
+}
+
+/**
+ * A worker running `entry`. A TypeScript entry (this code runs from source under tsx, and under vitest's
+ * own loader in tests) needs tsx inside the worker too: loaders registered on the main thread do not
+ * reach workers on Node 20.
+ */
+function startWorker(entry: URL, workerData: WorkerOptions): Worker {
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData });
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
+  return new Worker(boot, { eval: true, workerData });
+}

@@ -1,0 +1,61 @@
+/**
+ * The SQLite write worker's entry (a worker_threads thread started by worker-writes.ts). It owns the
+ * store's one writing connection: it runs each batch of writes it is sent through a WriteBatcher (group
+ * commit, savepoints only when a write fails) with synchronous=FULL, so SQLite fsyncs the WAL inside
+ * COMMIT on this thread and the event loop never waits on the disk or on SQLite's write path. It answers
+ * each batch with its results and change notices once the batch's transactions are durable.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+import type { ChangeNotice } from '../store.ts';
+import { errorToData, runWrite, translate, type SqlConn } from './sqlite-writes.ts';
+import { WriteBatcher } from './write-batcher.ts';
+import type { WorkerBatch, WorkerOptions, WorkerReply } from './worker-writes.ts';
+
+const options = workerData as WorkerOptions;
+const port = parentPort!;
+const db = new Database(options.path);
+db.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
+db.pragma(`synchronous = ${options.synchronous}`);
+
+const statements = new Map<string, Database.Statement>();
+const conn: SqlConn = {
+  q(sql) {
+    let statement = statements.get(sql);
+    if (!statement) statements.set(sql, (statement = db.prepare(sql)));
+    return statement;
+  },
+};
+
+let notices: ChangeNotice[] = [];
+const batcher = new WriteBatcher(db, {
+  groupCommit: options.groupCommit,
+  maxBatch: 256,
+  onCommit: (committed) => {
+    for (const n of committed) notices.push(n);
+  },
+  translate,
+});
+
+port.postMessage('ready');
+
+port.on('message', (msg: 'close' | WorkerBatch) => {
+  if (msg === 'close') {
+    db.close();
+    port.close();
+    return;
+  }
+  void Promise.allSettled(
+    msg.ops.map(([name, args]) => batcher.run((n) => runWrite(conn, n, name, args))),
+  ).then((settled) => {
+    const reply: WorkerReply = {
+      seq: msg.seq,
+      results: settled.map((s) =>
+        s.status === 'fulfilled' ? [true, s.value] : [false, errorToData(s.reason)],
+      ),
+      notices,
+    };
+    notices = [];
+    port.postMessage(reply);
+  });
+});
