@@ -491,6 +491,7 @@ async function main() {
     );
   }
   console.log(`  ours / sdk sends per round: ${o.map((s, r) => x(s.sendRps / d[r]!.sendRps)).join(' ')}`);
+  console.log(`  ours / sdk GetTask per round: ${o.map((s, r) => x(s.getRps / d[r]!.getRps)).join(' ')}`);
   console.log(
     `ours / bare: sends ${x(roundRatio(o, c, 'sendRps'))}, GetTask ${x(roundRatio(o, c, 'getRps'))}, fan-out time ${x(roundRatio(o, c, 'fanoutMs'))}`,
   );

@@ -1,5 +1,5 @@
-// Store benchmark (issue 2): durable envelope transitions per second on SQLite (file, WAL,
-// the default NORMAL + WAL fsync before answering, and synchronous=FULL) and PostgreSQL. Run with `npm run bench:store`. A benchmark, not a test.
+// Store benchmark (issue 2): durable envelope transitions per second on SQLite (file, WAL; writes on
+// the write worker, the default, or on the event loop with NORMAL + WAL fsync or FULL) and PostgreSQL. Run with `npm run bench:store`. A benchmark, not a test.
 //
 // - single:  one envelope, updateEnvelope with one event each, awaited one by one (latency-bound:
 //            every transition waits for its own commit to reach the disk).
@@ -105,12 +105,14 @@ const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-'));
 try {
   const sqlite = (name: string, options: Omit<SqliteStoreOptions, 'path'>) => async () => {
     const result = await measure(async () => new SqliteStore({ path: join(dir, `${name}.db`), ...options }));
-    rows.push({ backend: `sqlite WAL ${name}`, single: fmt(result.single), batched: fmt(result.batched) });
+    rows.push({ backend: `sqlite ${name}`, single: fmt(result.single), batched: fmt(result.batched) });
   };
-  // The default: NORMAL, with the WAL fsynced off the event loop before a batch's writes resolve.
-  await sqlite('NORMAL + WAL fsync (default), group commit', {})();
-  await sqlite('FULL, group commit', { synchronous: 'FULL', groupCommit: true })();
-  await sqlite('FULL, no group commit', { synchronous: 'FULL', groupCommit: false })();
+  // The default: writes on the write worker's connection, FULL there (worker-writes.ts).
+  await sqlite('write worker (default), group commit', {})();
+  await sqlite('write worker, no group commit', { groupCommit: false })();
+  // Writes on the event loop: NORMAL with the WAL fsynced on the thread pool, or FULL (fsync in COMMIT).
+  await sqlite('event loop, NORMAL + WAL fsync, group commit', { writeThread: 'event-loop' })();
+  await sqlite('event loop, FULL, group commit', { writeThread: 'event-loop', synchronous: 'FULL' })();
 
   const schema = `tp_bench_${process.pid}`;
   const url = new URL(PG_URL);

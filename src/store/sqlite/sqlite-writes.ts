@@ -198,7 +198,8 @@ export const WRITES = {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(...rows.envelopeColumns(stored), stored.id);
     notices.push(...envelopeNotices(stored.id, appendEnvelopeEvents(c, events)));
-    return { created: true, envelope: structuredClone(stored) };
+    // `envelope` is the call's own snapshot (SqliteStore): what it holds can go back as the result.
+    return { created: true, envelope: stored };
   },
 
   updateEnvelope(
@@ -221,7 +222,7 @@ export const WRITES = {
     }
     const appended = appendEnvelopeEvents(c, events);
     notices.push(...envelopeNotices(stored.id, appended));
-    return { envelope: structuredClone(stored), events: appended };
+    return { envelope: stored, events: appended };
   },
 
   // --- deliveries, leases, settings --------------------------------------------------------------
@@ -329,7 +330,7 @@ function appendEnvelopeEvents(c: SqlConn, events: NewEnvelopeEvent[]): EnvelopeE
     const seq = Number(
       insert.run(e.envelopeId, e.tenant, e.type, e.at, JSON.stringify(e.data)).lastInsertRowid,
     );
-    return { ...structuredClone(e), seq };
+    return { ...e, seq };
   });
 }
 
