@@ -2,8 +2,8 @@
 # A/B runs of the host alone, for changes too small for `npm run bench:host` to show between runs:
 #   test/bench/host-ab.sh [checkout…]   (default: this checkout; give two to alternate them)
 # Per checkout and round: `taskplane host` on a fresh SQLite file, 3 s of warm-up sends, then wrk
-# (1 thread, 32 connections) for 5 s of non-blocking SendMessage and 5 s of GetTask. Prints req/s and
-# the host's CPU per request (all threads, from /proc). ROUNDS=N rounds (default 5), alternating the
+# (1 thread, 32 connections) for 5 s of non-blocking SendMessage and 5 s of GetTask. Prints req/s, the
+# host's CPU per request (all threads, from /proc) and, for sends, the event-loop thread's share ("loop"). ROUNDS=N rounds (default 5), alternating the
 # checkouts within each round, because this machine's speed drifts from minute to minute: compare
 # medians over rounds. Needs wrk (`apt-get install wrk`). The checkouts share this one's node_modules
 # when they have none (a `git worktree` does not).
@@ -14,6 +14,8 @@ DIRS=("$@")
 command -v wrk > /dev/null || { echo "host-ab: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
 TCK=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The main (event-loop) thread's CPU: its task id is the process id.
+loop() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat"; }
 
 one() {
   local dir=$1 port=$((4600 + RANDOM % 300)) tmp
@@ -29,18 +31,20 @@ one() {
   task=$(curl -s -X POST "$url" -H 'content-type: application/json' -H 'A2A-Version: 1.0' \
     -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"ab","role":"ROLE_USER","parts":[{"text":"hi"}]}}}' |
     node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>console.log(JSON.parse(s).result.task.id))')
-  local c0 c1 c2 sends gets
+  local c0 c1 c2 l0 l1 sends gets
   c0=$(cpu $pid)
+  l0=$(loop $pid)
   sends=$(BENCH_MODE=send BENCH_PREFIX=run wrk -t1 -c32 -d5s -s "$lua" "$url" | awk '/^Requests\/sec/{print $2}')
   c1=$(cpu $pid)
+  l1=$(loop $pid)
   gets=$(BENCH_MODE=get BENCH_BODY="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{\"id\":\"$task\"}}" \
     wrk -t1 -c32 -d5s -s "$lua" "$url" | awk '/^Requests\/sec/{print $2}')
   c2=$(cpu $pid)
   kill -INT $pid; wait $pid 2> /dev/null || true
   rm -rf "$tmp"
-  node -e 'const [d,s,g,c0,c1,c2,t]=process.argv.slice(1);const us=(a,b,r)=>((1e6*(b-a))/t/(r*5)).toFixed(0);
-    console.log(`${d}  send ${Number(s).toFixed(0)}/s ${us(c0,c1,s)} µs   get ${Number(g).toFixed(0)}/s ${us(c1,c2,g)} µs`)' \
-    "$dir" "$sends" "$gets" "$c0" "$c1" "$c2" "$TCK"
+  node -e 'const [d,s,g,c0,c1,c2,l0,l1,t]=process.argv.slice(1);const us=(a,b,r)=>((1e6*(b-a))/t/(r*5)).toFixed(0);
+    console.log(`${d}  send ${Number(s).toFixed(0)}/s ${us(c0,c1,s)} µs (loop ${us(l0,l1,s)})   get ${Number(g).toFixed(0)}/s ${us(c1,c2,g)} µs`)' \
+    "$dir" "$sends" "$gets" "$c0" "$c1" "$c2" "$l0" "$l1" "$TCK"
 }
 
 for _ in $(seq "${ROUNDS:-5}"); do

@@ -7,7 +7,7 @@
  * in-process load generator (fetch keep-alive, bounded concurrency, loopback only, bounded time).
  *
  * Rows: non-blocking SendMessage req/s and p99, GetTask req/s and p99, time to deliver 1,000 status
- * events to 100 SSE subscribers. Medians of BENCH_RUNS runs (default 3) and ratios.
+ * events to 100 SSE subscribers. Medians of BENCH_RUNS rounds (default 5) and ratios.
  *
  * Load generator for sends and GetTask: wrk (`--wrk`, the default when /usr/bin/wrk exists; `--no-wrk`
  * forces the in-process one). wrk is C and costs the shared two cores far less per request than any
@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import http from 'node:http';
 import { spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 100);
