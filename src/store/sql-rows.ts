@@ -91,6 +91,32 @@ export function envelopeColumns(e: Envelope): unknown[] {
   ];
 }
 
+/**
+ * An agent task's columns in the order both SQL backends' INSERT lists them after nothing and UPDATE sets
+ * them after the owner (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
+ * executor_state), its documents as JSON text: the copy taken at the call.
+ */
+export function agentTaskColumns(
+  t: AgentTaskRecord,
+  version = t.version,
+): [string, string, string, number, number, number, number, string, string | null] {
+  return [
+    t.owner,
+    t.contextId,
+    t.state,
+    t.statusTimestamp,
+    t.createdAt,
+    t.updatedAt,
+    version,
+    JSON.stringify(t.task),
+    jsonOrNull(t.executorState),
+  ];
+}
+
+export function jsonOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
 export function toEnvelope(row: EnvelopeRow): Envelope {
   // The version column is authoritative: it is what the CAS UPDATE checks.
   return { ...json<Envelope>(row.doc), version: row.version };

@@ -53,7 +53,7 @@ export abstract class PgAgentHost {
     // The JSON text is the copy taken at the call (Store rule); the created record shares the caller's
     // documents (Store contract) instead of a structuredClone on the way in and another on the way out.
     const created: AgentTaskRecord = { ...task, version: 1 };
-    const columns = taskColumns(created);
+    const columns = rows.agentTaskColumns(created);
     const rowEvents = events.map(eventText);
     const rowOutbox = outbox.map(outboxText);
     return this.tx(async (c, notices) => {
@@ -102,7 +102,7 @@ export abstract class PgAgentHost {
   ): Promise<{ duplicate: boolean; task: AgentTaskRecord; events: AgentTaskEvent[] }> {
     // As createAgentTask: text taken at the call, the result shares the caller's documents.
     const written: AgentTaskRecord = { ...next, version: expectedVersion + 1 };
-    const columns = taskColumns(written).slice(1); // all but the owner, which is the stored one
+    const columns = rows.agentTaskColumns(written).slice(1); // all but the owner, which is the stored one
     const rowEvents = events.map(eventText);
     const rowOutbox = outbox.map(outboxText);
     return this.tx(async (c, notices) => {
@@ -173,7 +173,7 @@ export abstract class PgAgentHost {
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, url = excluded.url, token = excluded.token,
          authentication = excluded.authentication, created_at = excluded.created_at`,
-      [c.taskId, c.id, c.owner, c.url, c.token, jsonOrNull(c.authentication), c.createdAt],
+      [c.taskId, c.id, c.owner, c.url, c.token, rows.jsonOrNull(c.authentication), c.createdAt],
     );
     return structuredClone(c);
   }
@@ -253,29 +253,10 @@ export abstract class PgAgentHost {
   }
 }
 
-function taskColumns(t: AgentTaskRecord): unknown[] {
-  const task = JSON.stringify(t.task);
-  return [
-    t.owner,
-    t.contextId,
-    t.state,
-    t.statusTimestamp,
-    t.createdAt,
-    t.updatedAt,
-    t.version,
-    task,
-    jsonOrNull(t.executorState),
-  ];
-}
-
 function eventText(e: NewAgentTaskEvent): AsText<NewAgentTaskEvent> {
   return { taskId: e.taskId, at: e.at, payload: JSON.stringify(e.payload) };
 }
 
 function outboxText(r: NewOutboxRow): AsText<NewOutboxRow> {
   return { ...r, payload: JSON.stringify(r.payload) };
-}
-
-function jsonOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
 }

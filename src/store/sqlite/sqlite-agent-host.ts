@@ -22,7 +22,6 @@ import {
 } from '../store-query.ts';
 import { where } from '../sql-where.ts';
 import {
-  jsonOrNull,
   readTask,
   serializeEvent,
   serializeOutbox,
@@ -145,7 +144,7 @@ export abstract class SqliteAgentHost {
 
   putPushConfig(c: PushConfigRecord): Promise<PushConfigRecord> {
     c = snapshot(c);
-    return this.write('putPushConfig', c, jsonOrNull(c.authentication)).then(() => c);
+    return this.write('putPushConfig', c, rows.jsonOrNull(c.authentication)).then(() => c);
   }
 
   async getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {

@@ -368,18 +368,7 @@ export type OutboxInsert = [
 ];
 
 export function serializeTask(t: AgentTaskRecord, version: number): TaskRow {
-  return [
-    t.owner,
-    t.contextId,
-    t.state,
-    t.statusTimestamp,
-    t.createdAt,
-    t.updatedAt,
-    version,
-    JSON.stringify(t.task),
-    jsonOrNull(t.executorState),
-    t.id,
-  ];
+  return [...rows.agentTaskColumns(t, version), t.id];
 }
 
 export function serializeEvent(e: NewAgentTaskEvent): EventRow {
@@ -388,10 +377,6 @@ export function serializeEvent(e: NewAgentTaskEvent): EventRow {
 
 export function serializeOutbox(r: NewOutboxRow): OutboxInsert {
   return [r.taskId, r.configId, r.deliveryId, JSON.stringify(r.payload), r.nextAttemptAt];
-}
-
-export function jsonOrNull(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
 }
 
 // --- errors ------------------------------------------------------------------------------------------
