@@ -27,6 +27,8 @@ import { WorkerWrites } from './worker-writes.ts';
 import {
   findEnvelopeByKey,
   runWrite,
+  serializeEnvelope,
+  serializeEnvelopeEvent,
   translate,
   type WriteArgs,
   type WriteName,
@@ -163,8 +165,12 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     envelope: Envelope,
     events: NewEnvelopeEvent[],
   ): Promise<{ created: boolean; envelope: Envelope }> {
+    // The snapshot is the call's own copy: it goes back as the result, and its JSON is what is stored.
     ({ envelope, events } = snapshot({ envelope, events }));
-    return this.write('createEnvelope', envelope, events);
+    const stored = { ...envelope, version: 1 };
+    return this.write('createEnvelope', serializeEnvelope(stored), events.map(serializeEnvelopeEvent)).then(
+      (r) => (r.created ? { created: true, envelope: stored } : r),
+    );
   }
 
   async getEnvelope(id: string): Promise<Envelope | undefined> {
@@ -191,7 +197,13 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     events: NewEnvelopeEvent[],
   ): Promise<{ envelope: Envelope; events: EnvelopeEvent[] }> {
     ({ next, events } = snapshot({ next, events }));
-    return this.write('updateEnvelope', next, expectedVersion, events);
+    const stored = { ...next, version: expectedVersion + 1 };
+    return this.write(
+      'updateEnvelope',
+      serializeEnvelope(stored),
+      expectedVersion,
+      events.map(serializeEnvelopeEvent),
+    ).then((seqs) => ({ envelope: stored, events: events.map((e, i) => ({ ...e, seq: seqs[i]! })) }));
   }
 
   async listEnvelopes(query: EnvelopeQuery): Promise<Page<Envelope>> {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
+import type { Envelope, NewEnvelopeEvent } from '../../core/envelope.ts';
 import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
 import { envelopeNotices, taskNotices } from '../change-hub.ts';
 import * as rows from '../sql-rows.ts';
@@ -185,44 +185,45 @@ export const WRITES = {
   createEnvelope(
     c: SqlConn,
     notices: ChangeNotice[],
-    envelope: Envelope,
-    events: NewEnvelopeEvent[],
-  ): { created: boolean; envelope: Envelope } {
-    if (envelope.idempotencyKey !== null) {
-      const existing = findEnvelopeByKey(c, envelope.tenant, envelope.idempotencyKey);
+    row: EnvelopeRow,
+    events: EnvelopeEventRow[],
+  ): { created: true; seqs: number[] } | { created: false; envelope: Envelope } {
+    const [tenant, idempotencyKey] = row;
+    if (idempotencyKey !== null) {
+      const existing = findEnvelopeByKey(c, tenant, idempotencyKey);
       if (existing) return { created: false, envelope: existing };
     }
-    const stored = { ...envelope, version: 1 };
     c.q(
       `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(...rows.envelopeColumns(stored), stored.id);
-    notices.push(...envelopeNotices(stored.id, appendEnvelopeEvents(c, events)));
-    // `envelope` is the call's own snapshot (SqliteStore): what it holds can go back as the result.
-    return { created: true, envelope: stored };
+    ).run(row);
+    const seqs = appendEnvelopeEvents(c, events);
+    notices.push(...envelopeNotices(row[ENVELOPE_ID], seqs));
+    return { created: true, seqs: seqs.map((e) => e.seq) };
   },
 
+  /** `row` carries the new version; the UPDATE checks the one before it. */
   updateEnvelope(
     c: SqlConn,
     notices: ChangeNotice[],
-    next: Envelope,
+    row: EnvelopeRow,
     expectedVersion: number,
-    events: NewEnvelopeEvent[],
-  ): { envelope: Envelope; events: EnvelopeEvent[] } {
-    const stored = { ...next, version: expectedVersion + 1 };
+    events: EnvelopeEventRow[],
+  ): number[] {
+    const id = row[ENVELOPE_ID];
     const result = c
       .q(
         `UPDATE envelopes SET tenant = ?, idempotency_key = ?, connector = ?, target = ?, remote_id = ?, state = ?,
            updated_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?`,
       )
-      .run(...rows.envelopeColumns(stored), next.id, expectedVersion);
+      .run(...row, expectedVersion);
     if (result.changes === 0) {
-      const exists = c.q('SELECT 1 FROM envelopes WHERE id = ?').get(next.id) !== undefined;
-      throw exists ? new VersionConflictError(`envelope ${next.id}`) : notFound(`envelope ${next.id}`);
+      const exists = c.q('SELECT 1 FROM envelopes WHERE id = ?').get(id) !== undefined;
+      throw exists ? new VersionConflictError(`envelope ${id}`) : notFound(`envelope ${id}`);
     }
     const appended = appendEnvelopeEvents(c, events);
-    notices.push(...envelopeNotices(stored.id, appended));
-    return { envelope: stored, events: appended };
+    notices.push(...envelopeNotices(id, appended));
+    return appended.map((e) => e.seq);
   },
 
   // --- deliveries, leases, settings --------------------------------------------------------------
@@ -322,16 +323,11 @@ function appendOutbox(c: SqlConn, outbox: OutboxInsert[], createdAt: number): vo
   for (const r of outbox) insert.run(...r, createdAt);
 }
 
-function appendEnvelopeEvents(c: SqlConn, events: NewEnvelopeEvent[]): EnvelopeEvent[] {
+function appendEnvelopeEvents(c: SqlConn, events: EnvelopeEventRow[]): Array<{ seq: number }> {
   const insert = c.q(
     'INSERT INTO envelope_events (envelope_id, tenant, type, at, data) VALUES (?, ?, ?, ?, ?)',
   );
-  return events.map((e) => {
-    const seq = Number(
-      insert.run(e.envelopeId, e.tenant, e.type, e.at, JSON.stringify(e.data)).lastInsertRowid,
-    );
-    return { ...e, seq };
-  });
+  return events.map((e) => ({ seq: Number(insert.run(e).lastInsertRowid) }));
 }
 
 // --- rows as the writes take them: JSON documents as text, taken at the call -------------------------
@@ -366,6 +362,32 @@ export type OutboxInsert = [
   payload: string,
   nextAttemptAt: number,
 ];
+
+/** envelopes columns, in the INSERT's order: rows.envelopeColumns, then id. */
+export type EnvelopeRow = [
+  tenant: string,
+  idempotencyKey: string | null,
+  connector: string,
+  target: string,
+  remoteId: string | null,
+  state: string,
+  updatedAt: number,
+  version: number,
+  doc: string,
+  id: string,
+];
+const ENVELOPE_ID = 9;
+
+/** envelope_events columns after seq. */
+export type EnvelopeEventRow = [envelopeId: string, tenant: string, type: string, at: number, data: string];
+
+export function serializeEnvelope(e: Envelope): EnvelopeRow {
+  return [...rows.envelopeColumns(e), e.id] as EnvelopeRow;
+}
+
+export function serializeEnvelopeEvent(e: NewEnvelopeEvent): EnvelopeEventRow {
+  return [e.envelopeId, e.tenant, e.type, e.at, JSON.stringify(e.data)];
+}
 
 export function serializeTask(t: AgentTaskRecord, version: number): TaskRow {
   return [...rows.agentTaskColumns(t, version), t.id];
