@@ -112,6 +112,23 @@ function rpcResult(body: unknown, httpStatus: number): unknown {
   return b.result;
 }
 
+/** The JSON frames of an event stream (events without data skipped); a frame that is not JSON fails it. */
+async function* sseFrames(
+  response: Response,
+  signal: AbortSignal,
+): AsyncGenerator<{ frame: unknown; event: string | undefined; eventId: string | null }> {
+  for await (const ev of readSse(response.body!, signal)) {
+    if (!ev.data) continue;
+    let frame: unknown;
+    try {
+      frame = JSON.parse(ev.data);
+    } catch {
+      throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
+    }
+    yield { frame, event: ev.event, eventId: ev.id ?? null };
+  }
+}
+
 export function jsonRpcTransport(o: TransportOptions): A2ATransport {
   let nextId = 1;
   const body = (method: string, params: Record<string, unknown>) =>
@@ -121,16 +138,12 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
       method,
       params: o.tenant ? { tenant: o.tenant, ...params } : params,
     });
+  const post = (method: string, params: Record<string, unknown>, signal: AbortSignal, accept: string) =>
+    send(o, o.url, { method: 'POST', body: body(method, params) }, signal, accept);
   return {
     binding: 'JSONRPC',
     async call(method, params, signal) {
-      const { response, done } = await send(
-        o,
-        o.url,
-        { method: 'POST', body: body(method, params) },
-        signal,
-        'application/json',
-      );
+      const { response, done } = await post(method, params, signal, 'application/json');
       try {
         const json = await readJson(response);
         if (!response.ok && (json === null || typeof json !== 'object' || !('error' in json))) {
@@ -142,28 +155,15 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
       }
     },
     async *stream(method, params, signal) {
-      const { response, done } = await send(
-        o,
-        o.url,
-        { method: 'POST', body: body(method, params) },
-        signal,
-        'text/event-stream',
-      );
+      const { response, done } = await post(method, params, signal, 'text/event-stream');
       try {
         if (!isSse(response)) {
           // Pre-stream errors come back as a plain JSON-RPC error (spec §1.8).
           await rpcResult(await readJson(response), response.status);
           throw a2aWireError({ httpStatus: response.status, message: 'expected an event stream' });
         }
-        for await (const ev of readSse(response.body!, signal)) {
-          if (!ev.data) continue;
-          let frame: unknown;
-          try {
-            frame = JSON.parse(ev.data);
-          } catch {
-            throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
-          }
-          yield { frame: await rpcResult(frame, response.status), eventId: ev.id ?? null };
+        for await (const { frame, eventId } of sseFrames(response, signal)) {
+          yield { frame: await rpcResult(frame, response.status), eventId };
         }
       } finally {
         done();
@@ -247,16 +247,9 @@ export function restTransport(o: TransportOptions): A2ATransport {
       const { response, done } = await request(route(method, params), signal, 'text/event-stream');
       try {
         if (!response.ok || !isSse(response)) throw restError(await readJson(response), response.status);
-        for await (const ev of readSse(response.body!, signal)) {
-          if (!ev.data) continue;
-          let frame: unknown;
-          try {
-            frame = JSON.parse(ev.data);
-          } catch {
-            throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
-          }
-          if (ev.event === 'error') throw restError(frame, 500);
-          yield { frame, eventId: ev.id ?? null };
+        for await (const { frame, event, eventId } of sseFrames(response, signal)) {
+          if (event === 'error') throw restError(frame, 500);
+          yield { frame, eventId };
         }
       } finally {
         done();
