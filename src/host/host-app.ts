@@ -85,6 +85,8 @@ export function createHostListener(o: HostAppOptions): RequestListener {
     const url = req.url;
     const host = req.headers.host;
     if (host !== undefined) {
+      // RFC 9112 §3.2: more than one Host line is a 400 too (node keeps the first one and drops the rest).
+      if (hasRepeatedHost(req.rawHeaders)) return refuseHost(res);
       if (host === plainHost || isPlainHost(host)) {
         plainHost = host;
         if (url !== undefined) {
@@ -96,6 +98,19 @@ export function createHostListener(o: HostAppOptions): RequestListener {
     }
     void hono(req, res);
   };
+}
+
+/** True when `rawHeaders` (name, value, name, value, …) has two or more Host lines. */
+function hasRepeatedHost(raw: string[]): boolean {
+  let seen = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
 }
 
 /** `path` itself, with or without a query string, or (`subpaths`) anything below it. */

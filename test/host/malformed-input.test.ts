@@ -224,6 +224,22 @@ describe('Host header', () => {
     },
   );
 
+  it('two Host lines get 400 on every route (RFC 9112 §3.2), even when both name this host', async () => {
+    for (const [label, method, path, body] of targets) {
+      const r = await rawRequest(
+        [
+          `${method} ${path} HTTP/1.1`,
+          'host: 127.0.0.1',
+          'Host: 127.0.0.1',
+          'a2a-version: 1.0',
+          'content-type: application/json',
+        ],
+        body,
+      );
+      expect([label, r.status]).toEqual([label, 400]);
+    }
+  });
+
   it.each(['127.0.0.1', 'localhost:8080', 'LocalHost', '[::1]:8080'])(
     'a Host that forms a URL (%s) is served on both paths',
     async (host) => {
