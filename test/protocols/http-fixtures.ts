@@ -63,12 +63,22 @@ export class CallLog {
     );
   }
 
-  /** Resolves once a stream has been released (its client went away). */
+  /** A stub's stream was released (its client went away). */
+  release(): void {
+    this.released++;
+    this.waiters = this.waiters.filter((w) => !w());
+  }
+
+  /** Resolves once a stream has been released. */
   releasedOne(): Promise<void> {
-    return new Promise<void>((r) => {
-      const check = () => (this.released > 0 ? r() : setImmediate(check));
-      check();
-    });
+    if (this.released > 0) return Promise.resolve();
+    return new Promise((r) =>
+      this.waiters.push(() => {
+        if (this.released === 0) return false;
+        r();
+        return true;
+      }),
+    );
   }
 
   protected seen(ctx: CallContext): void {

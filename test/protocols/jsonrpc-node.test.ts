@@ -58,7 +58,7 @@ class StubHandler extends CallLog {
           }
         })();
       }
-      return idleStream([item('1')], ctx.signal, () => this.released++);
+      return idleStream([item('1')], ctx.signal, () => this.release());
     },
   } as unknown as A2ARequestHandler;
 }
@@ -212,7 +212,8 @@ describe('the node adapter on a socket', () => {
     const aborted = new Promise<void>((r) => signal.addEventListener('abort', () => r()));
     req.destroy();
     await aborted;
-    expect(signal.aborted).toBe(true);
+    // The reason hono gives for the same event: handlers see one reason whichever adapter served them.
+    expect(signal.reason).toBe('Client connection prematurely closed.');
   });
 
   it('an idle stream gets a keep-alive comment every 15 s and a disconnect releases it (virtual clock)', async () => {

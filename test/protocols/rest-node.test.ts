@@ -74,7 +74,7 @@ class StubHandler extends CallLog {
           yield [item('1')];
           yield [item('2', { statusUpdate: { taskId: 'short', status: { state: 'TASK_STATE_COMPLETED' } } })];
         })();
-      return idleStream([item('1')], ctx.signal, () => this.released++);
+      return idleStream([item('1')], ctx.signal, () => this.release());
     },
     createTaskPushNotificationConfig: async (req: object, ctx: CallContext) => {
       this.seen(ctx);
@@ -381,7 +381,8 @@ describe('the REST node adapter on a socket', () => {
     const aborted = new Promise<void>((r) => signal.addEventListener('abort', () => r()));
     req.destroy();
     await aborted;
-    expect(signal.aborted).toBe(true);
+    // The reason hono gives for the same event: handlers see one reason whichever adapter served them.
+    expect(signal.reason).toBe('Client connection prematurely closed.');
   });
 
   it.each(['GET', 'POST'])(

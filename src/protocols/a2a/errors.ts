@@ -202,6 +202,11 @@ export function isA2AError(err: unknown): err is A2AError {
 }
 
 /** Invalid params naming the field (JSON-RPC -32602 / REST 400 with a BadRequest detail). */
+/** A request body over the binding's limit (HTTP 413). */
+export function payloadTooLarge(limit: number): A2AError {
+  return new A2AError('PayloadTooLargeError', `Request body exceeds ${limit} bytes`);
+}
+
 export function invalidParams(field: string, description: string): A2AError {
   return new A2AError('InvalidParamsError', `${field}: ${description}`, {
     fieldViolations: [{ field, description }],

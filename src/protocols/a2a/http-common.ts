@@ -1,8 +1,8 @@
 import type { Clock } from '../../core/clock.ts';
-import { A2AError } from './errors.ts';
+import { A2AError, toA2AError } from './errors.ts';
 import type { A2ARequestHandler, Authenticate, CallContext, HeaderReader } from './handler.ts';
 import { SSE_CONTENT_TYPE, type SseEvent, type SseStreamOptions } from './sse.ts';
-import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from './types.ts';
+import { A2A_EXTENSIONS_HEADER, A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from './types.ts';
 
 /**
  * What both A2A HTTP bindings (JSON-RPC and HTTP+JSON) share, whichever server received the request:
@@ -28,7 +28,7 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** One HTTP request as a binding sees it. */
 export interface HttpRequest {
   readonly method: string;
-  /** Header names are asked for in lower case. */
+  /** Header names in any case; lower case is the fast path on node:http. */
   readonly headers: HeaderReader;
   /** The URL path as WHATWG URL serializes it (`new URL(url).pathname`: still percent-encoded). */
   readonly path: string;
@@ -59,11 +59,72 @@ export interface StreamReply {
 export type HttpReply = JsonReply | StreamReply;
 
 /** Shared, never mutated: both adapters copy what they add (hono's writer copies before adding a length). */
-export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'content-type': SSE_CONTENT_TYPE,
   'cache-control': 'no-cache',
   'x-accel-buffering': 'no',
 });
+
+/** A binding's JSON replies, with its content type; `WWW-Authenticate` on a missing credential. */
+export interface JsonReplies {
+  /** A JSON reply with `body` serialized as is. */
+  ok(status: number, body: unknown): JsonReply;
+  /**
+   * The reply for an error that reached the edge, reported when internal; `toReply` gives its status and
+   * body (JSON-RPC: 200 and an error envelope; HTTP+JSON: google.rpc.Status with the spec's status). An
+   * UnauthenticatedError gets `WWW-Authenticate: Bearer` whatever the status.
+   */
+  error(err: unknown, toReply: (e: A2AError) => { status: number; body: unknown }): JsonReply;
+}
+
+export function jsonReplies(options: BindingOptions, contentType: string): JsonReplies {
+  // Shared, never mutated: both adapters copy what they add.
+  const headers = Object.freeze({ 'content-type': contentType });
+  const unauthenticated = Object.freeze({ 'content-type': contentType, 'www-authenticate': 'Bearer' });
+  return {
+    ok: (status, body) => ({ kind: 'json', status, headers, body: JSON.stringify(body) }),
+    error(err, toReply) {
+      reportInternal(options, err);
+      const e = toA2AError(err);
+      const { status, body } = toReply(e);
+      return {
+        kind: 'json',
+        status,
+        headers: e.errorName === 'UnauthenticatedError' ? unauthenticated : headers,
+        body: JSON.stringify(body),
+      };
+    },
+  };
+}
+
+/**
+ * A 200 streaming `frames`; an error thrown mid-stream is reported when internal and becomes the final
+ * event `errorEvent` makes of it.
+ */
+export function streamReply(
+  options: BindingOptions,
+  frames: AsyncIterable<SseEvent[]>,
+  errorEvent: (err: unknown) => SseEvent,
+): StreamReply {
+  return {
+    kind: 'sse',
+    headers: SSE_HEADERS,
+    frames,
+    sse: {
+      clock: options.clock,
+      ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
+      errorEvent: (err) => {
+        reportInternal(options, err);
+        return errorEvent(err);
+      },
+    },
+  };
+}
+
+/** Errors the client sees as InternalError go to `onInternalError`; protocol errors are answers. */
+function reportInternal(options: BindingOptions, err: unknown): void {
+  if (!(err instanceof A2AError)) options.onInternalError?.(err);
+}
 
 /** JSON.parse that throws the protocol's parse error. */
 export function parseJson(text: string): unknown {
@@ -75,6 +136,7 @@ export function parseJson(text: string): unknown {
 }
 
 const VERSION_HEADER = A2A_VERSION_HEADER.toLowerCase();
+const EXTENSIONS_HEADER = A2A_EXTENSIONS_HEADER.toLowerCase();
 
 /**
  * §1.11: the version comes from the `A2A-Version` header or the `A2A-Version` query parameter; a missing
@@ -103,7 +165,7 @@ export function checkVersion(req: HttpRequest): void {
 }
 
 /** The `A2A-Extensions` header value as a list of URIs. */
-export function parseExtensions(value: string | null): string[] {
+function parseExtensions(value: string | null): string[] {
   return value
     ? value
         .split(',')
@@ -113,9 +175,9 @@ export function parseExtensions(value: string | null): string[] {
 }
 
 /** The call context of an authenticated request: its extensions, its `Last-Event-ID`, its signal. */
-export function callContext(req: HttpRequest, owner: string): LazySignalContext {
+export function callContext(req: HttpRequest, owner: string): CallContext {
   const headers = req.headers;
-  const ctx = new LazySignalContext(owner, parseExtensions(headers.get('a2a-extensions')), req);
+  const ctx = new LazySignalContext(owner, parseExtensions(headers.get(EXTENSIONS_HEADER)), req);
   const lastEventId = headers.get('last-event-id');
   if (lastEventId) ctx.lastEventId = lastEventId;
   return ctx;
@@ -128,7 +190,7 @@ export function callContext(req: HttpRequest, owner: string): LazySignalContext 
  * kept ~8 MB of maps and objects surviving each scavenge under load (10 µs/request of GC, measured with
  * --trace-gc on the JSON-RPC binding; a stable 6.5 MB heap with the class).
  */
-export class LazySignalContext implements CallContext {
+class LazySignalContext implements CallContext {
   declare tenant?: string;
   declare lastEventId?: string;
   readonly #source: { readonly signal: AbortSignal };

@@ -1,6 +1,6 @@
 import type { BindingOptions } from './http-common.ts';
 import { jsonRpcCore } from './jsonrpc-core.ts';
-import { WebHttpRequest, webResponse } from './web-http.ts';
+import { webHandler } from './web-http.ts';
 
 export type { BindingOptions } from './http-common.ts';
 
@@ -10,6 +10,5 @@ export type { BindingOptions } from './http-common.ts';
  * (`jsonrpc-node.ts`), which skips building web Request and Response objects.
  */
 export function jsonRpcBinding(options: BindingOptions): (req: Request) => Promise<Response> {
-  const core = jsonRpcCore(options);
-  return async (req) => webResponse(await core(new WebHttpRequest(req)));
+  return webHandler(jsonRpcCore(options));
 }

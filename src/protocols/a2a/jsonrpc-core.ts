@@ -10,24 +10,22 @@ import {
   decodeSendMessageRequest,
   decodeSubscribeToTaskRequest,
 } from './decode.ts';
-import { A2AError, jsonRpcError, jsonRpcErrorResponse, toA2AError } from './errors.ts';
+import { A2AError, jsonRpcError, jsonRpcErrorResponse } from './errors.ts';
 import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
 import {
   DEFAULT_MAX_BODY_BYTES,
-  SSE_HEADERS,
   callContext,
   checkVersion,
+  jsonReplies,
   parseJson,
+  streamReply,
   type BindingOptions,
   type HttpReply,
   type HttpRequest,
-  type JsonReply,
 } from './http-common.ts';
 import type { SseEvent } from './sse.ts';
 import type { JsonRpcId } from './types.ts';
 import { wireJson } from './wire-json.ts';
-
-export type { BindingOptions } from './http-common.ts';
 
 type Call = (handler: A2ARequestHandler, params: unknown, ctx: CallContext) => Promise<unknown>;
 type StreamCall = (
@@ -72,13 +70,6 @@ const STREAMING = new Map<string, StreamCall>([
   ['SubscribeToTask', (h, p, c) => h.subscribeToTask(decodeSubscribeToTaskRequest(p), c)],
 ]);
 
-// Shared, never mutated: both adapters copy what they add (hono's writer copies before adding a length).
-const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': 'application/json' });
-const UNAUTHENTICATED_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'content-type': 'application/json',
-  'www-authenticate': 'Bearer',
-});
-
 /**
  * The JSON-RPC 2.0 binding, transport-neutral. Errors travel as HTTP 200 + error envelope, as the
  * official SDK does, except a refused body size (413) and a missing credential (401 +
@@ -86,6 +77,7 @@ const UNAUTHENTICATED_HEADERS: Readonly<Record<string, string>> = Object.freeze(
  */
 export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Promise<HttpReply> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const replies = jsonReplies(options, 'application/json');
   return async (req) => {
     let id: JsonRpcId = null;
     try {
@@ -114,45 +106,22 @@ export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Prom
       const unary = UNARY.get(method);
       if (unary) {
         const result = await unary(options.handler, params, ctx);
-        return json(200, JSON_HEADERS, { jsonrpc: '2.0', id, result });
+        return replies.ok(200, { jsonrpc: '2.0', id, result });
       }
       const streaming = STREAMING.get(method);
       if (!streaming) throw new A2AError('MethodNotFoundError', `Method not found: ${method.slice(0, 100)}`);
       const items = await streaming(options.handler, params, ctx);
-      const streamId = id;
-      return {
-        kind: 'sse',
-        headers: SSE_HEADERS,
-        frames: toFrames(items, streamId),
-        sse: {
-          clock: options.clock,
-          ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
-          errorEvent: (err) => {
-            report(options, err);
-            return { data: JSON.stringify({ jsonrpc: '2.0', id: streamId, error: jsonRpcError(err) }) };
-          },
-        },
-      };
+      return streamReply(options, toFrames(items, id), (err) => ({
+        data: JSON.stringify({ jsonrpc: '2.0', id, error: jsonRpcError(err) }),
+      }));
     } catch (err) {
-      report(options, err);
-      const e = toA2AError(err);
-      const unauthenticated = e.errorName === 'UnauthenticatedError';
-      const status = e.spec.http === 413 || e.spec.http === 401 ? e.spec.http : 200;
-      return json(
-        status,
-        unauthenticated ? UNAUTHENTICATED_HEADERS : JSON_HEADERS,
-        jsonRpcErrorResponse(id, e),
-      );
+      // Errors travel as 200 + error envelope, except where the HTTP layer itself must say no.
+      return replies.error(err, (e) => ({
+        status: e.spec.http === 413 || e.spec.http === 401 ? e.spec.http : 200,
+        body: jsonRpcErrorResponse(id, e),
+      }));
     }
   };
-}
-
-function json(status: number, headers: Readonly<Record<string, string>>, body: unknown): JsonReply {
-  return { kind: 'json', status, headers, body: JSON.stringify(body) };
-}
-
-function report(options: BindingOptions, err: unknown): void {
-  if (!(err instanceof A2AError)) options.onInternalError?.(err);
 }
 
 async function* toFrames(batches: AsyncIterable<StreamItem[]>, id: JsonRpcId): AsyncGenerator<SseEvent[]> {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../../core/clock.ts';
-import { A2AError } from './errors.ts';
+import { payloadTooLarge } from './errors.ts';
 import type { HeaderReader } from './handler.ts';
 import type { BindingOptions, HttpReply, HttpRequest } from './http-common.ts';
 import { pumpSse, type SseSink } from './sse.ts';
@@ -177,10 +177,6 @@ class NodeHttpRequest implements HttpRequest {
   }
 }
 
-function tooLarge(limit: number): A2AError {
-  return new A2AError('PayloadTooLargeError', `Request body exceeds ${limit} bytes`);
-}
-
 /**
  * Reads the body up to `limit` bytes, refusing early on Content-Length and while streaming (chunked),
  * so an oversized body never sits in memory whole. The HTTP parser already rejects a body longer than
@@ -190,7 +186,7 @@ function tooLarge(limit: number): A2AError {
  */
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(payloadTooLarge(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -201,7 +197,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       if (size <= limit) chunks.push(chunk);
       else {
         settled = true;
-        reject(tooLarge(limit));
+        reject(payloadTooLarge(limit));
       }
     });
     req.on('end', () => {

@@ -1,5 +1,5 @@
 import { restCore, type RestBindingOptions } from './rest-core.ts';
-import { WebHttpRequest, webResponse } from './web-http.ts';
+import { webHandler } from './web-http.ts';
 
 export type { RestBindingOptions } from './rest-core.ts';
 
@@ -9,6 +9,5 @@ export type { RestBindingOptions } from './rest-core.ts';
  * skips building web Request and Response objects.
  */
 export function restBinding(options: RestBindingOptions): (req: Request) => Promise<Response> {
-  const core = restCore(options);
-  return async (req) => webResponse(await core(new WebHttpRequest(req)));
+  return webHandler(restCore(options));
 }

@@ -10,20 +10,21 @@ import {
   decodeSendMessageRequest,
   decodeSubscribeToTaskRequest,
 } from './decode.ts';
-import { A2AError, invalidParams, restError, toA2AError } from './errors.ts';
+import { A2AError, invalidParams, restError } from './errors.ts';
 import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
 import {
   DEFAULT_MAX_BODY_BYTES,
-  SSE_HEADERS,
   callContext,
   checkVersion,
+  jsonReplies,
   parseJson,
+  streamReply,
   type BindingOptions,
   type HttpReply,
   type HttpRequest,
   type JsonReply,
 } from './http-common.ts';
-import type { SseEvent, SseStreamOptions } from './sse.ts';
+import type { SseEvent } from './sse.ts';
 import {
   A2A_CONTENT_TYPE,
   type CancelTaskRequest,
@@ -51,8 +52,8 @@ const ROUTE_ROOTS = new Set(['message:send', 'message:stream', 'tasks', 'extende
  * closure per request would cost an `Object.defineProperty` each under tsx (esbuild `keepNames`).
  */
 interface Operation<P> {
-  kind: 'json' | 'stream' | 'empty';
-  status: number;
+  /** `json` answers 200 with the result, `created` 201, `empty` 204 with no body, `stream` an SSE stream. */
+  kind: 'json' | 'created' | 'empty' | 'stream';
   run(h: A2ARequestHandler, params: P, ctx: CallContext): Promise<unknown>;
 }
 
@@ -65,42 +66,32 @@ function route<P>(op: Operation<P>, params: P): Route {
   return { op: op as Operation<unknown>, params };
 }
 
-function operation<P>(kind: Operation<P>['kind'], status: number, run: Operation<P>['run']): Operation<P> {
-  return { kind, status, run };
+function operation<P>(kind: Operation<P>['kind'], run: Operation<P>['run']): Operation<P> {
+  return { kind, run };
 }
 
 type H = A2ARequestHandler;
 type C = CallContext;
-const SEND = operation('json', 200, (h: H, p: SendMessageRequest, c: C) => h.sendMessage(p, c));
-const STREAM = operation('stream', 200, (h: H, p: SendMessageRequest, c: C) => h.sendStreamingMessage(p, c));
-const EXTENDED_CARD = operation('json', 200, (h: H, p: { tenant?: string }, c: C) =>
-  h.getExtendedAgentCard(p, c),
-);
-const LIST_TASKS = operation('json', 200, (h: H, p: ListTasksRequest, c: C) => h.listTasks(p, c));
-const GET_TASK = operation('json', 200, (h: H, p: GetTaskRequest, c: C) => h.getTask(p, c));
-const CANCEL_TASK = operation('json', 200, (h: H, p: CancelTaskRequest, c: C) => h.cancelTask(p, c));
-const SUBSCRIBE = operation('stream', 200, (h: H, p: SubscribeToTaskRequest, c: C) =>
-  h.subscribeToTask(p, c),
-);
-const CREATE_PUSH = operation('json', 201, (h: H, p: TaskPushNotificationConfig & { taskId: string }, c: C) =>
+const SEND = operation('json', (h: H, p: SendMessageRequest, c: C) => h.sendMessage(p, c));
+const STREAM = operation('stream', (h: H, p: SendMessageRequest, c: C) => h.sendStreamingMessage(p, c));
+const EXTENDED_CARD = operation('json', (h: H, p: { tenant?: string }, c: C) => h.getExtendedAgentCard(p, c));
+const LIST_TASKS = operation('json', (h: H, p: ListTasksRequest, c: C) => h.listTasks(p, c));
+const GET_TASK = operation('json', (h: H, p: GetTaskRequest, c: C) => h.getTask(p, c));
+const CANCEL_TASK = operation('json', (h: H, p: CancelTaskRequest, c: C) => h.cancelTask(p, c));
+const SUBSCRIBE = operation('stream', (h: H, p: SubscribeToTaskRequest, c: C) => h.subscribeToTask(p, c));
+const CREATE_PUSH = operation('created', (h: H, p: TaskPushNotificationConfig & { taskId: string }, c: C) =>
   h.createTaskPushNotificationConfig(p, c),
 );
-const LIST_PUSH = operation('json', 200, (h: H, p: ListTaskPushNotificationConfigsRequest, c: C) =>
+const LIST_PUSH = operation('json', (h: H, p: ListTaskPushNotificationConfigsRequest, c: C) =>
   h.listTaskPushNotificationConfigs(p, c),
 );
-const GET_PUSH = operation('json', 200, (h: H, p: GetTaskPushNotificationConfigRequest, c: C) =>
+const GET_PUSH = operation('json', (h: H, p: GetTaskPushNotificationConfigRequest, c: C) =>
   h.getTaskPushNotificationConfig(p, c),
 );
-const DELETE_PUSH = operation('empty', 204, (h: H, p: DeleteTaskPushNotificationConfigRequest, c: C) =>
+const DELETE_PUSH = operation('empty', (h: H, p: DeleteTaskPushNotificationConfigRequest, c: C) =>
   h.deleteTaskPushNotificationConfig(p, c),
 );
 
-// Shared, never mutated: both adapters copy what they add (hono's writer copies before adding a length).
-const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': A2A_CONTENT_TYPE });
-const UNAUTHENTICATED_HEADERS: Readonly<Record<string, string>> = Object.freeze({
-  'content-type': A2A_CONTENT_TYPE,
-  'www-authenticate': 'Bearer',
-});
 const NO_CONTENT: JsonReply = Object.freeze({
   kind: 'json',
   status: 204,
@@ -117,14 +108,7 @@ const NO_CONTENT: JsonReply = Object.freeze({
 export function restCore(options: RestBindingOptions): (req: HttpRequest) => Promise<HttpReply> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const base = options.basePath.replace(/\/+$/, '');
-  const sse: SseStreamOptions = {
-    clock: options.clock,
-    ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
-    errorEvent: (err) => {
-      report(options, err);
-      return { event: 'error', data: JSON.stringify(restError(err).body) };
-    },
-  };
+  const replies = jsonReplies(options, A2A_CONTENT_TYPE);
   return async (req) => {
     try {
       const path = req.path;
@@ -141,30 +125,23 @@ export function restCore(options: RestBindingOptions): (req: HttpRequest) => Pro
       if (tenant) ctx.tenant = tenant;
       const result = await op.run(options.handler, params, ctx);
       if (op.kind === 'empty') return NO_CONTENT;
-      if (op.kind === 'json')
-        return { kind: 'json', status: op.status, headers: JSON_HEADERS, body: JSON.stringify(result) };
-      return {
-        kind: 'sse',
-        headers: SSE_HEADERS,
-        frames: toFrames(result as AsyncIterable<StreamItem[]>),
-        sse,
-      };
+      if (op.kind !== 'stream') return replies.ok(op.kind === 'created' ? 201 : 200, result);
+      return streamReply(options, toFrames(result as AsyncIterable<StreamItem[]>), errorEvent);
     } catch (err) {
-      report(options, err);
-      const e = toA2AError(err);
-      const { httpStatus, body } = restError(e);
-      return {
-        kind: 'json',
-        status: httpStatus,
-        headers: e.errorName === 'UnauthenticatedError' ? UNAUTHENTICATED_HEADERS : JSON_HEADERS,
-        body: JSON.stringify(body),
-      };
+      return replies.error(err, restReply);
     }
   };
 }
 
-function report(options: BindingOptions, err: unknown): void {
-  if (!(err instanceof A2AError)) options.onInternalError?.(err);
+/** google.rpc.Status with the spec's HTTP status (§1.1). */
+function restReply(e: A2AError): { status: number; body: unknown } {
+  const { httpStatus, body } = restError(e);
+  return { status: httpStatus, body };
+}
+
+/** A mid-stream error: a final `event: error` carrying the google.rpc.Status body. */
+function errorEvent(err: unknown): SseEvent {
+  return { event: 'error', data: JSON.stringify(restError(err).body) };
 }
 
 function safeDecode(s: string): string {
@@ -238,11 +215,9 @@ async function matchRoute(
   const taskId = s[1]!;
   if (s.length === 3 && method === 'POST') {
     const body = await readBody(req, maxBody);
-    if (typeof body.taskId === 'string' && body.taskId !== '' && body.taskId !== taskId) {
-      throw invalidParams('taskId', 'does not match the task in the path');
-    }
-    if (typeof body.task_id === 'string' && body.task_id !== '' && body.task_id !== taskId) {
-      throw invalidParams('taskId', 'does not match the task in the path');
+    for (const named of [body.taskId, body.task_id]) {
+      if (typeof named === 'string' && named !== '' && named !== taskId)
+        throw invalidParams('taskId', 'does not match the task in the path');
     }
     return route(
       CREATE_PUSH,

@@ -145,7 +145,8 @@ export function sseReadableStream(
   let cancel: (() => void) | undefined;
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      // The stream's own queue takes every chunk, as before: the node writer reading it honours drain.
+      // The stream's own queue takes every chunk (write never reports full): whoever reads the stream
+      // (hono's node writer) waits for the socket's drain, so backpressure is applied there.
       cancel = pumpSse(
         source,
         {

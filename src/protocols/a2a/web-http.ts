@@ -1,13 +1,19 @@
-import { A2AError } from './errors.ts';
+import { payloadTooLarge } from './errors.ts';
 import type { HttpReply, HttpRequest } from './http-common.ts';
 import { sseReadableStream } from './sse.ts';
 
 /**
- * The web-standard side of the bindings: a fetch `Request` as an `HttpRequest`, and a reply as a
- * `Response`. What `jsonRpcBinding` and `restBinding` are made of; the host serves through the node:http
- * adapter (`node-http.ts`) instead, which builds neither.
+ * A binding core as a web-standard request handler: a fetch `Request` in, a `Response` out. What
+ * `jsonRpcBinding` and `restBinding` are; the host serves through the node:http adapter
+ * (`node-http.ts`, `nodeListener`) instead, which builds neither.
  */
-export class WebHttpRequest implements HttpRequest {
+export function webHandler(
+  core: (req: HttpRequest) => Promise<HttpReply>,
+): (req: Request) => Promise<Response> {
+  return async (req) => webResponse(await core(new WebHttpRequest(req)));
+}
+
+class WebHttpRequest implements HttpRequest {
   #url: URL | undefined;
 
   constructor(private readonly req: Request) {}
@@ -41,7 +47,7 @@ export class WebHttpRequest implements HttpRequest {
   }
 }
 
-export function webResponse(reply: HttpReply): Response {
+function webResponse(reply: HttpReply): Response {
   if (reply.kind === 'json')
     return new Response(reply.body, { status: reply.status, headers: reply.headers });
   return new Response(sseReadableStream(reply.frames, reply.sse), { status: 200, headers: reply.headers });
@@ -51,10 +57,9 @@ export function webResponse(reply: HttpReply): Response {
  * Reads a request body up to `limit` bytes, refusing early on Content-Length and while streaming, so an
  * oversized body never sits in memory whole. Throws PayloadTooLargeError.
  */
-export async function readBodyLimited(req: Request, limit: number): Promise<string> {
+async function readBodyLimited(req: Request, limit: number): Promise<string> {
   const declared = Number(req.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > limit)
-    throw new A2AError('PayloadTooLargeError', `Request body exceeds ${limit} bytes`);
+  if (Number.isFinite(declared) && declared > limit) throw payloadTooLarge(limit);
   // A declared length within the limit can be read whole (the HTTP parser rejects a body longer than
   // its Content-Length).
   if (Number.isFinite(declared)) return req.text();
@@ -68,7 +73,7 @@ export async function readBodyLimited(req: Request, limit: number): Promise<stri
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
-      throw new A2AError('PayloadTooLargeError', `Request body exceeds ${limit} bytes`);
+      throw payloadTooLarge(limit);
     }
     chunks.push(value);
   }
