@@ -1,18 +1,10 @@
 import type { Command } from 'commander';
 import pino from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
+import { intOption } from './cli-options.ts';
 import { loadKeys } from '../host/auth.ts';
 import { startHost } from '../host/start-host.ts';
 import { registerHostOutboxCommand } from './host-outbox-command.ts';
-
-function int(name: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 0)
-      throw new TaskplaneError('config', `--${name} must be a non-negative integer`, { field: name });
-    return n;
-  };
-}
 
 /**
  * `taskplane host`: the durable A2A 1.0 agent host. Prints the card URL and both binding URLs when
@@ -22,9 +14,8 @@ function int(name: string) {
 export function registerHostCommand(program: Command): void {
   const host = program
     .command('host')
-    .enablePositionalOptions()
     .description('Run the durable A2A 1.0 agent host')
-    .option('--port <port>', 'TCP port (0 = any free port)', int('port'), 4100)
+    .option('--port <port>', 'TCP port (0 = any free port)', intOption('port'), 4100)
     .option('--bind <address>', 'interface to bind (default 127.0.0.1)')
     .option('--db <url>', 'sqlite:PATH | postgres://… | memory:', 'sqlite:./data/host.db')
     .option(
@@ -39,13 +30,13 @@ export function registerHostCommand(program: Command): void {
       'stable name of this host process for task ownership (default <hostname>:<port>)',
     )
     .option('--allow-private-webhooks', 'allow push to private, loopback and link-local addresses', false)
-    .option('--push-base-ms <ms>', 'first push retry delay, doubling', int('push-base-ms'), 5000)
-    .option('--push-attempts <n>', 'push attempts before dead-lettering', int('push-attempts'), 8)
-    .option('--push-timeout-ms <ms>', 'timeout of one push call', int('push-timeout-ms'), 15000)
+    .option('--push-base-ms <ms>', 'first push retry delay, doubling', intOption('push-base-ms'), 5000)
+    .option('--push-attempts <n>', 'push attempts before dead-lettering', intOption('push-attempts'), 8)
+    .option('--push-timeout-ms <ms>', 'timeout of one push call', intOption('push-timeout-ms'), 15000)
     .option(
       '--input-timeout-ms <ms>',
       'INPUT_REQUIRED longer than this fails the task',
-      int('input-timeout-ms'),
+      intOption('input-timeout-ms'),
       900000,
     )
     .action(async (opts: Record<string, unknown>) => {

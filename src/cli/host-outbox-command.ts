@@ -1,8 +1,10 @@
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { openStore } from '../store/open-store.ts';
 import type { OutboxRow, OutboxStatus } from '../store/store.ts';
-import { table } from './tasks-command.ts';
+import { parseStoreUrl } from '../store/store-url.ts';
+import { intOption, table } from './cli-options.ts';
 
 const STATUSES: readonly OutboxStatus[] = ['pending', 'leased', 'delivered', 'dead'];
 
@@ -32,15 +34,6 @@ function rows(found: OutboxRow[]): string {
   return table(out);
 }
 
-function positive(name: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 1)
-      throw new TaskplaneError('config', `--${name} must be a positive integer`, { field: name });
-    return n;
-  };
-}
-
 /**
  * `taskplane host outbox`: the push outbox of a host's database, read directly (the host may be
  * running). Shows what is waiting, what was delivered and, above all, what was dead-lettered after the
@@ -50,31 +43,44 @@ function positive(name: string) {
 export function registerHostOutboxCommand(host: Command): void {
   host
     .command('outbox')
+    .configureHelp({ showGlobalOptions: true })
     .description('List the push deliveries in a host database: pending, delivered, dead-lettered')
-    .option('--db <url>', 'the host database: sqlite:PATH | postgres://…', 'sqlite:./data/host.db')
     .option('--status <status>', `only rows in this state: ${STATUSES.join(' | ')}`)
     .option('--task <id>', 'only deliveries of this task')
-    .option('--limit <n>', 'most rows to print (oldest first)', positive('limit'), 50)
-    .option('--requeue-dead', 'give every dead-lettered row (of --task, if given) a fresh set of attempts')
+    .option('--limit <n>', 'most rows to print (oldest first)', intOption('limit', 1), 50)
+    .option(
+      '--requeue-dead',
+      'give every dead-lettered row (of --task, if given) a fresh set of attempts; takes no --status or --limit',
+    )
     .option('--json', 'print JSON instead of a table', false)
     .action(
-      async (o: {
-        db: string;
-        status?: string;
-        task?: string;
-        limit: number;
-        requeueDead?: boolean;
-        json: boolean;
-      }) => {
+      async (
+        o: { status?: string; task?: string; limit: number; requeueDead?: boolean; json: boolean },
+        cmd: Command,
+      ) => {
+        // `--db` is `taskplane host`'s own flag (same default, same meaning), given before or after `outbox`.
+        const db = cmd.optsWithGlobals<{ db: string }>().db;
         if (o.status !== undefined && !STATUSES.includes(o.status as OutboxStatus))
           throw new TaskplaneError('config', `--status must be one of ${STATUSES.join(', ')}`, {
             field: 'status',
           });
-        if (o.db.startsWith('memory:'))
-          throw new TaskplaneError('config', '--db memory: holds nothing between processes', {
+        if (o.requeueDead && (o.status !== undefined || cmd.getOptionValueSource('limit') === 'cli'))
+          throw new TaskplaneError(
+            'config',
+            '--requeue-dead requeues every dead row (of --task); drop --status and --limit',
+            {
+              field: 'requeue-dead',
+            },
+          );
+        const target = parseStoreUrl(db);
+        if (target.kind === 'memory' || (target.kind === 'sqlite' && target.path === ':memory:'))
+          throw new TaskplaneError('config', '--db: an in-memory store holds nothing between processes', {
             field: 'db',
           });
-        const store = await openStore(o.db);
+        // Opening a SQLite path that is not there would create an empty database and report nothing to see.
+        if (target.kind === 'sqlite' && !existsSync(target.path))
+          throw new TaskplaneError('config', `--db: no database at ${target.path}`, { field: 'db' });
+        const store = await openStore(db);
         try {
           if (o.requeueDead) {
             const n = await store.requeueDeadOutbox(Date.now(), o.task);

@@ -15,9 +15,7 @@ program
   .name('taskplane')
   .description('Durable control plane and agent host for long-running AI-agent work')
   .version('0.1.0')
-  .showHelpAfterError('(add --help for usage)')
-  // `taskplane host outbox --db …`: a subcommand's flags after its name are its own, not its parent's.
-  .enablePositionalOptions();
+  .showHelpAfterError('(add --help for usage)');
 
 const commands: Array<(program: Command) => void> = [
   // commands register here, one line each

@@ -2,20 +2,12 @@ import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import pino from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
+import { intOption } from './cli-options.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
 import { demoTarget, seedDemoTasks, startDemoHost } from '../server/demo.ts';
 import { parseTargets, startServer } from '../server/start-server.ts';
 import type { PlaneOptions } from '../plane/options.ts';
-
-function int(name: string) {
-  return (value: string): number => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 0)
-      throw new TaskplaneError('config', `--${name} must be a non-negative integer`, { field: name });
-    return n;
-  };
-}
 
 /** Flags first, then the JSON options over them, one level deep per section (delivery, stream, poll, …). */
 function mergePlaneOptions(base: PlaneOptions, json: string | undefined): PlaneOptions {
@@ -80,7 +72,7 @@ export function registerServeCommand(program: Command): void {
   program
     .command('serve')
     .description('Run the control plane: API under /v1, dashboard at /, /metrics')
-    .option('--port <port>', 'TCP port (0 = any free port)', int('port'), 8080)
+    .option('--port <port>', 'TCP port (0 = any free port)', intOption('port'), 8080)
     .option('--bind <address>', 'interface to bind', '127.0.0.1')
     .option('--db <url>', 'sqlite:PATH | postgres://… | memory:', 'sqlite:./data/taskplane.db')
     .option(
@@ -97,7 +89,7 @@ export function registerServeCommand(program: Command): void {
     .option(
       '--reconcile-interval-ms <ms>',
       'reconciliation interval per target',
-      int('reconcile-interval-ms'),
+      intOption('reconcile-interval-ms'),
       600_000,
     )
     .option('--no-stream', 'do not watch tasks over streams')

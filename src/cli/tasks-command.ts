@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { createParser } from 'eventsource-parser';
 import { TaskplaneError } from '../core/errors.ts';
+import { table } from './cli-options.ts';
 
 /**
  * `taskplane tasks create|get|list|cancel|answer|watch`: a thin client of the /v1 API. Readable tables
@@ -72,18 +73,6 @@ function age(ms: number): string {
     : s < 3600
       ? `${Math.floor(s / 60)}m${s % 60}s`
       : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
-}
-
-export function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows
-    .map((r) =>
-      r
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
 }
 
 function taskRows(tasks: TaskRow[]): string {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveLogLevel } from '../../src/cli/serve-command.ts';
-import { REPO_ROOT, spawnProcess, type TestProcess } from '../support/process.ts';
+import { REPO_ROOT, spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
 
 /**
  * `serve --demo` (what `npm start` runs) as a real process in a scratch directory: the lines for a
@@ -45,6 +45,29 @@ describe('serve --demo', () => {
     expect(serveLogLevel('error', 'debug', true)).toBe('error');
     expect(() => serveLogLevel('loud', undefined, true)).toThrow(/log-level/);
   });
+
+  it('`taskplane tasks` takes its flags after the subcommand, as the README shows', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'taskplane-demo-'));
+    const serve = await serveDemo(dir);
+    const url = /taskplane serve ready (http:\S+)/.exec(serve.stdout)![1]!;
+    const tasks = async (...args: string[]) => {
+      const proc = await spawnTaskplane(['tasks', ...args]);
+      const exit = await proc.exited;
+      expect(proc.stderr).toBe('');
+      expect(exit.code).toBe(0);
+      return proc.stdout;
+    };
+    const listed = JSON.parse(await tasks('list', '--json', '--key', KEY, '--url', url)) as {
+      tasks: { id: string; target: string }[];
+    };
+    expect(listed.tasks.length).toBeGreaterThanOrEqual(5);
+    expect(listed.tasks.every((t) => t.target === 'demo')).toBe(true);
+    const id = listed.tasks[0]!.id;
+    // Parent flags before the subcommand still work too.
+    const got = JSON.parse(await tasks('--key', KEY, '--url', url, 'get', id, '--json')) as { id: string };
+    expect(got.id).toBe(id);
+    await serve.stop();
+  }, 90_000);
 
   it('prints a readable block with no info JSON, and a restart resumes the demo tasks at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'taskplane-demo-'));

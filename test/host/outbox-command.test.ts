@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,5 +113,23 @@ describe('taskplane host outbox', () => {
     const limit = await cli('--limit', '0');
     expect(limit.code).toBe(2);
     expect(limit.err).toContain('--limit must be a positive integer');
+    // --requeue-dead acts on every dead row (of --task): a filter it would ignore is refused.
+    const requeue = await cli('--requeue-dead', '--limit', '3');
+    expect([requeue.code, requeue.err.trim()]).toEqual([
+      2,
+      'taskplane: --requeue-dead requeues every dead row (of --task); drop --status and --limit',
+    ]);
+  }, 30_000);
+
+  it('a mistyped database path is an error, not an empty outbox (nothing is created)', async () => {
+    const missing = join(dir, 'nope', 'host.db');
+    const proc = await spawnTaskplane(['host', 'outbox', '--db', `sqlite:${missing}`]);
+    const exit = await proc.exited;
+    expect([exit.code, proc.stderr.trim()]).toEqual([2, `taskplane: --db: no database at ${missing}`]);
+    expect(existsSync(join(dir, 'nope'))).toBe(false);
+    // `--db` is `taskplane host`'s flag: before `outbox` it names the same database.
+    const before = await spawnTaskplane(['host', '--db', db, 'outbox', '--json']);
+    expect((await before.exited).code).toBe(0);
+    expect(Array.isArray(JSON.parse(before.stdout))).toBe(true);
   }, 30_000);
 });
