@@ -1,6 +1,4 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
@@ -12,16 +10,9 @@ import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/sqlite-schema.ts';
 import { migrateSqlite } from '../../src/store/sqlite/sqlite-migrate.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
+import { tempDb } from './support/temp-db.ts';
 
 const run = promisify(execFile);
-
-function tempDb(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'taskplane-migrate-'));
-  onTestFinished(({ task }) => {
-    if (task.result?.state !== 'fail') rmSync(dir, { recursive: true, force: true });
-  });
-  return join(dir, 'store.db');
-}
 
 function freshSchema(): { schema: string; url: string } {
   const schema = freshSchemaName('tp_migrate');
@@ -31,7 +22,7 @@ function freshSchema(): { schema: string; url: string } {
 
 describe('migrations', () => {
   it('sqlite: four processes opening one new file at once all succeed and migrate once', async () => {
-    const path = tempDb();
+    const path = tempDb('taskplane-migrate-');
     const child = join(import.meta.dirname, 'support', 'open-sqlite-child.ts');
     const outputs = await Promise.all(
       Array.from({ length: 4 }, () =>
@@ -50,7 +41,7 @@ describe('migrations', () => {
   });
 
   it('sqlite: reopening an up-to-date file applies nothing and keeps the data', async () => {
-    const path = tempDb();
+    const path = tempDb('taskplane-migrate-');
     const first = new SqliteStore({ path });
     await first.putSettingIfAbsent('k', 'v');
     await first.close();
@@ -60,7 +51,7 @@ describe('migrations', () => {
   });
 
   it('sqlite: a file at migration 1 with task events migrates; seqs are kept and new ones are larger', async () => {
-    const path = tempDb();
+    const path = tempDb('taskplane-migrate-');
     const db = new Database(path);
     db.pragma('journal_mode = WAL');
     migrateSqlite(
@@ -103,7 +94,7 @@ describe('migrations', () => {
   });
 
   it('sqlite: a database with a future migration is refused with schema_too_new', async () => {
-    const path = tempDb();
+    const path = tempDb('taskplane-migrate-');
     await new SqliteStore({ path }).close();
     const db = new Database(path);
     db.prepare('INSERT INTO taskplane_migrations (id, name, applied_at) VALUES (999, ?, 0)').run(

@@ -57,6 +57,7 @@ describe('openStore', () => {
     ['mysql://root:hunter2@db/x', 'unknown store URL scheme "mysql:"'],
     ['sqlite:', 'needs a file path'],
     ['sqlite:./x.db?journal=off', 'option "journal"'],
+    ['sqlite:./x.db?writeThread=both', 'option "writeThread"'],
     ['memory:/x', 'takes no path'],
     ['postgres://user:hunter2@[::1/db', 'not a valid postgres'],
     ['postgres://user:hunter2@localhost/db?schema=Bad-Name', 'schema must match'],

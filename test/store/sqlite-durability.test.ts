@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { TaskplaneError } from '../../src/core/errors.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { WriteBatcher, type WalSyncer } from '../../src/store/sqlite/write-batcher.ts';
 import type { AgentTaskRecord, ChangeNotice } from '../../src/store/store.ts';
+import { tempDb } from './support/temp-db.ts';
 
 /**
  * synchronous=NORMAL plus an fsync of the WAL off the event loop (write-batcher.ts) must acknowledge a
@@ -14,17 +13,6 @@ import type { AgentTaskRecord, ChangeNotice } from '../../src/store/store.ts';
  * these check the order of events with a syncer the test completes by hand, and that the file the store
  * fsyncs stays the WAL SQLite writes.
  */
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempPath(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'taskplane-durability-'));
-  dirs.push(dir);
-  return join(dir, 'store.db');
-}
-
 /** A syncer whose fsyncs the test completes (or fails) by hand. */
 class ManualSyncer implements WalSyncer {
   pending: Array<(err: Error | null) => void> = [];
@@ -38,7 +26,7 @@ class ManualSyncer implements WalSyncer {
   }
 }
 
-function batcherOn(path: string, maxSyncsInFlight = 1, minSyncGapMs = 0) {
+function batcherOn(path: string, minSyncGapMs = 0) {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
@@ -47,11 +35,9 @@ function batcherOn(path: string, maxSyncsInFlight = 1, minSyncGapMs = 0) {
   const notices: ChangeNotice[] = [];
   const batcher = new WriteBatcher(db, {
     groupCommit: true,
-    maxBatch: 256,
     onCommit: (n) => notices.push(...n),
     translate: (err) => err,
     syncer,
-    maxSyncsInFlight,
     minSyncGapMs,
     syncFailed: (err) => new TaskplaneError('unavailable', 'fsync failed', { cause: err, retryable: false }),
   });
@@ -69,7 +55,7 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('WriteBatcher with a WAL syncer', () => {
   test('a write resolves, and its notices go out, only after the fsync that follows its commit', async () => {
-    const { batcher, syncer, notices, insert, rows, db } = batcherOn(tempPath());
+    const { batcher, syncer, notices, insert, rows, db } = batcherOn(tempDb('taskplane-durability-'));
     let resolved = false;
     const write = insert(1).then((v) => ((resolved = true), v));
     await turn();
@@ -91,7 +77,7 @@ describe('WriteBatcher with a WAL syncer', () => {
   });
 
   test('writes queued during an fsync wait for it, then share one commit and one fsync', async () => {
-    const { syncer, insert, rows, db } = batcherOn(tempPath());
+    const { syncer, insert, rows, db } = batcherOn(tempDb('taskplane-durability-'));
     const first = insert(1);
     await turn();
     expect(syncer.pending).toHaveLength(1);
@@ -111,7 +97,7 @@ describe('WriteBatcher with a WAL syncer', () => {
   test('minSyncGapMs: under load a commit waits out the gap since the last fsync started; a lone write does not', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     try {
-      const { syncer, insert, rows, db } = batcherOn(tempPath(), 1, 5);
+      const { syncer, insert, rows, db } = batcherOn(tempDb('taskplane-durability-'), 5);
       const first = insert(1);
       await turn();
       expect(syncer.pending).toHaveLength(1); // after a quiet spell: at once
@@ -142,26 +128,8 @@ describe('WriteBatcher with a WAL syncer', () => {
     }
   });
 
-  test('with two fsyncs in flight, the later one finishing first resolves the writes of both', async () => {
-    const { syncer, insert, rows, db } = batcherOn(tempPath(), 2);
-    let done1 = false;
-    const first = insert(1).then(() => (done1 = true));
-    await turn();
-    const second = insert(2);
-    await turn();
-    expect(rows()).toEqual([1, 2]); // a free slot: the second commit did not wait
-    expect(syncer.pending).toHaveLength(2);
-    syncer.finish(null, 1); // the second fsync started after both commits: it covers both
-    expect(await second).toBe(2);
-    await first;
-    expect(done1).toBe(true);
-    syncer.finish(); // the first one ending late changes nothing
-    expect(syncer.pending).toHaveLength(0);
-    db.close();
-  });
-
   test('a failed fsync fails the writes it covered and every later write and read', async () => {
-    const { batcher, syncer, insert, db } = batcherOn(tempPath());
+    const { batcher, syncer, insert, db } = batcherOn(tempDb('taskplane-durability-'));
     const write = insert(1);
     await turn();
     syncer.finish(new Error('EIO'));
@@ -189,7 +157,7 @@ function task(i: number, padding: string): AgentTaskRecord {
 
 describe('SqliteStore on the event loop, synchronous=NORMAL with WAL fsync', () => {
   test('the WAL the store fsyncs keeps its inode across checkpoints, WAL resets, TRUNCATE and a peer closing', async () => {
-    const path = tempPath();
+    const path = tempDb('taskplane-durability-');
     const store = new SqliteStore({ path, writeThread: 'event-loop' });
     const wal = `${path}-wal`;
     const inode = statSync(wal).ino;
@@ -218,8 +186,8 @@ describe('SqliteStore on the event loop, synchronous=NORMAL with WAL fsync', () 
 });
 
 describe.each(['event-loop', 'worker'] as const)('SqliteStore, writes on the %s', (writeThread) => {
-  test('close waits for the last fsync and keeps every acknowledged write', async () => {
-    const path = tempPath();
+  test('close waits for the writes in flight and keeps every acknowledged write', async () => {
+    const path = tempDb('taskplane-durability-');
     const store = new SqliteStore({ path, writeThread });
     const writes = Array.from({ length: 50 }, (_, i) => store.createAgentTask(task(i, 'p'), `m${i}`, [], []));
     await store.close();

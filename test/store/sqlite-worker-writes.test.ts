@@ -1,30 +1,21 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { VersionConflictError } from '../../src/core/errors.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { WorkerWrites } from '../../src/store/sqlite/worker-writes.ts';
 import type { AgentTaskRecord } from '../../src/store/store.ts';
+import { tempDb } from './support/temp-db.ts';
 
 /**
  * The write worker (worker-writes.ts): writes run on another thread's connection, reads on the event
  * loop's. The store suite runs on it too (sqlite-store.test.ts); these cover what only the thread split
  * can break.
  */
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempPath(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'taskplane-worker-'));
-  dirs.push(dir);
-  return join(dir, 'store.db');
-}
-
 function task(i: number): AgentTaskRecord {
   return {
     id: `task_${i}`,
@@ -42,7 +33,7 @@ function task(i: number): AgentTaskRecord {
 
 describe('SqliteStore with the write worker', () => {
   test('a write the worker has answered is visible at once to reads on the event loop', async () => {
-    const store = new SqliteStore({ path: tempPath() });
+    const store = new SqliteStore({ path: tempDb('taskplane-worker-') });
     await Promise.all(
       Array.from({ length: 200 }, async (_, i) => {
         await store.createAgentTask(
@@ -59,28 +50,20 @@ describe('SqliteStore with the write worker', () => {
   });
 
   test('store errors cross the thread as the same classes and codes', async () => {
-    const store = new SqliteStore({ path: tempPath() });
+    const store = new SqliteStore({ path: tempDb('taskplane-worker-') });
     await store.createAgentTask(task(1), 'm1', [], []);
     const stale = store.updateAgentTask({ ...task(1), state: 'TASK_STATE_WORKING' }, 7, [], []);
     await expect(stale).rejects.toBeInstanceOf(VersionConflictError);
     await expect(stale).rejects.toMatchObject({ code: 'version_conflict', retryable: true });
     await expect(store.updateAgentTask(task(2), 1, [], [])).rejects.toMatchObject({ code: 'not_found' });
-    // A failing write rolls back alone: its neighbours in the same batch commit.
-    const [ok, bad] = await Promise.allSettled([
-      store.createAgentTask(task(3), 'm3', [], []),
-      store.updateAgentTask(task(4), 1, [], []),
-    ]);
-    expect(ok.status).toBe('fulfilled');
-    expect(bad.status).toBe('rejected');
-    expect(await store.getAgentTask('task_3')).toBeDefined();
     await store.close();
   });
 
   test('a dead worker fails the writes it held and every later one with unavailable; reads and close still work', async () => {
-    const store = new SqliteStore({ path: tempPath() });
+    const store = new SqliteStore({ path: tempDb('taskplane-worker-') });
     await store.createAgentTask(task(1), 'm1', [], []);
     // Fault injection: end the worker thread as a crash would.
-    const worker = (store as unknown as { worker: { worker: { terminate(): Promise<number> } } }).worker
+    const worker = (store as unknown as { writes: { worker: { terminate(): Promise<number> } } }).writes
       .worker;
     const held = store.createAgentTask(task(2), 'm2', [], []);
     await worker.terminate();
@@ -91,7 +74,7 @@ describe('SqliteStore with the write worker', () => {
   });
 
   test('an open store does not keep the process alive, and a write in flight does until it is answered', async () => {
-    const path = tempPath();
+    const path = tempDb('taskplane-worker-');
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'unclosed-store.ts'), path],
@@ -105,12 +88,39 @@ describe('SqliteStore with the write worker', () => {
     db.close();
   });
 
-  test('ready() resolves once the worker has its connection; a store on :memory: is ready at once', async () => {
-    const store = new SqliteStore({ path: tempPath() });
-    await expect(store.ready()).resolves.toBeUndefined();
-    await store.close();
-    const memory = new SqliteStore({ path: ':memory:' });
-    await expect(memory.ready()).resolves.toBeUndefined();
-    await memory.close();
+  test('the worker commits with synchronous=FULL (durable before any reader sees it); NORMAL only when walFsync is off', async () => {
+    const synchronousOf = async (options: { walFsync?: boolean; synchronous?: 'FULL' | 'NORMAL' }) => {
+      const store = new SqliteStore({ path: tempDb('taskplane-worker-'), ...options });
+      await store.ready();
+      const level = (store as unknown as { writes: WorkerWrites }).writes.synchronous;
+      await store.close();
+      return level;
+    };
+    expect(await synchronousOf({})).toBe(2);
+    expect(await synchronousOf({ synchronous: 'FULL' })).toBe(2);
+    expect(await synchronousOf({ synchronous: 'NORMAL' })).toBe(2);
+    expect(await synchronousOf({ walFsync: false })).toBe(1);
+  });
+
+  test('a worker that cannot open the database rejects ready() and every write with unavailable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'taskplane-worker-'));
+    const writes = new WorkerWrites(
+      {
+        path: join(dir, 'no', 'such', 'dir', 'store.db'),
+        synchronous: 'FULL',
+        busyTimeoutMs: 0,
+        groupCommit: true,
+      },
+      () => undefined,
+    );
+    await expect(writes.ready).rejects.toMatchObject({ code: 'unavailable', retryable: false });
+    await expect(writes.run('putSettingIfAbsent', ['k', 'v'])).rejects.toThrow(/write worker stopped/);
+    await writes.close();
+  });
+
+  test('a :memory: store writes on the event loop; asking for the worker there is a config error', () => {
+    expect(() => new SqliteStore({ path: ':memory:', writeThread: 'worker' })).toThrow(
+      expect.objectContaining({ code: 'config', field: 'writeThread' }),
+    );
   });
 });

@@ -1,4 +1,3 @@
-import type Database from 'better-sqlite3';
 import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
 import type {
@@ -38,14 +37,12 @@ import {
  * from sqlite-store.ts to keep files readable. It needs only a statement cache and the write path.
  */
 export abstract class SqliteAgentHost {
-  /** A cached prepared statement. */
-  protected abstract q(sql: string): Database.Statement;
+  /** The store's connection (statements cached): reads run on it, and on the event loop writes too. */
+  protected abstract readonly conn: SqlConn;
   /** Runs write `name` (sqlite-writes.ts) inside a (group-committed) BEGIN IMMEDIATE transaction. */
   protected abstract write<K extends WriteName>(name: K, ...args: WriteArgs<K>): Promise<WriteResult<K>>;
   /** A value just read, once every commit it may include is durable (write-batcher.ts). */
   protected abstract visible<T>(value: T): Promise<T>;
-  /** This connection's statements, for the reads shared with the writes (sqlite-writes.ts). */
-  protected readonly conn: SqlConn = { q: (sql) => this.q(sql) };
 
   // --- agent tasks -----------------------------------------------------------------------------
 
@@ -113,11 +110,13 @@ export abstract class SqliteAgentHost {
     if (query.state !== undefined) w.add('state = $?', query.state);
     if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);
     const total = (
-      this.q(`SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`).get(...w.params) as { n: number }
+      this.conn.q(`SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`).get(...w.params) as { n: number }
     ).n;
     if (keyset) w.add('(status_timestamp, id) < ($?, $?)', keyset.at, keyset.id);
     const sql = `SELECT * FROM agent_tasks ${w.sql()} ORDER BY status_timestamp DESC, id DESC LIMIT ?`;
-    const found = (this.q(sql).all(...w.params, pageSize + 1) as rows.AgentTaskRow[]).map(rows.toAgentTask);
+    const found = (this.conn.q(sql).all(...w.params, pageSize + 1) as rows.AgentTaskRow[]).map(
+      rows.toAgentTask,
+    );
     const tasks = found.slice(0, pageSize);
     const last = tasks[tasks.length - 1];
     const nextCursor =
@@ -127,16 +126,16 @@ export abstract class SqliteAgentHost {
 
   async listActiveAgentTasks(): Promise<AgentTaskRecord[]> {
     const terminal = TERMINAL_AGENT_TASK_STATES.map(() => '?').join(', ');
-    const found = this.q(`SELECT * FROM agent_tasks WHERE state NOT IN (${terminal}) ORDER BY id`).all(
-      ...TERMINAL_AGENT_TASK_STATES,
-    ) as rows.AgentTaskRow[];
+    const found = this.conn
+      .q(`SELECT * FROM agent_tasks WHERE state NOT IN (${terminal}) ORDER BY id`)
+      .all(...TERMINAL_AGENT_TASK_STATES) as rows.AgentTaskRow[];
     return this.visible(found.map(rows.toAgentTask));
   }
 
   async listAgentTaskEvents(taskId: string, afterSeq: number, limit?: number): Promise<AgentTaskEvent[]> {
-    const found = this.q(
-      'SELECT * FROM agent_task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?',
-    ).all(taskId, afterSeq, eventLimit(limit)) as rows.TaskEventRow[];
+    const found = this.conn
+      .q('SELECT * FROM agent_task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?')
+      .all(taskId, afterSeq, eventLimit(limit)) as rows.TaskEventRow[];
     return this.visible(found.map(rows.toTaskEvent));
   }
 
@@ -148,12 +147,14 @@ export abstract class SqliteAgentHost {
   }
 
   async getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
-    const row = this.q('SELECT * FROM push_configs WHERE task_id = ? AND id = ?').get(taskId, id);
+    const row = this.conn.q('SELECT * FROM push_configs WHERE task_id = ? AND id = ?').get(taskId, id);
     return this.visible(row === undefined ? undefined : rows.toPushConfig(row as rows.PushConfigRow));
   }
 
   async listPushConfigs(taskId: string): Promise<PushConfigRecord[]> {
-    const found = this.q('SELECT * FROM push_configs WHERE task_id = ? ORDER BY created_at, id').all(taskId);
+    const found = this.conn
+      .q('SELECT * FROM push_configs WHERE task_id = ? ORDER BY created_at, id')
+      .all(taskId);
     return this.visible((found as rows.PushConfigRow[]).map(rows.toPushConfig));
   }
 
@@ -185,7 +186,7 @@ export abstract class SqliteAgentHost {
     if (query.taskId !== undefined) w.add('task_id = $?', query.taskId);
     const sql = `SELECT * FROM outbox ${w.sql()} ORDER BY id LIMIT ?`;
     return this.visible(
-      (this.q(sql).all(...w.params, outboxLimit(query.limit)) as rows.OutboxDbRow[]).map(rows.toOutbox),
+      (this.conn.q(sql).all(...w.params, outboxLimit(query.limit)) as rows.OutboxDbRow[]).map(rows.toOutbox),
     );
   }
 }

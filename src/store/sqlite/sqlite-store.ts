@@ -21,15 +21,16 @@ import * as rows from '../sql-rows.ts';
 import { where } from '../sql-where.ts';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.ts';
 import { SqliteAgentHost } from './sqlite-agent-host.ts';
-import { WalFileSyncer } from './wal-syncer.ts';
-import { WriteBatcher } from './write-batcher.ts';
+import { EventLoopWrites } from './event-loop-writes.ts';
 import { WorkerWrites } from './worker-writes.ts';
 import {
   findEnvelopeByKey,
-  runWrite,
+  statementCache,
   serializeEnvelope,
   serializeEnvelopeEvent,
   translate,
+  type SqlConn,
+  type StoreWrites,
   type WriteArgs,
   type WriteName,
   type WriteResult,
@@ -39,20 +40,23 @@ export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a private in-process database. */
   path: string;
   /**
-   * SQLite's `synchronous` pragma (the database runs in WAL mode). Both settings are durable by default:
-   * a write resolves only after its commit is on disk.
+   * SQLite's `synchronous` pragma for writes on the event loop (`writeThread: 'event-loop'`; the database
+   * runs in WAL mode). Both settings are durable by default: a write resolves only after its commit is on
+   * disk.
    * - `NORMAL`: COMMIT writes the WAL without fsync; the store then fsyncs the WAL on the libuv thread
    *   pool and resolves the batch's writes after it (see `walFsync` and write-batcher.ts). The event
    *   loop never waits on the disk, where a commit's fsync took p50 2.8 ms, p90 11 ms on the shared
    *   build machine while other jobs ran (docs/host.md, "Performance").
    * - `FULL`: SQLite fsyncs the WAL inside every COMMIT, on the event loop.
+   * The write worker (the default) always runs FULL, which costs the event loop nothing, unless
+   * `walFsync` is false.
    * @default 'NORMAL'
    */
   synchronous?: 'FULL' | 'NORMAL';
   /**
-   * With `synchronous: 'NORMAL'`, fsync the WAL after each group commit before its writes resolve and
-   * before reads return what it wrote. `false` gives plain NORMAL: a power loss (not a process crash) may
-   * take back the last acknowledged commits. Ignored with `FULL` and for `:memory:`. @default true
+   * `false` gives up the fsync before a write resolves: plain NORMAL, on the event loop (with
+   * `synchronous: 'NORMAL'`) or on the write worker. A power loss (not a process crash) may then take
+   * back the last acknowledged commits. Ignored for `:memory:`. @default true
    */
   walFsync?: boolean;
   /** How long a write waits for another process's write lock before failing `unavailable`. @default 5000 */
@@ -84,17 +88,20 @@ export interface SqliteStoreOptions {
 export class SqliteStore extends SqliteAgentHost implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly db: Database.Database;
-  /** Exactly one of these runs the writes (see `writeThread`). */
-  private readonly writes: WriteBatcher | undefined;
-  private readonly worker: WorkerWrites | undefined;
+  protected readonly conn: SqlConn;
+  /** Where the writes run (see `writeThread`). */
+  private readonly writes: StoreWrites;
   private readonly hub = new ChangeHub();
-  private readonly statements = new Map<string, Database.Statement>();
-  private readonly syncer: WalFileSyncer | undefined;
   private closed = false;
 
   constructor(options: SqliteStoreOptions) {
     super();
     const inMemory = options.path === ':memory:';
+    const writeThread = options.writeThread ?? (inMemory ? 'event-loop' : 'worker');
+    if (inMemory && writeThread === 'worker')
+      throw new TaskplaneError('config', 'writeThread: a :memory: database cannot be shared with a worker', {
+        field: 'writeThread',
+      });
     if (!inMemory) mkdirSync(dirname(options.path), { recursive: true });
     this.db = new Database(options.path);
     const synchronous = options.synchronous ?? 'NORMAL';
@@ -113,50 +120,46 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       }
       this.db.pragma(`synchronous = ${synchronous}`);
       migrateSqlite(this.db, SQLITE_MIGRATIONS, (options.nowMs ?? Date.now)());
-      if (!inMemory && (options.writeThread ?? 'worker') === 'worker') {
-        const durable = synchronous === 'FULL' || options.walFsync !== false;
-        this.worker = new WorkerWrites(
-          {
-            path: resolve(options.path),
-            synchronous: durable ? 'FULL' : 'NORMAL',
-            busyTimeoutMs,
-            groupCommit: options.groupCommit ?? true,
-          },
-          (notices) => this.hub.emit(notices),
-        );
-      } else if (!inMemory && synchronous === 'NORMAL' && options.walFsync !== false) {
-        // After migrating: the migration's BEGIN IMMEDIATE has created the -wal file.
-        this.syncer = new WalFileSyncer(options.path);
-      }
+      this.conn = statementCache(this.db);
+      this.writes = this.startWrites(options, writeThread, synchronous, busyTimeoutMs);
     } catch (err) {
       this.db.close();
       throw translate(err);
     }
     this.capabilities = { durable: !inMemory, multiProcess: !inMemory, crossProcessNotify: false };
-    this.writes = this.worker
-      ? undefined
-      : new WriteBatcher(this.db, {
-          groupCommit: options.groupCommit ?? true,
-          maxBatch: 256,
-          onCommit: (notices) => this.hub.emit(notices),
-          translate,
-          ...(this.syncer
-            ? {
-                syncer: this.syncer,
-                // One fsync at a time and, under load, at most one started per millisecond: each fsync and
-                // each WAL page then covers more writes. `test/bench/host-ab.sh` over trees with 2 in flight,
-                // 1 without a gap and 1 with it, 7 rounds: CPU per durable send medians 184, 175 and 159 µs,
-                // p99 alike.
-                maxSyncsInFlight: 1,
-                minSyncGapMs: 1,
-                syncFailed: (err: Error) =>
-                  new TaskplaneError('unavailable', 'sqlite WAL fsync failed; restart the process', {
-                    cause: err,
-                    retryable: false,
-                  }),
-              }
-            : {}),
-        });
+  }
+
+  /** The writer `writeThread` names, on the connection just migrated. */
+  private startWrites(
+    options: SqliteStoreOptions,
+    writeThread: 'worker' | 'event-loop',
+    synchronous: 'FULL' | 'NORMAL',
+    busyTimeoutMs: number,
+  ): StoreWrites {
+    const onCommit = (notices: ChangeNotice[]) => this.hub.emit(notices);
+    const walFsync = options.walFsync !== false;
+    const groupCommit = options.groupCommit ?? true;
+    return writeThread === 'worker'
+      ? new WorkerWrites(
+          {
+            path: resolve(options.path),
+            synchronous: synchronous === 'FULL' || walFsync ? 'FULL' : 'NORMAL',
+            busyTimeoutMs,
+            groupCommit,
+          },
+          onCommit,
+        )
+      : new EventLoopWrites(
+          this.db,
+          this.conn,
+          {
+            ...(options.path === ':memory:' ? {} : { path: options.path }),
+            synchronous,
+            walFsync,
+            groupCommit,
+          },
+          onCommit,
+        );
   }
 
   // --- envelopes -----------------------------------------------------------------------------
@@ -174,7 +177,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   }
 
   async getEnvelope(id: string): Promise<Envelope | undefined> {
-    const row = this.q('SELECT doc, version FROM envelopes WHERE id = ?').get(id) as
+    const row = this.conn.q('SELECT doc, version FROM envelopes WHERE id = ?').get(id) as
       rows.EnvelopeRow | undefined;
     return this.visible(row && rows.toEnvelope(row));
   }
@@ -184,10 +187,9 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   }
 
   async findEnvelopeByRemoteId(target: string, remoteId: string): Promise<Envelope | undefined> {
-    const row = this.q('SELECT doc, version FROM envelopes WHERE target = ? AND remote_id = ? LIMIT 1').get(
-      target,
-      remoteId,
-    ) as rows.EnvelopeRow | undefined;
+    const row = this.conn
+      .q('SELECT doc, version FROM envelopes WHERE target = ? AND remote_id = ? LIMIT 1')
+      .get(target, remoteId) as rows.EnvelopeRow | undefined;
     return this.visible(row && rows.toEnvelope(row));
   }
 
@@ -222,7 +224,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     const dir = desc ? 'DESC' : 'ASC';
     const sql = `SELECT doc, version FROM envelopes ${w.sql()}
       ORDER BY updated_at ${dir}, id ${dir} LIMIT ?`;
-    const found = (this.q(sql).all(...w.params, limit + 1) as rows.EnvelopeRow[]).map(rows.toEnvelope);
+    const found = (this.conn.q(sql).all(...w.params, limit + 1) as rows.EnvelopeRow[]).map(rows.toEnvelope);
     const items = found.slice(0, limit);
     const last = items[items.length - 1];
     return this.visible(
@@ -233,8 +235,10 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
     const found = (
       tenant === undefined
-        ? this.q('SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state').all()
-        : this.q('SELECT state, COUNT(*) AS n FROM envelopes WHERE tenant = ? GROUP BY state').all(tenant)
+        ? this.conn.q('SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state').all()
+        : this.conn
+            .q('SELECT state, COUNT(*) AS n FROM envelopes WHERE tenant = ? GROUP BY state')
+            .all(tenant)
     ) as { state: NormalizedState; n: number }[];
     return this.visible(Object.fromEntries(found.map((r) => [r.state, r.n])));
   }
@@ -246,7 +250,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
     if (query.envelopeId !== undefined) w.add('envelope_id = $?', query.envelopeId);
     const sql = `SELECT * FROM envelope_events ${w.sql()} ORDER BY seq LIMIT ?`;
-    return this.visible((this.q(sql).all(...w.params, limit) as rows.EventRow[]).map(rows.toEvent));
+    return this.visible((this.conn.q(sql).all(...w.params, limit) as rows.EventRow[]).map(rows.toEvent));
   }
 
   // --- deliveries, leases, settings -------------------------------------------------------------
@@ -265,7 +269,8 @@ export class SqliteStore extends SqliteAgentHost implements Store {
 
   async getSetting(key: string): Promise<string | undefined> {
     return this.visible(
-      (this.q('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined)?.value,
+      (this.conn.q('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined)
+        ?.value,
     );
   }
 
@@ -280,7 +285,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
    * connection (about 0.2 s). Writes issued sooner wait for it; this lets a caller fail fast at start-up.
    */
   ready(): Promise<void> {
-    return this.worker?.ready ?? Promise.resolve();
+    return this.writes.ready;
   }
 
   onChange(listener: (change: ChangeNotice) => void): () => void {
@@ -291,34 +296,20 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     if (this.closed) return;
     this.closed = true;
     // Writes already made still commit; later ones are refused (write()).
-    if (this.worker) await this.worker.close();
-    else {
-      this.writes!.drain(true);
-      await this.writes!.whenSynced();
-    }
+    await this.writes.close();
     this.hub.clear();
     this.db.close();
-    this.syncer?.close();
   }
 
   // --- internals -------------------------------------------------------------------------------
 
   protected visible<T>(value: T): Promise<T> {
-    // With the worker every commit a read can see is already durable (worker-writes.ts).
-    return this.writes ? this.writes.visible(value) : Promise.resolve(value);
+    return this.writes.visible(value);
   }
 
   protected write<K extends WriteName>(name: K, ...args: WriteArgs<K>): Promise<WriteResult<K>> {
     if (this.closed)
       return Promise.reject(new TaskplaneError('unavailable', 'store is closed', { retryable: false }));
-    if (this.worker) return this.worker.run(name, args);
-    return this.writes!.run((notices) => runWrite(this.conn, notices, name, args) as WriteResult<K>);
-  }
-
-  /** Prepared statements are cached by text: the hot paths prepare once per store. */
-  protected q(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (!statement) this.statements.set(sql, (statement = this.db.prepare(sql)));
-    return statement;
+    return this.writes.run(name, args);
   }
 }

@@ -4,6 +4,7 @@ import type { ChangeNotice } from '../store.ts';
 import {
   errorFromData,
   type ErrorData,
+  type StoreWrites,
   type WriteArgs,
   type WriteName,
   type WriteResult,
@@ -23,7 +24,10 @@ export interface WorkerBatch {
   ops: Array<[WriteName, unknown[]]>;
 }
 
-/** The worker's answer to one batch: a result or an error per write, in order, and the batch's notices. */
+/**
+ * The worker's answer to one batch: a result or an error per write, in order, and the notices of every
+ * commit since its previous answer (write-worker.ts).
+ */
 export interface WorkerReply {
   seq: number;
   results: Array<[true, unknown] | [false, ErrorData]>;
@@ -57,7 +61,7 @@ interface Pending {
  * The worker is referenced only while writes are in flight: an open store does not keep the process alive,
  * and a process awaiting a write is not let exit before its answer.
  */
-export class WorkerWrites {
+export class WorkerWrites implements StoreWrites {
   private readonly worker: Worker;
   private queue: Pending[] = [];
   /** Batches sent and not yet answered, by seq. */
@@ -69,6 +73,8 @@ export class WorkerWrites {
   private readonly exited: Promise<void>;
   /** Settles once the worker has opened its connection, or failed to. */
   readonly ready: Promise<void>;
+  /** The worker connection's `synchronous` pragma as SQLite reports it (2 = FULL), once ready. */
+  synchronous: number | undefined;
   private markReady!: () => void;
   private failReady!: (err: unknown) => void;
 
@@ -83,9 +89,11 @@ export class WorkerWrites {
       this.failReady = reject;
     });
     this.ready.catch(() => {}); // also reported to every write; awaiting it is optional
-    this.worker.on('message', (reply: WorkerReply | 'ready') => {
-      if (reply === 'ready') this.markReady();
-      else this.answered(reply);
+    this.worker.on('message', (reply: WorkerReply | { ready: number }) => {
+      if ('ready' in reply) {
+        this.synchronous = reply.ready;
+        this.markReady();
+      } else this.answered(reply);
     });
     this.worker.on('error', (err) => this.fail(err));
     this.exited = new Promise((resolve) => {
@@ -94,6 +102,11 @@ export class WorkerWrites {
         resolve();
       });
     });
+  }
+
+  /** Every commit a reader can see is already durable (FULL: see the class comment). */
+  visible<T>(value: T): Promise<T> {
+    return Promise.resolve(value);
   }
 
   run<K extends WriteName>(name: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
@@ -133,14 +146,8 @@ export class WorkerWrites {
     const ops: WorkerBatch['ops'] = [];
     for (const p of batch) ops.push([p.name, p.args]);
     const message: WorkerBatch = { seq: ++this.sent, ops };
-    try {
-      this.worker.postMessage(message);
-    } catch (err) {
-      // An argument that cannot be cloned: a caller's bug, not the worker's.
-      const failed = new TaskplaneError('internal', 'sqlite write could not be sent', { cause: err });
-      for (const p of batch) p.reject(failed);
-      return;
-    }
+    // The arguments are strings, numbers and snapshot()s: nothing that cannot be cloned.
+    this.worker.postMessage(message);
     if (this.inFlight.size === 0) this.worker.ref();
     this.inFlight.set(message.seq, batch);
   }

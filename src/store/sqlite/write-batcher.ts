@@ -28,12 +28,13 @@ export interface WalSyncer {
 
 export interface WriteBatcherOptions {
   /**
-   * Gather writes issued in the same event-loop turn into one transaction (one fsync) instead of one each.
+   * Gather writes issued in the same turn of its thread's event loop into one transaction (one fsync)
+   * instead of one each.
    * Every write still resolves only after its transaction commits. @default true
    */
-  groupCommit: boolean;
+  groupCommit?: boolean;
   /** Most writes in one transaction; bounds how long the write lock is held. @default 256 */
-  maxBatch: number;
+  maxBatch?: number;
   /** Called with the committed writes' notices (once they are durable, with a syncer). */
   onCommit: (notices: ChangeNotice[]) => void;
   /** Maps a driver error to a TaskplaneError. */
@@ -41,20 +42,14 @@ export interface WriteBatcherOptions {
   /**
    * With synchronous=NORMAL: makes each commit durable before its writes resolve (see WalSyncer). Absent
    * when SQLite syncs inside COMMIT itself (FULL) or nothing needs syncing (`:memory:`, opted out).
+   *
+   * One fsync runs at a time, covering every commit made before it started; commits made meanwhile wait
+   * and share the next. Two at a time once beat one on a slow disk (a create's latency p50 3.4 vs 4.0 ms),
+   * but with cheaper writes each fsync's own CPU (ext4 work on the pool thread, ~9 % of the host's)
+   * mattered more: `test/bench/host-ab.sh` over trees with 2 in flight, 1, and 1 plus minSyncGapMs,
+   * 7 rounds: CPU per durable send medians 184, 175 and 159 µs, p99 alike.
    */
   syncer?: WalSyncer;
-  /**
-   * fsyncs that may run at once, each started after its own commit and covering every commit before it.
-   * A second one lets a commit made during a slow fsync start its own at once instead of waiting for the
-   * first to end. On the shared 2-core build machine (fsync p50 2.8 ms, p90 11 ms while other jobs ran),
-   * 2 beat 1 in back-to-back pairs (a task create's store latency p50 3.4 vs 4.0 ms and 7.8 vs 9.8 ms);
-   * 4 did worse: every fsync costs the event loop a thread-pool hand-off (p50 40 µs, p90 0.3–2.6 ms when
-   * the woken thread takes the loop's core). With the disk quiet, 1 and 2 gave the same host bench
-   * (median 3,518 vs 3,605 sends/s over 8 runs each). Later, with cheaper writes, each fsync's own CPU
-   * (ext4 work on the pool thread, ~9 % of the host's) mattered more: 1 in flight plus minSyncGapMs
-   * gave the lowest CPU per send (sqlite-store.ts). @default 1
-   */
-  maxSyncsInFlight?: number;
   /** Turns a failed fsync into the error every later write and read gets. */
   syncFailed?: (err: Error) => unknown;
   /**
@@ -129,15 +124,20 @@ class BatchWaiter implements Waiter {
  * conflict needs a second process), so the second run is the exception. The queue is drained on
  * setImmediate, so a lone awaited write pays one event-loop turn, not a timer.
  *
- * Durability. With synchronous=FULL SQLite fsyncs the WAL inside COMMIT, on the event loop: every request
- * waits behind it (0.15 ms on an idle disk here, p50 2.8 ms and p90 11 ms while other jobs used it).
+ * It runs on the thread that owns the connection: the SQLite write worker (write-worker.ts, the default for
+ * a file) or the event loop (event-loop-writes.ts).
+ *
+ * Durability. With synchronous=FULL SQLite fsyncs the WAL inside COMMIT, on that thread: on the event
+ * loop every request waits behind it (0.15 ms on an idle disk here, p50 2.8 ms and p90 11 ms while other
+ * jobs used it), which is why the event loop uses a syncer and the worker, which has nothing else to do,
+ * uses FULL.
  * With a `syncer` (synchronous=NORMAL) COMMIT only write()s the WAL frames, and the batch's writes resolve
  * after an fsync of the WAL that started after that COMMIT returned, run on the libuv thread pool.
  *
  * Guarantee: a write's promise resolves, and its change notices are emitted, only once its transaction
  * is on stable storage: the point FULL gives (a commit is in the WAL on disk before any caller hears of
- * it). Meanwhile the event loop serves requests instead of waiting on the disk. fsyncs may overlap (see
- * maxSyncsInFlight) and finish in any order: each resolves the commits made before it started. Reads go
+ * it). Meanwhile the event loop serves requests instead of waiting on the disk. One fsync runs at a time
+ * and resolves the commits made before it started. Reads go
  * through `visible()`, which holds a result back until every commit it could have seen is durable, so no
  * caller in this process is shown data a power loss could take back. One difference from FULL remains:
  * another process reading the same file may see a commit up to one fsync before it is durable.
@@ -156,10 +156,10 @@ export class WriteBatcher {
   /** Commits made so far (a ticket per commit) and the last one known to be durable. */
   private committed = 0;
   private synced = 0;
-  /** fsyncs running, and the highest ticket one of them covers. */
-  private inFlight = 0;
+  /** Whether an fsync is running, and the last ticket it (or the one before) covers. */
+  private syncing = false;
   private started = 0;
-  private readonly maxSyncs: number;
+  private readonly maxBatch: number;
   /** A drain found every fsync slot busy and left the queue for when one ends. */
   private drainAfterSync = false;
   /** When the last fsync started (performance.now), and the timer waiting out minSyncGapMs. */
@@ -180,12 +180,12 @@ export class WriteBatcher {
     this.savepoint = db.prepare('SAVEPOINT op');
     this.release = db.prepare('RELEASE op');
     this.rollbackTo = db.prepare('ROLLBACK TO op');
-    this.maxSyncs = Math.max(1, options.maxSyncsInFlight ?? 1);
+    this.maxBatch = options.maxBatch ?? 256;
   }
 
   run<T>(op: WriteOp<T>): Promise<T> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
-    if (!this.options.groupCommit) {
+    if (this.options.groupCommit === false) {
       return new Promise<T>((resolve, reject) => {
         this.settleBatch([{ op, resolve: resolve as (value: unknown) => void, reject }]);
       });
@@ -222,7 +222,7 @@ export class WriteBatcher {
       clearTimeout(this.gapTimer);
       this.gapTimer = undefined;
     }
-    if (!now && this.inFlight >= this.maxSyncs) {
+    if (!now && this.syncing) {
       this.drainAfterSync = true;
       return;
     }
@@ -237,7 +237,7 @@ export class WriteBatcher {
         return;
       }
     }
-    while (this.queue.length > 0) this.settleBatch(this.queue.splice(0, this.options.maxBatch));
+    while (this.queue.length > 0) this.settleBatch(this.queue.splice(0, this.maxBatch));
   }
 
   /** Resolves once no commit is waiting for its fsync (close waits for this before closing the file). */
@@ -269,20 +269,18 @@ export class WriteBatcher {
     }
   }
 
-  /** Starts fsyncs while fewer than maxSyncsInFlight run; each covers every commit made before it started. */
+  /** Starts an fsync, unless one runs or nothing is left to sync; it covers every commit made so far. */
   private startSync(): void {
     const { syncer } = this.options;
-    if (!syncer) return;
-    while (this.inFlight < this.maxSyncs && this.started < this.committed) {
-      const target = (this.started = this.committed);
-      this.inFlight++;
-      this.syncStartedAt = performance.now();
-      syncer.sync((err) => this.synced_(target, err));
-    }
+    if (!syncer || this.syncing || this.started === this.committed) return;
+    const target = (this.started = this.committed);
+    this.syncing = true;
+    this.syncStartedAt = performance.now();
+    syncer.sync((err) => this.synced_(target, err));
   }
 
   private synced_(target: number, err: Error | null): void {
-    this.inFlight--;
+    this.syncing = false;
     if (err && this.failure === undefined) {
       // After a failed fsync the kernel may have dropped the dirty pages (fsyncgate): what is on disk is
       // unknown, so nothing more is acknowledged. Every waiting and later call fails; restart the process.
@@ -291,8 +289,7 @@ export class WriteBatcher {
     if (this.failure !== undefined) {
       this.synced = this.started = this.committed;
       this.settleAll(this.waiters.splice(0), this.failure);
-    } else if (target > this.synced) {
-      // fsyncs may finish out of order; a later one covers everything the earlier ones did.
+    } else {
       this.synced = target;
       let n = 0;
       while (n < this.waiters.length && this.waiters[n]!.ticket <= target) n++;

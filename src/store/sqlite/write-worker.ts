@@ -3,12 +3,14 @@
  * store's one writing connection: it runs each batch of writes it is sent through a WriteBatcher (group
  * commit, savepoints only when a write fails) with synchronous=FULL, so SQLite fsyncs the WAL inside
  * COMMIT on this thread and the event loop never waits on the disk or on SQLite's write path. It answers
- * each batch with its results and change notices once the batch's transactions are durable.
+ * each batch with its results once the batch's transactions are durable, along with the change notices of
+ * every commit since the last answer: batches that shared a transaction have their notices in the first
+ * answer, which still reaches the store before any of their writes resolve.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ChangeNotice } from '../store.ts';
-import { errorToData, runWrite, translate, type SqlConn } from './sqlite-writes.ts';
+import { errorToData, runWrite, statementCache, translate } from './sqlite-writes.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { WorkerBatch, WorkerOptions, WorkerReply } from './worker-writes.ts';
 
@@ -18,26 +20,19 @@ const db = new Database(options.path);
 db.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
 db.pragma(`synchronous = ${options.synchronous}`);
 
-const statements = new Map<string, Database.Statement>();
-const conn: SqlConn = {
-  q(sql) {
-    let statement = statements.get(sql);
-    if (!statement) statements.set(sql, (statement = db.prepare(sql)));
-    return statement;
-  },
-};
+const conn = statementCache(db);
 
 let notices: ChangeNotice[] = [];
 const batcher = new WriteBatcher(db, {
   groupCommit: options.groupCommit,
-  maxBatch: 256,
   onCommit: (committed) => {
     for (const n of committed) notices.push(n);
   },
   translate,
 });
 
-port.postMessage('ready');
+// The pragma as SQLite took it, so the store can check the durability it asked for (2 = FULL).
+port.postMessage({ ready: db.pragma('synchronous', { simple: true }) as number });
 
 port.on('message', (msg: 'close' | WorkerBatch) => {
   if (msg === 'close') {
