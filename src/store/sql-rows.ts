@@ -1,5 +1,13 @@
 import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
-import type { AgentTaskEvent, AgentTaskRecord, OutboxRow, OutboxStatus, PushConfigRecord } from './store.ts';
+import type {
+  AgentTaskEvent,
+  AgentTaskRecord,
+  NewAgentTaskEvent,
+  NewOutboxRow,
+  OutboxRow,
+  OutboxStatus,
+  PushConfigRecord,
+} from './store.ts';
 
 /**
  * Row shapes of the SQL backends and their mapping to the port's records. SQLite hands JSON back as text,
@@ -111,6 +119,26 @@ export function agentTaskColumns(
     JSON.stringify(t.task),
     jsonOrNull(t.executorState),
   ];
+}
+
+/** An agent-task event's columns after seq (task_id, at, payload), its payload as JSON text. */
+export type TaskEventColumns = [taskId: string, at: number, payload: string];
+
+export function taskEventColumns(e: NewAgentTaskEvent): TaskEventColumns {
+  return [e.taskId, e.at, JSON.stringify(e.payload)];
+}
+
+/** The outbox columns a new row sets (status, attempts and created_at aside), its payload as JSON text. */
+export type OutboxColumns = [
+  taskId: string,
+  configId: string,
+  deliveryId: string,
+  payload: string,
+  nextAttemptAt: number,
+];
+
+export function outboxColumns(r: NewOutboxRow): OutboxColumns {
+  return [r.taskId, r.configId, r.deliveryId, JSON.stringify(r.payload), r.nextAttemptAt];
 }
 
 export function jsonOrNull(value: unknown): string | null {

@@ -23,7 +23,7 @@ import {
   eventLimit,
   outboxLimit,
 } from '../store-query.ts';
-import { type AsText, claimOutboxSql, insertOutbox, insertTaskEvents } from './pg-sql.ts';
+import { claimOutboxSql, insertOutbox, insertTaskEvents } from './pg-sql.ts';
 
 type Client = pg.PoolClient;
 
@@ -54,8 +54,8 @@ export abstract class PgAgentHost {
     // documents (Store contract) instead of a structuredClone on the way in and another on the way out.
     const created: AgentTaskRecord = { ...task, version: 1 };
     const columns = rows.agentTaskColumns(created);
-    const rowEvents = events.map(eventText);
-    const rowOutbox = outbox.map(outboxText);
+    const rowEvents = events.map(rows.taskEventColumns);
+    const rowOutbox = outbox.map(rows.outboxColumns);
     return this.tx(async (c, notices) => {
       // The (owner, messageId) row goes first: a concurrent duplicate waits on it, then sees ours.
       const claimed = await this.recordMessage(c, created.owner, messageId, created.id);
@@ -103,8 +103,8 @@ export abstract class PgAgentHost {
     // As createAgentTask: text taken at the call, the result shares the caller's documents.
     const written: AgentTaskRecord = { ...next, version: expectedVersion + 1 };
     const columns = rows.agentTaskColumns(written).slice(1); // all but the owner, which is the stored one
-    const rowEvents = events.map(eventText);
-    const rowOutbox = outbox.map(outboxText);
+    const rowEvents = events.map(rows.taskEventColumns);
+    const rowOutbox = outbox.map(rows.outboxColumns);
     return this.tx(async (c, notices) => {
       const current = await this.readTask(c, next.id);
       if (!current) throw notFound(`agent task ${next.id}`);
@@ -123,10 +123,10 @@ export abstract class PgAgentHost {
       if (updated.rowCount === 0) throw new VersionConflictError(`agent task ${next.id}`);
       const seqs = await insertTaskEvents(c, rowEvents);
       await insertOutbox(c, rowOutbox, stored.updatedAt);
-      const appended = rowEvents.map((e, i) => ({
+      const appended = events.map((e, i) => ({
         taskId: e.taskId,
         at: e.at,
-        payload: events[i]!.payload,
+        payload: e.payload,
         seq: seqs[i]!,
       }));
       notices.push(...taskNotices(stored.id, appended));
@@ -251,12 +251,4 @@ export abstract class PgAgentHost {
     );
     return result.rowCount === 1;
   }
-}
-
-function eventText(e: NewAgentTaskEvent): AsText<NewAgentTaskEvent> {
-  return { taskId: e.taskId, at: e.at, payload: JSON.stringify(e.payload) };
-}
-
-function outboxText(r: NewOutboxRow): AsText<NewOutboxRow> {
-  return { ...r, payload: JSON.stringify(r.payload) };
 }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
-import type { NewAgentTaskEvent, NewOutboxRow } from '../store.ts';
+import type { OutboxColumns, TaskEventColumns } from '../sql-rows.ts';
 
 /**
  * One round trip for all of a write's events. WITH ORDINALITY + ORDER BY fixes the insert order, and
@@ -25,27 +25,21 @@ export async function insertEvents(c: pg.ClientBase, events: NewEnvelopeEvent[])
   return events.map((e, i) => ({ ...structuredClone(e), seq: seqs[i]! }));
 }
 
-/** An agent-task event or outbox row with its JSON document as the text taken at the write's call. */
-export type AsText<T extends { payload: unknown }> = Omit<T, 'payload'> & { payload: string };
-
 /** Inserts the events in order (as insertEvents) and returns their seqs, in the same order. */
-export async function insertTaskEvents(
-  c: pg.ClientBase,
-  events: AsText<NewAgentTaskEvent>[],
-): Promise<number[]> {
+export async function insertTaskEvents(c: pg.ClientBase, events: TaskEventColumns[]): Promise<number[]> {
   if (events.length === 0) return [];
   const result = await c.query<{ seq: number }>(
     `INSERT INTO agent_task_events (task_id, at, payload)
      SELECT t, a, p FROM unnest($1::text[], $2::bigint[], $3::jsonb[]) WITH ORDINALITY AS u(t, a, p, n) ORDER BY n
      RETURNING seq`,
-    [events.map((e) => e.taskId), events.map((e) => e.at), events.map((e) => e.payload)],
+    [events.map((e) => e[0]), events.map((e) => e[1]), events.map((e) => e[2])],
   );
   return result.rows.map((r) => r.seq).sort((a, b) => a - b);
 }
 
 export async function insertOutbox(
   c: pg.ClientBase,
-  outbox: AsText<NewOutboxRow>[],
+  outbox: OutboxColumns[],
   createdAt: number,
 ): Promise<void> {
   if (outbox.length === 0) return;
@@ -55,11 +49,11 @@ export async function insertOutbox(
      FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::bigint[]) WITH ORDINALITY AS u(t, c, d, p, a, n)
      ORDER BY n`,
     [
-      outbox.map((r) => r.taskId),
-      outbox.map((r) => r.configId),
-      outbox.map((r) => r.deliveryId),
-      outbox.map((r) => r.payload),
-      outbox.map((r) => r.nextAttemptAt),
+      outbox.map((r) => r[0]),
+      outbox.map((r) => r[1]),
+      outbox.map((r) => r[2]),
+      outbox.map((r) => r[3]),
+      outbox.map((r) => r[4]),
       createdAt,
     ],
   );

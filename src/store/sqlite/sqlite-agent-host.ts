@@ -22,8 +22,6 @@ import {
 import { where } from '../sql-where.ts';
 import {
   readTask,
-  serializeEvent,
-  serializeOutbox,
   serializeTask,
   taskIdForMessage,
   type SqlConn,
@@ -57,8 +55,8 @@ export abstract class SqliteAgentHost {
     // documents (Store contract): parsing them back cost two JSON.parse per write.
     const row = serializeTask(task, 1);
     const created: AgentTaskRecord = { ...task, version: 1 };
-    const rowEvents = events.map(serializeEvent);
-    const rowOutbox = outbox.map(serializeOutbox);
+    const rowEvents = events.map(rows.taskEventColumns);
+    const rowOutbox = outbox.map(rows.outboxColumns);
     return this.write('createAgentTask', row, messageId, rowEvents, rowOutbox).then((r) =>
       r.created ? { created: true, task: created } : r,
     );
@@ -82,8 +80,8 @@ export abstract class SqliteAgentHost {
   ): Promise<{ duplicate: boolean; task: AgentTaskRecord; events: AgentTaskEvent[] }> {
     const row = serializeTask(next, expectedVersion + 1);
     const written: AgentTaskRecord = { ...next, version: expectedVersion + 1 };
-    const rowEvents = events.map(serializeEvent);
-    const rowOutbox = outbox.map(serializeOutbox);
+    const rowEvents = events.map(rows.taskEventColumns);
+    const rowOutbox = outbox.map(rows.outboxColumns);
     return this.write('updateAgentTask', row, expectedVersion, rowEvents, rowOutbox, messageId).then((r) =>
       r.duplicate
         ? { duplicate: true, task: r.task, events: [] }

@@ -7,8 +7,6 @@ import type {
   AgentTaskRecord,
   ChangeNotice,
   InboundDelivery,
-  NewAgentTaskEvent,
-  NewOutboxRow,
   OutboxRow,
   PushConfigRecord,
 } from '../store.ts';
@@ -377,17 +375,8 @@ const OWNER = 0;
 const UPDATED_AT = 5;
 const ID = 9;
 
-/** agent_task_events columns after seq. */
-export type EventRow = [taskId: string, at: number, payload: string];
-
-/** outbox columns a new row sets (status, attempts and created_at aside). */
-export type OutboxInsert = [
-  taskId: string,
-  configId: string,
-  deliveryId: string,
-  payload: string,
-  nextAttemptAt: number,
-];
+export type EventRow = rows.TaskEventColumns;
+export type OutboxInsert = rows.OutboxColumns;
 
 /** envelopes columns, in the INSERT's order: rows.envelopeColumns, then id. */
 export type EnvelopeRow = [
@@ -417,14 +406,6 @@ export function serializeEnvelopeEvent(e: NewEnvelopeEvent): EnvelopeEventRow {
 
 export function serializeTask(t: AgentTaskRecord, version: number): TaskRow {
   return [...rows.agentTaskColumns(t, version), t.id];
-}
-
-export function serializeEvent(e: NewAgentTaskEvent): EventRow {
-  return [e.taskId, e.at, JSON.stringify(e.payload)];
-}
-
-export function serializeOutbox(r: NewOutboxRow): OutboxInsert {
-  return [r.taskId, r.configId, r.deliveryId, JSON.stringify(r.payload), r.nextAttemptAt];
 }
 
 // --- errors ------------------------------------------------------------------------------------------
@@ -458,42 +439,45 @@ export function translate(err: unknown): unknown {
 
 /** A TaskplaneError as data, to cross from the write worker (a class instance would not). */
 export interface ErrorData {
-  name: string;
   code: TaskplaneError['code'];
   message: string;
   field: string | undefined;
   retryable: boolean;
   details: Record<string, unknown> | undefined;
-  cause: string | undefined;
+  /** The driver error underneath (SQLITE_… code, message, stack), for the logs. */
+  cause: { code: string | undefined; message: string; stack: string | undefined } | undefined;
 }
 
 export function errorToData(err: unknown): ErrorData {
   const e = translate(err) as TaskplaneError;
-  const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
+  const cause = e.cause as { code?: unknown; message?: unknown; stack?: unknown } | undefined;
   return {
-    name: e.name,
     code: e.code,
     message: e.message,
     field: e.field,
     retryable: e.retryable,
     details: e.details,
     cause:
-      cause === undefined ? undefined : `${String(cause.code ?? '')} ${String(cause.message ?? '')}`.trim(),
+      cause === undefined
+        ? undefined
+        : {
+            code: typeof cause.code === 'string' ? cause.code : undefined,
+            message: String(cause.message ?? cause),
+            stack: typeof cause.stack === 'string' ? cause.stack : undefined,
+          },
   };
 }
 
 export function errorFromData(d: ErrorData): TaskplaneError {
-  const options = {
+  // The subclass callers branch on: a version conflict is retried (`instanceof VersionConflictError`).
+  if (d.code === 'version_conflict')
+    return Object.assign(new VersionConflictError(''), { message: d.message });
+  const cause =
+    d.cause && Object.assign(new Error(d.cause.message), { code: d.cause.code, stack: d.cause.stack });
+  return new TaskplaneError(d.code, d.message, {
     retryable: d.retryable,
     ...(d.field !== undefined ? { field: d.field } : {}),
     ...(d.details !== undefined ? { details: d.details } : {}),
-    ...(d.cause !== undefined ? { cause: new Error(d.cause) } : {}),
-  };
-  const err = new TaskplaneError(d.code, d.message, options);
-  if (d.name === 'VersionConflictError') {
-    // Same class as on the event loop's connection: callers retry on `instanceof VersionConflictError`.
-    Object.setPrototypeOf(err, VersionConflictError.prototype);
-    err.name = d.name;
-  }
-  return err;
+    ...(cause ? { cause } : {}),
+  });
 }
