@@ -4,21 +4,26 @@ import type { Random } from './random.ts';
 // Crockford base32: sortable as ASCII, no ambiguous letters.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
-function encodeBase32(bytes: Uint8Array): string {
-  let out = '';
+const CODES = Array.from(ALPHABET, (c) => c.charCodeAt(0));
+
+/**
+ * Writes `chars` base32 characters (as char codes) of `bytes`' bits, first bit first, into `out` from
+ * `at`; past the last byte the bits are zeros. Char codes and one String.fromCharCode, not appends: 36
+ * appends made a chain of cons strings to flatten later (see newId).
+ */
+function base32Into(bytes: Uint8Array, out: number[], at: number, chars: number): void {
   let buffer = 0;
   let bits = 0;
-  for (const byte of bytes) {
-    buffer = (buffer << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += ALPHABET[(buffer >>> (bits - 5)) & 31];
-      bits -= 5;
+  let i = 0;
+  for (let k = at; k < at + chars; k++) {
+    if (bits < 5) {
+      // At most 4 bits are left over, so 12 bits hold all that is still unread.
+      buffer = ((buffer << 8) | (bytes[i++] ?? 0)) & 0xfff;
+      bits += 8;
     }
-    buffer &= (1 << bits) - 1;
+    out[k] = CODES[(buffer >>> (bits - 5)) & 31]!;
+    bits -= 5;
   }
-  if (bits > 0) out += ALPHABET[(buffer << (5 - bits)) & 31];
-  return out;
 }
 
 /**
@@ -26,9 +31,9 @@ function encodeBase32(bytes: Uint8Array): string {
  * characters carrying 130 random bits: unguessable (seed 000 asks for ids that are capabilities) and
  * sortable by creation. An optional prefix names the kind (`tsk_`, `evt_`).
  *
- * Built as character codes in one scratch array and turned into a string once: appending 36 characters
- * one by one made a chain of 36 cons strings to flatten later. `npx tsx test/bench/id-bench.ts`, four
- * runs: 1.05–1.70 µs per id against 1.88–3.66 µs for the appends (a host send makes three ids).
+ * Built as character codes in one scratch array and turned into a string once (base32Into):
+ * `npx tsx test/bench/id-bench.ts`, four runs: 1.05–1.70 µs per id against 1.88–3.66 µs for appending
+ * the 36 characters one by one (a host send makes three ids).
  */
 export function newId(clock: Clock, random: Random, prefix = ''): string {
   let t = Math.max(0, Math.floor(clock.now()));
@@ -36,23 +41,11 @@ export function newId(clock: Clock, random: Random, prefix = ''): string {
     ID_CODES[i] = CODES[t % 32]!;
     t = Math.floor(t / 32);
   }
-  // The first 130 of 17 random bytes' 136 bits, 5 at a time: encodeBase32(bytes).slice(0, 26).
-  const bytes = random.bytes(17);
-  let buffer = 0;
-  let bits = 0;
-  let k = 10;
-  for (let i = 0; k < ID_LENGTH; i++) {
-    buffer = ((buffer << 8) | bytes[i]!) & 0xfff;
-    bits += 8;
-    while (bits >= 5 && k < ID_LENGTH) {
-      ID_CODES[k++] = CODES[(buffer >>> (bits - 5)) & 31]!;
-      bits -= 5;
-    }
-  }
+  // 26 characters: the first 130 of 17 random bytes' 136 bits.
+  base32Into(random.bytes(17), ID_CODES, 10, ID_LENGTH - 10);
   return prefix + String.fromCharCode.apply(null, ID_CODES);
 }
 
-const CODES = Array.from(ALPHABET, (c) => c.charCodeAt(0));
 const ID_LENGTH = 36;
 /** Scratch for newId (synchronous, so never shared by two calls). */
 const ID_CODES: number[] = new Array<number>(ID_LENGTH).fill(0);
@@ -66,5 +59,7 @@ export function idTime(id: string, prefixLength = 0): number {
 
 /** A random token (base32, `bits` of entropy rounded up to whole characters). */
 export function newToken(random: Random, bits = 160): string {
-  return encodeBase32(random.bytes(Math.ceil(bits / 8))).slice(0, Math.ceil(bits / 5));
+  const out = new Array<number>(Math.ceil(bits / 5));
+  base32Into(random.bytes(Math.ceil(bits / 8)), out, 0, out.length);
+  return String.fromCharCode.apply(null, out);
 }
