@@ -1,0 +1,259 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../core/clock.ts';
+import { newId } from '../core/ids.ts';
+import type { Random } from '../core/random.ts';
+import type { Store } from '../store/store.ts';
+import {
+  isTerminalTaskState,
+  type Artifact,
+  type Message,
+  type Part,
+  type Task,
+  type TaskArtifactUpdateEvent,
+  type TaskState,
+} from '../protocols/a2a/types.ts';
+import type { ArtifactChunk, ExecutionContext, InputAnswer } from './agent-api.ts';
+import {
+  applyArtifact,
+  type ExecutorState,
+  executorStateOf,
+  jsonCopy,
+  setStatus,
+  type StoredEvent,
+  statusEvent,
+  triggerOf,
+} from './task-model.ts';
+import type { Mutate, TaskChange, TaskDraft, TaskWriter } from './task-writer.ts';
+
+/** Thrown inside an execution whose task was finished by someone else (cancel, timeout). */
+export class TaskClosedError extends Error {
+  constructor(readonly state: string) {
+    super(`task is ${state}`);
+    this.name = 'TaskClosedError';
+  }
+}
+
+export interface Live {
+  controller: AbortController;
+  /**
+   * Why the execute was stopped, set just before the controller aborts. Checked instead of
+   * `controller.signal.aborted`: Node creates a controller's AbortSignal on first access, about 1 % of
+   * the host's CPU under the send bench for a signal a quick execute never looks at.
+   */
+  stopped?: TaskClosedError;
+  waiting?: { index: number; resolve: (m: Message) => void; reject: (e: unknown) => void };
+}
+
+/** What a TaskContext needs of the host (ExecutionsOptions is one). */
+export interface TaskContextDeps {
+  store: Store;
+  writer: TaskWriter;
+  clock: Clock;
+  random: Random;
+  logger: Logger;
+  /** @default 900000 (15 min, seed 004's lab figure) */
+  inputTimeoutMs: number;
+}
+
+/** What a TaskContext asks of the Executions that runs it. */
+export interface ExecutionHost {
+  msg(d: TaskDraft, text: string): Message;
+  finish(taskId: string, state: TaskState, text?: string | Part[]): Promise<boolean>;
+  armInputTimeout(taskId: string, index: number, deadlineAt: number): void;
+  watchForAnswer(taskId: string, index: number, entry: Live): () => void;
+}
+
+function answerOf(message: Message): InputAnswer {
+  return { message, text: answerText(message), data: answerData(message) };
+}
+
+/** A message's text parts joined with newlines. */
+function answerText(message: Message): string {
+  return message.parts.flatMap((p) => (p.text !== undefined ? [p.text] : [])).join('\n');
+}
+
+/** A message's first data part's value. */
+function answerData(message: Message): unknown {
+  return message.parts.find((p) => p.data !== undefined)?.data;
+}
+
+/**
+ * The `ctx` of one execute. A class rather than an object literal built per task: a literal with getters
+ * gets a hidden class of its own each time, and tsx compiles with esbuild `keepNames`, which turns every
+ * named arrow created per task into an `Object.defineProperty` call (~0.5 µs each; a send made a dozen).
+ * The public methods are bound once in the constructor, so `const { status } = ctx` keeps working.
+ *
+ * What execute reads is copied on first use: stored documents are shared and never edited (task-model.ts
+ * draftOf), and most executes read only a field or two of them. What it passes in is copied at the call.
+ */
+export class TaskContext implements ExecutionContext {
+  readonly taskId: string;
+  readonly contextId: string;
+  /** Set once execute finished the task itself (complete/fail). */
+  done = false;
+  private readonly trigger: Message;
+  private messageCopy: Message | undefined;
+  private textOf: string | undefined;
+  private dataCopy: { value: unknown } | undefined;
+  private taskCopy: Task | undefined;
+  private checkpointCopy: Record<string, unknown> | undefined;
+  private childLogger: Logger | undefined;
+  private askIndex = 0;
+  private started = false;
+
+  constructor(
+    private readonly executions: ExecutionHost,
+    private readonly o: TaskContextDeps,
+    private readonly entry: Live,
+    private readonly exec: ExecutorState,
+    private readonly stored: Task,
+    readonly resumed: boolean,
+  ) {
+    this.taskId = stored.id;
+    this.contextId = stored.contextId;
+    this.trigger = triggerOf(exec, stored);
+    this.status = this.status.bind(this);
+    this.artifact = this.artifact.bind(this);
+    this.askInput = this.askInput.bind(this);
+    this.save = this.save.bind(this);
+    this.sleep = this.sleep.bind(this);
+    this.complete = this.complete.bind(this);
+    this.fail = this.fail.bind(this);
+  }
+
+  get message(): Message {
+    return (this.messageCopy ??= jsonCopy(this.trigger));
+  }
+
+  get text(): string {
+    return (this.textOf ??= answerText(this.trigger));
+  }
+
+  get data(): unknown {
+    if (this.dataCopy === undefined) {
+      const data = answerData(this.trigger);
+      this.dataCopy = { value: data === undefined ? undefined : jsonCopy(data) };
+    }
+    return this.dataCopy.value;
+  }
+
+  get task(): Task {
+    return (this.taskCopy ??= jsonCopy(this.stored));
+  }
+
+  get checkpoint(): Record<string, unknown> | undefined {
+    const saved = this.exec.checkpoint;
+    return saved && (this.checkpointCopy ??= jsonCopy(saved));
+  }
+
+  get signal(): AbortSignal {
+    return this.entry.controller.signal;
+  }
+
+  /** A pino child costs a bindings object per task; most executes never log. */
+  get logger(): Logger {
+    return (this.childLogger ??= this.o.logger.child({ taskId: this.taskId }));
+  }
+
+  status(text: string): Promise<void> {
+    return this.write((d) => {
+      setStatus(d.task, 'TASK_STATE_WORKING', this.o.clock.now(), this.executions.msg(d, text));
+      return { events: [statusEvent(d.task)] };
+    });
+  }
+
+  async artifact(chunk: ArtifactChunk): Promise<string> {
+    const artifactId = chunk.artifactId ?? newId(this.o.clock, this.o.random, 'art_');
+    const artifact: Artifact = { artifactId, parts: jsonCopy(chunk.parts) };
+    if (chunk.name !== undefined) artifact.name = chunk.name;
+    if (chunk.description !== undefined) artifact.description = chunk.description;
+    if (chunk.metadata !== undefined) artifact.metadata = jsonCopy(chunk.metadata);
+    await this.write((d) => {
+      const update: TaskArtifactUpdateEvent = {
+        taskId: this.taskId,
+        contextId: d.task.contextId,
+        artifact,
+        ...(chunk.append ? { append: true } : {}),
+        ...(chunk.lastChunk ? { lastChunk: true } : {}),
+      };
+      applyArtifact(d.task, update);
+      return { events: [{ artifactUpdate: update }] };
+    });
+    return artifactId;
+  }
+
+  async askInput(prompt: string): Promise<InputAnswer> {
+    const { clock, store, inputTimeoutMs } = this.o;
+    const { taskId, entry, executions } = this;
+    const index = this.askIndex++;
+    const current = await store.getAgentTask(taskId);
+    const given = current ? executorStateOf(current).inputs[index] : undefined;
+    if (given) return answerOf(jsonCopy(given)); // replay on a resumed run
+    const answer = new Promise<Message>((resolve, reject) => {
+      entry.waiting = { index, resolve, reject };
+    });
+    answer.catch(() => undefined);
+    const deadlineAt = clock.now() + inputTimeoutMs;
+    await this.write((d) => {
+      const message = executions.msg(d, prompt);
+      d.executor.pendingInput = { index, prompt, askedAt: clock.now(), deadlineAt };
+      setStatus(d.task, 'TASK_STATE_INPUT_REQUIRED', clock.now(), message);
+      (d.task.history ??= []).push(message);
+      return { events: [statusEvent(d.task)] };
+    });
+    executions.armInputTimeout(taskId, index, deadlineAt);
+    const stopWatch = executions.watchForAnswer(taskId, index, entry);
+    try {
+      return answerOf(jsonCopy(await answer));
+    } finally {
+      stopWatch();
+    }
+  }
+
+  save(checkpoint: Record<string, unknown>): Promise<void> {
+    const saved = jsonCopy(checkpoint);
+    return this.write((d) => {
+      d.executor.checkpoint = saved;
+      return { events: [] };
+    });
+  }
+
+  sleep(ms: number): Promise<void> {
+    return this.o.clock.sleep(ms, this.entry.controller.signal);
+  }
+
+  async complete(message?: string | Part[]): Promise<void> {
+    if (this.entry.stopped) throw this.entry.stopped;
+    this.done = true;
+    await this.executions.finish(this.taskId, 'TASK_STATE_COMPLETED', message);
+  }
+
+  async fail(reason: string): Promise<void> {
+    if (this.entry.stopped) throw this.entry.stopped;
+    this.done = true;
+    await this.executions.finish(this.taskId, 'TASK_STATE_FAILED', reason);
+  }
+
+  private async write(mutate: Mutate): Promise<void> {
+    if (this.entry.stopped) throw this.entry.stopped;
+    await this.o.writer.update(this.taskId, (d) => this.apply(d, mutate));
+  }
+
+  /** A change made by execute: refused on a finished task; the first one also moves SUBMITTED → WORKING. */
+  private apply(d: TaskDraft, mutate: Mutate): TaskChange {
+    const state = d.task.status.state;
+    if (isTerminalTaskState(state)) throw new TaskClosedError(state);
+    const events: StoredEvent[] = [];
+    if (state === 'TASK_STATE_SUBMITTED') {
+      setStatus(d.task, 'TASK_STATE_WORKING', this.o.clock.now());
+      events.push(statusEvent(d.task));
+    }
+    if (!this.started) {
+      this.started = true;
+      d.executor.runs = (d.executor.runs ?? 0) + 1;
+    }
+    const change = mutate(d);
+    if (change) events.push(...change.events);
+    return { events };
+  }
+}
