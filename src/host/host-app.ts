@@ -7,7 +7,7 @@ import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
 import type { A2ARequestHandler, Authenticate } from '../protocols/a2a/handler.ts';
 import { jsonRpcBinding, type BindingOptions } from '../protocols/a2a/jsonrpc-binding.ts';
 import { jsonRpcNodeBinding } from '../protocols/a2a/jsonrpc-node.ts';
-import { isPlainTarget } from '../protocols/a2a/node-http.ts';
+import { headerLines, isPlainTarget } from '../protocols/a2a/node-http.ts';
 import { restBinding } from '../protocols/a2a/rest-binding.ts';
 import { restNodeBinding } from '../protocols/a2a/rest-node.ts';
 import { AGENT_CARD_PATH } from '../protocols/a2a/types.ts';
@@ -44,7 +44,7 @@ export function createHostApp(o: HostAppOptions): Hono {
   app.all(`${REST_PATH}/*`, (c) => rest(c.req.raw));
   app.onError((err, c) => {
     o.logger.error({ err }, 'unhandled request error');
-    return c.json({ error: { code: 500, status: 'INTERNAL', message: 'Internal error', details: [] } }, 500);
+    return c.json(statusError(500, 'INTERNAL', 'Internal error'), 500);
   });
   return app;
 }
@@ -86,7 +86,7 @@ export function createHostListener(o: HostAppOptions): RequestListener {
     const host = req.headers.host;
     if (host !== undefined) {
       // RFC 9112 §3.2: more than one Host line is a 400 too (node keeps the first one and drops the rest).
-      if (hasRepeatedHost(req.rawHeaders)) return refuseHost(res);
+      if (headerLines(req.rawHeaders, 'host') > 1) return refuseHost(res);
       if (host === plainHost || isPlainHost(host)) {
         plainHost = host;
         if (url !== undefined) {
@@ -98,19 +98,6 @@ export function createHostListener(o: HostAppOptions): RequestListener {
     }
     void hono(req, res);
   };
-}
-
-/** True when `rawHeaders` (name, value, name, value, …) has two or more Host lines. */
-function hasRepeatedHost(raw: string[]): boolean {
-  let seen = false;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.length === 4 && name.toLowerCase() === 'host') {
-      if (seen) return true;
-      seen = true;
-    }
-  }
-  return false;
 }
 
 /** `path` itself, with or without a query string, or (`subpaths`) anything below it. */
@@ -170,7 +157,10 @@ function refuseHost(res: ServerResponse): void {
 }
 
 const BAD_HOST_BODY = Buffer.from(
-  JSON.stringify({
-    error: { code: 400, status: 'INVALID_ARGUMENT', message: 'Invalid Host header', details: [] },
-  }),
+  JSON.stringify(statusError(400, 'INVALID_ARGUMENT', 'Invalid Host header')),
 );
+
+/** A google.rpc.Status body for the host's own errors, made before any binding read the request. */
+function statusError(code: number, status: string, message: string) {
+  return { error: { code, status, message, details: [] } };
+}

@@ -87,6 +87,13 @@ const FIRST_LINE_ONLY = new Set([
   'user-agent',
 ]);
 
+/** How many lines of header `name` (lower case) a request carried (`rawHeaders`: name, value, …). */
+export function headerLines(raw: string[], name: string): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (isName(raw[i]!, name)) n++;
+  return n;
+}
+
 /** Every line of `name` (lower case) joined as `Headers.get` joins them; `first` when there is one. */
 function joinRepeated(raw: string[], name: string, first: string): string {
   let joined = first;
