@@ -11,26 +11,21 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 DIRS=("$@")
 [ ${#DIRS[@]} -eq 0 ] && DIRS=("$HERE")
-command -v wrk > /dev/null || { echo "host-ab: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+source "$HERE/test/bench/bench-lib.sh"
 TCK=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # The main (event-loop) thread's CPU: its task id is the process id.
 loop() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat"; }
 
 one() {
-  local dir=$1 port=$((4600 + RANDOM % 300)) tmp
+  local dir=$1 tmp
   tmp=$(mktemp -d)
   [ -e "$dir/node_modules" ] || ln -s "$HERE/node_modules" "$dir/node_modules"
-  (cd "$dir" && LOG_LEVEL=warn exec node bin/taskplane.js host --port $port --db "sqlite:$tmp/ab.db" \
-    --agent test/bench/bench-agent.ts > "$tmp/out" 2>&1) &
-  local pid=$!
-  for _ in $(seq 100); do grep -q ready "$tmp/out" && break; sleep 0.1; done
-  local url=http://127.0.0.1:$port/a2a/jsonrpc lua=$HERE/test/bench/wrk-a2a.lua
+  start_host "$dir" "sqlite:$tmp/ab.db" "$tmp/out"
+  local pid=$HOST_PID url=$HOST_URL lua=$HERE/test/bench/wrk-a2a.lua
   BENCH_MODE=send BENCH_PREFIX=warm wrk -t1 -c32 -d3s -s "$lua" "$url" > /dev/null
   local task
-  task=$(curl -s -X POST "$url" -H 'content-type: application/json' -H 'A2A-Version: 1.0' \
-    -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"ab","role":"ROLE_USER","parts":[{"text":"hi"}]}}}' |
-    node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>console.log(JSON.parse(s).result.task.id))')
+  task=$(new_task "$url")
   local c0 c1 c2 l0 l1 sends gets
   c0=$(cpu $pid)
   l0=$(loop $pid)

@@ -7,21 +7,16 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 QUERY=${1:-}
-command -v wrk > /dev/null || { echo "host-mixed: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+source "$HERE/test/bench/bench-lib.sh"
 lua=$HERE/test/bench/wrk-a2a.lua
 
 one() {
-  local port=$((4600 + RANDOM % 300)) tmp
+  local tmp task
   tmp=$(mktemp -d)
-  (cd "$HERE" && LOG_LEVEL=warn exec node bin/taskplane.js host --port $port --db "sqlite:$tmp/mixed.db$QUERY" \
-    --agent test/bench/bench-agent.ts > "$tmp/out" 2>&1) &
-  local pid=$!
-  for _ in $(seq 100); do grep -q ready "$tmp/out" && break; sleep 0.1; done
-  local url=http://127.0.0.1:$port/a2a/jsonrpc task
+  start_host "$HERE" "sqlite:$tmp/mixed.db$QUERY" "$tmp/out"
+  local pid=$HOST_PID url=$HOST_URL
   BENCH_MODE=send BENCH_PREFIX=warm wrk -t1 -c32 -d3s -s "$lua" "$url" > /dev/null
-  task=$(curl -s -X POST "$url" -H 'content-type: application/json' -H 'A2A-Version: 1.0' \
-    -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"mixed","role":"ROLE_USER","parts":[{"text":"hi"}]}}}' |
-    node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>console.log(JSON.parse(s).result.task.id))')
+  task=$(new_task "$url")
   BENCH_MODE=send BENCH_PREFIX=run wrk -t1 -c16 -d5s -s "$lua" "$url" > "$tmp/sends" &
   local sender=$!
   BENCH_MODE=get BENCH_BODY="{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{\"id\":\"$task\"}}" \

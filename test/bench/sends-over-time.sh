@@ -8,23 +8,20 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 which=${1:?usage: sends-over-time.sh host|sdk}
-command -v wrk > /dev/null || { echo "sends-over-time: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+source "$HERE/test/bench/bench-lib.sh"
 tmp=$(mktemp -d)
+pid=
 trap 'kill -INT $pid 2> /dev/null || true; rm -rf "$tmp"' EXIT
 cd "$HERE"
 case $which in
   host)
-    port=$((4600 + RANDOM % 300))
-    LOG_LEVEL=warn node bin/taskplane.js host --port $port --db "sqlite:$tmp/soak.db" \
-      --agent test/bench/bench-agent.ts > "$tmp/out" 2>&1 &
-    pid=$!
-    for _ in $(seq 100); do grep -q ready "$tmp/out" && break; sleep 0.1; done
-    base=http://127.0.0.1:$port ;;
+    start_host "$HERE" "sqlite:$tmp/soak.db" "$tmp/out"
+    pid=$HOST_PID url=$HOST_URL ;;
   sdk)
     LOG_LEVEL=warn node --import tsx test/bench/sdk-server.ts > "$tmp/out" 2>&1 &
     pid=$!
-    for _ in $(seq 100); do grep -q ready "$tmp/out" && break; sleep 0.1; done
-    base=$(grep -o 'http://[^ ]*' "$tmp/out" | head -1) ;;
+    wait_ready "$tmp/out"
+    url="$(grep -o 'http://[^ ]*' "$tmp/out" | head -1)/a2a/jsonrpc" ;;
   *) echo "sends-over-time: host or sdk, not $which" >&2; exit 2 ;;
 esac
 TCK=$(getconf CLK_TCK)
@@ -32,7 +29,7 @@ cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 idle() { awk '/^cpu /{print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 for r in $(seq "${RUNS:-12}"); do
   c0=$(cpu); read -r i0 t0 <<< "$(idle)"
-  rps=$(BENCH_MODE=send BENCH_PREFIX="soak$r" wrk -t1 -c32 -d5s -s test/bench/wrk-a2a.lua "$base/a2a/jsonrpc" |
+  rps=$(BENCH_MODE=send BENCH_PREFIX="soak$r" wrk -t1 -c32 -d5s -s test/bench/wrk-a2a.lua "$url" |
     awk '/^Requests\/sec/{print $2}')
   c1=$(cpu); read -r i1 t1 <<< "$(idle)"
   echo "$which phase $r: $rps sends/s, CPU $(( (c1 - c0) * 1000 / TCK )) ms, RSS $(awk '/VmRSS/{print int($2/1024)}' /proc/$pid/status) MB, machine idle $(( 100 * (i1 - i0) / (t1 - t0) )) %"
