@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.ts';
 import { defineAgent } from '../../src/host/agent-api.ts';
@@ -316,4 +317,71 @@ describe('stored documents are the host’s own', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('the host never edits a stored document in place: it runs with every record it gets back frozen', async () => {
+    // draftOf (task-model.ts) shares all but the arrays a change edits with the stored record, and the
+    // SQLite store returns the very documents it was given: an in-place edit anywhere in the host would
+    // change a record others hold. Frozen, such an edit throws (ES modules are strict) and is logged.
+    const errors: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void errors.push(line) });
+    const store = frozen(new SqliteStore({ path: ':memory:' }));
+    const busy = defineAgent({
+      card: { name: 'busy', description: 'uses every ctx call', version: '1' },
+      async execute(ctx) {
+        await ctx.status('step 1');
+        const artifactId = await ctx.artifact({ parts: [{ text: 'a' }] });
+        await ctx.save({ step: 1 });
+        const answer = await ctx.askInput('Which edition?');
+        await ctx.artifact({ artifactId, parts: [{ text: answer.text }], append: true, lastChunk: true });
+        await ctx.status('step 2');
+        return 'done';
+      },
+    });
+    const h = await host(store, { agent: busy, logger });
+    const { body } = await call(h.url, 'SendMessage', msg('frozen-1', { text: 'go' }));
+    const id = body.result.task.id as string;
+    await call(h.url, 'CreateTaskPushNotificationConfig', {
+      taskId: id,
+      url: 'http://127.0.0.1:9/hook',
+    });
+    await waitForTask(store, id, (t) => t.state === 'TASK_STATE_INPUT_REQUIRED');
+    await call(h.url, 'SendMessage', {
+      message: { messageId: 'frozen-2', role: 'ROLE_USER', taskId: id, parts: [{ text: 'second' }] },
+    });
+    await waitForTask(store, id, (t) => t.state === 'TASK_STATE_COMPLETED');
+    const other = (await call(h.url, 'SendMessage', msg('frozen-3', { data: { askInput: 'Why?' } }))).body
+      .result.task.id as string;
+    await waitForTask(store, other, (t) => t.state === 'TASK_STATE_INPUT_REQUIRED');
+    expect((await call(h.url, 'CancelTask', { id: other })).body.result.status.state).toBe(
+      'TASK_STATE_CANCELED',
+    );
+    const task = (await call(h.url, 'GetTask', { id })).body.result as Wire;
+    expect(task.artifacts[0].parts).toEqual([{ text: 'a' }, { text: 'second' }]);
+    expect(errors.filter((l) => /TypeError|read.only|not extensible/i.test(l))).toEqual([]);
+    await h.close();
+    hosts.splice(hosts.indexOf(h), 1);
+    await store.close();
+  });
 });
+
+/** The store, with every agent-task record and push config it returns deep-frozen. */
+function frozen<S extends object>(store: S): S {
+  return new Proxy(store, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const out: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        return out instanceof Promise ? out.then(deepFreeze) : out;
+      };
+    },
+  });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
