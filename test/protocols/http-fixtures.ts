@@ -1,11 +1,15 @@
 import {
+  Agent,
+  createServer,
   request,
-  type Agent,
   type ClientRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
   type RequestOptions,
+  type Server,
+  type ServerResponse,
 } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { A2AError } from '../../src/protocols/a2a/errors.ts';
 import type { CallContext, HeaderReader, StreamItem } from '../../src/protocols/a2a/handler.ts';
 import type { Task } from '../../src/protocols/a2a/types.ts';
@@ -164,4 +168,38 @@ export function chunksOf(res: IncomingMessage): (n: number) => Promise<string> {
       if (chunks.length >= n) return r(chunks[n - 1]!);
       onChunk = () => chunks.length >= n && r(chunks[n - 1]!);
     });
+}
+
+/** `text` in pieces of `size` characters, to send as a chunked body. */
+export function chunked(text: string, size = 10_000): string[] {
+  return text.match(new RegExp(`[\\s\\S]{1,${size}}`, 'g')) ?? [];
+}
+
+/** Servers and keep-alive agents a test file opens, closed together after each test. */
+export class Sockets {
+  private readonly servers: Server[] = [];
+  private readonly agents: Agent[] = [];
+
+  /** Listens on a free loopback port; returns it. */
+  async listen(listener: (req: IncomingMessage, res: ServerResponse) => void): Promise<number> {
+    const server = createServer(listener);
+    this.servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    return (server.address() as AddressInfo).port;
+  }
+
+  /** One socket, kept alive: the next request shows whether the server left the connection usable. */
+  keepAliveAgent(): Agent {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    this.agents.push(agent);
+    return agent;
+  }
+
+  async closeAll(): Promise<void> {
+    for (const a of this.agents.splice(0)) a.destroy();
+    for (const s of this.servers.splice(0)) {
+      s.closeAllConnections();
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+  }
 }

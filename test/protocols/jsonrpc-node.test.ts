@@ -1,5 +1,4 @@
-import { Agent, createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.ts';
 import { A2AError } from '../../src/protocols/a2a/errors.ts';
@@ -9,8 +8,10 @@ import { jsonRpcNodeBinding } from '../../src/protocols/a2a/jsonrpc-node.ts';
 import type { AgentCard } from '../../src/protocols/a2a/types.ts';
 import {
   CallLog,
+  Sockets,
   TASK,
   authenticate,
+  chunked,
   chunksOf,
   idleStream,
   item,
@@ -66,24 +67,17 @@ class StubHandler extends CallLog {
 let stub: StubHandler;
 let clock: VirtualClock;
 let options: BindingOptions;
-let server: Server;
 let base: string;
-const agents: Agent[] = [];
+const sockets = new Sockets();
 
 beforeEach(async () => {
   stub = new StubHandler();
   clock = new VirtualClock(0);
   options = { handler: stub.handler, authenticate, clock, maxBodyBytes: 64 * 1024 };
   const node = jsonRpcNodeBinding(options);
-  server = createServer((req, res) => node(req, res));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/a2a/jsonrpc`;
+  base = `http://127.0.0.1:${await sockets.listen((req, res) => node(req, res))}/a2a/jsonrpc`;
 });
-afterEach(async () => {
-  for (const a of agents.splice(0)) a.destroy();
-  server.closeAllConnections();
-  await new Promise<void>((r) => server.close(() => r()));
-});
+afterEach(() => sockets.closeAll());
 
 /** One POST to the binding over a real socket (see `sendRaw`). */
 function send(query: string, headers: Record<string, string>, chunks: string[], agent?: Agent): Promise<Raw> {
@@ -178,9 +172,8 @@ describe('the node adapter on a socket', () => {
   const big = rpc('SendMessage', { pad: 'z'.repeat(100_000) });
 
   it('an oversized chunked body → 413 while it streams, and the connection carries the next request', async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    agents.push(agent);
-    const chunks = big.match(/[\s\S]{1,10000}/g)!;
+    const agent = sockets.keepAliveAgent();
+    const chunks = chunked(big);
     const refused = await send('', V, chunks, agent);
     expect(refused.status).toBe(413);
     expect(JSON.parse(refused.body).error).toMatchObject({
@@ -193,8 +186,7 @@ describe('the node adapter on a socket', () => {
   });
 
   it('an oversized declared body → 413 unread, and the connection carries the next request', async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    agents.push(agent);
+    const agent = sockets.keepAliveAgent();
     const refused = await send('', { ...V, 'content-length': String(Buffer.byteLength(big)) }, [big], agent);
     expect(refused.status).toBe(413);
     expect(stub.contexts).toHaveLength(0);

@@ -1,12 +1,4 @@
-import {
-  Agent,
-  createServer,
-  request,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -19,8 +11,10 @@ import { restNodeBinding } from '../../src/protocols/a2a/rest-node.ts';
 import type { AgentCard } from '../../src/protocols/a2a/types.ts';
 import {
   CallLog,
+  Sockets,
   TASK,
   authenticate,
+  chunked,
   chunksOf,
   idleStream,
   item,
@@ -103,16 +97,8 @@ let stub: StubHandler;
 let clock: VirtualClock;
 let options: RestBindingOptions;
 let internalErrors: unknown[];
-const servers: Server[] = [];
-const agents: Agent[] = [];
+const sockets = new Sockets();
 let port: number;
-
-async function listen(listener: (req: IncomingMessage, res: ServerResponse) => void) {
-  const server = createServer(listener);
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return (server.address() as AddressInfo).port;
-}
 
 beforeEach(async () => {
   stub = new StubHandler();
@@ -127,15 +113,9 @@ beforeEach(async () => {
     onInternalError: (err) => internalErrors.push(err),
   };
   const node = restNodeBinding(options);
-  port = await listen((req, res) => node(req, res));
+  port = await sockets.listen((req, res) => node(req, res));
 });
-afterEach(async () => {
-  for (const a of agents.splice(0)) a.destroy();
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise<void>((r) => s.close(() => r()));
-  }
-});
+afterEach(() => sockets.closeAll());
 
 /** One request to the server on `to` (the adapter's by default), its target sent as it is. */
 function send(
@@ -336,9 +316,8 @@ describe('the REST node adapter on a socket', () => {
   const big = JSON.stringify({ pad: 'z'.repeat(100_000) });
 
   it('an oversized chunked body → 413 while it streams, and the connection carries the next request', async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    agents.push(agent);
-    const chunks = big.match(/[\s\S]{1,10000}/g)!;
+    const agent = sockets.keepAliveAgent();
+    const chunks = chunked(big);
     const refused = await send('POST', `${REST}/message:send`, J, chunks, agent);
     expect(refused.status).toBe(413);
     expect(JSON.parse(refused.body).error).toMatchObject({
@@ -351,8 +330,7 @@ describe('the REST node adapter on a socket', () => {
   });
 
   it('an oversized declared body → 413 unread, and the connection carries the next request', async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    agents.push(agent);
+    const agent = sockets.keepAliveAgent();
     const headers = { ...J, 'content-length': String(Buffer.byteLength(big)) };
     const refused = await send('POST', `${REST}/message:send`, headers, [big], agent);
     expect(refused.status).toBe(413);
@@ -363,9 +341,8 @@ describe('the REST node adapter on a socket', () => {
   });
 
   it('a body on a route that takes none is discarded, and the connection carries the next request', async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    agents.push(agent);
-    const refused = await send('POST', `${REST}/nope`, J, big.match(/[\s\S]{1,10000}/g)!, agent);
+    const agent = sockets.keepAliveAgent();
+    const refused = await send('POST', `${REST}/nope`, J, chunked(big), agent);
     expect(refused.status).toBe(404);
     const next = await send('GET', `${REST}/tasks/t1`, V, [], agent);
     expect(next.reusedSocket).toBe(true);
@@ -418,9 +395,9 @@ describe('the host listener sends /a2a/rest to the node adapter, answering as th
       logger: pino({ level: 'silent' }),
       maxBodyBytes: 64 * 1024,
     };
-    hostPort = await listen(createHostListener(hostOptions));
+    hostPort = await sockets.listen(createHostListener(hostOptions));
     const hono = getRequestListener(createHostApp(hostOptions).fetch);
-    honoPort = await listen((req, res) => void hono(req, res));
+    honoPort = await sockets.listen((req, res) => void hono(req, res));
   });
 
   it.each<[string, string, string, Record<string, string>, string?]>([
