@@ -1,4 +1,8 @@
-import { acceptanceLimits, type AcceptanceLimits, type AcceptanceLimitsOptions } from './acceptance-limits.ts';
+import {
+  acceptanceLimits,
+  type AcceptanceLimits,
+  type AcceptanceLimitsOptions,
+} from './acceptance-limits.ts';
 import { backoffPolicy, ConfigError, type BackoffOptions, type BackoffPolicy } from '../core/backoff.ts';
 
 /**

@@ -72,7 +72,8 @@ export async function handleWebhook(
   // An observed delivery's id is on the envelope (written with the observation it carried), so a repeat
   // costs no fetch.
   if (env.webhookIds.includes(signal.deliveryId)) return duplicate();
-  if (isTerminal(env.state)) return (await record()) ? { status: 'ignored', envelopeId: env.id } : duplicate();
+  if (isTerminal(env.state))
+    return (await record()) ? { status: 'ignored', envelopeId: env.id } : duplicate();
   // Recorded only once processed: when processing throws, nothing is recorded and the sender's retry is
   // processed again instead of being absorbed as a duplicate of a delivery that never took effect.
   await processDelivery(ctx, connector, env, signal);

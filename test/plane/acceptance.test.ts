@@ -105,7 +105,9 @@ describe('acceptance schema limits', () => {
   it('refuses a schema over the size, depth or pattern-length limit, naming acceptance.schema and the limit', () => {
     const big = { enum: Array.from({ length: 10_000 }, (_, i) => `value-${i}`) };
     expect(() => checkAcceptanceSchema(big)).toThrow(/acceptance\.schema: .*acceptance\.maxSchemaBytes/);
-    expect(() => checkAcceptanceSchema(nested(40))).toThrow(/acceptance\.schema: .*acceptance\.maxSchemaDepth/);
+    expect(() => checkAcceptanceSchema(nested(40))).toThrow(
+      /acceptance\.schema: .*acceptance\.maxSchemaDepth/,
+    );
     expect(() => checkAcceptanceSchema({ pattern: 'a'.repeat(2000) })).toThrow(
       /acceptance\.schema: .*acceptance\.maxPatternLength/,
     );
@@ -131,7 +133,11 @@ describe('acceptance schema limits', () => {
   it('a bad limit is a config error naming its field', () => {
     expect(() => planeConfig({ acceptance: { maxSchemaDepth: 0 } })).toThrow(ConfigError);
     expect(() => planeConfig({ acceptance: { maxSchemaBytes: 1.5 } })).toThrow(/acceptance\.maxSchemaBytes/);
-    expect(planeConfig().acceptance).toEqual({ maxSchemaBytes: 65_536, maxSchemaDepth: 32, maxPatternLength: 1024 });
+    expect(planeConfig().acceptance).toEqual({
+      maxSchemaBytes: 65_536,
+      maxSchemaDepth: 32,
+      maxPatternLength: 1024,
+    });
   });
 });
 
@@ -159,7 +165,10 @@ describe('acceptance schemas are isolated per job', () => {
   });
 
   it('6,000 idempotent repeats with fresh schema objects compile nothing new; distinct schemas stay bounded', async () => {
-    h = await harness({ delivery: { stream: false, push: false, poll: false }, reconcile: { enabled: false } });
+    h = await harness({
+      delivery: { stream: false, push: false, poll: false },
+      reconcile: { enabled: false },
+    });
     const schema = () => ({ type: 'object', properties: { n: { type: 'integer', minimum: 0 } } });
     const first = await h.plane.create({
       tenant: A,

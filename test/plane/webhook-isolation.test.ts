@@ -28,7 +28,10 @@ describe('a webhook delivery is recorded only once processed', () => {
     // A schema stored under older rules, which the compiler refuses now.
     const stored = (await h.store.getEnvelope(envelope.id))!;
     await h.store.updateEnvelope(
-      { ...stored, acceptance: { status: 'pending', reasons: [], schema: { $ref: 'https://example.com/gone' } } },
+      {
+        ...stored,
+        acceptance: { status: 'pending', reasons: [], schema: { $ref: 'https://example.com/gone' } },
+      },
       stored.version,
       [],
     );
