@@ -7,7 +7,11 @@ import { ConfigError } from '../core/backoff.ts';
  * expression (linear-time, but still proportional to the pattern's size).
  */
 export interface AcceptanceLimitsOptions {
-  /** Largest schema, measured as its canonical JSON in UTF-8 bytes. @default 65536 */
+  /**
+   * Largest schema, measured as its canonical JSON in UTF-8 bytes. Compiling a schema into a validator
+   * runs on the event loop and its cost grows with the schema's size, so this bounds the pause one
+   * create can cause; real acceptance schemas are a few KiB. @default 16384
+   */
   maxSchemaBytes?: number;
   /** Deepest nesting of objects and arrays in a schema (the schema object itself is depth 1). @default 32 */
   maxSchemaDepth?: number;
@@ -18,7 +22,7 @@ export interface AcceptanceLimitsOptions {
 export type AcceptanceLimits = Required<AcceptanceLimitsOptions>;
 
 export const defaultAcceptanceLimits: AcceptanceLimits = {
-  maxSchemaBytes: 65_536,
+  maxSchemaBytes: 16_384,
   maxSchemaDepth: 32,
   maxPatternLength: 1024,
 };

@@ -134,7 +134,7 @@ describe('acceptance schema limits', () => {
     expect(() => planeConfig({ acceptance: { maxSchemaDepth: 0 } })).toThrow(ConfigError);
     expect(() => planeConfig({ acceptance: { maxSchemaBytes: 1.5 } })).toThrow(/acceptance\.maxSchemaBytes/);
     expect(planeConfig().acceptance).toEqual({
-      maxSchemaBytes: 65_536,
+      maxSchemaBytes: 16_384,
       maxSchemaDepth: 32,
       maxPatternLength: 1024,
     });
