@@ -84,3 +84,29 @@ describe('a webhook delivery is recorded only once processed', () => {
     expect((await h.plane.get(T, envelope.id)).state).toBe('succeeded');
   });
 });
+
+describe('a job whose acceptance cannot be checked does not hold up its target', () => {
+  it('reconciliation of the target still finishes every job, that one included', async () => {
+    h = await harness({ delivery: { stream: false, push: false, poll: false } });
+    const broken = await h.plane.create({ tenant: T, target: 'fake', input: 1 });
+    const others = [
+      await h.plane.create({ tenant: 'tenant-b', target: 'fake', input: 2 }),
+      await h.plane.create({ tenant: 'tenant-b', target: 'fake', input: 3 }),
+    ];
+    const stored = (await h.store.getEnvelope(broken.envelope.id))!;
+    await h.store.updateEnvelope(
+      {
+        ...stored,
+        acceptance: { status: 'pending', reasons: [], schema: { $ref: 'https://example.com/gone' } },
+      },
+      stored.version,
+      [],
+    );
+    for (const { envelope } of [broken, ...others]) h.remote.set(envelope.remoteId!, 'succeeded');
+    await h.plane.reconcileNow('fake');
+    const after = await h.plane.get(T, broken.envelope.id);
+    expect([after.state, after.acceptance?.status]).toEqual(['succeeded', 'rejected']);
+    for (const { envelope } of others)
+      expect((await h.plane.get('tenant-b', envelope.id)).state).toBe('succeeded');
+  });
+});
