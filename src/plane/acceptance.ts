@@ -1,37 +1,136 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { AcceptanceRecord, Envelope } from '../core/envelope.ts';
 import { TaskplaneError } from '../core/errors.ts';
+import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
+import { defaultAcceptanceLimits, type AcceptanceLimits } from './acceptance-limits.ts';
+import { linearRegExp } from './linear-regexp.ts';
 
 /**
  * Business acceptance, kept apart from task completion (seed 000, "Separate task completion from
  * business acceptance"): a job can succeed remotely and still be rejected here because its output does
  * not match the schema the caller gave at creation.
+ *
+ * A schema is one tenant's input compiled into code that runs on the shared event loop, so:
+ * - each schema is compiled by an Ajv instance of its own: nothing it declares (`$id`, nested `$id`s,
+ *   definitions) is visible to another tenant's schema, and two tenants may use the same `$id`;
+ * - every regular expression (`pattern`, `patternProperties`, `propertyNames.pattern`) runs in RE2
+ *   (linear time in the input), never in the backtracking RegExp;
+ * - `format` is an annotation, as JSON Schema 2020-12 makes it by default: no format validator (each a
+ *   hand-written regular expression) ever runs on an output;
+ * - size, depth and pattern length are capped before anything is kept (acceptance-limits.ts);
+ * - compiled validators are cached by the schema's canonical hash in a bounded LRU, so repeats of one
+ *   schema (idempotent retries parse a fresh object each time) compile once and memory stays flat.
  */
-const ajv = new Ajv({ allErrors: true, strict: false });
-const compiled = new WeakMap<object, ValidateFunction>();
 
-function validatorFor(schema: Record<string, unknown>): ValidateFunction {
-  let fn = compiled.get(schema);
-  if (!fn) {
-    fn = ajv.compile(schema);
-    compiled.set(schema, fn);
-  }
-  return fn;
+/** Compiled validators kept; the least recently used goes first. */
+export const COMPILED_SCHEMAS_KEPT = 256;
+
+/** Rejection reasons kept on the envelope: a large output can fail in every element. */
+const REASONS_KEPT = 20;
+
+interface Compiled {
+  validate: ValidateFunction;
+  longestPattern: number;
 }
 
-/** Throws invalid_argument (field `acceptance.schema`) when the schema itself does not compile. */
-export function checkAcceptanceSchema(schema: unknown): Record<string, unknown> {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-    throw new TaskplaneError('invalid_argument', 'acceptance.schema: must be a JSON Schema object', {
-      field: 'acceptance.schema',
-    });
+const compiled = new Map<string, Compiled>();
+const utf8 = new TextEncoder();
+
+/** Checks schemas against the JSON Schema meta-schema; it never compiles or registers a caller's schema. */
+const metaValidator = new Ajv({ strict: false, validateFormats: false, logger: false });
+
+/** How many compiled validators are held now (bounded by COMPILED_SCHEMAS_KEPT). */
+export function compiledSchemaCount(): number {
+  return compiled.size;
+}
+
+function refuse(message: string): TaskplaneError {
+  return new TaskplaneError('invalid_argument', `acceptance.schema: ${message}`, {
+    field: 'acceptance.schema',
+  });
+}
+
+/** Walks the schema without recursion, so a deep one is refused rather than overflowing the stack. */
+function checkDepth(schema: object, maxDepth: number): void {
+  const stack: Array<[unknown, number]> = [[schema, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth > maxDepth)
+      throw refuse(`nested deeper than ${maxDepth} levels (limit acceptance.maxSchemaDepth)`);
+    for (const child of Object.values(value)) stack.push([child, depth + 1]);
   }
+}
+
+function compile(schema: Record<string, unknown>): Compiled {
+  if (!metaValidator.validateSchema(schema)) {
+    throw new Error(`schema is invalid: ${metaValidator.errorsText(metaValidator.errors)}`);
+  }
+  let longestPattern = 0;
+  const regExp = linearRegExp((pattern) => {
+    longestPattern = Math.max(longestPattern, pattern.length);
+  });
+  const ajv = new Ajv({
+    allErrors: true,
+    strict: false,
+    // Nothing the schema declares is registered for later compiles; the instance is this schema's alone.
+    addUsedSchema: false,
+    // The meta-schema check ran above on the shared instance; loading it again here costs each compile.
+    meta: false,
+    validateSchema: false,
+    validateFormats: false,
+    logger: false,
+    // Ajv's optimizer roughly doubles compile time to save little at validation; compiling is the cost a
+    // caller controls (one compile per distinct schema), so it is the one kept small.
+    code: { regExp, optimize: false },
+  });
+  return { validate: ajv.compile(schema), longestPattern };
+}
+
+function compiledFor(schema: Record<string, unknown>): Compiled {
+  const key = sha256Hex(canonicalJson(schema));
+  const hit = compiled.get(key);
+  if (hit) {
+    compiled.delete(key);
+    compiled.set(key, hit);
+    return hit;
+  }
+  const fresh = compile(schema);
+  compiled.set(key, fresh);
+  if (compiled.size > COMPILED_SCHEMAS_KEPT) compiled.delete(compiled.keys().next().value!);
+  return fresh;
+}
+
+/**
+ * Checks a caller's schema: its shape, the limits, that it compiles. Throws invalid_argument naming the
+ * field `acceptance.schema`. The compiled validator is kept for when the job's output arrives.
+ */
+export function checkAcceptanceSchema(
+  schema: unknown,
+  limits: AcceptanceLimits = defaultAcceptanceLimits,
+): Record<string, unknown> {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    throw refuse('must be a JSON Schema object');
+  }
+  checkDepth(schema, limits.maxSchemaDepth);
+  let bytes: number;
   try {
-    ajv.compile(schema);
+    bytes = utf8.encode(canonicalJson(schema)).length;
   } catch (err) {
-    throw new TaskplaneError('invalid_argument', `acceptance.schema: ${(err as Error).message}`, {
-      field: 'acceptance.schema',
-    });
+    throw refuse((err as Error).message);
+  }
+  if (bytes > limits.maxSchemaBytes)
+    throw refuse(`larger than ${limits.maxSchemaBytes} bytes (limit acceptance.maxSchemaBytes)`);
+  let result: Compiled;
+  try {
+    result = compiledFor(schema as Record<string, unknown>);
+  } catch (err) {
+    throw refuse((err as Error).message);
+  }
+  if (result.longestPattern > limits.maxPatternLength) {
+    throw refuse(
+      `a pattern is longer than ${limits.maxPatternLength} characters (limit acceptance.maxPatternLength)`,
+    );
   }
   return schema as Record<string, unknown>;
 }
@@ -42,7 +141,11 @@ function outputOf(envelope: Envelope, artifactContents: unknown[]): unknown {
   return artifactContents.length === 1 ? artifactContents[0] : artifactContents;
 }
 
-/** Decides acceptance for an envelope that just reached a terminal state; null when none was asked for. */
+/**
+ * Decides acceptance for an envelope that just reached a terminal state; null when none was asked for.
+ * Never throws: a schema that no longer compiles (stored under older rules) or a validator that fails
+ * rejects this job with the reason, instead of failing the observation that carries its terminal state.
+ */
 export function decideAcceptance(
   envelope: Envelope,
   artifactContents: unknown[],
@@ -54,11 +157,21 @@ export function decideAcceptance(
     return { ...current, status: 'rejected', reasons: [`task ended ${envelope.state}`], decidedAt: now };
   }
   if (!current.schema) return { ...current, status: 'accepted', reasons: [], decidedAt: now };
-  const validate = validatorFor(current.schema);
-  if (validate(outputOf(envelope, artifactContents))) {
-    return { ...current, status: 'accepted', reasons: [], decidedAt: now };
+  let validate: ValidateFunction;
+  let valid: boolean;
+  try {
+    validate = compiledFor(current.schema).validate;
+    valid = validate(outputOf(envelope, artifactContents)) === true;
+  } catch (err) {
+    const reason = `acceptance schema could not be checked: ${(err as Error)?.message ?? String(err)}`;
+    return { ...current, status: 'rejected', reasons: [reason], decidedAt: now };
   }
-  const reasons = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`);
+  if (valid) return { ...current, status: 'accepted', reasons: [], decidedAt: now };
+  const errors = validate.errors ?? [];
+  const reasons = errors
+    .slice(0, REASONS_KEPT)
+    .map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`);
+  if (errors.length > REASONS_KEPT) reasons.push(`… and ${errors.length - REASONS_KEPT} more`);
   return {
     ...current,
     status: 'rejected',

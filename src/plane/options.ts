@@ -1,3 +1,8 @@
+import {
+  acceptanceLimits,
+  type AcceptanceLimits,
+  type AcceptanceLimitsOptions,
+} from './acceptance-limits.ts';
 import { backoffPolicy, ConfigError, type BackoffOptions, type BackoffPolicy } from '../core/backoff.ts';
 
 /**
@@ -106,6 +111,8 @@ export interface PlaneOptions {
     /** How often a plane offers to take over jobs nobody watches. @default leaseTtlMs */
     adoptIntervalMs?: number;
   };
+  /** Caps on callers' acceptance schemas (plane/acceptance-limits.ts has each default). */
+  acceptance?: AcceptanceLimitsOptions;
 }
 
 export interface PlaneConfig {
@@ -138,6 +145,7 @@ export interface PlaneConfig {
   maxObserveRetries: number;
   watch: { leases: 'auto' | 'on' | 'off'; leaseTtlMs: number; adoptIntervalMs: number };
   budgets: { tenants: Record<string, { limit: number; unit: string }> };
+  acceptance: AcceptanceLimits;
 }
 
 function positive(field: string, value: number): number {
@@ -256,5 +264,6 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
       adoptIntervalMs: positive('watch.adoptIntervalMs', w.adoptIntervalMs ?? leaseTtlMs),
     },
     budgets: { tenants: tenantBudgets(options.budgets?.tenants ?? {}) },
+    acceptance: acceptanceLimits(options.acceptance),
   };
 }

@@ -243,8 +243,6 @@ export class Plane {
     if (req.input === undefined)
       throw new TaskplaneError('invalid_argument', 'input: required', { field: 'input' });
     const hash = inputHash({ target, requestKind, input: req.input });
-    const schema =
-      req.acceptance?.schema === undefined ? undefined : checkAcceptanceSchema(req.acceptance.schema);
     const budget = checkBudget('budget', req.budget);
     const sameOrConflict = (existing: Envelope) => {
       if (existing.inputHash !== hash) {
@@ -258,6 +256,11 @@ export class Plane {
       const existing = await ctx.store.findEnvelopeByIdempotencyKey(tenant, idempotencyKey);
       if (existing) return sameOrConflict(existing);
     }
+    // After the idempotency lookup: a repeat returns its envelope without compiling the schema again.
+    const schema =
+      req.acceptance?.schema === undefined
+        ? undefined
+        : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
     const overBudget = await tenantBudgetExhausted(ctx, tenant);
     if (overBudget) {
       // Nothing to record it on yet: the refusal (409 with the reason) and a log line say why.

@@ -1,7 +1,8 @@
 import { timingSafeEqualString } from './constant-time.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
-import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
+import type { Envelope } from '../core/envelope.ts';
+import type { Connector, InboundWebhook, RemoteSnapshot, WebhookSignal } from '../connectors/connector.ts';
 import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
 import { observe } from './observe.ts';
 import { handleLost, tokenHash } from './start-remote.ts';
@@ -9,8 +10,9 @@ import { handleLost, tokenHash } from './start-remote.ts';
 /**
  * Push ingress (seed 004, "Push notifications"; seed 000, "Use wake-up signals"): a delivery is a
  * wake-up signal, not a command. Verify the token against the envelope's stored hash, check the job is
- * ours, record the delivery durably (the dedup table), then fetch authoritative state and observe it.
- * The caller answers 2xx only after this resolves, i.e. after the delivery is recorded.
+ * ours, fetch authoritative state and observe it, then record the delivery durably (the dedup table).
+ * The caller answers 2xx only after this resolves, i.e. after the delivery is processed and recorded; a
+ * failure leaves it unrecorded, so the sender's retry is processed rather than dropped as a duplicate.
  */
 export interface WebhookResult {
   status: 'observed' | 'duplicate' | 'ignored';
@@ -50,28 +52,41 @@ export async function handleWebhook(
   ) {
     throw unauthenticated();
   }
-  // A delivery about a remote job this envelope no longer tracks (replaced after a resubmission) is old news.
-  if (env.remoteId !== null && env.remoteId !== signal.remoteId) {
-    await ctx.store.recordDelivery({
-      source: `${connector.kind}-push:${target}`,
+  const source = `${connector.kind}-push:${target}`;
+  const record = () =>
+    ctx.store.recordDelivery({
+      source,
       deliveryId: signal.deliveryId,
       envelopeId: env.id,
       receivedAt: ctx.clock.now(),
     });
-    return { status: 'ignored', envelopeId: env.id };
-  }
-  const fresh = await ctx.store.recordDelivery({
-    source: `${connector.kind}-push:${target}`,
-    deliveryId: signal.deliveryId,
-    envelopeId: env.id,
-    receivedAt: ctx.clock.now(),
-  });
-  if (!fresh) {
+  const duplicate = (): WebhookResult => {
     ctx.counters.count('duplicatesWebhook', env);
     return { status: 'duplicate', envelopeId: env.id };
+  };
+  // A delivery about a remote job this envelope no longer tracks (replaced after a resubmission) is old news.
+  if (env.remoteId !== null && env.remoteId !== signal.remoteId) {
+    await record();
+    return { status: 'ignored', envelopeId: env.id };
   }
-  if (isTerminal(env.state)) return { status: 'ignored', envelopeId: env.id };
+  // An observed delivery's id is on the envelope (written with the observation it carried), so a repeat
+  // costs no fetch.
+  if (env.webhookIds.includes(signal.deliveryId)) return duplicate();
+  if (isTerminal(env.state))
+    return (await record()) ? { status: 'ignored', envelopeId: env.id } : duplicate();
+  // Recorded only once processed: when processing throws, nothing is recorded and the sender's retry is
+  // processed again instead of being absorbed as a duplicate of a delivery that never took effect.
+  await processDelivery(ctx, connector, env, signal);
+  return (await record()) ? { status: 'observed', envelopeId: env.id } : duplicate();
+}
 
+/** Fetches authoritative state (or takes the verified payload) and observes it. */
+async function processDelivery(
+  ctx: PlaneContext,
+  connector: Connector,
+  env: Envelope,
+  signal: WebhookSignal,
+): Promise<void> {
   const payload = signal.snapshot;
   const useful = payload !== null && payload.remoteVersion !== null && payload.remoteId === signal.remoteId;
   let snapshot: RemoteSnapshot | null =
@@ -80,7 +95,7 @@ export async function handleWebhook(
     // An attached stream already carries every change of this job: the push is redundant, so spend no
     // request on it (version ordering makes the verified payload safe to apply, if it has one).
     snapshot = useful ? payload : null;
-    if (!snapshot) return { status: 'observed', envelopeId: env.id };
+    if (!snapshot) return;
   }
   if (!snapshot) {
     try {
@@ -88,10 +103,10 @@ export async function handleWebhook(
     } catch (err) {
       if (isTaskplaneError(err) && err.code === 'not_found' && env.remoteId) {
         await handleLost(ctx, env.id, env.remoteId, 'push');
-        return { status: 'observed', envelopeId: env.id };
+        return;
       }
-      // The delivery is recorded, so a retry would be absorbed: keep what the verified payload says;
-      // version ordering protects against it being stale, and reconciliation covers the rest.
+      // Keep what the verified payload says (version ordering protects against it being stale) and
+      // leave the rest to reconciliation, so an agent that is down does not also get its pushes refused.
       ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'webhook fetch failed; using payload');
       snapshot = useful ? payload : null;
     }
@@ -100,5 +115,4 @@ export async function handleWebhook(
     const result = await observe(ctx, env.id, snapshot, 'push', { webhookId: signal.deliveryId });
     if (result.changed) ctx.wake(env.id);
   }
-  return { status: 'observed', envelopeId: env.id };
 }

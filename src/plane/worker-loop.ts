@@ -6,6 +6,11 @@ import { WakeSignal } from './wake-signal.ts';
  * error functions, keeps an explicit state, and waits in a way stop() and wake() cut short.
  *
  *   idle → fetching → handling (per item) → waiting → fetching … → stopped
+ *
+ * Each item is handled on its own: a failure is reported through `error` and the loop goes on with the
+ * next item, and the failed item is retried when a later round fetches it again. Nothing an option
+ * function throws (not `error`, not `intervalMs`) ends the loop: in a shared process one job's odd
+ * failure must not stop the work of every other job, nor surface as an unhandled rejection.
  */
 export type WorkerLoopState = 'idle' | 'fetching' | 'handling' | 'waiting' | 'stopped';
 
@@ -17,7 +22,7 @@ export interface WorkerLoopOptions<T> {
   /** What to work on this round (may be empty). */
   fetch: (signal: AbortSignal) => Promise<T[]>;
   handle: (item: T, signal: AbortSignal) => Promise<void>;
-  /** Called with any error from fetch or handle; the loop goes on. */
+  /** Called with any error from fetch or handle; the loop goes on (also when this throws). */
   error: (err: unknown, item: T | undefined) => void;
   /** Wait between rounds. */
   intervalMs: () => number;
@@ -51,7 +56,23 @@ export class WorkerLoop<T> {
 
   private async run(): Promise<void> {
     const o = this.options;
-    let delay = o.initialDelayMs ?? o.intervalMs();
+    const report = (err: unknown, item: T | undefined) => {
+      if (o.signal.aborted) return;
+      try {
+        o.error(err, item);
+      } catch {
+        // The reporter itself failed: nothing is left to tell, and the next item still gets its turn.
+      }
+    };
+    const nextDelay = (fallback: number): number => {
+      try {
+        return o.intervalMs();
+      } catch (err) {
+        report(err, undefined);
+        return fallback;
+      }
+    };
+    let delay = o.initialDelayMs ?? nextDelay(0);
     while (!o.signal.aborted) {
       this.state = 'waiting';
       if ((await this.wakeSignal.wait(delay)) === 'stopped') break;
@@ -60,7 +81,7 @@ export class WorkerLoop<T> {
       try {
         items = await o.fetch(o.signal);
       } catch (err) {
-        if (!o.signal.aborted) o.error(err, undefined);
+        report(err, undefined);
       }
       for (const item of items) {
         if (o.signal.aborted) break;
@@ -68,11 +89,11 @@ export class WorkerLoop<T> {
         try {
           await o.handle(item, o.signal);
         } catch (err) {
-          if (!o.signal.aborted) o.error(err, item);
+          report(err, item);
         }
       }
       this.rounds++;
-      delay = o.intervalMs();
+      delay = nextDelay(delay);
     }
     this.state = 'stopped';
   }

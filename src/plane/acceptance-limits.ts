@@ -1,0 +1,45 @@
+import { ConfigError } from '../core/backoff.ts';
+
+/**
+ * Bounds on a caller's acceptance schema. A schema is tenant input that the plane compiles into code and
+ * runs against every output, so its size bounds the compile work and the generated code, its depth bounds
+ * the recursion of the compiler, and the pattern length bounds the per-character cost of each regular
+ * expression (linear-time, but still proportional to the pattern's size).
+ */
+export interface AcceptanceLimitsOptions {
+  /**
+   * Largest schema, measured as its canonical JSON in UTF-8 bytes. Compiling a schema into a validator
+   * runs on the event loop and its cost grows with the schema's size, so this bounds the pause one
+   * create can cause; real acceptance schemas are a few KiB. @default 16384
+   */
+  maxSchemaBytes?: number;
+  /** Deepest nesting of objects and arrays in a schema (the schema object itself is depth 1). @default 32 */
+  maxSchemaDepth?: number;
+  /** Longest `pattern`, `patternProperties` key or other regular expression, in characters. @default 1024 */
+  maxPatternLength?: number;
+}
+
+export type AcceptanceLimits = Required<AcceptanceLimitsOptions>;
+
+export const defaultAcceptanceLimits: AcceptanceLimits = {
+  maxSchemaBytes: 16_384,
+  maxSchemaDepth: 32,
+  maxPatternLength: 1024,
+};
+
+function positiveInteger(field: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new ConfigError(field, 'must be an integer >= 1');
+  return value;
+}
+
+export function acceptanceLimits(options: AcceptanceLimitsOptions = {}): AcceptanceLimits {
+  const d = defaultAcceptanceLimits;
+  return {
+    maxSchemaBytes: positiveInteger('acceptance.maxSchemaBytes', options.maxSchemaBytes ?? d.maxSchemaBytes),
+    maxSchemaDepth: positiveInteger('acceptance.maxSchemaDepth', options.maxSchemaDepth ?? d.maxSchemaDepth),
+    maxPatternLength: positiveInteger(
+      'acceptance.maxPatternLength',
+      options.maxPatternLength ?? d.maxPatternLength,
+    ),
+  };
+}

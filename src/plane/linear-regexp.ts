@@ -1,0 +1,26 @@
+import { RE2JS } from 're2js';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
+
+/**
+ * Ajv's regular-expression engine backed by RE2 (the pure-JS port, so the plane still runs in the
+ * browser lab): matching is linear in the input whatever the pattern, so `^(a+)+$` cannot stall the
+ * event loop. RE2 has no backreferences or lookaround; a schema that uses them does not compile, which
+ * the caller sees as a refused schema rather than a slow one.
+ *
+ * `seen` is told each pattern's length, so the caller can enforce its length limit.
+ */
+export function linearRegExp(seen: (pattern: string) => void = () => {}): RegExpEngine {
+  const engine = (pattern: string): { test: (s: string) => boolean; toString: () => string } => {
+    seen(pattern);
+    // JSON Schema patterns are ECMA-262 syntax: translate the JS-only spellings (`\/`, `(?<name>`, `\u{…}`).
+    const re = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    return {
+      // `pattern` is unanchored (JSON Schema): it matches when found anywhere in the string.
+      test: (s: string) => re.test(s),
+      // Ajv keys its per-validator pattern table by this string.
+      toString: () => `re2:${pattern}`,
+    };
+  };
+  // Only read when generating standalone code, which the plane never does.
+  return Object.assign(engine, { code: 'linearRegExp' });
+}
