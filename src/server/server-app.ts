@@ -128,25 +128,15 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
       });
       return c.json({ status: result.status }, 200);
     } catch (err) {
-      const code = err instanceof TaskplaneError ? err.code : 'internal';
-      if (
-        code === 'invalid_argument' &&
-        err instanceof TaskplaneError &&
-        err.field === 'body' &&
-        /too large/.test(err.message)
-      )
+      if (err instanceof TaskplaneError && err.field === 'body' && /too large/.test(err.message))
         return sendError(c, err);
-      if (
-        ['unauthenticated', 'not_found', 'unsupported', 'invalid_argument', 'permission_denied'].includes(
-          code,
-        )
-      ) {
-        if (code !== 'unauthenticated')
-          o.logger.debug({ err: err instanceof Error ? err.message : 'error' }, 'webhook refused');
-        return sendError(c, new TaskplaneError('unauthenticated', 'webhook credentials are not valid'));
-      }
-      o.logger.warn({ err: err instanceof Error ? err.message : 'error' }, 'webhook failed');
-      return sendError(c, err);
+      // A store or remote that is down is the same for every target: let the sender retry.
+      if (err instanceof TaskplaneError && (err.code === 'unavailable' || err.code === 'timeout'))
+        return sendError(c, err);
+      const expected = err instanceof TaskplaneError && err.code !== 'internal';
+      if (!expected) o.logger.error({ err }, 'webhook failed');
+      else if (err.code !== 'unauthenticated') o.logger.debug({ err: err.message }, 'webhook refused');
+      return sendError(c, new TaskplaneError('unauthenticated', 'webhook credentials are not valid'));
     }
   });
 

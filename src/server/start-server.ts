@@ -88,6 +88,17 @@ export const DASHBOARD_DIR = fileURLToPath(new URL('../../web/dashboard/', impor
 /** The repository root, where web/lab lives. */
 const ROOT_DIR = fileURLToPath(new URL('../../', import.meta.url));
 
+/**
+ * Who may read /metrics: holders of the token when one is set; else everyone on a loopback-only plane
+ * (only this machine can reach it), and nobody on a plane listening beyond loopback, whose metrics name
+ * targets and task counts.
+ */
+export function metricsAccessFor(bind: string, token: string | undefined): MetricsAccess {
+  if (token) return { kind: 'token', token };
+  const loopback = /^127\./.test(bind) || bind === '::1' || bind === 'localhost';
+  return loopback ? { kind: 'open' } : { kind: 'closed' };
+}
+
 /** Parses `name=url,name=url` (TASKPLANE_TARGETS, --target). */
 export function parseTargets(text: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -202,12 +213,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       void work.finally(() => revocations.delete(work));
     },
   });
-  const loopback = bind === '127.0.0.1' || bind === '::1' || bind === 'localhost';
-  const metricsAccess: MetricsAccess = options.metricsToken
-    ? { kind: 'token', token: options.metricsToken }
-    : loopback
-      ? { kind: 'open' }
-      : { kind: 'closed' };
+  const metricsAccess = metricsAccessFor(bind, options.metricsToken);
   if (metricsAccess.kind === 'closed')
     logger.warn({ bind }, '/metrics refused: listening beyond loopback without a metrics token');
   // The engine links its calls to plane.signal without listeners (plane/context.ts childSignal); the
