@@ -14,7 +14,7 @@ import {
 } from '../../src/server/api-keys.ts';
 import { StreamTickets } from '../../src/server/stream-tickets.ts';
 import { metricsAccessFor, startServer, type RunningServer } from '../../src/server/start-server.ts';
-import type { PlaneOptions } from '../../src/plane/options.ts';
+import { planeConfig, type PlaneOptions } from '../../src/plane/options.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
 
 /**
@@ -278,6 +278,11 @@ describe('keys on a running plane', () => {
 });
 
 describe('onActorRevoked', () => {
+  it('is keep by default; anything but keep or cancel is refused naming the option', () => {
+    expect(planeConfig().onActorRevoked).toBe('keep');
+    expect(() => planeConfig({ onActorRevoked: 'pause' as never })).toThrow(/onActorRevoked/);
+  });
+
   for (const policy of ['keep', 'cancel'] as const) {
     it(`${policy}: each open job of the revoked key gets an actor_revoked event${policy === 'cancel' ? ' and is cancelled' : ' and runs on'}`, async () => {
       const h = await start({ onActorRevoked: policy });
