@@ -57,7 +57,8 @@ export function parseApiKeys(text: string, source: string): SeedKey[] {
     let secret = entry.slice(i + 1).trim();
     const readOnly = secret.endsWith(':read-only');
     if (readOnly) secret = secret.slice(0, -':read-only'.length).trim();
-    if (i <= 0 || !TENANT.test(tenant)) throw bad('must be tenant:key (a tenant without spaces, : , or #)');
+    if (i <= 0 || !TENANT.test(tenant))
+      throw bad("must be tenant:key, the tenant 1 to 200 characters without spaces, ':', ',' or '#'");
     if (secret.length < MIN_KEY_LENGTH) throw bad(`has a key shorter than ${MIN_KEY_LENGTH} characters`);
     const first = seen.get(secret);
     if (first !== undefined) throw bad(`repeats the key of entry ${first}`);
@@ -74,9 +75,13 @@ export function newApiKey(
   fields: { tenant: string; readOnly?: boolean; name?: string | null },
 ): { secret: string; record: ApiKeyRecord } {
   if (!TENANT.test(fields.tenant))
-    throw new TaskplaneError('invalid_argument', 'tenant: no spaces, :, , or #, at most 200 characters', {
-      field: 'tenant',
-    });
+    throw new TaskplaneError(
+      'invalid_argument',
+      "tenant: 1 to 200 characters without spaces, ':', ',' or '#'",
+      {
+        field: 'tenant',
+      },
+    );
   const secret = `tp_${newToken(random, 160)}`;
   return {
     secret,
