@@ -329,6 +329,46 @@ describe('onActorRevoked', () => {
   }
 });
 
+describe('two planes on one store', () => {
+  it('both refuse the revoked key, and its open jobs get one actor_revoked event each, not one per plane', async () => {
+    const a = await start();
+    const b = await startServer({
+      port: 0,
+      db: a.store,
+      connectors: { fake: a.remote.connector('fake') },
+      apiKeys: `acme:${WRITER}`,
+      dashboard: false,
+      lab: false,
+      defaultMetrics: false,
+      logger: pino({ level: 'silent' }),
+      keys: { cacheMs: 0 },
+    });
+    const hb: Harness = { server: b, store: a.store, remote: a.remote };
+    try {
+      const created = await call(a, WRITER, '/v1/tasks', {
+        method: 'POST',
+        body: JSON.stringify({ target: 'fake', input: 'shared' }),
+      });
+      const task = (await created.json()) as { id: string };
+      const streamA = await call(a, WRITER, '/v1/events?from=now');
+      const streamB = await call(hb, WRITER, '/v1/events?from=now');
+      const watch = await call(hb, OTHER, `/v1/tasks/${task.id}/events`);
+      const seen = readUntil(watch, (e) => e.event === 'actor_revoked');
+      await a.store.revokeApiKey(idOf(WRITER), Date.now());
+      expect((await readUntil(streamA, () => false)).ended).toBe(true);
+      expect((await readUntil(streamB, () => false)).ended).toBe(true);
+      expect((await call(a, WRITER, '/v1/tasks')).status).toBe(401);
+      expect((await call(hb, WRITER, '/v1/tasks')).status).toBe(401);
+      expect((await seen).ended).toBe(false);
+    } finally {
+      await b.close();
+      await a.server.close();
+    }
+    const events = await a.store.listEvents({ afterSeq: 0, limit: 500 });
+    expect(events.filter((e) => e.type === 'actor_revoked')).toHaveLength(1);
+  });
+});
+
 describe('/metrics', () => {
   it('needs its token when one is set; open on loopback without one, refused beyond loopback', async () => {
     const token = 'metrics-token-0123456789';
