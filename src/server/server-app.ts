@@ -42,7 +42,7 @@ export type MetricsAccess = { kind: 'open' } | { kind: 'token'; token: string } 
 /**
  * The dashboard's Content-Security-Policy: its own scripts, styles and API only; no inline script or
  * style, no framing, no plugins. A script injected through task data (which the dashboard renders) can
- * neither run inline nor send the session's key anywhere but back to this plane.
+ * neither run inline nor send the page's key anywhere but back to this plane.
  */
 export const DASHBOARD_CSP = [
   "default-src 'none'",
