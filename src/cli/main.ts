@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { registerHostCommand } from './host-command.ts';
+import { registerKeysCommand } from './keys-command.ts';
 import { registerLabCommand } from './lab-command.ts';
 import { registerServeCommand } from './serve-command.ts';
 import { registerTasksCommand } from './tasks-command.ts';
@@ -20,6 +21,7 @@ program
 const commands: Array<(program: Command) => void> = [
   // commands register here, one line each
   registerHostCommand,
+  registerKeysCommand,
   registerLabCommand,
   registerServeCommand,
   registerTasksCommand,

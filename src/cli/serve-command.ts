@@ -92,6 +92,10 @@ export function registerServeCommand(program: Command): void {
       intOption('reconcile-interval-ms'),
       600_000,
     )
+    .option(
+      '--metrics-token <token>',
+      'bearer token /metrics requires (also TASKPLANE_METRICS_TOKEN); without one /metrics is open on loopback and refused beyond it',
+    )
     .option('--no-stream', 'do not watch tasks over streams')
     .option('--poll', 'poll every task (fallback mechanism)', false)
     .option('--lost-policy <policy>', 'resubmit | escalate, for tasks the agent no longer knows', 'resubmit')
@@ -137,6 +141,11 @@ export function registerServeCommand(program: Command): void {
         targets,
         ...(process.env.TASKPLANE_API_KEYS ? { apiKeys: process.env.TASKPLANE_API_KEYS } : {}),
         ...(opts.keysFile ? { apiKeysFile: opts.keysFile as string } : {}),
+        ...(((opts.metricsToken as string | undefined) ?? process.env.TASKPLANE_METRICS_TOKEN)
+          ? {
+              metricsToken: (opts.metricsToken as string | undefined) ?? process.env.TASKPLANE_METRICS_TOKEN!,
+            }
+          : {}),
         // The demo host is on this machine, so push to the listening URL works and shows the fast path.
         publicUrl: (opts.publicUrl as string | undefined) ?? (opts.demo ? 'self' : null),
         plane: mergePlaneOptions(
@@ -161,7 +170,7 @@ export function registerServeCommand(program: Command): void {
         lines.push(`  try: TASKPLANE_API_KEY=${server.generatedApiKey} taskplane tasks list`);
       } else if (!process.env.TASKPLANE_API_KEYS && !opts.keysFile) {
         lines.push(
-          '  API key: the one printed at first start (set TASKPLANE_API_KEYS=tenant:key,… to choose your own)',
+          '  API key: the one printed at first start, or one from `taskplane keys create --tenant NAME`',
         );
       }
       if (host) {

@@ -10,6 +10,8 @@ export interface Envelope {
   id: string;
   tenant: string;
   actor: string | null;
+  /** The API key that created the job (its id, never its secret); null when created in-process. */
+  keyId: string | null;
   workflowId: string | null;
   parentId: string | null;
 
@@ -158,6 +160,7 @@ export type NewEnvelopeFields = Pick<
 export function newEnvelope(fields: NewEnvelopeFields): Envelope {
   return {
     actor: null,
+    keyId: null,
     workflowId: null,
     parentId: null,
     remoteId: null,

@@ -85,6 +85,11 @@ export interface PlaneOptions {
   lostPolicy?: 'resubmit' | 'escalate';
   /** After this many resubmissions of one job, escalate instead. @default 3 */
   maxResubmits?: number;
+  /**
+   * What happens to the open jobs of an API key that is revoked while they run: `keep` lets them finish,
+   * `cancel` cancels them. Either way each gets an `actor_revoked` event naming the choice. @default 'keep'
+   */
+  onActorRevoked?: 'keep' | 'cancel';
   /** Retry of a start whose response was lost or failed in transport. @default { initialIntervalMs: 1000, maximumIntervalMs: 60000 } */
   startRetry?: BackoffOptions;
   webhook?: {
@@ -140,6 +145,7 @@ export interface PlaneConfig {
   };
   lostPolicy: 'resubmit' | 'escalate';
   maxResubmits: number;
+  onActorRevoked: 'keep' | 'cancel';
   startRetry: BackoffPolicy;
   webhook: { fetchState: 'always' | 'when-incomplete' };
   maxObserveRetries: number;
@@ -203,6 +209,9 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
   if (!(multiplier >= 1)) throw new ConfigError('poll.multiplier', 'must be >= 1');
   const deadlineMs = p.deadlineMs ?? null;
   if (deadlineMs !== null) positive('poll.deadlineMs', deadlineMs);
+  const onActorRevoked = options.onActorRevoked ?? 'keep';
+  if (onActorRevoked !== 'keep' && onActorRevoked !== 'cancel')
+    throw new ConfigError('onActorRevoked', "must be 'keep' or 'cancel'");
   const maxResubmits = options.maxResubmits ?? 3;
   if (!Number.isInteger(maxResubmits) || maxResubmits < 0)
     throw new ConfigError('maxResubmits', 'must be an integer >= 0');
@@ -255,6 +264,7 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
     },
     lostPolicy,
     maxResubmits,
+    onActorRevoked,
     startRetry: backoffPolicy({ ...defaultBackoff, ...options.startRetry }, 'startRetry.'),
     webhook: { fetchState },
     maxObserveRetries,

@@ -32,6 +32,7 @@ import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, Page, Store } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
 import { checkAcceptanceSchema } from './acceptance.ts';
+import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
 import {
   answerInDoubt,
@@ -78,6 +79,8 @@ export interface CreateTaskRequest {
   /** Same key + same input → the same envelope; same key + different input → 409. */
   idempotencyKey?: string | null;
   actor?: string | null;
+  /** Id of the API key making the request, recorded so a revocation can find the key's jobs. */
+  keyId?: string | null;
   requestKind?: string;
   workflowId?: string | null;
   parentId?: string | null;
@@ -273,6 +276,7 @@ export class Plane {
       id,
       tenant,
       actor: req.actor ?? null,
+      keyId: req.keyId ?? null,
       workflowId: req.workflowId ?? null,
       parentId: req.parentId ?? null,
       connector: connector.kind,
@@ -369,6 +373,14 @@ export class Plane {
     request: InboundWebhook & { envelopeId?: string | null },
   ): Promise<WebhookResult> {
     return handleWebhook(this.ctx, target, request);
+  }
+
+  /**
+   * The API key `keyId` of `tenant` was revoked: applies `onActorRevoked` (keep | cancel) to the open
+   * jobs it created, with an `actor_revoked` event on each (plane/actor-revoked.ts).
+   */
+  onActorRevoked(keyId: string, tenant: string): Promise<ActorRevokedReport> {
+    return onActorRevoked(this.ctx, keyId, tenant);
   }
 
   /** The one observe path, for callers outside the engine (the API source, the lab). */

@@ -16,6 +16,13 @@ const sse = {
 };
 const streamFrom = [
   {
+    name: 'ticket',
+    in: 'query',
+    schema: { type: 'string' },
+    description:
+      'a stream ticket from POST /v1/stream-tickets, for clients that cannot send a header (EventSource); ?key= is also taken here, and only on the stream routes',
+  },
+  {
     name: 'after',
     in: 'query',
     schema: { type: 'integer' },
@@ -36,7 +43,7 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'taskplane control plane',
       version: '0.1.0',
       description:
-        "One durable handle per long-running agent job. Every /v1 call needs `Authorization: Bearer <api key>`; the key names the tenant, and another tenant's task is a 404.",
+        "One durable handle per long-running agent job. Every /v1 call needs `Authorization: Bearer <api key>`; the key names the tenant, and another tenant's task is a 404. A read-only key gets 403 on every write; a revoked key gets 401.",
     },
     security: [{ bearer: [] }],
     paths: {
@@ -49,7 +56,7 @@ export function openApiDocument(): Record<string, unknown> {
             required: true,
             content: { 'application/json': { schema: { $ref: '#/components/schemas/CreateTask' } } },
           },
-          responses: { '201': task, '200': task, '400': error, '409': error },
+          responses: { '201': task, '200': task, '400': error, '403': error, '409': error },
         },
         get: {
           summary: 'List tasks, newest update first',
@@ -131,6 +138,16 @@ export function openApiDocument(): Record<string, unknown> {
           responses: { '200': sse },
         },
       },
+      '/v1/stream-tickets': {
+        post: {
+          summary:
+            'A short-lived ticket (60 s) that opens the stream routes in place of the key (?ticket=); it names the key, which is checked again on use',
+          responses: {
+            '201': { description: '{ticket, expiresAt}' },
+            '401': error,
+          },
+        },
+      },
       '/v1/signals': {
         get: {
           summary:
@@ -155,8 +172,9 @@ export function openApiDocument(): Record<string, unknown> {
       '/metrics': {
         get: {
           security: [],
-          summary: 'Prometheus metrics',
-          responses: { '200': { description: 'text format' } },
+          summary:
+            'Prometheus metrics. With a metrics token configured, `Authorization: Bearer <metrics token>`; without one, open on a loopback-only plane and refused beyond loopback',
+          responses: { '200': { description: 'text format' }, '401': error },
         },
       },
     },
@@ -221,6 +239,10 @@ export function openApiDocument(): Record<string, unknown> {
             remoteId: { type: ['string', 'null'] },
             messageId: { type: 'string' },
             contextId: { type: 'string' },
+            keyId: {
+              type: ['string', 'null'],
+              description: 'id of the API key that created the task (never the key itself)',
+            },
             pendingInput: { type: ['object', 'null'] },
             artifacts: { type: 'array' },
             cancel: { type: ['object', 'null'] },

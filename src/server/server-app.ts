@@ -4,19 +4,27 @@ import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Plane } from '../plane/plane.ts';
-import type { Store } from '../store/store.ts';
-import type { ApiKeys } from './api-keys.ts';
+import type { ApiKeyRecord, Store } from '../store/store.ts';
+import { timingSafeEqualString } from '../plane/constant-time.ts';
+import type { KeyRing } from './api-keys.ts';
 import { sendError } from './http-errors.ts';
 import type { LabRequestHandler } from './lab-route.ts';
 import { createMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import type { StreamTickets } from './stream-tickets.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
 
 export interface ServerAppOptions {
   plane: Plane;
   store: Store;
-  keys: ApiKeys;
+  keys: KeyRing;
+  tickets: StreamTickets;
   logger: Logger;
+  /**
+   * Who may read /metrics: everyone (`open`), holders of a bearer token, or nobody (`closed`: a plane
+   * bound beyond loopback with no token configured). @default { kind: 'open' }
+   */
+  metricsAccess?: MetricsAccess;
   /** Directory of the static dashboard (index.html, *.js, *.css). */
   dashboardDir?: string;
   /** Serves the failure lab page at `/lab` (server/lab-route.ts); no API key needed, it holds no data. */
@@ -27,6 +35,50 @@ export interface ServerAppOptions {
   maxWebhookBytes?: number;
   /** prom-client default process metrics. @default true */
   defaultMetrics?: boolean;
+}
+
+export type MetricsAccess = { kind: 'open' } | { kind: 'token'; token: string } | { kind: 'closed' };
+
+/**
+ * The dashboard's Content-Security-Policy: its own scripts, styles and API only; no inline script or
+ * style, no framing, no plugins. A script injected through task data (which the dashboard renders) can
+ * neither run inline nor send the page's key anywhere but back to this plane.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** The routes a browser reads with EventSource, which cannot send an Authorization header. */
+const SSE_ROUTE = /^\/v1\/(?:events|tasks\/[^/]+\/events)$/;
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Ends a stream response's body when `signal` aborts (its key was revoked), as a client leaving would. */
+function endWith(res: Response, signal: AbortSignal): Response {
+  const reader = res.body!.getReader();
+  const cut = () => void reader.cancel(signal.reason).catch(() => {});
+  if (signal.aborted) cut();
+  else signal.addEventListener('abort', cut, { once: true });
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) {
+        signal.removeEventListener('abort', cut);
+        controller.close();
+      } else controller.enqueue(value);
+    },
+    cancel(reason) {
+      signal.removeEventListener('abort', cut);
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: res.status, headers: res.headers });
 }
 
 const STATIC_TYPES: Record<string, string> = {
@@ -45,12 +97,23 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const metrics = createMetrics(o.plane, { defaultMetrics: o.defaultMetrics ?? true });
 
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.get('/metrics', async (c) =>
-    c.body(await metrics.metrics(), 200, { 'content-type': metrics.contentType }),
-  );
+  app.get('/metrics', async (c) => {
+    const access = o.metricsAccess ?? { kind: 'open' };
+    if (access.kind !== 'open') {
+      const given = (c.req.header('authorization') ?? '').replace(/^bearer\s+/i, '');
+      if (access.kind === 'closed' || !timingSafeEqualString(given, access.token))
+        return sendError(
+          c,
+          new TaskplaneError('unauthenticated', 'a valid metrics token is required (serve --metrics-token)'),
+        );
+    }
+    return c.body(await metrics.metrics(), 200, { 'content-type': metrics.contentType });
+  });
   app.get('/v1/openapi.json', (c) => c.json(openApiDocument()));
 
   // Push ingress: 2xx only once the delivery is durably recorded (plane.handleWebhook resolves after).
+  // It needs no API key, so it must not tell a stranger which targets exist: an unknown target, one that
+  // takes no webhooks, a body it cannot read and a bad token all get the same 401.
   app.post('/v1/webhooks/:kind/:target', async (c) => {
     try {
       const raw = await c.req.text();
@@ -65,25 +128,46 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
       });
       return c.json({ status: result.status }, 200);
     } catch (err) {
-      if (!(err instanceof TaskplaneError) || err.code !== 'unauthenticated')
-        o.logger.warn({ err: err instanceof Error ? err.message : 'error' }, 'webhook refused');
-      return sendError(c, err);
+      if (err instanceof TaskplaneError && err.field === 'body' && /too large/.test(err.message))
+        return sendError(c, err);
+      // A store or remote that is down is the same for every target: let the sender retry.
+      if (err instanceof TaskplaneError && (err.code === 'unavailable' || err.code === 'timeout'))
+        return sendError(c, err);
+      const expected = err instanceof TaskplaneError && err.code !== 'internal';
+      if (!expected) o.logger.error({ err }, 'webhook failed');
+      else if (err.code !== 'unauthenticated') o.logger.debug({ err: err.message }, 'webhook refused');
+      return sendError(c, new TaskplaneError('unauthenticated', 'webhook credentials are not valid'));
     }
   });
 
+  const keyOf = new WeakMap<Request, ApiKeyRecord>();
   app.use('/v1/*', async (c, next) => {
     if (c.req.path === '/v1/openapi.json' || c.req.path.startsWith('/v1/webhooks/')) return next();
     const auth = c.req.header('authorization') ?? '';
-    const key = /^bearer\s+/i.test(auth)
-      ? auth.replace(/^bearer\s+/i, '').trim()
-      : (c.req.query('key') ?? '');
-    // `?key=` exists for EventSource, which cannot send headers (the dashboard's live view).
-    const tenant = key ? o.keys.tenantFor(key) : undefined;
-    if (!tenant)
+    const bearer = /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : '';
+    // A browser's EventSource cannot send a header: on the stream routes (only), a short-lived ticket
+    // from POST /v1/stream-tickets, or the key itself, may come in the query instead.
+    const stream = c.req.method === 'GET' && SSE_ROUTE.test(c.req.path);
+    const ticket = stream && !bearer ? c.req.query('ticket') : undefined;
+    const queryKey = stream && !bearer && !ticket ? c.req.query('key') : undefined;
+    let key;
+    if (bearer || queryKey) key = await o.keys.authenticate((bearer || queryKey)!);
+    else if (ticket) {
+      const hash = o.tickets.verify(ticket);
+      key = hash ? await o.keys.authenticateHash(hash) : undefined;
+    }
+    if (!key)
       return sendError(c, new TaskplaneError('unauthenticated', 'a valid bearer API key is required'));
-    c.set('tenant', tenant);
-    return next();
+    if (key.readOnly && !READ_METHODS.has(c.req.method) && c.req.path !== '/v1/stream-tickets')
+      return sendError(c, new TaskplaneError('permission_denied', 'this API key is read-only'));
+    c.set('tenant', key.tenant);
+    c.set('keyId', key.id);
+    keyOf.set(c.req.raw, key);
+    await next();
+    if (stream && c.res.body && (c.res.headers.get('content-type') ?? '').startsWith('text/event-stream'))
+      c.res = endWith(c.res, o.keys.streamSignal(key.id));
   });
+  app.post('/v1/stream-tickets', (c) => c.json(o.tickets.issue(keyOf.get(c.req.raw)!), 201));
   registerTaskRoutes(app, { plane: o.plane, store: o.store, signal: o.signal });
 
   if (o.lab) {
@@ -103,6 +187,9 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
         return c.body(await readFile(file, 'utf8'), 200, {
           'content-type': STATIC_TYPES[ext]!,
           'cache-control': 'no-cache',
+          'content-security-policy': DASHBOARD_CSP,
+          'x-content-type-options': 'nosniff',
+          'referrer-policy': 'no-referrer',
         });
       } catch {
         return c.notFound();

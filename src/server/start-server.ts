@@ -14,9 +14,10 @@ import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-connector.ts';
 import { Plane } from '../plane/plane.ts';
 import type { PlaneOptions } from '../plane/options.ts';
-import { loadApiKeys } from './api-keys.ts';
+import { KeyRing, seedApiKeys } from './api-keys.ts';
+import { StreamTickets } from './stream-tickets.ts';
 import { labRoute } from './lab-route.ts';
-import { createServerApp } from './server-app.ts';
+import { createServerApp, type MetricsAccess } from './server-app.ts';
 
 /** Options of `startServer`; every default is the CLI's. */
 export interface ServerOptions {
@@ -39,6 +40,20 @@ export interface ServerOptions {
   apiKeys?: string;
   /** File with one `tenant:key` per line. */
   apiKeysFile?: string;
+  keys?: {
+    /**
+     * How long a key looked up in the store is trusted, and how often the store is swept for keys
+     * revoked by any process (their open streams then close). @default 500
+     */
+    cacheMs?: number;
+    /** Lifetime of a stream ticket (POST /v1/stream-tickets). @default 60000 */
+    ticketTtlMs?: number;
+  };
+  /**
+   * Bearer token /metrics requires. Without one, /metrics is open when the plane listens on loopback
+   * only, and refused (401) when it listens beyond it. @default none
+   */
+  metricsToken?: string;
   plane?: PlaneOptions;
   /** Serve the dashboard at `/`. @default true */
   dashboard?: boolean;
@@ -73,6 +88,17 @@ export const DASHBOARD_DIR = fileURLToPath(new URL('../../web/dashboard/', impor
 /** The repository root, where web/lab lives. */
 const ROOT_DIR = fileURLToPath(new URL('../../', import.meta.url));
 
+/**
+ * Who may read /metrics: holders of the token when one is set; else everyone on a loopback-only plane
+ * (only this machine can reach it), and nobody on a plane listening beyond loopback, whose metrics name
+ * targets and task counts.
+ */
+export function metricsAccessFor(bind: string, token: string | undefined): MetricsAccess {
+  if (token) return { kind: 'token', token };
+  const loopback = /^127\./.test(bind) || bind === '::1' || bind === 'localhost';
+  return loopback ? { kind: 'open' } : { kind: 'closed' };
+}
+
 /** Parses `name=url,name=url` (TASKPLANE_TARGETS, --target). */
 export function parseTargets(text: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -104,12 +130,23 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const ownsStore = typeof options.db !== 'object';
   const store =
     typeof options.db === 'object' ? options.db : await openStore(options.db ?? 'sqlite:./data/taskplane.db');
-  const { keys, generatedKey } = await loadApiKeys({
+  const { generatedKey, revokedSeeds } = await seedApiKeys({
     ...(options.apiKeys !== undefined ? { env: options.apiKeys } : {}),
     ...(options.apiKeysFile ? { file: options.apiKeysFile } : {}),
     store,
+    clock,
     random,
   });
+  if (revokedSeeds.length > 0)
+    logger.warn({ keyIds: revokedSeeds }, 'seed API keys are revoked in the store and stay refused');
+  const tickets = await StreamTickets.open({
+    store,
+    clock,
+    random,
+    ...(options.keys?.ticketTtlMs !== undefined ? { ttlMs: options.keys.ticketTtlMs } : {}),
+  });
+  if (options.metricsToken !== undefined && options.metricsToken.length < 16)
+    throw new TaskplaneError('config', 'metricsToken: at least 16 characters', { field: 'metricsToken' });
 
   const connectors = new Map<string, Connector>(Object.entries(options.connectors ?? {}));
   for (const [name, t] of Object.entries(options.targets ?? {})) {
@@ -136,6 +173,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const url = `http://${host}:${address.port}`;
   const publicUrl = options.publicUrl === 'self' ? url : (options.publicUrl ?? null);
 
+  // Stable across restarts on a fixed port, so a restarted plane takes its watch leases (and its
+  // reconciliation leases) back at once instead of waiting out its dead predecessor's.
+  const instanceId =
+    options.instanceId ?? (port !== 0 ? `plane@${hostname()}:${port}` : newId(clock, random, 'pln_'));
   const plane = new Plane({
     clock,
     random,
@@ -143,11 +184,38 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     connectors: (target) => connectors.get(target),
     logger: logger.child({ part: 'plane' }),
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
-    // Stable across restarts on a fixed port, so a restarted plane takes its watch leases (and its
-    // reconciliation leases) back at once instead of waiting out its dead predecessor's.
-    instanceId:
-      options.instanceId ?? (port !== 0 ? `plane@${hostname()}:${port}` : newId(clock, random, 'pln_')),
+    instanceId,
   });
+  // Every process sharing the store notices a revocation; one of them (whoever records it first) applies
+  // the plane's onActorRevoked policy to the key's open jobs.
+  const revocations = new Set<Promise<unknown>>();
+  const keys = new KeyRing({
+    store,
+    clock,
+    ...(options.keys?.cacheMs !== undefined ? { cacheMs: options.keys.cacheMs } : {}),
+    onRevoked: (key) => {
+      const work = (async () => {
+        // Claimed by one process; marked done after, so only a process that died half way (and comes
+        // back under the same instance id) runs it again.
+        const done = `server.keyRevoked.${key.id}.done`;
+        if ((await store.getSetting(done)) !== undefined) return;
+        const claim = `server.keyRevoked.${key.id}`;
+        if ((await store.putSettingIfAbsent(claim, instanceId)) !== instanceId) return;
+        await plane.onActorRevoked(key.id, key.tenant);
+        await store.putSettingIfAbsent(done, String(clock.now()));
+      })().catch((err: unknown) =>
+        logger.error(
+          { keyId: key.id, err: err instanceof Error ? err.message : 'error' },
+          'revoked key not handled',
+        ),
+      );
+      revocations.add(work);
+      void work.finally(() => revocations.delete(work));
+    },
+  });
+  const metricsAccess = metricsAccessFor(bind, options.metricsToken);
+  if (metricsAccess.kind === 'closed')
+    logger.warn({ bind }, '/metrics refused: listening beyond loopback without a metrics token');
   // The engine links its calls to plane.signal without listeners (plane/context.ts childSignal); the
   // shutdown signal, though, gets one listener per open SSE stream, by design.
   const shutdown = new AbortController();
@@ -156,6 +224,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     plane,
     store,
     keys,
+    tickets,
+    metricsAccess,
     logger,
     signal: shutdown.signal,
     ...(options.dashboard === false ? {} : { dashboardDir: DASHBOARD_DIR }),
@@ -164,6 +234,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   });
   handler = (req) => app.fetch(req);
   await plane.start();
+  await keys.start((err) =>
+    logger.warn({ err: err instanceof Error ? err.message : 'error' }, 'API key sweep failed'),
+  );
   logger.info({ url, targets: [...connectors.keys()], publicUrl }, 'control plane ready');
 
   let closing: Promise<void> | undefined;
@@ -176,9 +249,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     addTarget: (name, connector) => void connectors.set(name, connector),
     close: () =>
       (closing ??= (async () => {
+        keys.stop();
         shutdown.abort();
         const closed = new Promise<void>((r) => server.close(() => r()));
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        await Promise.allSettled([...revocations]);
         await plane.stop();
         await closed;
         if (ownsStore) await store.close();

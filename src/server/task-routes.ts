@@ -8,7 +8,7 @@ import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
 import { sendError } from './http-errors.ts';
 
 /** Hono variables set by the auth middleware. */
-export type ServerEnv = { Variables: { tenant: string } };
+export type ServerEnv = { Variables: { tenant: string; keyId: string } };
 
 /** What the API shows of an envelope: everything but the push token hash. */
 export function taskView(env: Envelope): Record<string, unknown> {
@@ -74,6 +74,7 @@ export function registerTaskRoutes(
         contextId: str(body, 'contextId') ?? null,
         workflowId: str(body, 'workflowId') ?? null,
         actor: str(body, 'actor') ?? null,
+        keyId: c.get('keyId'),
         expectedDurationMs: (body.expectedDurationMs as number | undefined) ?? null,
         timeoutMs: (body.timeoutMs as number | undefined) ?? null,
         ...(acceptance ? { acceptance } : {}),

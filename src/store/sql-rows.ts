@@ -1,6 +1,7 @@
 import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
 import type {
   AgentTaskEvent,
+  ApiKeyRecord,
   AgentTaskRecord,
   NewAgentTaskEvent,
   NewOutboxRow,
@@ -213,5 +214,27 @@ export function toOutbox(row: OutboxDbRow): OutboxRow {
     lastError: row.last_error,
     createdAt: row.created_at,
     deliveredAt: row.delivered_at,
+  };
+}
+
+export interface ApiKeyRow {
+  id: string;
+  tenant: string;
+  hash: string;
+  read_only: number | boolean;
+  name: string | null;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export function toApiKey(row: ApiKeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    tenant: row.tenant,
+    hash: row.hash,
+    readOnly: row.read_only === true || row.read_only === 1,
+    name: row.name,
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
   };
 }

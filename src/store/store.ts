@@ -75,6 +75,21 @@ export interface Store {
   /** Sets `key` only if absent; returns the value now stored (so two processes agree). */
   putSettingIfAbsent(key: string, value: string): Promise<string>;
 
+  // --- API keys of the control plane (only their hashes) -------------------------------------
+  /**
+   * Inserts a key unless one with the same id or hash exists; returns the record now stored under that
+   * hash (or id), so two processes seeding the same key agree and a revoked key stays revoked.
+   */
+  putApiKeyIfAbsent(key: ApiKeyRecord): Promise<ApiKeyRecord>;
+  getApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  /** Every key, revoked ones included, oldest first (createdAt, id). */
+  listApiKeys(): Promise<ApiKeyRecord[]>;
+  /**
+   * Marks a key revoked at `now` unless it already is (the first revocation time stays). Returns the
+   * stored record, undefined when there is no such id.
+   */
+  revokeApiKey(id: string, now: number): Promise<ApiKeyRecord | undefined>;
+
   // --- agent host: tasks ----------------------------------------------------------------------
   /**
    * Creates an agent task at version 1 (whatever `task.version` says). When `(owner, messageId)` was used
@@ -210,6 +225,21 @@ export interface InboundDelivery {
   deliveryId: string;
   envelopeId: string | null;
   receivedAt: number;
+}
+
+/** A control-plane API key: the SHA-256 of its secret, never the secret. */
+export interface ApiKeyRecord {
+  /** `key_…`, shown to people and recorded on the envelopes the key creates. */
+  id: string;
+  tenant: string;
+  /** `sha256:<hex>` of the secret. */
+  hash: string;
+  /** Reads only: every write is refused with 403. */
+  readOnly: boolean;
+  /** A label for people (`ci`, `dashboard`); not unique. */
+  name: string | null;
+  createdAt: number;
+  revokedAt: number | null;
 }
 
 /** The host's stored A2A task. `task` is the A2A 1.0 Task in its ProtoJSON wire shape. */

@@ -68,7 +68,7 @@ async function run(
   const server = await startServer({
     port: 0,
     db: 'memory:',
-    apiKeys: 'default:bench-key-123',
+    apiKeys: 'default:bench-key-0123456789',
     targets: { demo: { baseUrl: hostUrl, idempotentStart: true } },
     publicUrl,
     plane,

@@ -11,7 +11,7 @@ import { FakeRemote } from '../plane/fake-remote.ts';
  * SSE, the signals render, the timeline shows, and the answer and cancel buttons work. Waits are on
  * DOM conditions (Playwright's waitFor), never sleeps.
  */
-const KEY = 'dash-key-1234';
+const KEY = 'dash-key-1234-abcdef';
 let server: RunningServer;
 let remote: FakeRemote;
 let browser: Browser;
@@ -120,6 +120,32 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     const page = await browser.newPage();
     await page.goto(`${server.url}/`);
     await page.locator('#key-form:not([hidden])').waitFor();
+    await page.close();
+  });
+
+  it('keeps the key in sessionStorage only, out of the URL and the stream URL, under a strict CSP', async () => {
+    const page = await browser.newPage();
+    const violations: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+    });
+    const streams: string[] = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname === '/v1/events') streams.push(r.url());
+    });
+    const response = await page.goto(`${server.url}/#key=${KEY}`);
+    const csp = response!.headers()['content-security-policy'] ?? '';
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toContain('unsafe-inline');
+    await page.locator('#live[data-state="live"]').waitFor();
+    expect(page.url()).toBe(`${server.url}/`);
+    expect(await page.evaluate(() => sessionStorage.getItem('taskplane.key'))).toBe(KEY);
+    expect(await page.evaluate(() => localStorage.getItem('taskplane.key'))).toBeNull();
+    expect(streams).toHaveLength(1);
+    expect(new URL(streams[0]!).searchParams.get('ticket')).toBeTruthy();
+    expect(streams[0]).not.toContain(KEY);
+    expect(violations).toEqual([]);
     await page.close();
   });
 });

@@ -10,8 +10,8 @@ import { FakeRemote } from '../plane/fake-remote.ts';
 
 let server: RunningServer;
 let remote: FakeRemote;
-const A = 'key-aaaaaaaa';
-const B = 'key-bbbbbbbb';
+const A = 'key-aaaaaaaa-aaaaaaaa';
+const B = 'key-bbbbbbbb-bbbbbbbb';
 
 beforeAll(async () => {
   remote = new FakeRemote(new SystemClock());

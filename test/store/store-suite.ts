@@ -1,5 +1,6 @@
 import { beforeEach, describe, it, type TestContext } from 'vitest';
 import type { Store } from '../../src/store/store.ts';
+import { apiKeyCases } from './suite/api-key-cases.ts';
 import { concurrencyCases } from './suite/concurrency-cases.ts';
 import { envelopeCases } from './suite/envelope-cases.ts';
 import { hostCases } from './suite/host-cases.ts';
@@ -59,5 +60,6 @@ export function storeSuite(harness: StoreHarness): void {
     envelopeCases(context);
     hostCases(context);
     concurrencyCases(context);
+    apiKeyCases(context);
   });
 }

@@ -1,8 +1,10 @@
 // taskplane dashboard: tasks with state, target, age and pending input, live over SSE (/v1/events),
 // the lifecycle signals, one task's event timeline, and buttons to answer input and cancel.
 // Plain JS, no build step. The API key comes from the URL fragment `#key=…` (printed by `taskplane
-// serve` at first start), is kept in localStorage, and is sent as a bearer header (EventSource, which
-// cannot send headers, uses `?key=`).
+// serve` at first start), which is removed from the address bar at once; it is kept in sessionStorage
+// (this tab only, gone when it closes) and sent as a bearer header. EventSource cannot send headers, so
+// the live view asks for a short-lived stream ticket (POST /v1/stream-tickets) and puts that, never the
+// key, in its URL.
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']);
 const tasks = new Map();
@@ -20,13 +22,17 @@ const el = (tag, attrs = {}, ...children) => {
   return node;
 };
 
+const KEY_ITEM = 'taskplane.key';
+
 function readKey() {
+  // Older dashboards kept the key in localStorage, where it outlived the tab: take it away.
+  localStorage.removeItem(KEY_ITEM);
   const m = /key=([^&]+)/.exec(location.hash);
   if (m) {
-    localStorage.setItem('taskplane.key', decodeURIComponent(m[1]));
-    history.replaceState(null, '', location.pathname);
+    sessionStorage.setItem(KEY_ITEM, decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname + location.search);
   }
-  return localStorage.getItem('taskplane.key');
+  return sessionStorage.getItem(KEY_ITEM);
 }
 
 async function api(method, path, body) {
@@ -199,10 +205,14 @@ async function select(id) {
   $('#timeline').replaceChildren(...events.map(timelineItem), ...live);
 }
 
-function connectLive(afterSeq) {
-  // `after` only matters for the first connection: on reconnects EventSource sends Last-Event-ID,
-  // which the server prefers, so nothing is missed or replayed across a drop either.
-  const source = new EventSource(`/v1/events?key=${encodeURIComponent(key)}&after=${afterSeq}`);
+async function connectLive(afterSeq) {
+  // `after` only matters for a new connection: on its own reconnects EventSource sends Last-Event-ID,
+  // which the server prefers, so nothing is missed or replayed across a drop either. Once its ticket
+  // has expired a reconnect is refused and the source closes: then a new ticket, resuming after the
+  // last event seen.
+  let lastSeq = afterSeq;
+  const { ticket } = await api('POST', '/v1/stream-tickets');
+  const source = new EventSource(`/v1/events?ticket=${encodeURIComponent(ticket)}&after=${afterSeq}`);
   const pending = new Set();
   let timer = null;
   source.onopen = () => {
@@ -212,10 +222,13 @@ function connectLive(afterSeq) {
   source.onerror = () => {
     $('#live').textContent = 'reconnecting…';
     $('#live').dataset.state = 'connecting';
+    if (source.readyState !== EventSource.CLOSED) return;
+    setTimeout(() => connectLive(lastSeq).catch(() => {}), 1000);
   };
   source.onmessage = null;
   const onEvent = (msg) => {
     const e = JSON.parse(msg.data);
+    lastSeq = Math.max(lastSeq, e.seq);
     if (e.envelopeId === selected) $('#timeline').append(timelineItem(e));
     pending.add(e.envelopeId);
     // Coalesce bursts (a replay, a busy agent): one refresh per task per 200 ms.
@@ -241,6 +254,7 @@ function connectLive(afterSeq) {
     'acceptance',
     'lost',
     'resubmitted',
+    'actor_revoked',
   ]) {
     source.addEventListener(type, onEvent);
   }
@@ -250,13 +264,13 @@ async function main() {
   key = readKey();
   $('#key-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    localStorage.setItem('taskplane.key', $('#key-input').value.trim());
+    sessionStorage.setItem(KEY_ITEM, $('#key-input').value.trim());
     location.reload();
   });
   if (!key) return askForKey();
   const seq = await loadTasks();
   await refreshSignals();
-  connectLive(seq);
+  await connectLive(seq);
   setInterval(() => {
     for (const cell of document.querySelectorAll('td.age'))
       cell.textContent = age(Number(cell.dataset.created));

@@ -4,6 +4,7 @@ import type { NormalizedState } from '../../core/states.ts';
 import { ChangeHub, envelopeNotices } from '../change-hub.ts';
 import { MemoryAgentHost, clone, cloneOrUndefined, compare, pair } from './memory-agent-host.ts';
 import type {
+  ApiKeyRecord,
   ChangeNotice,
   EnvelopeQuery,
   EventQuery,
@@ -37,6 +38,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
   private readonly deliveries = new Set<string>();
   private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
   private readonly settings = new Map<string, string>();
+  private readonly apiKeys = new Map<string, ApiKeyRecord>();
   protected readonly hub = new ChangeHub();
   private closed = false;
 
@@ -182,6 +184,35 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     if (existing !== undefined) return existing;
     this.settings.set(key, value);
     return value;
+  }
+
+  // --- API keys ----------------------------------------------------------------------------------
+
+  async putApiKeyIfAbsent(key: ApiKeyRecord): Promise<ApiKeyRecord> {
+    this.assertOpen();
+    const existing = [...this.apiKeys.values()].find((k) => k.hash === key.hash) ?? this.apiKeys.get(key.id);
+    if (existing) return { ...existing };
+    this.apiKeys.set(key.id, { ...key });
+    return { ...key };
+  }
+
+  async getApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const found = [...this.apiKeys.values()].find((k) => k.hash === hash);
+    return found ? { ...found } : undefined;
+  }
+
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    return [...this.apiKeys.values()]
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((k) => ({ ...k }));
+  }
+
+  async revokeApiKey(id: string, now: number): Promise<ApiKeyRecord | undefined> {
+    this.assertOpen();
+    const key = this.apiKeys.get(id);
+    if (!key) return undefined;
+    if (key.revokedAt === null) key.revokedAt = now;
+    return { ...key };
   }
 
   // --- change feed -----------------------------------------------------------------------------

@@ -111,4 +111,20 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX outbox_task ON outbox (task_id, id);
     `,
   },
+  {
+    id: 2,
+    name: 'api keys',
+    // Only the SHA-256 of a secret is stored; the unique hash is what a request is looked up by.
+    sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        read_only BOOLEAN NOT NULL,
+        name TEXT,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+    `,
+  },
 ];

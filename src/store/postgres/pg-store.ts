@@ -7,6 +7,7 @@ import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
 import { where } from '../sql-where.ts';
 import type {
+  ApiKeyRecord,
   ChangeNotice,
   EnvelopeQuery,
   EventQuery,
@@ -262,6 +263,43 @@ export class PostgresStore extends PgAgentHost implements Store {
     if (inserted[0]) return inserted[0].value;
     return (await this.query<{ value: string }>('SELECT value FROM settings WHERE key = $1', [key]))[0]!
       .value;
+  }
+
+  // --- API keys ----------------------------------------------------------------------------------
+
+  async putApiKeyIfAbsent(k: ApiKeyRecord): Promise<ApiKeyRecord> {
+    // As putSettingIfAbsent: the fallback read is its own statement, so it sees a racing insert.
+    const inserted = await this.query<rows.ApiKeyRow>(
+      `INSERT INTO api_keys (id, tenant, hash, read_only, name, created_at, revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING *`,
+      [k.id, k.tenant, k.hash, k.readOnly, k.name, k.createdAt, k.revokedAt],
+    );
+    const row =
+      inserted[0] ??
+      (
+        await this.query<rows.ApiKeyRow>(
+          'SELECT * FROM api_keys WHERE hash = $1 OR id = $2 ORDER BY hash = $1 DESC LIMIT 1',
+          [k.hash, k.id],
+        )
+      )[0]!;
+    return rows.toApiKey(row);
+  }
+
+  async getApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const row = (await this.query<rows.ApiKeyRow>('SELECT * FROM api_keys WHERE hash = $1', [hash]))[0];
+    return row ? rows.toApiKey(row) : undefined;
+  }
+
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    return (await this.query<rows.ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id', [])).map(
+      rows.toApiKey,
+    );
+  }
+
+  async revokeApiKey(id: string, now: number): Promise<ApiKeyRecord | undefined> {
+    await this.run('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id]);
+    const row = (await this.query<rows.ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1', [id]))[0];
+    return row ? rows.toApiKey(row) : undefined;
   }
 
   // --- change feed, lifecycle --------------------------------------------------------------------

@@ -145,4 +145,20 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       DROP INDEX agent_tasks_state;
     `,
   },
+  {
+    id: 3,
+    name: 'api keys',
+    // Only the SHA-256 of a secret is stored; the unique hash is what a request is looked up by.
+    sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        read_only INTEGER NOT NULL,
+        name TEXT,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+    `,
+  },
 ];

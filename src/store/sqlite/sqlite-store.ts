@@ -6,6 +6,7 @@ import { TaskplaneError } from '../../core/errors.ts';
 import type { NormalizedState } from '../../core/states.ts';
 import { ChangeHub } from '../change-hub.ts';
 import type {
+  ApiKeyRecord,
   ChangeNotice,
   EnvelopeQuery,
   EventQuery,
@@ -276,6 +277,26 @@ export class SqliteStore extends SqliteAgentHost implements Store {
 
   putSettingIfAbsent(key: string, value: string): Promise<string> {
     return this.write('putSettingIfAbsent', key, value);
+  }
+
+  // --- API keys ----------------------------------------------------------------------------------
+
+  putApiKeyIfAbsent(key: ApiKeyRecord): Promise<ApiKeyRecord> {
+    return this.write('putApiKeyIfAbsent', snapshot(key));
+  }
+
+  async getApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const row = this.conn.q('SELECT * FROM api_keys WHERE hash = ?').get(hash) as rows.ApiKeyRow | undefined;
+    return this.visible(row ? rows.toApiKey(row) : undefined);
+  }
+
+  async listApiKeys(): Promise<ApiKeyRecord[]> {
+    const all = this.conn.q('SELECT * FROM api_keys ORDER BY created_at, id').all() as rows.ApiKeyRow[];
+    return this.visible(all.map(rows.toApiKey));
+  }
+
+  revokeApiKey(id: string, now: number): Promise<ApiKeyRecord | undefined> {
+    return this.write('revokeApiKey', id, now);
   }
 
   // --- change feed, lifecycle --------------------------------------------------------------------

@@ -4,6 +4,7 @@ import { TaskplaneError, VersionConflictError, notFound } from '../../core/error
 import { envelopeNotices, taskNotices } from '../change-hub.ts';
 import * as rows from '../sql-rows.ts';
 import type {
+  ApiKeyRecord,
   AgentTaskRecord,
   ChangeNotice,
   InboundDelivery,
@@ -289,6 +290,24 @@ export const WRITES = {
   putSettingIfAbsent(c: SqlConn, _notices: ChangeNotice[], key: string, value: string): string {
     c.q('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING').run(key, value);
     return (c.q('SELECT value FROM settings WHERE key = ?').get(key) as { value: string }).value;
+  },
+
+  // --- API keys ----------------------------------------------------------------------------------
+
+  putApiKeyIfAbsent(c: SqlConn, _notices: ChangeNotice[], k: ApiKeyRecord): ApiKeyRecord {
+    c.q(
+      `INSERT INTO api_keys (id, tenant, hash, read_only, name, created_at, revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    ).run(k.id, k.tenant, k.hash, k.readOnly ? 1 : 0, k.name, k.createdAt, k.revokedAt);
+    const row = (c.q('SELECT * FROM api_keys WHERE hash = ?').get(k.hash) ??
+      c.q('SELECT * FROM api_keys WHERE id = ?').get(k.id)) as rows.ApiKeyRow;
+    return rows.toApiKey(row);
+  },
+
+  revokeApiKey(c: SqlConn, _notices: ChangeNotice[], id: string, now: number): ApiKeyRecord | undefined {
+    c.q('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now, id);
+    const row = c.q('SELECT * FROM api_keys WHERE id = ?').get(id) as rows.ApiKeyRow | undefined;
+    return row ? rows.toApiKey(row) : undefined;
   },
 };
 
