@@ -17,6 +17,7 @@ const DNS: Record<string, string[]> = {
   'intranet.corp.example': ['10.1.2.3'],
   'mixed.example': ['93.184.215.14', '192.168.1.10'],
   'rebind.example': ['::ffff:10.0.0.1'],
+  'compat.example': ['::7f00:1'],
   'hooks.example.com': ['93.184.215.14'],
   'v6.example.com': ['2606:4700:4700::1111'],
 };
@@ -41,6 +42,10 @@ const REFUSED: Array<[string, string]> = [
   ['IPv6 link-local fe80::/10', 'http://[fe80::1]/hook'],
   ['IPv4-mapped IPv6 loopback ::ffff:127.0.0.1', 'http://[::ffff:127.0.0.1]/hook'],
   ['IPv4-mapped IPv6 private ::ffff:192.168.0.1', 'http://[::ffff:c0a8:1]/hook'],
+  ['IPv4-compatible IPv6 loopback ::127.0.0.1', 'http://[::127.0.0.1]/hook'],
+  ['IPv4-compatible IPv6 loopback, hex ::7f00:1', 'http://[::7f00:1]/hook'],
+  ['IPv4-compatible IPv6 private ::10.0.0.1', 'http://[::10.0.0.1]/hook'],
+  ['IPv4-compatible IPv6 metadata ::169.254.169.254', 'http://[::a9fe:a9fe]/hook'],
   ['unspecified 0.0.0.0', 'http://0.0.0.0/hook'],
   ['unspecified ::', 'http://[::]/hook'],
   ['CGNAT 100.64/10', 'http://100.64.0.1/hook'],
@@ -55,6 +60,7 @@ const REFUSED: Array<[string, string]> = [
   ['DNS name resolving to 10/8', 'https://intranet.corp.example/hook'],
   ['DNS name with one public and one private address', 'https://mixed.example/hook'],
   ['DNS name resolving to IPv4-mapped private', 'https://rebind.example/hook'],
+  ['DNS name resolving to IPv4-compatible loopback', 'https://compat.example/hook'],
   ['unresolvable name', 'https://nope.invalid/hook'],
   ['file: scheme', 'file:///etc/passwd'],
   ['ftp: scheme', 'ftp://hooks.example.com/hook'],
@@ -92,6 +98,8 @@ describe('webhook SSRF check (refused by default)', () => {
   it('classifies addresses', () => {
     expect(isPublicAddress('8.8.8.8')).toBe(true);
     expect(isPublicAddress('::ffff:8.8.8.8')).toBe(true);
+    expect(isPublicAddress('::808:808')).toBe(true); // IPv4-compatible, judged as 8.8.8.8
+    expect(isPublicAddress('::1')).toBe(false);
     expect(isPublicAddress('192.0.2.1')).toBe(false); // TEST-NET-1, reserved
     expect(isPublicAddress('not-an-ip')).toBe(false);
   });
