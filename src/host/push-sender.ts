@@ -77,6 +77,16 @@ export function createPushSender(options: SenderOptions): PushSender {
       );
     }
     const mod = url.protocol === 'https:' ? https : http;
+    // A value Node will not put in a header makes `request` throw: a failed attempt, not a rejection.
+    const invalid = Object.entries(headers).find(([name, value]) => {
+      try {
+        http.validateHeaderValue(name, value);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    if (invalid) return { ok: false, error: `header ${invalid[0]}: invalid characters`, retryable: false };
     return new Promise<PushResult>((resolve) => {
       let settled = false;
       const settle = (r: PushResult) => {

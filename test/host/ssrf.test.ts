@@ -123,6 +123,18 @@ describe('push sender', () => {
     expect(receiver.received.length).toBe(before);
   });
 
+  it('a header value Node cannot send is a failed attempt, not a thrown error, and sends nothing', async () => {
+    const before = receiver.received.length;
+    const result = await sender(true)({
+      url: `${base}/hook`,
+      body: '{}',
+      deliveryId: 'd-crlf',
+      authorization: 'Bearer x\r\nX-Injected: 1',
+    });
+    expect(result).toMatchObject({ ok: false, error: 'header authorization: invalid characters' });
+    expect(receiver.received.length).toBe(before);
+  });
+
   it('treats a redirect as a failure and does not follow it', async () => {
     receiver.status = 302;
     try {
