@@ -59,6 +59,18 @@ function usable(i: AgentInterface): boolean {
   );
 }
 
+/**
+ * The A2A push config for a registration: the secret only as `authentication` credentials (never
+ * returned by Get/List), and A2A's `token`, which an agent may return, a different value.
+ */
+function pushConfig(push: PushRegistration): Record<string, unknown> {
+  return {
+    url: push.url,
+    token: push.notificationToken,
+    authentication: { scheme: 'Bearer', credentials: push.token },
+  };
+}
+
 export async function fetchAgentCard(
   baseUrl: string,
   signal: AbortSignal,
@@ -204,11 +216,7 @@ export class A2AConnector implements Connector {
   private sendParams(request: StartRequest): Record<string, unknown> {
     const configuration: Record<string, unknown> = { returnImmediately: true, historyLength: 0 };
     if (request.push && this.capabilities.push) {
-      configuration.taskPushNotificationConfig = {
-        url: request.push.url,
-        token: request.push.token,
-        authentication: { scheme: 'Bearer', credentials: request.push.token },
-      };
+      configuration.taskPushNotificationConfig = pushConfig(request.push);
     }
     const message: Record<string, unknown> = {
       messageId: request.messageId,
@@ -309,31 +317,23 @@ export class A2AConnector implements Connector {
   ): Promise<{ configId: string }> {
     const r = (await (
       await this.ready(signal)
-    ).call(
-      'CreateTaskPushNotificationConfig',
-      {
-        taskId: remoteId,
-        url: push.url,
-        token: push.token,
-        authentication: { scheme: 'Bearer', credentials: push.token },
-      },
-      signal,
-    )) as { id?: string } | null;
+    ).call('CreateTaskPushNotificationConfig', { taskId: remoteId, ...pushConfig(push) }, signal)) as {
+      id?: string;
+    } | null;
     return { configId: r?.id ?? '' };
   }
 
   /**
-   * A push body is one StreamResponse. The token is the bearer credential we registered (or the legacy
-   * `X-A2A-Notification-Token` some SDKs still send); the engine verifies it against the stored hash.
-   * The delivery id is the sender's `A2A-Delivery-Id` when present, else a hash of the body, so a
+   * A push body is one StreamResponse. The secret is the bearer credential we registered; the engine
+   * verifies it against the stored hash. `X-A2A-Notification-Token` carries the A2A `token`, which an
+   * agent may list back to anyone who can read the config, so it is never taken as the secret. The
+   * delivery id is the sender's `A2A-Delivery-Id` when present, else a hash of the body, so a
    * byte-identical retry is still recognised.
    */
   async parseWebhook(request: InboundWebhook): Promise<WebhookSignal> {
     const h = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const auth = h['authorization'] ?? '';
-    const token = /^bearer\s+/i.test(auth)
-      ? auth.replace(/^bearer\s+/i, '').trim()
-      : (h['x-a2a-notification-token'] ?? null);
+    const token = /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : null;
     let body: unknown;
     try {
       body = JSON.parse(request.rawBody);
