@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SystemClock, VirtualClock } from '../../src/core/clock.ts';
-import { createPushSender, signPush } from '../../src/host/push-sender.ts';
+import { Webhook } from 'standardwebhooks';
+import { createPushSender } from '../../src/host/push-sender.ts';
 import { checkWebhookUrl, isPublicAddress, type Resolver } from '../../src/host/ssrf.ts';
 import { PushReceiver } from './helpers.ts';
 
@@ -146,7 +147,7 @@ describe('push sender', () => {
     }
   });
 
-  it('delivers with Authorization, a2a+json, the delivery id and an HMAC signature when allowed', async () => {
+  it('delivers with Authorization, a2a+json, the delivery id and the A2A token header when allowed', async () => {
     const body = '{"task":{}}';
     const result = await sender(true)({
       url: `${base}/hook`,
@@ -161,9 +162,44 @@ describe('push sender', () => {
     expect(last.headers.authorization).toBe('Bearer x');
     expect(last.headers['content-type']).toBe('application/a2a+json');
     expect(last.headers['x-a2a-notification-token']).toBe('tok-abc');
-    const signature = last.headers['taskplane-signature'] as string;
-    const at = Number(/t=(\d+)/.exec(signature)![1]);
-    expect(signature).toBe(signPush('tok-abc', at, 'd3', body));
+    // Unsigned unless the host has a signing secret: the token is readable by clients, never a key.
+    expect(last.headers['webhook-signature']).toBeUndefined();
+    expect(last.headers['taskplane-signature']).toBeUndefined();
+  });
+
+  it('signs with Standard Webhooks headers when given a signing secret; the package verifies them', async () => {
+    const secret = 'whsec_' + Buffer.alloc(32, 0x5a).toString('base64');
+    const send = createPushSender({
+      clock: new SystemClock(),
+      resolve: fakeResolver,
+      allowPrivate: true,
+      timeoutMs: 5000,
+      signingSecret: secret,
+    });
+    const body = '{"statusUpdate":{"taskId":"t1"}}';
+    expect((await send({ url: `${base}/hook`, body, deliveryId: 'd4', token: 'tok-abc' })).ok).toBe(true);
+    const last = receiver.received[receiver.received.length - 1]!;
+    expect(last.headers['webhook-id']).toBe('d4');
+    expect(last.headers['x-a2a-notification-token']).toBe('tok-abc');
+    const headers = last.headers as Record<string, string>;
+    expect(new Webhook(secret).verify(last.raw, headers)).toEqual(JSON.parse(body));
+    expect(() => new Webhook(secret).verify(last.raw.replace('t1', 't2'), headers)).toThrow(/signature/);
+    expect(() =>
+      new Webhook('whsec_' + Buffer.alloc(32, 1).toString('base64')).verify(last.raw, headers),
+    ).toThrow(/signature/);
+  });
+
+  it('refuses a signing secret that is not whsec_ base64 of at least 16 bytes, naming the option', () => {
+    for (const signingSecret of ['', 'whsec_not base64!', 'whsec_' + Buffer.alloc(8).toString('base64')])
+      expect(() =>
+        createPushSender({
+          clock: new SystemClock(),
+          resolve: fakeResolver,
+          allowPrivate: true,
+          timeoutMs: 1,
+          signingSecret,
+        }),
+      ).toThrow(/pushSigningSecret/);
   });
 });
 
