@@ -60,6 +60,10 @@ export function registerHostCommand(program: Command): void {
         pushBaseMs: opts.pushBaseMs as number,
         pushAttempts: opts.pushAttempts as number,
         pushTimeoutMs: opts.pushTimeoutMs as number,
+        // A secret, so from the environment only: a flag would show in the process list.
+        ...(process.env.TASKPLANE_HOST_PUSH_SIGNING_SECRET
+          ? { pushSigningSecret: process.env.TASKPLANE_HOST_PUSH_SIGNING_SECRET }
+          : {}),
         inputTimeoutMs: opts.inputTimeoutMs as number,
         // Logs go to stderr so stdout carries only the ready lines scripts wait for.
         logger: pino({ level: process.env.LOG_LEVEL ?? 'info' }, pino.destination(2)),

@@ -6,7 +6,7 @@ import { intOption } from './cli-options.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
 import { demoTarget, seedDemoTasks, startDemoHost } from '../server/demo.ts';
-import { parseTargets, startServer } from '../server/start-server.ts';
+import { parseTargetSigningSecrets, parseTargets, startServer } from '../server/start-server.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 
 /** Flags first, then the JSON options over them, one level deep per section (delivery, stream, poll, …). */
@@ -119,10 +119,19 @@ export function registerServeCommand(program: Command): void {
       const parsed = parseStoreUrl(db);
       if (parsed.kind === 'sqlite' && parsed.path.includes('/'))
         mkdirSync(parsed.path.slice(0, parsed.path.lastIndexOf('/')), { recursive: true });
-      const targets: Record<string, string | { baseUrl: string; idempotentStart: boolean }> = {
+      const targets: Record<
+        string,
+        string | { baseUrl: string; idempotentStart?: boolean; webhookSigningSecret?: string }
+      > = {
         ...parseTargets(process.env.TASKPLANE_TARGETS),
         ...parseTargets((opts.target as string[]).join(',')),
       };
+      const secrets = parseTargetSigningSecrets(
+        process.env.TASKPLANE_TARGET_SIGNING_SECRETS,
+        new Set(Object.keys(targets)),
+      );
+      for (const [name, webhookSigningSecret] of Object.entries(secrets))
+        targets[name] = { baseUrl: targets[name] as string, webhookSigningSecret };
       let host: RunningHost | null = null;
       if (opts.demo) {
         mkdirSync('data', { recursive: true });

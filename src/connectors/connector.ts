@@ -70,7 +70,7 @@ export interface Connector {
 
   /**
    * Registers a webhook for one job. Only when `capabilities.push`. `token` is a fresh single-purpose
-   * secret the remote echoes back (A2A `authentication`), so the ingress can verify deliveries.
+   * secret the remote presents back (A2A `authentication` credentials), so the ingress can verify deliveries.
    */
   registerPush?(remoteId: string, push: PushRegistration, signal: AbortSignal): Promise<{ configId: string }>;
 
@@ -113,7 +113,17 @@ export interface StartRequest {
 
 export interface PushRegistration {
   url: string;
+  /**
+   * The verification secret: the remote presents it on every delivery (A2A: `authentication`
+   * credentials, sent as `Authorization: Bearer …`) and the engine checks it against the hash it
+   * stored. A2A never returns credentials, so no API call reveals it.
+   */
   token: string;
+  /**
+   * A2A's `token` field, a different value: an agent may list it back (the spec allows it), so it
+   * proves nothing and is never checked. Derived one-way from `token`, so it reveals nothing of it.
+   */
+  notificationToken: string;
 }
 
 /** One authoritative look at a remote job, normalized, with the native state kept. */
@@ -171,7 +181,7 @@ export interface InboundWebhook {
 export interface WebhookSignal {
   remoteId: string;
   deliveryId: string;
-  /** The token presented (verified against the stored hash by the engine). */
+  /** The verification secret presented (`PushRegistration.token`), checked against the stored hash. */
   token: string | null;
   snapshot: RemoteSnapshot | null;
 }

@@ -2,6 +2,7 @@ import type { Clock } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
 import type { PushConfigRecord, Store } from '../store/store.ts';
+import { checkPushHeaderFields } from '../protocols/a2a/decode.ts';
 import { A2AError, invalidParams } from '../protocols/a2a/errors.ts';
 import type {
   ListTaskPushNotificationConfigsResponse,
@@ -36,6 +37,8 @@ export class PushConfigs {
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
       throw invalidParams('url', 'must be http or https');
+    // The wire decoders already refuse these; a config built in code must not slip past either.
+    checkPushHeaderFields(cfg);
     const record: PushConfigRecord = {
       id: cfg.id || newId(this.clock, this.random, 'pcfg_'),
       taskId,

@@ -86,12 +86,46 @@ export class PushOutbox {
     }
   }
 
+  /**
+   * Every claimed row ends this call recorded as delivered, retried or dead: an exception (a sender
+   * bug, a header Node refuses, a store error reading the config) is a failed attempt like an HTTP 503.
+   * A row left leased would only be retried at each lease expiry, never reach the dead letter, and
+   * block every later event of its (task, config).
+   */
   private async deliver(row: OutboxRow): Promise<void> {
+    let error: string;
+    try {
+      error = await this.attempt(row);
+      if (error === '') return;
+    } catch (err) {
+      error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    }
     const { store, clock, logger } = this.o;
+    const dead = row.attempts >= this.o.attempts;
+    const next = dead ? null : clock.now() + PushOutbox.delayAfter(this.o.baseMs, row.attempts);
+    // Never log the URL (it may carry credentials) or the token: the task and config ids identify it.
+    logger.warn(
+      { taskId: row.taskId, configId: row.configId, attempt: row.attempts, dead, error },
+      'push delivery failed',
+    );
+    try {
+      await store.failOutbox(row.id, this.o.owner, error.slice(0, 500), next);
+    } catch (err) {
+      // The lease expires and the row is claimed again (as one more attempt).
+      logger.error({ err, taskId: row.taskId, configId: row.configId }, 'push outcome not recorded');
+    }
+  }
+
+  /** One attempt: '' when delivered (and recorded), else the error to record. */
+  private async attempt(row: OutboxRow): Promise<string> {
+    const { store, clock } = this.o;
+    // Claimed again after its lease ran out with its attempts spent: the workers that held it died
+    // or hung mid-call. Sending once more would make it the row that never reaches the dead letter.
+    if (row.attempts > this.o.attempts) return 'lease expired with no outcome recorded';
     const config = await store.getPushConfig(row.taskId, row.configId);
     if (!config) {
       await store.failOutbox(row.id, this.o.owner, 'push config deleted', null);
-      return;
+      return '';
     }
     const auth = config.authentication;
     const result = await this.o.send({
@@ -106,17 +140,8 @@ export class PushOutbox {
         : {}),
       ...(config.token ? { token: config.token } : {}),
     });
-    if (result.ok) {
-      await store.completeOutbox(row.id, this.o.owner, clock.now());
-      return;
-    }
-    // Never log the URL (it may carry credentials) or the token: the task and config ids identify it.
-    const dead = row.attempts >= this.o.attempts;
-    const next = dead ? null : clock.now() + PushOutbox.delayAfter(this.o.baseMs, row.attempts);
-    logger.warn(
-      { taskId: row.taskId, configId: row.configId, attempt: row.attempts, dead, error: result.error },
-      'push delivery failed',
-    );
-    await store.failOutbox(row.id, this.o.owner, result.error.slice(0, 500), next);
+    if (!result.ok) return result.error;
+    await store.completeOutbox(row.id, this.o.owner, clock.now());
+    return '';
   }
 }

@@ -1,9 +1,9 @@
-import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { Clock } from '../core/clock.ts';
 import { A2A_CONTENT_TYPE } from '../protocols/a2a/types.ts';
+import { signatureHeaders, signingKey } from '../protocols/standard-webhooks.ts';
 import { checkWebhookUrl, type Resolver } from './ssrf.ts';
 
 export interface PushRequest {
@@ -22,18 +22,6 @@ export type PushSender = (req: PushRequest) => Promise<PushResult>;
 
 /** Header carrying the stable delivery id on every attempt, so receivers can deduplicate. */
 export const DELIVERY_ID_HEADER = 'A2A-Delivery-Id';
-/** HMAC signature header, sent when the config has a `token` (DESIGN.md: push is signed). */
-export const SIGNATURE_HEADER = 'Taskplane-Signature';
-
-/**
- * `t=<epoch ms>,v1=<hex HMAC-SHA256(token, "<t>.<deliveryId>.<body>")>`. A receiver that knows the token
- * it registered checks integrity and, with `t`, freshness (reject old timestamps to stop replays; the
- * delivery id deduplicates retries). Same shape as Stripe's and Standard Webhooks' signatures.
- */
-export function signPush(token: string, at: number, deliveryId: string, body: string): string {
-  const mac = createHmac('sha256', token).update(`${at}.${deliveryId}.${body}`).digest('hex');
-  return `t=${at},v1=${mac}`;
-}
 
 export interface SenderOptions {
   clock: Clock;
@@ -41,6 +29,12 @@ export interface SenderOptions {
   allowPrivate: boolean;
   /** Per-call timeout (spec: 10–30 s). @default 15000 */
   timeoutMs: number;
+  /**
+   * Standard Webhooks signing secret (`whsec_<base64>`), kept apart from every config's `token`, which
+   * a client can read back. When set, each delivery carries `webhook-id` (the delivery id),
+   * `webhook-timestamp` and `webhook-signature`. @default unsigned
+   */
+  signingSecret?: string;
 }
 
 /**
@@ -49,6 +43,8 @@ export interface SenderOptions {
  * 3xx is a failure. The timeout runs on the Clock port and covers the whole exchange.
  */
 export function createPushSender(options: SenderOptions): PushSender {
+  const key =
+    options.signingSecret !== undefined ? signingKey(options.signingSecret, 'pushSigningSecret') : null;
   return async (req) => {
     const check = await checkWebhookUrl(req.url, options.resolve, options.allowPrivate);
     if (!check.ok) return { ok: false, error: `refused: ${check.reason}`, retryable: true };
@@ -67,16 +63,20 @@ export function createPushSender(options: SenderOptions): PushSender {
       'user-agent': 'taskplane-host',
     };
     if (req.authorization) headers.authorization = req.authorization;
-    if (req.token) {
-      headers['x-a2a-notification-token'] = req.token;
-      headers[SIGNATURE_HEADER.toLowerCase()] = signPush(
-        req.token,
-        options.clock.now(),
-        req.deliveryId,
-        req.body,
-      );
-    }
+    // The A2A token travels as the spec's notification-token header; it is not a signing key.
+    if (req.token) headers['x-a2a-notification-token'] = req.token;
+    if (key) Object.assign(headers, signatureHeaders(key, req.deliveryId, options.clock.now(), req.body));
     const mod = url.protocol === 'https:' ? https : http;
+    // A value Node will not put in a header makes `request` throw: a failed attempt, not a rejection.
+    const invalid = Object.entries(headers).find(([name, value]) => {
+      try {
+        http.validateHeaderValue(name, value);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    if (invalid) return { ok: false, error: `header ${invalid[0]}: invalid characters`, retryable: false };
     return new Promise<PushResult>((resolve) => {
       let settled = false;
       const settle = (r: PushResult) => {

@@ -9,6 +9,7 @@ import { newId } from '../core/ids.ts';
 import { CryptoRandom, type Random } from '../core/random.ts';
 import type { Store } from '../store/store.ts';
 import type { Authenticate } from '../protocols/a2a/handler.ts';
+import { signingKey } from '../protocols/standard-webhooks.ts';
 import { hostname } from 'node:os';
 import { A2AService } from './a2a-service.ts';
 import { BufferedRandom } from './buffered-random.ts';
@@ -50,6 +51,12 @@ export interface HostOptions {
   pushAttempts?: number;
   /** Per push call timeout. @default 15000 */
   pushTimeoutMs?: number;
+  /**
+   * Standard Webhooks secret (`whsec_<base64>`, at least 16 bytes) to sign every push with
+   * (`webhook-id`, `webhook-timestamp`, `webhook-signature`); receivers are given it out of band.
+   * @default unsigned
+   */
+  pushSigningSecret?: string;
   /** INPUT_REQUIRED longer than this fails the task. @default 900000 */
   inputTimeoutMs?: number;
   /** Public base URL for the card when it differs from http://bind:port. */
@@ -148,6 +155,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const pushBaseMs = positive('pushBaseMs', options.pushBaseMs, 5000);
   const pushAttempts = positive('pushAttempts', options.pushAttempts, 8);
   const pushTimeoutMs = positive('pushTimeoutMs', options.pushTimeoutMs, 15_000);
+  if (options.pushSigningSecret !== undefined) signingKey(options.pushSigningSecret, 'pushSigningSecret');
   const agent = await loadAgent(options.agent);
 
   const ownsStore = typeof options.db !== 'object';
@@ -236,6 +244,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
         resolve: options.resolver ?? systemResolver,
         allowPrivate: options.allowPrivateWebhooks ?? false,
         timeoutMs: pushTimeoutMs,
+        ...(options.pushSigningSecret !== undefined ? { signingSecret: options.pushSigningSecret } : {}),
       }),
   });
   outboxRef.outbox = outbox;

@@ -27,7 +27,12 @@ export function pushEnabled(ctx: PlaneContext, connector: Connector): boolean {
   return ctx.config.delivery.push && connector.capabilities.push && ctx.config.publicUrl !== null;
 }
 
-/** A fresh single-purpose push registration; only its hash is kept on the envelope. */
+/**
+ * A fresh single-purpose push registration; only the hash of its secret is kept on the envelope. The
+ * A2A notification token is derived from the secret (SHA-256 under a label) rather than drawn: it must
+ * differ from the secret because an agent may return it, and deriving it leaves the Random sequence, and
+ * so every lab replay, as it was.
+ */
 export function newPushRegistration(
   ctx: PlaneContext,
   connector: Connector,
@@ -36,7 +41,11 @@ export function newPushRegistration(
   const token = newToken(ctx.random, 160);
   // The envelope id rides along in the URL so a delivery that beats the start response still finds its envelope.
   const url = `${ctx.config.publicUrl}/v1/webhooks/${encodeURIComponent(connector.kind)}/${encodeURIComponent(connector.target)}?envelope=${encodeURIComponent(envelopeId)}`;
-  return { url, token };
+  return {
+    url,
+    token,
+    notificationToken: 'tpn_' + sha256Hex(`a2a-notification-token\n${token}`).slice(0, 40),
+  };
 }
 
 export function tokenHash(token: string): string {

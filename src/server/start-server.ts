@@ -119,6 +119,33 @@ export function parseTargets(text: string | undefined): Record<string, string> {
 }
 
 /**
+ * Parses `name=whsec_…,name=whsec_…` (TASKPLANE_TARGET_SIGNING_SECRETS): each target's Standard
+ * Webhooks secret, for agents that sign their pushes. Every name must be a configured target.
+ */
+export function parseTargetSigningSecrets(
+  text: string | undefined,
+  targets: ReadonlySet<string>,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of (text ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const i = entry.indexOf('=');
+    const name = entry.slice(0, i).trim();
+    // Never echo the entry, nor its name part: a malformed entry may be all secret.
+    if (i <= 0 || !targets.has(name))
+      throw new TaskplaneError(
+        'config',
+        `TASKPLANE_TARGET_SIGNING_SECRETS: expected target=whsec_… with target one of: ${[...targets].join(', ') || '(none configured)'}`,
+        { field: 'TASKPLANE_TARGET_SIGNING_SECRETS' },
+      );
+    out[name] = entry.slice(i + 1).trim();
+  }
+  return out;
+}
+
+/**
  * Starts the control plane in this process: store, API keys, connectors, the engine (with restart
  * recovery) and the HTTP server. `close()` stops the engine's loops, ends SSE streams, closes the
  * server and the store if it opened it.
@@ -150,7 +177,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   const connectors = new Map<string, Connector>(Object.entries(options.connectors ?? {}));
   for (const [name, t] of Object.entries(options.targets ?? {})) {
-    connectors.set(name, new A2AConnector({ target: name, ...(typeof t === 'string' ? { baseUrl: t } : t) }));
+    connectors.set(
+      name,
+      new A2AConnector({ target: name, clock, ...(typeof t === 'string' ? { baseUrl: t } : t) }),
+    );
   }
 
   // Listen first: the plane's public URL may be the listening address, known only now.

@@ -148,8 +148,9 @@ describe('parseWebhook', () => {
     expect(sig).toMatchObject({ remoteId: 't1', deliveryId: 'd1', token: 'tok' });
     expect(sig.snapshot?.state).toBe('running');
     expect(sig.snapshot?.remoteVersion).toBe(Date.parse('2026-01-01T00:00:00.000Z'));
+    // X-A2A-Notification-Token carries the A2A `token`, which an agent may list back: never the secret.
     const legacy = await c.parseWebhook({ headers: { 'x-a2a-notification-token': 'old' }, rawBody: body });
-    expect(legacy.token).toBe('old');
+    expect(legacy.token).toBeNull();
     expect(legacy.deliveryId).toMatch(/^sha256:/);
     await expect(c.parseWebhook({ headers: {}, rawBody: '{"nope":1}' })).rejects.toMatchObject({
       code: 'invalid_argument',

@@ -44,6 +44,8 @@ export async function sdkClient(
 export interface ReceivedPush {
   headers: IncomingMessage['headers'];
   body: Record<string, unknown>;
+  /** The body exactly as received (what a signature covers). */
+  raw: string;
 }
 
 /**
@@ -63,9 +65,11 @@ export class PushReceiver {
       req.on('end', () => {
         const status = this.status;
         if (status >= 200 && status < 300) {
+          const raw = Buffer.concat(chunks).toString('utf8');
           this.received.push({
             headers: req.headers,
-            body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+            body: JSON.parse(raw) as Record<string, unknown>,
+            raw,
           });
         }
         res

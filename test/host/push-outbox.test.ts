@@ -122,4 +122,86 @@ describe('push outbox (virtual clock)', () => {
     expect(await outbox.runOnce()).toBe(1);
     expect(fake.attempts[0]!.req.deliveryId).toBe('t3-d0');
   });
+
+  it('a delivery that throws is a failed attempt: retried on the schedule, dead-lettered, later events flow', async () => {
+    const clock = new VirtualClock(0);
+    const store = new MemoryStore();
+    await seed(store, 't4', 2, clock.now());
+    const attempts: Array<{ at: number; id: string }> = [];
+    const outbox = new PushOutbox({
+      store,
+      clock,
+      logger,
+      owner: 'w',
+      baseMs: 5000,
+      attempts: 3,
+      timeoutMs: 15_000,
+      send: async (req) => {
+        attempts.push({ at: clock.now(), id: req.deliveryId });
+        if (req.deliveryId === 't4-d0') throw new TypeError('Invalid character in header content');
+        return { ok: true, status: 204 };
+      },
+    });
+    for (let i = 0; i < 10; i++) {
+      await outbox.runOnce();
+      const open = await store.listOutbox({ taskId: 't4', status: 'pending' });
+      if (open.length === 0) break;
+      await clock.runUntil(open[0]!.nextAttemptAt); // the head of the pair
+    }
+    expect(attempts).toEqual([
+      { at: 0, id: 't4-d0' },
+      { at: 5000, id: 't4-d0' },
+      { at: 15_000, id: 't4-d0' },
+      { at: 15_000, id: 't4-d1' },
+    ]);
+    const rows = await store.listOutbox({ taskId: 't4' });
+    expect(rows.map((r) => [r.deliveryId, r.status, r.attempts])).toEqual([
+      ['t4-d0', 'dead', 3],
+      ['t4-d1', 'delivered', 1],
+    ]);
+    expect(rows[0]!.lastError).toMatch(/Invalid character in header content/);
+  });
+
+  it('a row whose lease kept expiring is dead-lettered once its attempts are spent, not sent again', async () => {
+    const clock = new VirtualClock(0);
+    const store = new MemoryStore();
+    await seed(store, 't5', 2, clock.now());
+    // Each claim counts as an attempt; a worker that dies mid-call never records its outcome.
+    for (let i = 0; i < 8; i++) {
+      expect((await store.claimOutbox(`crashed-${i}`, clock.now(), 45_000, 10)).length).toBe(1);
+      await clock.advance(45_000);
+    }
+    const fake = fakeSender(clock);
+    fake.state.down = false;
+    const outbox = outboxWith(store, clock, fake);
+    while ((await outbox.runOnce()) > 0) {
+      /* drain */
+    }
+    expect(fake.attempts.map((a) => a.req.deliveryId)).toEqual(['t5-d1']);
+    const rows = await store.listOutbox({ taskId: 't5' });
+    expect(rows.map((r) => [r.deliveryId, r.status])).toEqual([
+      ['t5-d0', 'dead'],
+      ['t5-d1', 'delivered'],
+    ]);
+    expect(rows[0]!.lastError).toMatch(/lease expired/);
+  });
+
+  it('a store failure while delivering does not stop the other rows of the round', async () => {
+    const clock = new VirtualClock(0);
+    const store = new MemoryStore();
+    await seed(store, 't6', 1, clock.now());
+    await seed(store, 't7', 1, clock.now());
+    const realGet = store.getPushConfig.bind(store);
+    store.getPushConfig = async (taskId, id) => {
+      if (taskId === 't6') throw new Error('connection reset');
+      return realGet(taskId, id);
+    };
+    const fake = fakeSender(clock);
+    fake.state.down = false;
+    const outbox = outboxWith(store, clock, fake);
+    expect(await outbox.runOnce()).toBe(2);
+    expect(fake.attempts.map((a) => a.req.deliveryId)).toEqual(['t7-d0']);
+    const [t6] = await store.listOutbox({ taskId: 't6' });
+    expect(t6).toMatchObject({ status: 'pending', attempts: 1, nextAttemptAt: 5000 });
+  });
 });

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SystemClock, VirtualClock } from '../../src/core/clock.ts';
-import { createPushSender, signPush } from '../../src/host/push-sender.ts';
+import { Webhook } from 'standardwebhooks';
+import { createPushSender } from '../../src/host/push-sender.ts';
 import { checkWebhookUrl, isPublicAddress, type Resolver } from '../../src/host/ssrf.ts';
 import { PushReceiver } from './helpers.ts';
 
@@ -17,6 +18,7 @@ const DNS: Record<string, string[]> = {
   'intranet.corp.example': ['10.1.2.3'],
   'mixed.example': ['93.184.215.14', '192.168.1.10'],
   'rebind.example': ['::ffff:10.0.0.1'],
+  'compat.example': ['::7f00:1'],
   'hooks.example.com': ['93.184.215.14'],
   'v6.example.com': ['2606:4700:4700::1111'],
 };
@@ -41,6 +43,10 @@ const REFUSED: Array<[string, string]> = [
   ['IPv6 link-local fe80::/10', 'http://[fe80::1]/hook'],
   ['IPv4-mapped IPv6 loopback ::ffff:127.0.0.1', 'http://[::ffff:127.0.0.1]/hook'],
   ['IPv4-mapped IPv6 private ::ffff:192.168.0.1', 'http://[::ffff:c0a8:1]/hook'],
+  ['IPv4-compatible IPv6 loopback ::127.0.0.1', 'http://[::127.0.0.1]/hook'],
+  ['IPv4-compatible IPv6 loopback, hex ::7f00:1', 'http://[::7f00:1]/hook'],
+  ['IPv4-compatible IPv6 private ::10.0.0.1', 'http://[::10.0.0.1]/hook'],
+  ['IPv4-compatible IPv6 metadata ::169.254.169.254', 'http://[::a9fe:a9fe]/hook'],
   ['unspecified 0.0.0.0', 'http://0.0.0.0/hook'],
   ['unspecified ::', 'http://[::]/hook'],
   ['CGNAT 100.64/10', 'http://100.64.0.1/hook'],
@@ -55,6 +61,7 @@ const REFUSED: Array<[string, string]> = [
   ['DNS name resolving to 10/8', 'https://intranet.corp.example/hook'],
   ['DNS name with one public and one private address', 'https://mixed.example/hook'],
   ['DNS name resolving to IPv4-mapped private', 'https://rebind.example/hook'],
+  ['DNS name resolving to IPv4-compatible loopback', 'https://compat.example/hook'],
   ['unresolvable name', 'https://nope.invalid/hook'],
   ['file: scheme', 'file:///etc/passwd'],
   ['ftp: scheme', 'ftp://hooks.example.com/hook'],
@@ -92,6 +99,8 @@ describe('webhook SSRF check (refused by default)', () => {
   it('classifies addresses', () => {
     expect(isPublicAddress('8.8.8.8')).toBe(true);
     expect(isPublicAddress('::ffff:8.8.8.8')).toBe(true);
+    expect(isPublicAddress('::808:808')).toBe(true); // IPv4-compatible, judged as 8.8.8.8
+    expect(isPublicAddress('::1')).toBe(false);
     expect(isPublicAddress('192.0.2.1')).toBe(false); // TEST-NET-1, reserved
     expect(isPublicAddress('not-an-ip')).toBe(false);
   });
@@ -115,6 +124,18 @@ describe('push sender', () => {
     expect(receiver.received.length).toBe(before);
   });
 
+  it('a header value Node cannot send is a failed attempt, not a thrown error, and sends nothing', async () => {
+    const before = receiver.received.length;
+    const result = await sender(true)({
+      url: `${base}/hook`,
+      body: '{}',
+      deliveryId: 'd-crlf',
+      authorization: 'Bearer x\r\nX-Injected: 1',
+    });
+    expect(result).toMatchObject({ ok: false, error: 'header authorization: invalid characters' });
+    expect(receiver.received.length).toBe(before);
+  });
+
   it('treats a redirect as a failure and does not follow it', async () => {
     receiver.status = 302;
     try {
@@ -126,7 +147,7 @@ describe('push sender', () => {
     }
   });
 
-  it('delivers with Authorization, a2a+json, the delivery id and an HMAC signature when allowed', async () => {
+  it('delivers with Authorization, a2a+json, the delivery id and the A2A token header when allowed', async () => {
     const body = '{"task":{}}';
     const result = await sender(true)({
       url: `${base}/hook`,
@@ -141,9 +162,44 @@ describe('push sender', () => {
     expect(last.headers.authorization).toBe('Bearer x');
     expect(last.headers['content-type']).toBe('application/a2a+json');
     expect(last.headers['x-a2a-notification-token']).toBe('tok-abc');
-    const signature = last.headers['taskplane-signature'] as string;
-    const at = Number(/t=(\d+)/.exec(signature)![1]);
-    expect(signature).toBe(signPush('tok-abc', at, 'd3', body));
+    // Unsigned unless the host has a signing secret: the token is readable by clients, never a key.
+    expect(last.headers['webhook-signature']).toBeUndefined();
+    expect(last.headers['taskplane-signature']).toBeUndefined();
+  });
+
+  it('signs with Standard Webhooks headers when given a signing secret; the package verifies them', async () => {
+    const secret = 'whsec_' + Buffer.alloc(32, 0x5a).toString('base64');
+    const send = createPushSender({
+      clock: new SystemClock(),
+      resolve: fakeResolver,
+      allowPrivate: true,
+      timeoutMs: 5000,
+      signingSecret: secret,
+    });
+    const body = '{"statusUpdate":{"taskId":"t1"}}';
+    expect((await send({ url: `${base}/hook`, body, deliveryId: 'd4', token: 'tok-abc' })).ok).toBe(true);
+    const last = receiver.received[receiver.received.length - 1]!;
+    expect(last.headers['webhook-id']).toBe('d4');
+    expect(last.headers['x-a2a-notification-token']).toBe('tok-abc');
+    const headers = last.headers as Record<string, string>;
+    expect(new Webhook(secret).verify(last.raw, headers)).toEqual(JSON.parse(body));
+    expect(() => new Webhook(secret).verify(last.raw.replace('t1', 't2'), headers)).toThrow(/signature/);
+    expect(() =>
+      new Webhook('whsec_' + Buffer.alloc(32, 1).toString('base64')).verify(last.raw, headers),
+    ).toThrow(/signature/);
+  });
+
+  it('refuses a signing secret that is not whsec_ base64 of at least 16 bytes, naming the option', () => {
+    for (const signingSecret of ['', 'whsec_not base64!', 'whsec_' + Buffer.alloc(8).toString('base64')])
+      expect(() =>
+        createPushSender({
+          clock: new SystemClock(),
+          resolve: fakeResolver,
+          allowPrivate: true,
+          timeoutMs: 1,
+          signingSecret,
+        }),
+      ).toThrow(/pushSigningSecret/);
   });
 });
 

@@ -1,5 +1,8 @@
+import type { Webhook } from 'standardwebhooks';
 import { sha256Hex } from '../../core/canonical-json.ts';
+import { SystemClock, type Clock } from '../../core/clock.ts';
 import { TaskplaneError } from '../../core/errors.ts';
+import { signingKey, verifySignature } from '../../protocols/standard-webhooks.ts';
 import {
   AGENT_CARD_PATH,
   A2A_PROTOCOL_VERSION,
@@ -50,13 +53,36 @@ export interface A2AConnectorOptions {
    */
   idempotentStart?: boolean;
   fetch?: typeof fetch;
+  /**
+   * The agent's Standard Webhooks signing secret (`whsec_<base64>`, given by whoever runs the agent).
+   * When set, every push for this target must carry a valid `webhook-signature` within 5 minutes of
+   * `clock`'s time, checked before the body is parsed, on top of the bearer secret. @default unsigned
+   * pushes are accepted
+   */
+  webhookSigningSecret?: string;
+  /** Judges signature timestamps. @default the system clock */
+  clock?: Clock;
 }
+
+const SYSTEM_CLOCK = new SystemClock();
 
 function usable(i: AgentInterface): boolean {
   return (
     (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON') &&
     i.protocolVersion.startsWith('1.')
   );
+}
+
+/**
+ * The A2A push config for a registration: the secret only as `authentication` credentials (never
+ * returned by Get/List), and A2A's `token`, which an agent may return, a different value.
+ */
+function pushConfig(push: PushRegistration): Record<string, unknown> {
+  return {
+    url: push.url,
+    token: push.notificationToken,
+    authentication: { scheme: 'Bearer', credentials: push.token },
+  };
 }
 
 export async function fetchAgentCard(
@@ -94,6 +120,7 @@ export class A2AConnector implements Connector {
   readonly capabilities: ConnectorCapabilities;
   private state: { card: AgentCard; transport: A2ATransport } | null = null;
   private loading: Promise<{ card: AgentCard; transport: A2ATransport }> | null = null;
+  private readonly signingKey: Webhook | null;
 
   /**
    * Builds the connector without any I/O: the agent card is read on first use (and again after a
@@ -111,6 +138,10 @@ export class A2AConnector implements Connector {
       cancel: true,
     };
     if (options.card) this.state = this.bind(options.card);
+    this.signingKey =
+      options.webhookSigningSecret !== undefined
+        ? signingKey(options.webhookSigningSecret, `targets.${options.target}.webhookSigningSecret`)
+        : null;
   }
 
   /** Reads the agent card now (unless given) and returns the ready connector. */
@@ -204,11 +235,7 @@ export class A2AConnector implements Connector {
   private sendParams(request: StartRequest): Record<string, unknown> {
     const configuration: Record<string, unknown> = { returnImmediately: true, historyLength: 0 };
     if (request.push && this.capabilities.push) {
-      configuration.taskPushNotificationConfig = {
-        url: request.push.url,
-        token: request.push.token,
-        authentication: { scheme: 'Bearer', credentials: request.push.token },
-      };
+      configuration.taskPushNotificationConfig = pushConfig(request.push);
     }
     const message: Record<string, unknown> = {
       messageId: request.messageId,
@@ -309,31 +336,28 @@ export class A2AConnector implements Connector {
   ): Promise<{ configId: string }> {
     const r = (await (
       await this.ready(signal)
-    ).call(
-      'CreateTaskPushNotificationConfig',
-      {
-        taskId: remoteId,
-        url: push.url,
-        token: push.token,
-        authentication: { scheme: 'Bearer', credentials: push.token },
-      },
-      signal,
-    )) as { id?: string } | null;
+    ).call('CreateTaskPushNotificationConfig', { taskId: remoteId, ...pushConfig(push) }, signal)) as {
+      id?: string;
+    } | null;
     return { configId: r?.id ?? '' };
   }
 
   /**
-   * A push body is one StreamResponse. The token is the bearer credential we registered (or the legacy
-   * `X-A2A-Notification-Token` some SDKs still send); the engine verifies it against the stored hash.
-   * The delivery id is the sender's `A2A-Delivery-Id` when present, else a hash of the body, so a
-   * byte-identical retry is still recognised.
+   * A push body is one StreamResponse. The secret is the bearer credential we registered; the engine
+   * verifies it against the stored hash. `X-A2A-Notification-Token` carries the A2A `token`, which an
+   * agent may list back to anyone who can read the config, so it is never taken as the secret. The
+   * delivery id is the sender's `A2A-Delivery-Id`, else its `webhook-id`, else a hash of the body, so
+   * a byte-identical retry is still recognised. With a signing secret the signature is checked first.
    */
   async parseWebhook(request: InboundWebhook): Promise<WebhookSignal> {
     const h = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    if (this.signingKey) {
+      const now = (this.options.clock ?? SYSTEM_CLOCK).now();
+      const refused = verifySignature(this.signingKey, h, request.rawBody, now);
+      if (refused) throw new TaskplaneError('unauthenticated', `webhook signature: ${refused}`);
+    }
     const auth = h['authorization'] ?? '';
-    const token = /^bearer\s+/i.test(auth)
-      ? auth.replace(/^bearer\s+/i, '').trim()
-      : (h['x-a2a-notification-token'] ?? null);
+    const token = /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : null;
     let body: unknown;
     try {
       body = JSON.parse(request.rawBody);
@@ -345,7 +369,7 @@ export class A2AConnector implements Connector {
       throw new TaskplaneError('invalid_argument', 'body: not an A2A StreamResponse about a task', {
         field: 'body',
       });
-    const deliveryId = h['a2a-delivery-id'] || 'sha256:' + sha256Hex(request.rawBody);
+    const deliveryId = h['a2a-delivery-id'] || h['webhook-id'] || 'sha256:' + sha256Hex(request.rawBody);
     let snapshot: RemoteSnapshot | null = null;
     const b = body as { task?: unknown; statusUpdate?: { status?: { state?: string } } };
     if (b.task) snapshot = taskToSnapshot(decodeTask(b.task));

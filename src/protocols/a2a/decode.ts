@@ -206,6 +206,33 @@ export function decodeMessage(v: unknown, field = 'message'): Message {
   return msg;
 }
 
+/** RFC 9110 §11.1 auth-scheme: a `token`. */
+const AUTH_SCHEME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/**
+ * A header value that reaches the receiver unchanged: visible ASCII with inner spaces or tabs only.
+ * CR/LF would split the request (Node refuses to send it at all), and leading or trailing whitespace
+ * or non-ASCII octets are stripped or re-encoded on the way, so the receiver would compare another value.
+ */
+const HEADER_VALUE = /^[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?$/;
+const HEADER_VALUE_RULE = 'must be one HTTP header value: visible ASCII, spaces only inside, no CR or LF';
+
+/**
+ * The push config fields the host sends as HTTP headers (`token` as X-A2A-Notification-Token,
+ * `authentication` as `Authorization: <scheme> <credentials>`) must be sendable. Refused when the
+ * config is created, never found out at delivery time. Exported for the host's own check on create.
+ */
+export function checkPushHeaderFields(cfg: TaskPushNotificationConfig, prefix = ''): void {
+  const field = prefix ? `${prefix}.` : '';
+  if (cfg.token !== undefined && cfg.token !== '' && !HEADER_VALUE.test(cfg.token))
+    throw invalidParams(`${field}token`, HEADER_VALUE_RULE);
+  const auth = cfg.authentication;
+  if (!auth) return;
+  if (!AUTH_SCHEME.test(auth.scheme))
+    throw invalidParams(`${field}authentication.scheme`, 'must be an HTTP auth scheme token (RFC 9110)');
+  if (auth.credentials !== undefined && auth.credentials !== '' && !HEADER_VALUE.test(auth.credentials))
+    throw invalidParams(`${field}authentication.credentials`, HEADER_VALUE_RULE);
+}
+
 function decodeAuthentication(v: unknown, field: string): AuthenticationInfo | undefined {
   if (v === undefined || v === null) return undefined;
   const o = asObject(v, field);
@@ -233,6 +260,7 @@ export function decodePushConfig(v: unknown, field = 'config'): TaskPushNotifica
   if (token) cfg.token = token;
   const auth = decodeAuthentication(o.authentication, `${field}.authentication`);
   if (auth) cfg.authentication = auth;
+  checkPushHeaderFields(cfg, field);
   return cfg;
 }
 
