@@ -41,22 +41,26 @@ describe('host scopes are owner and tenant apart', () => {
 
     expect((await call(h.url, 'GetTask', { id }, joined)).body.error!.code).toBe(-32001);
     expect((await call(h.url, 'CancelTask', { id }, joined)).body.error!.code).toBe(-32001);
-    expect((await call(h.url, 'ListTasks', {}, joined)).body.result.tasks.map((t: { id: string }) => t.id)).toEqual(
-      [other],
-    );
+    expect(
+      (await call(h.url, 'ListTasks', {}, joined)).body.result.tasks.map((t: { id: string }) => t.id),
+    ).toEqual([other]);
     expect((await call(h.url, 'GetTask', { id: other, tenant: 'x' }, alice)).body.error!.code).toBe(-32001);
-    expect((await call(h.url, 'ListTasks', { tenant: 'x' }, alice)).body.result.tasks.map((t: { id: string }) => t.id)).toEqual(
-      [id],
-    );
+    expect(
+      (await call(h.url, 'ListTasks', { tenant: 'x' }, alice)).body.result.tasks.map(
+        (t: { id: string }) => t.id,
+      ),
+    ).toEqual([id]);
     // A push config on the other scope's task would send its events to the caller's URL.
     const push = {
       taskId: id,
       url: 'https://hooks.example/steal',
     };
-    expect((await call(h.url, 'CreateTaskPushNotificationConfig', push, joined)).body.error!.code).toBe(-32001);
-    expect((await call(h.url, 'ListTaskPushNotificationConfigs', { taskId: id }, joined)).body.error!.code).toBe(
+    expect((await call(h.url, 'CreateTaskPushNotificationConfig', push, joined)).body.error!.code).toBe(
       -32001,
     );
+    expect(
+      (await call(h.url, 'ListTaskPushNotificationConfigs', { taskId: id }, joined)).body.error!.code,
+    ).toBe(-32001);
     const created = await call(h.url, 'CreateTaskPushNotificationConfig', { ...push, tenant: 'x' }, alice);
     expect(created.body.result.taskId).toBe(id);
   });
