@@ -153,8 +153,9 @@ describe('host isolation (property)', () => {
         return `got ${answer.text}`;
       },
     });
+    let crossScope = 0;
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 24 }), async (ops) => {
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 24, size: 'max' }), async (ops) => {
         const host = await startTestHost(new MemoryStore(), { auth: 'keys', keys, agent });
         const model = new Model();
         let answers = 0;
@@ -181,6 +182,7 @@ describe('host isolation (property)', () => {
               continue;
             }
             const mine = known.actor === op.actor;
+            if (!mine) crossScope++;
             const id = known.id;
             const configId = `c-${op.config}`;
             switch (op.kind) {
@@ -293,7 +295,9 @@ describe('host isolation (property)', () => {
           await host.close();
         }
       }),
-      { seed: 0x5c09e5, numRuns: 40 },
+      { seed: 0x5c09e5, numRuns: 30 },
     );
+    // The runs did aim at other callers' tasks, not only at their own.
+    expect(crossScope).toBeGreaterThan(100);
   });
 });
