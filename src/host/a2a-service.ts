@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
-import type { AgentTaskRecord, Store } from '../store/store.ts';
+import type { AgentScope, AgentTaskRecord, Store } from '../store/store.ts';
 import { A2AError, invalidParams, taskNotFound } from '../protocols/a2a/errors.ts';
 import type { A2ARequestHandler, CallContext, StreamItem } from '../protocols/a2a/handler.ts';
 import {
@@ -46,9 +46,12 @@ export interface A2AServiceOptions {
   logger: Logger;
 }
 
-/** Tenant scoping: a `/{tenant}` or `tenant` request is a separate space of the same caller. */
-function scope(ctx: CallContext): string {
-  return ctx.tenant ? `${ctx.owner}@${ctx.tenant}` : ctx.owner;
+/**
+ * Tenant scoping: a `/{tenant}` or `tenant` request is a separate space of the same caller. Owner and
+ * tenant stay two values all the way into the store; no name can spell another caller's scope.
+ */
+function scope(ctx: CallContext): AgentScope {
+  return { owner: ctx.owner, tenant: ctx.tenant ?? '' };
 }
 
 /**
@@ -88,7 +91,7 @@ export class A2AService implements A2ARequestHandler {
     const view = (t: Task) => wireTask(t, req.configuration?.historyLength);
     if (isTerminalTaskState(record.state))
       return single([{ id: '0', payload: { task: view(taskOf(record)) } }]);
-    return this.o.streams.snapshotThenLive(record.id, record.owner, ctx.signal, view);
+    return this.o.streams.snapshotThenLive(record.id, record, ctx.signal, view);
   }
 
   async getTask(req: { id: string; historyLength?: number }, ctx: CallContext): Promise<Task> {
@@ -102,7 +105,7 @@ export class A2AService implements A2ARequestHandler {
     let page;
     try {
       page = await this.o.store.listAgentTasks({
-        owner: scope(ctx),
+        ...scope(ctx),
         ...(req.contextId ? { contextId: req.contextId } : {}),
         ...(req.status ? { state: req.status } : {}),
         ...(req.statusTimestampAfter ? { statusTimestampAfter: Date.parse(req.statusTimestampAfter) } : {}),
@@ -153,7 +156,7 @@ export class A2AService implements A2ARequestHandler {
     // §1.5: SubscribeToTask on a terminal task → UnsupportedOperationError.
     if (isTerminalTaskState(record.state))
       throw new A2AError('UnsupportedOperationError', `Task is ${record.state}; use GetTask`);
-    return this.o.streams.snapshotThenLive(record.id, record.owner, ctx.signal, (t) => wireTask(t));
+    return this.o.streams.snapshotThenLive(record.id, record, ctx.signal, (t) => wireTask(t));
   }
 
   createTaskPushNotificationConfig: A2ARequestHandler['createTaskPushNotificationConfig'] = async (
@@ -211,9 +214,9 @@ export class A2AService implements A2ARequestHandler {
     req: SendMessageRequest,
     ctx: CallContext,
   ): Promise<{ record: AgentTaskRecord; created: boolean }> {
-    const owner = scope(ctx);
+    const caller = scope(ctx);
     const message = req.message;
-    if (message.taskId) return { record: await this.followUp(message, owner), created: false };
+    if (message.taskId) return { record: await this.followUp(message, caller), created: false };
 
     // Idempotency on (caller, messageId) is decided by createAgentTask itself (one store call).
     const { clock, random } = this.o;
@@ -231,7 +234,7 @@ export class A2AService implements A2ARequestHandler {
     if (req.metadata) task.metadata = req.metadata;
     const pushConfig = req.configuration?.taskPushNotificationConfig;
     let configId: string | undefined;
-    if (pushConfig) configId = (await this.push.create(id, owner, { ...pushConfig, taskId: id })).id;
+    if (pushConfig) configId = (await this.push.create(id, caller, { ...pushConfig, taskId: id })).id;
     const executor: ExecutorState = {
       inputs: [],
       runs: 0,
@@ -240,7 +243,8 @@ export class A2AService implements A2ARequestHandler {
     };
     const record: AgentTaskRecord = {
       id,
-      owner,
+      owner: caller.owner,
+      tenant: caller.tenant,
       contextId,
       state: task.status.state,
       statusTimestamp: now,
@@ -272,9 +276,9 @@ export class A2AService implements A2ARequestHandler {
    * A message with a taskId (§1.4): the task must exist for this caller, contextIds must match, a
    * terminal task refuses it (UnsupportedOperationError), an INPUT_REQUIRED task takes it as the answer.
    */
-  private async followUp(message: Message, owner: string): Promise<AgentTaskRecord> {
+  private async followUp(message: Message, caller: AgentScope): Promise<AgentTaskRecord> {
     const taskId = message.taskId!;
-    const current = await this.o.store.getAgentTask(taskId, owner);
+    const current = await this.o.store.getAgentTask(taskId, caller);
     if (!current) throw taskNotFound(taskId);
     if (message.contextId && message.contextId !== current.contextId) {
       throw invalidParams('message.contextId', 'does not match the task’s contextId');

@@ -1,7 +1,8 @@
 import type { Clock } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
-import type { PushConfigRecord, Store } from '../store/store.ts';
+import type { AgentScope, PushConfigRecord, Store } from '../store/store.ts';
+import { inScope } from '../store/store-query.ts';
 import { checkPushHeaderFields } from '../protocols/a2a/decode.ts';
 import { A2AError, invalidParams } from '../protocols/a2a/errors.ts';
 import type {
@@ -23,7 +24,7 @@ export class PushConfigs {
   /** `beforeStore` runs once the request is valid, just before the config is stored. */
   async create(
     taskId: string,
-    owner: string,
+    scope: AgentScope,
     cfg: TaskPushNotificationConfig,
     beforeStore?: () => Promise<void>,
   ): Promise<TaskPushNotificationConfig> {
@@ -42,7 +43,8 @@ export class PushConfigs {
     const record: PushConfigRecord = {
       id: cfg.id || newId(this.clock, this.random, 'pcfg_'),
       taskId,
-      owner,
+      owner: scope.owner,
+      tenant: scope.tenant,
       url: cfg.url,
       token: cfg.token ?? null,
       authentication: cfg.authentication
@@ -56,14 +58,14 @@ export class PushConfigs {
       createdAt: this.clock.now(),
     };
     const existing = await this.store.getPushConfig(taskId, record.id);
-    if (existing && existing.owner !== owner) throw invalidParams('id', 'is already in use');
+    if (existing && !inScope(existing, scope)) throw invalidParams('id', 'is already in use');
     await beforeStore?.();
     return toWire(await this.store.putPushConfig(record));
   }
 
-  async get(taskId: string, id: string, owner: string): Promise<TaskPushNotificationConfig> {
+  async get(taskId: string, id: string, scope: AgentScope): Promise<TaskPushNotificationConfig> {
     const record = await this.store.getPushConfig(taskId, id);
-    if (!record || record.owner !== owner)
+    if (!record || !inScope(record, scope))
       throw new A2AError('TaskNotFoundError', 'Push notification config not found', {
         metadata: { taskId, configId: id },
       });
@@ -72,11 +74,11 @@ export class PushConfigs {
 
   async list(
     taskId: string,
-    owner: string,
+    scope: AgentScope,
     pageSize?: number,
     pageToken?: string,
   ): Promise<ListTaskPushNotificationConfigsResponse> {
-    const all = (await this.store.listPushConfigs(taskId)).filter((c) => c.owner === owner);
+    const all = (await this.store.listPushConfigs(taskId)).filter((c) => inScope(c, scope));
     const start = pageToken ? Number(pageToken) : 0;
     if (!Number.isInteger(start) || start < 0)
       throw invalidParams('pageToken', 'is not a token this server issued');
@@ -87,9 +89,9 @@ export class PushConfigs {
   }
 
   /** Idempotent (§1.6: Delete MUST be idempotent). */
-  async delete(taskId: string, id: string, owner: string): Promise<void> {
+  async delete(taskId: string, id: string, scope: AgentScope): Promise<void> {
     const record = await this.store.getPushConfig(taskId, id);
-    if (record && record.owner === owner) await this.store.deletePushConfig(taskId, id);
+    if (record && inScope(record, scope)) await this.store.deletePushConfig(taskId, id);
   }
 }
 

@@ -41,7 +41,7 @@ export interface HostOptions {
   agent?: AgentDefinition | string;
   /** `keys` requires bearer keys (owner → key). @default 'none' */
   auth?: 'none' | 'keys';
-  /** key → owner, required with auth 'keys' (see auth.ts parseKeys/loadKeys). */
+  /** SHA-256 digest (hex) of each key → its owner, required with auth 'keys' (auth.ts parseKeys/loadKeys). */
   keys?: Map<string, string>;
   /** Let push go to private/loopback addresses (tests, sidecars). @default false */
   allowPrivateWebhooks?: boolean;

@@ -1,4 +1,4 @@
-import type { AgentTaskEvent, Store } from '../store/store.ts';
+import type { AgentScope, AgentTaskEvent, Store } from '../store/store.ts';
 import { A2AError, invalidParams } from '../protocols/a2a/errors.ts';
 import type { StreamItem } from '../protocols/a2a/handler.ts';
 import { isTerminalTaskState, type Task } from '../protocols/a2a/types.ts';
@@ -58,7 +58,7 @@ export class TaskStreams {
    */
   async snapshotThenLive(
     taskId: string,
-    owner: string,
+    scope: AgentScope,
     signal: AbortSignal,
     view: (task: Task) => Task,
   ): Promise<AsyncGenerator<StreamItem[]>> {
@@ -69,7 +69,7 @@ export class TaskStreams {
       lastSeq = page[page.length - 1]!.seq;
       if (page.length < 1000) break;
     }
-    const record = await this.store.getAgentTask(taskId, owner);
+    const record = await this.store.getAgentTask(taskId, scope);
     if (!record) throw new A2AError('TaskNotFoundError');
     const version = record.version;
     const feed = this.feed;

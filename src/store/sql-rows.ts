@@ -38,6 +38,7 @@ export interface EventRow {
 export interface AgentTaskRow {
   id: string;
   owner: string;
+  tenant: string;
   context_id: string;
   state: string;
   status_timestamp: number;
@@ -59,6 +60,7 @@ export interface PushConfigRow {
   task_id: string;
   id: string;
   owner: string;
+  tenant: string;
   url: string;
   token: string | null;
   authentication: Json | null;
@@ -101,16 +103,17 @@ export function envelopeColumns(e: Envelope): unknown[] {
 }
 
 /**
- * An agent task's columns in the order both SQL backends' INSERT lists them after nothing and UPDATE sets
- * them after the owner (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
+ * An agent task's columns in the order both SQL backends' INSERT lists them and UPDATE sets them after the
+ * scope (owner, tenant, context_id, state, status_timestamp, created_at, updated_at, version, task,
  * executor_state), its documents as JSON text: the copy taken at the call.
  */
 export function agentTaskColumns(
   t: AgentTaskRecord,
   version = t.version,
-): [string, string, string, number, number, number, number, string, string | null] {
+): [string, string, string, string, number, number, number, number, string, string | null] {
   return [
     t.owner,
+    t.tenant,
     t.contextId,
     t.state,
     t.statusTimestamp,
@@ -166,6 +169,7 @@ export function toAgentTask(row: AgentTaskRow): AgentTaskRecord {
   return {
     id: row.id,
     owner: row.owner,
+    tenant: row.tenant,
     contextId: row.context_id,
     state: row.state,
     statusTimestamp: row.status_timestamp,
@@ -191,6 +195,7 @@ export function toPushConfig(row: PushConfigRow): PushConfigRecord {
     id: row.id,
     taskId: row.task_id,
     owner: row.owner,
+    tenant: row.tenant,
     url: row.url,
     token: row.token,
     authentication:

@@ -1,4 +1,5 @@
 import { invalidArgument } from '../core/errors.ts';
+import type { AgentScope } from './store.ts';
 
 /**
  * Query rules every backend shares, kept in one pure module (no node: imports: the memory store runs in
@@ -15,6 +16,11 @@ export const TERMINAL_AGENT_TASK_STATES: readonly string[] = [
 
 export function isTerminalAgentTaskState(state: string): boolean {
   return TERMINAL_AGENT_TASK_STATES.includes(state);
+}
+
+/** True when `record` belongs to `scope`: owner and tenant each equal, compared as separate values. */
+export function inScope(record: AgentScope, scope: AgentScope): boolean {
+  return record.owner === scope.owner && record.tenant === scope.tenant;
 }
 
 /** EnvelopeQuery.limit: default 50, at most 500 (documented on the port). */

@@ -92,8 +92,8 @@ export interface Store {
 
   // --- agent host: tasks ----------------------------------------------------------------------
   /**
-   * Creates an agent task at version 1 (whatever `task.version` says). When `(owner, messageId)` was used
-   * before, creates nothing and returns the existing task with `created: false` (SendMessage idempotent on
+   * Creates an agent task at version 1 (whatever `task.version` says). When `(owner, tenant, messageId)` was
+   * used before, creates nothing and returns the existing task with `created: false` (SendMessage idempotent on
    * messageId per caller). Outbox rows get `createdAt = task.updatedAt`. The created record may share
    * `task.task` and `task.executorState` with the argument: neither side changes them afterwards (see
    * above); the existing task of a duplicate is read from the store.
@@ -104,16 +104,19 @@ export interface Store {
     events: NewAgentTaskEvent[],
     outbox: NewOutboxRow[],
   ): Promise<{ created: boolean; task: AgentTaskRecord }>;
-  /** The task when it exists and `owner` may see it (owner undefined = any owner, for the host itself). */
-  getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined>;
-  /** Task id a `(owner, messageId)` pair created, if any. */
-  findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined>;
+  /**
+   * The task when it exists and belongs to `scope` (both owner and tenant equal); scope undefined = any
+   * scope, for the host itself.
+   */
+  getAgentTask(id: string, scope?: AgentScope): Promise<AgentTaskRecord | undefined>;
+  /** Task id a `(scope, messageId)` pair created, if any. */
+  findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined>;
   /**
    * CAS write of a task (version check as updateEnvelope), with its events and outbox rows in the same
-   * transaction. `messageId`, when given, is recorded for (owner, messageId) idempotency; if that pair is
+   * transaction. `messageId`, when given, is recorded for (owner, tenant, messageId) idempotency; if that is
    * already recorded the write is refused with `duplicate: true` and nothing changes; that check comes
-   * before the version check, so a retried message reads as a duplicate, not a conflict. The owner never
-   * changes (the stored one is kept). Outbox rows get `createdAt = next.updatedAt`. TaskplaneError
+   * before the version check, so a retried message reads as a duplicate, not a conflict. The scope never
+   * changes (the stored owner and tenant are kept). Outbox rows get `createdAt = next.updatedAt`. TaskplaneError
    * `not_found` when there is no such task. The written record and the returned events (`events` with
    * their seqs) may share `next.task`, `next.executorState` and the event payloads with the arguments:
    * neither side changes them afterwards (see above).
@@ -242,10 +245,20 @@ export interface ApiKeyRecord {
   revokedAt: number | null;
 }
 
-/** The host's stored A2A task. `task` is the A2A 1.0 Task in its ProtoJSON wire shape. */
-export interface AgentTaskRecord {
-  id: string;
+/**
+ * Who a host task or push config belongs to: the authenticated caller and the A2A tenant it addressed
+ * (`''` when the request named none). Two parts compared separately, never joined into one string: a
+ * joined `owner@tenant` let owner `alice` in tenant `x` and owner `alice@x` read each other's tasks.
+ */
+export interface AgentScope {
   owner: string;
+  /** The request's tenant; `''` for none. */
+  tenant: string;
+}
+
+/** The host's stored A2A task. `task` is the A2A 1.0 Task in its ProtoJSON wire shape. */
+export interface AgentTaskRecord extends AgentScope {
+  id: string;
   contextId: string;
   /** A2A TaskState name, e.g. `TASK_STATE_WORKING`. */
   state: string;
@@ -270,8 +283,8 @@ export interface AgentTaskEvent extends NewAgentTaskEvent {
   seq: number;
 }
 
-export interface AgentTaskQuery {
-  owner: string;
+/** Lists one scope's tasks: owner and tenant both match. */
+export interface AgentTaskQuery extends AgentScope {
   contextId?: string;
   state?: string;
   /** Tasks whose statusTimestamp >= this (proto: "at or after"). */
@@ -288,10 +301,9 @@ export interface AgentTaskPage {
   totalSize: number;
 }
 
-export interface PushConfigRecord {
+export interface PushConfigRecord extends AgentScope {
   id: string;
   taskId: string;
-  owner: string;
   url: string;
   /** The A2A `token` field, returned to its owner. */
   token: string | null;

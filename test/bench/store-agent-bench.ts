@@ -31,6 +31,7 @@ async function one(): Promise<void> {
   const record = {
     id,
     owner: 'anonymous',
+    tenant: '',
     contextId,
     state: 'TASK_STATE_SUBMITTED',
     statusTimestamp: now,

@@ -85,7 +85,7 @@ describe('push config header fields are checked at creation', () => {
   it.each(BAD)('PushConfigs.create refuses %s when called from code', async (_label, fields, field) => {
     const configs = new PushConfigs(new MemoryStore(), new VirtualClock(0), new SeededRandom(1));
     const err = await configs
-      .create('t1', 'o', { url: 'http://127.0.0.1:9/hook', ...fields })
+      .create('t1', { owner: 'o', tenant: '' }, { url: 'http://127.0.0.1:9/hook', ...fields })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(A2AError);
     expect((err as A2AError).message).toMatch(new RegExp(`^${field.replace('.', '\\.')}:`));
@@ -93,7 +93,7 @@ describe('push config header fields are checked at creation', () => {
 
   it('accepts ordinary tokens and credentials (inner spaces allowed in credentials)', async () => {
     const configs = new PushConfigs(new MemoryStore(), new VirtualClock(0), new SeededRandom(1));
-    const made = await configs.create('t1', 'o', {
+    const made = await configs.create('t1', { owner: 'o', tenant: '' }, {
       url: 'http://127.0.0.1:9/hook',
       token: 'tok_AZaz09-._~+/=',
       authentication: { scheme: 'Digest', credentials: 'username="a", realm="b"' },

@@ -12,6 +12,7 @@ async function seed(store: MemoryStore, taskId: string, payloads: number, now: n
   const record: AgentTaskRecord = {
     id: taskId,
     owner: 'o',
+    tenant: '',
     contextId: 'c',
     state: 'TASK_STATE_WORKING',
     statusTimestamp: now,
@@ -25,6 +26,7 @@ async function seed(store: MemoryStore, taskId: string, payloads: number, now: n
     id: 'cfg',
     taskId,
     owner: 'o',
+    tenant: '',
     url: 'http://hook/',
     token: null,
     authentication: { scheme: 'Bearer', credentials: 's3cret' },

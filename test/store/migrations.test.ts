@@ -5,10 +5,12 @@ import Database from 'better-sqlite3';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { openStore } from '../../src/store/open-store.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
+import { migratePostgres } from '../../src/store/postgres/pg-migrate.ts';
 import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/sqlite-schema.ts';
 import { migrateSqlite } from '../../src/store/sqlite/sqlite-migrate.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import type { Store } from '../../src/store/store.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
 import { tempDb } from './support/temp-db.ts';
 
@@ -93,6 +95,37 @@ describe('migrations', () => {
     expect(objects.find((o) => o.name === 'agent_task_events')!.sql).not.toMatch(/AUTOINCREMENT/i);
   });
 
+  it('sqlite: owner@tenant scopes written before structured scopes move to owner and tenant, none lost', async () => {
+    const path = tempDb('taskplane-migrate-');
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    migrateSqlite(
+      db,
+      SQLITE_MIGRATIONS.filter((m) => m.id < 3),
+      0,
+    );
+    const insertTask = db.prepare(
+      `INSERT INTO agent_tasks (id, owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
+         executor_state) VALUES (?, ?, 'c1', 'TASK_STATE_WORKING', 1, 1, 1, 1, '{}', NULL)`,
+    );
+    const insertMessage = db.prepare(
+      'INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES (?, ?, ?)',
+    );
+    const insertConfig = db.prepare(
+      `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
+         VALUES (?, 'c1', ?, 'https://hooks.example/', NULL, NULL, 1)`,
+    );
+    for (const [id, owner] of LEGACY_SCOPES) {
+      insertTask.run(id, owner);
+      insertMessage.run(owner, 'm-1', id);
+      insertConfig.run(id, owner);
+    }
+    db.close();
+    const store = new SqliteStore({ path });
+    await expectMigratedScopes(store);
+    await store.close();
+  });
+
   it('sqlite: a database with a future migration is refused with schema_too_new', async () => {
     const path = tempDb('taskplane-migrate-');
     await new SqliteStore({ path }).close();
@@ -119,6 +152,40 @@ describe('migrations', () => {
     expect(applied.rows.map((r) => r.id)).toEqual(PG_MIGRATIONS.map((m) => m.id));
   });
 
+  it('postgres: owner@tenant scopes written before structured scopes move to owner and tenant, none lost', async () => {
+    const { schema, url } = freshSchema();
+    await withPgClient(async (c) => {
+      await c.query(`CREATE SCHEMA ${schema}`);
+      await c.query(`SET search_path TO ${schema}`);
+      await migratePostgres(
+        c,
+        schema,
+        PG_MIGRATIONS.filter((m) => m.id < 2),
+        0,
+      );
+      for (const [id, owner] of LEGACY_SCOPES) {
+        await c.query(
+          `INSERT INTO agent_tasks (id, owner, context_id, state, status_timestamp, created_at, updated_at, version,
+             task, executor_state) VALUES ($1, $2, 'c1', 'TASK_STATE_WORKING', 1, 1, 1, 1, '{}', NULL)`,
+          [id, owner],
+        );
+        await c.query('INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES ($1, $2, $3)', [
+          owner,
+          'm-1',
+          id,
+        ]);
+        await c.query(
+          `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
+             VALUES ($1, 'c1', $2, 'https://hooks.example/', NULL, NULL, 1)`,
+          [id, owner],
+        );
+      }
+    });
+    const store = await PostgresStore.open({ url });
+    await expectMigratedScopes(store);
+    await store.close();
+  });
+
   it('postgres: a database with a future migration is refused with schema_too_new', async () => {
     const { schema, url } = freshSchema();
     await (await PostgresStore.open({ url })).close();
@@ -130,3 +197,50 @@ describe('migrations', () => {
     await expect(opening).rejects.toThrow(/migration 999/);
   });
 });
+
+/** Task id → the scope string the host wrote before owner and tenant were separate columns. */
+const LEGACY_SCOPES: Array<[string, string]> = [
+  ['t-tenant', 'alice@x'],
+  ['t-plain', 'alice'],
+  ['t-two-at', 'bob@x@y'],
+  ['t-trailing', 'carol@'],
+];
+
+/** Where each legacy row lands: split at the first `@` when something follows it. */
+const MIGRATED: Array<[string, { owner: string; tenant: string }]> = [
+  ['t-tenant', { owner: 'alice', tenant: 'x' }],
+  ['t-plain', { owner: 'alice', tenant: '' }],
+  ['t-two-at', { owner: 'bob', tenant: 'x@y' }],
+  ['t-trailing', { owner: 'carol@', tenant: '' }],
+];
+
+async function expectMigratedScopes(store: Store): Promise<void> {
+  for (const [id, scope] of MIGRATED) {
+    expect(await store.getAgentTask(id)).toMatchObject({ id, ...scope, version: 1 });
+    expect(await store.getAgentTask(id, scope)).toBeDefined();
+    expect(await store.findAgentTaskByMessageId(scope, 'm-1')).toBe(id);
+    expect(await store.getPushConfig(id, 'c1')).toMatchObject({ taskId: id, ...scope });
+    expect((await store.listAgentTasks(scope)).tasks.map((t) => t.id)).toEqual([id]);
+  }
+  // The joined name no longer reaches alice's tenant task, and dedup works in the new columns.
+  expect(await store.getAgentTask('t-tenant', { owner: 'alice@x', tenant: '' })).toBeUndefined();
+  const again = await store.createAgentTask(
+    {
+      id: 't-new',
+      owner: 'alice',
+      tenant: 'x',
+      contextId: 'c1',
+      state: 'TASK_STATE_SUBMITTED',
+      statusTimestamp: 2,
+      task: {},
+      executorState: null,
+      createdAt: 2,
+      updatedAt: 2,
+      version: 1,
+    },
+    'm-1',
+    [],
+    [],
+  );
+  expect(again).toMatchObject({ created: false, task: { id: 't-tenant' } });
+}

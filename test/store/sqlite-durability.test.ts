@@ -144,6 +144,7 @@ function task(i: number, padding: string): AgentTaskRecord {
   return {
     id: `task_${String(i).padStart(6, '0')}`,
     owner: 'o',
+    tenant: '',
     contextId: 'c',
     state: 'TASK_STATE_SUBMITTED',
     statusTimestamp: i,
@@ -177,10 +178,10 @@ describe('SqliteStore on the event loop, synchronous=NORMAL with WAL fsync', () 
     expect(statSync(wal).ino).toBe(inode);
     await store.createAgentTask(task(5000, padding), 'm5000', [], []);
     expect(statSync(wal).ino).toBe(inode);
-    expect((await store.listAgentTasks({ owner: 'o', pageSize: 1 })).totalSize).toBe(4001);
+    expect((await store.listAgentTasks({ owner: 'o', tenant: '', pageSize: 1 })).totalSize).toBe(4001);
     await store.close();
     const reopened = new SqliteStore({ path });
-    expect((await reopened.listAgentTasks({ owner: 'o', pageSize: 1 })).totalSize).toBe(4001);
+    expect((await reopened.listAgentTasks({ owner: 'o', tenant: '', pageSize: 1 })).totalSize).toBe(4001);
     await reopened.close();
   });
 });
@@ -193,7 +194,7 @@ describe.each(['event-loop', 'worker'] as const)('SqliteStore, writes on the %s'
     await store.close();
     expect((await Promise.all(writes)).every((w) => w.created)).toBe(true);
     const reopened = new SqliteStore({ path, synchronous: 'FULL' });
-    expect((await reopened.listAgentTasks({ owner: 'o', pageSize: 1 })).totalSize).toBe(50);
+    expect((await reopened.listAgentTasks({ owner: 'o', tenant: '', pageSize: 1 })).totalSize).toBe(50);
     await reopened.close();
   });
 });

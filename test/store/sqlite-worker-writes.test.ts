@@ -20,6 +20,7 @@ function task(i: number): AgentTaskRecord {
   return {
     id: `task_${i}`,
     owner: 'o',
+    tenant: '',
     contextId: 'c',
     state: 'TASK_STATE_SUBMITTED',
     statusTimestamp: i,

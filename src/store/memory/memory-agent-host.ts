@@ -1,6 +1,7 @@
 import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
 import { type ChangeHub, taskNotices } from '../change-hub.ts';
 import type {
+  AgentScope,
   AgentTaskEvent,
   AgentTaskPage,
   AgentTaskQuery,
@@ -17,6 +18,7 @@ import {
   decodeCursor,
   encodeCursor,
   eventLimit,
+  inScope,
   isTerminalAgentTaskState,
   outboxLimit,
 } from '../store-query.ts';
@@ -30,7 +32,7 @@ export abstract class MemoryAgentHost {
   protected abstract assertOpen(): void;
 
   protected readonly agentTasks = new Map<string, AgentTaskRecord>();
-  /** `owner \u0000 messageId` → task id. */
+  /** messageKey(scope, messageId) → task id. */
   protected readonly messageIds = new Map<string, string>();
   protected readonly taskEvents = new Map<string, AgentTaskEvent[]>();
   protected taskEventSeq = 0;
@@ -48,27 +50,27 @@ export abstract class MemoryAgentHost {
     outbox: NewOutboxRow[],
   ): Promise<{ created: boolean; task: AgentTaskRecord }> {
     this.assertOpen();
-    const existingId = this.messageIds.get(pair(task.owner, messageId));
+    const existingId = this.messageIds.get(messageKey(task, messageId));
     if (existingId !== undefined) return { created: false, task: clone(this.agentTasks.get(existingId)!) };
     if (this.agentTasks.has(task.id))
       throw new TaskplaneError('conflict', `agent task ${task.id} already exists`);
     const stored = { ...clone(task), version: 1 };
     this.agentTasks.set(stored.id, stored);
-    this.messageIds.set(pair(stored.owner, messageId), stored.id);
+    this.messageIds.set(messageKey(stored, messageId), stored.id);
     const appended = this.appendTaskEvents(events);
     this.appendOutbox(outbox, stored.updatedAt);
     this.hub.emit(taskNotices(stored.id, appended));
     return { created: true, task: clone(stored) };
   }
 
-  async getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined> {
+  async getAgentTask(id: string, scope?: AgentScope): Promise<AgentTaskRecord | undefined> {
     const task = this.agentTasks.get(id);
-    if (!task || (owner !== undefined && task.owner !== owner)) return undefined;
+    if (!task || (scope !== undefined && !inScope(task, scope))) return undefined;
     return clone(task);
   }
 
-  async findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined> {
-    return this.messageIds.get(pair(owner, messageId));
+  async findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined> {
+    return this.messageIds.get(messageKey(scope, messageId));
   }
 
   async updateAgentTask(
@@ -82,13 +84,13 @@ export abstract class MemoryAgentHost {
     const current = this.agentTasks.get(next.id);
     if (!current) throw notFound(`agent task ${next.id}`);
     // Duplicate before version: a retried message must read as "already done", not as a conflict.
-    if (messageId !== undefined && this.messageIds.has(pair(current.owner, messageId))) {
+    if (messageId !== undefined && this.messageIds.has(messageKey(current, messageId))) {
       return { duplicate: true, task: clone(current), events: [] };
     }
     if (current.version !== expectedVersion) throw new VersionConflictError(`agent task ${next.id}`);
-    const stored = { ...clone(next), owner: current.owner, version: expectedVersion + 1 };
+    const stored = { ...clone(next), owner: current.owner, tenant: current.tenant, version: expectedVersion + 1 };
     this.agentTasks.set(stored.id, stored);
-    if (messageId !== undefined) this.messageIds.set(pair(current.owner, messageId), stored.id);
+    if (messageId !== undefined) this.messageIds.set(messageKey(current, messageId), stored.id);
     const appended = this.appendTaskEvents(events);
     this.appendOutbox(outbox, stored.updatedAt);
     this.hub.emit(taskNotices(stored.id, appended));
@@ -100,7 +102,7 @@ export abstract class MemoryAgentHost {
     const keyset = decodeCursor(query.cursor);
     const matching = [...this.agentTasks.values()].filter(
       (t) =>
-        t.owner === query.owner &&
+        inScope(t, query) &&
         (query.contextId === undefined || t.contextId === query.contextId) &&
         (query.state === undefined || t.state === query.state) &&
         (query.statusTimestampAfter === undefined || t.statusTimestamp >= query.statusTimestampAfter),
@@ -241,6 +243,14 @@ export abstract class MemoryAgentHost {
       });
     }
   }
+}
+
+/**
+ * The message-id dedup key: a length-prefixed owner and tenant, so no choice of names makes two scopes'
+ * keys equal.
+ */
+function messageKey(scope: AgentScope, messageId: string): string {
+  return `${scope.owner.length}:${scope.owner}${scope.tenant.length}:${scope.tenant}${messageId}`;
 }
 
 export function pair(a: string, b: string): string {

@@ -4,6 +4,7 @@ import { taskNotices } from '../change-hub.ts';
 import * as rows from '../sql-rows.ts';
 import { where } from '../sql-where.ts';
 import type {
+  AgentScope,
   AgentTaskEvent,
   AgentTaskPage,
   AgentTaskQuery,
@@ -21,6 +22,7 @@ import {
   decodeCursor,
   encodeCursor,
   eventLimit,
+  inScope,
   outboxLimit,
 } from '../store-query.ts';
 import { claimOutboxSql, insertOutbox, insertTaskEvents } from './pg-sql.ts';
@@ -57,18 +59,18 @@ export abstract class PgAgentHost {
     const rowEvents = events.map(rows.taskEventColumns);
     const rowOutbox = outbox.map(rows.outboxColumns);
     return this.tx(async (c, notices) => {
-      // The (owner, messageId) row goes first: a concurrent duplicate waits on it, then sees ours.
-      const claimed = await this.recordMessage(c, created.owner, messageId, created.id);
+      // The (owner, tenant, messageId) row goes first: a concurrent duplicate waits on it, then sees ours.
+      const claimed = await this.recordMessage(c, created, messageId, created.id);
       if (!claimed) {
         const existing = await c.query<{ task_id: string }>(
-          'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND message_id = $2',
-          [created.owner, messageId],
+          'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND tenant = $2 AND message_id = $3',
+          [created.owner, created.tenant, messageId],
         );
         return { created: false, task: (await this.readTask(c, existing.rows[0]!.task_id))! };
       }
       await c.query(
-        `INSERT INTO agent_tasks (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
-           executor_state, id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        `INSERT INTO agent_tasks (owner, tenant, context_id, state, status_timestamp, created_at, updated_at, version,
+           task, executor_state, id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
         [...columns, created.id],
       );
       const seqs = await insertTaskEvents(c, rowEvents);
@@ -83,14 +85,14 @@ export abstract class PgAgentHost {
     });
   }
 
-  async getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined> {
+  async getAgentTask(id: string, scope?: AgentScope): Promise<AgentTaskRecord | undefined> {
     const task = await this.readTask(this.pool, id);
-    return task && (owner === undefined || task.owner === owner) ? task : undefined;
+    return task && (scope === undefined || inScope(task, scope)) ? task : undefined;
   }
 
-  async findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined> {
-    const sql = 'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND message_id = $2';
-    return (await this.query<{ task_id: string }>(sql, [owner, messageId]))[0]?.task_id;
+  async findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined> {
+    const sql = 'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND tenant = $2 AND message_id = $3';
+    return (await this.query<{ task_id: string }>(sql, [scope.owner, scope.tenant, messageId]))[0]?.task_id;
   }
 
   updateAgentTask(
@@ -102,23 +104,23 @@ export abstract class PgAgentHost {
   ): Promise<{ duplicate: boolean; task: AgentTaskRecord; events: AgentTaskEvent[] }> {
     // As createAgentTask: text taken at the call, the result shares the caller's documents.
     const written: AgentTaskRecord = { ...next, version: expectedVersion + 1 };
-    const columns = rows.agentTaskColumns(written).slice(1); // all but the owner, which is the stored one
+    const columns = rows.agentTaskColumns(written).slice(2); // all but owner and tenant: the stored ones stay
     const rowEvents = events.map(rows.taskEventColumns);
     const rowOutbox = outbox.map(rows.outboxColumns);
     return this.tx(async (c, notices) => {
       const current = await this.readTask(c, next.id);
       if (!current) throw notFound(`agent task ${next.id}`);
       // Duplicate before version: a retried message must read as "already done", not as a conflict.
-      if (messageId !== undefined && !(await this.recordMessage(c, current.owner, messageId, next.id))) {
+      if (messageId !== undefined && !(await this.recordMessage(c, current, messageId, next.id))) {
         return { duplicate: true, task: (await this.readTask(c, next.id))!, events: [] };
       }
-      const stored = { ...written, owner: current.owner };
+      const stored = { ...written, owner: current.owner, tenant: current.tenant };
       // The row lock this UPDATE takes also orders this task's events: no two writers of one task can
       // interleave their event inserts, so per-task replay (listAgentTaskEvents) never skips a seq.
       const updated = await c.query(
-        `UPDATE agent_tasks SET owner = $1, context_id = $2, state = $3, status_timestamp = $4, created_at = $5,
-           updated_at = $6, version = $7, task = $8, executor_state = $9 WHERE id = $10 AND version = $11`,
-        [stored.owner, ...columns, next.id, expectedVersion],
+        `UPDATE agent_tasks SET context_id = $1, state = $2, status_timestamp = $3, created_at = $4,
+           updated_at = $5, version = $6, task = $7, executor_state = $8 WHERE id = $9 AND version = $10`,
+        [...columns, next.id, expectedVersion],
       );
       if (updated.rowCount === 0) throw new VersionConflictError(`agent task ${next.id}`);
       const seqs = await insertTaskEvents(c, rowEvents);
@@ -139,6 +141,7 @@ export abstract class PgAgentHost {
     const keyset = decodeCursor(query.cursor);
     const w = where('pg');
     w.add('owner = $?', query.owner);
+    w.add('tenant = $?', query.tenant);
     if (query.contextId !== undefined) w.add('context_id = $?', query.contextId);
     if (query.state !== undefined) w.add('state = $?', query.state);
     if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);
@@ -169,11 +172,11 @@ export abstract class PgAgentHost {
 
   async putPushConfig(c: PushConfigRecord): Promise<PushConfigRecord> {
     await this.run(
-      `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, url = excluded.url, token = excluded.token,
-         authentication = excluded.authentication, created_at = excluded.created_at`,
-      [c.taskId, c.id, c.owner, c.url, c.token, rows.jsonOrNull(c.authentication), c.createdAt],
+      `INSERT INTO push_configs (task_id, id, owner, tenant, url, token, authentication, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, tenant = excluded.tenant, url = excluded.url,
+         token = excluded.token, authentication = excluded.authentication, created_at = excluded.created_at`,
+      [c.taskId, c.id, c.owner, c.tenant, c.url, c.token, rows.jsonOrNull(c.authentication), c.createdAt],
     );
     return structuredClone(c);
   }
@@ -244,10 +247,11 @@ export abstract class PgAgentHost {
     return found.rows[0] && rows.toAgentTask(found.rows[0]);
   }
 
-  private async recordMessage(c: Client, owner: string, messageId: string, taskId: string): Promise<boolean> {
+  private async recordMessage(c: Client, scope: AgentScope, messageId: string, taskId: string): Promise<boolean> {
     const result = await c.query(
-      `INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-      [owner, messageId, taskId],
+      `INSERT INTO agent_task_messages (owner, tenant, message_id, task_id) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING`,
+      [scope.owner, scope.tenant, messageId, taskId],
     );
     return result.rowCount === 1;
   }

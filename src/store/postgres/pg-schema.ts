@@ -127,4 +127,28 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 3,
+    name: 'host scopes as separate owner and tenant columns',
+    // As SQLite migration 3: `owner@tenant` strings are split at the first `@` when something follows it,
+    // one-to-one, so no row is lost and no two message ids collide.
+    sql: `
+      ALTER TABLE agent_tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+      UPDATE agent_tasks SET owner = split_part(owner, '@', 1), tenant = substr(owner, strpos(owner, '@') + 1)
+        WHERE strpos(owner, '@') BETWEEN 1 AND length(owner) - 1;
+      DROP INDEX agent_tasks_owner;
+      CREATE INDEX agent_tasks_scope ON agent_tasks (owner, tenant, status_timestamp, id);
+
+      ALTER TABLE agent_task_messages ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+      ALTER TABLE agent_task_messages DROP CONSTRAINT agent_task_messages_pkey;
+      UPDATE agent_task_messages SET owner = split_part(owner, '@', 1),
+          tenant = substr(owner, strpos(owner, '@') + 1)
+        WHERE strpos(owner, '@') BETWEEN 1 AND length(owner) - 1;
+      ALTER TABLE agent_task_messages ADD PRIMARY KEY (owner, tenant, message_id);
+
+      ALTER TABLE push_configs ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+      UPDATE push_configs SET owner = split_part(owner, '@', 1), tenant = substr(owner, strpos(owner, '@') + 1)
+        WHERE strpos(owner, '@') BETWEEN 1 AND length(owner) - 1;
+    `,
+  },
 ];

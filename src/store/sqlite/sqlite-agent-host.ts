@@ -1,6 +1,7 @@
 import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
 import type {
+  AgentScope,
   AgentTaskEvent,
   AgentTaskPage,
   AgentTaskQuery,
@@ -17,6 +18,7 @@ import {
   decodeCursor,
   encodeCursor,
   eventLimit,
+  inScope,
   outboxLimit,
 } from '../store-query.ts';
 import { where } from '../sql-where.ts';
@@ -62,13 +64,13 @@ export abstract class SqliteAgentHost {
     );
   }
 
-  async getAgentTask(id: string, owner?: string): Promise<AgentTaskRecord | undefined> {
+  async getAgentTask(id: string, scope?: AgentScope): Promise<AgentTaskRecord | undefined> {
     const task = readTask(this.conn, id);
-    return this.visible(task && (owner === undefined || task.owner === owner) ? task : undefined);
+    return this.visible(task && (scope === undefined || inScope(task, scope)) ? task : undefined);
   }
 
-  async findAgentTaskByMessageId(owner: string, messageId: string): Promise<string | undefined> {
-    return this.visible(taskIdForMessage(this.conn, owner, messageId));
+  async findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined> {
+    return this.visible(taskIdForMessage(this.conn, scope, messageId));
   }
 
   updateAgentTask(
@@ -88,7 +90,7 @@ export abstract class SqliteAgentHost {
         : {
             duplicate: false,
             // The caller's documents, not parsed back (Store contract).
-            task: r.owner === written.owner ? written : { ...written, owner: r.owner },
+            task: inScope(written, r.scope) ? written : { ...written, ...r.scope },
             events: r.seqs.map((seq, i) => ({
               taskId: next.id,
               at: events[i]!.at,
@@ -104,6 +106,7 @@ export abstract class SqliteAgentHost {
     const keyset = decodeCursor(query.cursor);
     const w = where('sqlite');
     w.add('owner = $?', query.owner);
+    w.add('tenant = $?', query.tenant);
     if (query.contextId !== undefined) w.add('context_id = $?', query.contextId);
     if (query.state !== undefined) w.add('state = $?', query.state);
     if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);

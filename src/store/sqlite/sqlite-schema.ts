@@ -161,4 +161,45 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 4,
+    name: 'host scopes as separate owner and tenant columns',
+    // Scopes used to be one string, `owner@tenant` with a tenant and `owner` without, so owner `alice` in
+    // tenant `x` and owner `alice@x` were the same scope. Rows written then are split at the first `@`
+    // when something follows it: owners loaded from keys can no longer contain `@`, so this gives every
+    // such row to the owner and tenant that can still reach it. A value with no `@`, or ending in one,
+    // keeps its owner and gets tenant ''. The split is one-to-one (a split row always has a non-empty
+    // tenant and an owner without `@`), so no two message ids collide and no row is lost.
+    sql: `
+      ALTER TABLE agent_tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+      UPDATE agent_tasks SET owner = substr(owner, 1, instr(owner, '@') - 1),
+          tenant = substr(owner, instr(owner, '@') + 1)
+        WHERE instr(owner, '@') BETWEEN 1 AND length(owner) - 1;
+      DROP INDEX agent_tasks_owner;
+      CREATE INDEX agent_tasks_scope ON agent_tasks (owner, tenant, status_timestamp, id);
+
+      CREATE TABLE agent_task_messages_v3 (
+        owner TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        PRIMARY KEY (owner, tenant, message_id)
+      );
+      INSERT INTO agent_task_messages_v3 (owner, tenant, message_id, task_id)
+        SELECT
+          CASE WHEN instr(owner, '@') BETWEEN 1 AND length(owner) - 1
+            THEN substr(owner, 1, instr(owner, '@') - 1) ELSE owner END,
+          CASE WHEN instr(owner, '@') BETWEEN 1 AND length(owner) - 1
+            THEN substr(owner, instr(owner, '@') + 1) ELSE '' END,
+          message_id, task_id
+        FROM agent_task_messages;
+      DROP TABLE agent_task_messages;
+      ALTER TABLE agent_task_messages_v3 RENAME TO agent_task_messages;
+
+      ALTER TABLE push_configs ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+      UPDATE push_configs SET owner = substr(owner, 1, instr(owner, '@') - 1),
+          tenant = substr(owner, instr(owner, '@') + 1)
+        WHERE instr(owner, '@') BETWEEN 1 AND length(owner) - 1;
+    `,
+  },
 ];

@@ -4,6 +4,7 @@ import { TaskplaneError, VersionConflictError, notFound } from '../../core/error
 import { envelopeNotices, taskNotices } from '../change-hub.ts';
 import * as rows from '../sql-rows.ts';
 import type {
+  AgentScope,
   ApiKeyRecord,
   AgentTaskRecord,
   ChangeNotice,
@@ -65,19 +66,21 @@ export const WRITES = {
     events: EventRow[],
     outbox: OutboxInsert[],
   ): { created: true } | { created: false; task: AgentTaskRecord } {
-    // The (owner, messageId) row goes first: a duplicate is found by the insert itself, and the SELECT
-    // runs only then (one statement fewer per new task).
+    // The (owner, tenant, messageId) row goes first: a duplicate is found by the insert itself, and the
+    // SELECT runs only then (one statement fewer per new task).
+    const scope = { owner: row[OWNER], tenant: row[TENANT] };
     const claimed = c
       .q(
-        'INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+        `INSERT INTO agent_task_messages (owner, tenant, message_id, task_id) VALUES (?, ?, ?, ?)
+         ON CONFLICT DO NOTHING`,
       )
-      .run(row[OWNER], messageId, row[ID]);
+      .run(scope.owner, scope.tenant, messageId, row[ID]);
     if (claimed.changes === 0) {
-      return { created: false, task: readTask(c, taskIdForMessage(c, row[OWNER], messageId)!)! };
+      return { created: false, task: readTask(c, taskIdForMessage(c, scope, messageId)!)! };
     }
     c.q(
-      `INSERT INTO agent_tasks (owner, context_id, state, status_timestamp, created_at, updated_at, version, task,
-         executor_state, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO agent_tasks (owner, tenant, context_id, state, status_timestamp, created_at, updated_at, version,
+         task, executor_state, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(row);
     notices.push(...taskNotices(row[ID], appendTaskEvents(c, events)));
     appendOutbox(c, outbox, row[UPDATED_AT]);
@@ -92,33 +95,34 @@ export const WRITES = {
     events: EventRow[],
     outbox: OutboxInsert[],
     messageId: string | undefined,
-  ): { duplicate: true; task: AgentTaskRecord } | { duplicate: false; owner: string; seqs: number[] } {
+  ): { duplicate: true; task: AgentTaskRecord } | { duplicate: false; scope: AgentScope; seqs: number[] } {
     // Duplicate before version: a retried message must read as "already done", not as a conflict.
     if (messageId !== undefined) {
-      const found = c.q('SELECT owner FROM agent_tasks WHERE id = ?').get(row[ID]) as
-        { owner: string } | undefined;
+      const found = c.q('SELECT owner, tenant FROM agent_tasks WHERE id = ?').get(row[ID]) as
+        AgentScope | undefined;
       if (!found) throw notFound(`agent task ${row[ID]}`);
-      if (taskIdForMessage(c, found.owner, messageId) !== undefined) {
+      if (taskIdForMessage(c, found, messageId) !== undefined) {
         return { duplicate: true, task: readTask(c, row[ID])! };
       }
     }
-    // The owner never changes: it is not SET, and RETURNING gives the stored one (no read of the whole
+    // The scope never changes: it is not SET, and RETURNING gives the stored one (no read of the whole
     // record first, which was a SELECT plus two JSON.parse per write).
     const updated = c
       .q(
         `UPDATE agent_tasks SET context_id = ?, state = ?, status_timestamp = ?, created_at = ?, updated_at = ?,
-           version = ?, task = ?, executor_state = ? WHERE id = ? AND version = ? RETURNING owner`,
+           version = ?, task = ?, executor_state = ? WHERE id = ? AND version = ? RETURNING owner, tenant`,
       )
-      // The row's columns after owner, in order, end with id: the SET list, then WHERE id = ?.
-      .get(...row.slice(1), expectedVersion) as { owner: string } | undefined;
+      // The row's columns after owner and tenant, in order, end with id: the SET list, then WHERE id = ?.
+      .get(...row.slice(TENANT + 1), expectedVersion) as AgentScope | undefined;
     if (!updated) {
       const exists = c.q('SELECT 1 FROM agent_tasks WHERE id = ?').get(row[ID]) !== undefined;
       throw exists ? new VersionConflictError(`agent task ${row[ID]}`) : notFound(`agent task ${row[ID]}`);
     }
-    const { owner } = updated;
+    const scope: AgentScope = { owner: updated.owner, tenant: updated.tenant };
     if (messageId !== undefined) {
-      c.q('INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES (?, ?, ?)').run(
-        owner,
+      c.q('INSERT INTO agent_task_messages (owner, tenant, message_id, task_id) VALUES (?, ?, ?, ?)').run(
+        scope.owner,
+        scope.tenant,
         messageId,
         row[ID],
       );
@@ -126,7 +130,7 @@ export const WRITES = {
     const appended = appendTaskEvents(c, events);
     appendOutbox(c, outbox, row[UPDATED_AT]);
     notices.push(...taskNotices(row[ID], appended));
-    return { duplicate: false, owner, seqs: appended.map((e) => e.seq) };
+    return { duplicate: false, scope, seqs: appended.map((e) => e.seq) };
   },
 
   // --- push configs ------------------------------------------------------------------------------
@@ -138,10 +142,11 @@ export const WRITES = {
     authentication: string | null,
   ): void {
     c.q(
-      `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, url = excluded.url, token = excluded.token,
-         authentication = excluded.authentication, created_at = excluded.created_at`,
-    ).run(p.taskId, p.id, p.owner, p.url, p.token, authentication, p.createdAt);
+      `INSERT INTO push_configs (task_id, id, owner, tenant, url, token, authentication, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, tenant = excluded.tenant, url = excluded.url,
+         token = excluded.token, authentication = excluded.authentication, created_at = excluded.created_at`,
+    ).run(p.taskId, p.id, p.owner, p.tenant, p.url, p.token, authentication, p.createdAt);
   },
 
   deletePushConfig(c: SqlConn, _notices: ChangeNotice[], taskId: string, id: string): void {
@@ -339,10 +344,10 @@ export function readTask(c: SqlConn, id: string): AgentTaskRecord | undefined {
   return row === undefined ? undefined : rows.toAgentTask(row as rows.AgentTaskRow);
 }
 
-export function taskIdForMessage(c: SqlConn, owner: string, messageId: string): string | undefined {
+export function taskIdForMessage(c: SqlConn, scope: AgentScope, messageId: string): string | undefined {
   const row = c
-    .q('SELECT task_id FROM agent_task_messages WHERE owner = ? AND message_id = ?')
-    .get(owner, messageId);
+    .q('SELECT task_id FROM agent_task_messages WHERE owner = ? AND tenant = ? AND message_id = ?')
+    .get(scope.owner, scope.tenant, messageId);
   return (row as { task_id: string } | undefined)?.task_id;
 }
 
@@ -380,6 +385,7 @@ function appendEnvelopeEvents(c: SqlConn, events: EnvelopeEventRow[]): Array<{ s
 /** agent_tasks columns, in the INSERT's order. */
 export type TaskRow = [
   owner: string,
+  tenant: string,
   contextId: string,
   state: string,
   statusTimestamp: number,
@@ -391,8 +397,9 @@ export type TaskRow = [
   id: string,
 ];
 const OWNER = 0;
-const UPDATED_AT = 5;
-const ID = 9;
+const TENANT = 1;
+const UPDATED_AT = 6;
+const ID = 10;
 
 export type EventRow = rows.TaskEventColumns;
 export type OutboxInsert = rows.OutboxColumns;

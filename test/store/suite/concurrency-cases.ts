@@ -3,7 +3,7 @@ import { VersionConflictError } from '../../../src/core/errors.ts';
 import type { EnvelopeEvent } from '../../../src/core/envelope.ts';
 import type { ChangeNotice, Store } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
-import { event, makeEnvelope, makeTask } from './fixtures.ts';
+import { ALICE, event, makeEnvelope, makeTask } from './fixtures.ts';
 
 export function concurrencyCases({ store, peer, test }: SuiteContext): void {
   test('a reader tailing listEvents while two instances write concurrently sees every event once', async () => {
@@ -117,13 +117,13 @@ export function concurrencyCases({ store, peer, test }: SuiteContext): void {
     expect(await store().listAgentTaskEvents(stale.id, 0)).toEqual([]);
     expect(await store().listAgentTaskEvents(taken.id, 0)).toEqual([]);
     expect((await store().getAgentTask(stale.id))!.version).toBe(1);
-    expect(await store().findAgentTaskByMessageId('alice', 'm-b')).toBeUndefined();
+    expect(await store().findAgentTaskByMessageId(ALICE, 'm-b')).toBeUndefined();
     // The neighbours committed, and what they returned is what is stored.
     const update = (results[1] as PromiseFulfilledResult<Awaited<ReturnType<Store['updateAgentTask']>>>)
       .value;
     expect(update.task).toEqual(await store().getAgentTask(updated.id));
     expect(update.events).toEqual(await store().listAgentTaskEvents(updated.id, 0));
-    expect(await store().findAgentTaskByMessageId('alice', 'm-c')).toBe(fresh[1]!.id);
+    expect(await store().findAgentTaskByMessageId(ALICE, 'm-c')).toBe(fresh[1]!.id);
     for (const t of fresh) expect(await store().listAgentTaskEvents(t.id, 0)).toHaveLength(1);
     // One notice per committed write with events, carrying its last seq; none for the failed ones.
     const lastSeq = async (id: string) => (await store().listAgentTaskEvents(id, 0)).at(-1)!.seq;
@@ -157,7 +157,7 @@ export function concurrencyCases({ store, peer, test }: SuiteContext): void {
     );
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.task.id)).size).toBe(1);
-    expect((await store().listAgentTasks({ owner: 'alice' })).totalSize).toBe(1);
+    expect((await store().listAgentTasks(ALICE)).totalSize).toBe(1);
   });
 
   test('a closed store refuses writes with unavailable', async () => {

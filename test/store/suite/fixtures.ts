@@ -1,6 +1,6 @@
 import { newEnvelope, type Envelope, type NewEnvelopeEvent } from '../../../src/core/envelope.ts';
 import { VersionConflictError } from '../../../src/core/errors.ts';
-import type { AgentTaskRecord, NewOutboxRow, Store } from '../../../src/store/store.ts';
+import type { AgentScope, AgentTaskRecord, NewOutboxRow, Store } from '../../../src/store/store.ts';
 
 let counter = 0;
 /** Unique, sortable-enough ids for one test run. */
@@ -27,11 +27,16 @@ export function event(envelope: Envelope, type: string, at = envelope.updatedAt)
   return { envelopeId: envelope.id, tenant: envelope.tenant, type, at, data: { type } };
 }
 
+/** The scopes the host cases use: owner alice or bob, no tenant. */
+export const ALICE: AgentScope = { owner: 'alice', tenant: '' };
+export const BOB: AgentScope = { owner: 'bob', tenant: '' };
+
 export function makeTask(overrides: Partial<AgentTaskRecord> = {}): AgentTaskRecord {
   const id = overrides.id ?? uid('task');
   return {
     id,
     owner: 'alice',
+    tenant: '',
     contextId: 'ctx-1',
     state: 'TASK_STATE_SUBMITTED',
     statusTimestamp: 1000,

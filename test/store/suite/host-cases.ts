@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import { VersionConflictError } from '../../../src/core/errors.ts';
 import type { ChangeNotice, PushConfigRecord } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
-import { makeTask, nextChange, outboxRow } from './fixtures.ts';
+import { ALICE, BOB, makeTask, nextChange, outboxRow } from './fixtures.ts';
 
 const statusEvent = (taskId: string, state: string, at = 1000) => ({
   taskId,
@@ -22,14 +22,51 @@ export function hostCases({ store, peer, test }: SuiteContext): void {
     expect(res).toEqual({ created: true, task: { ...task, version: 1 } });
     const again = await store().createAgentTask(makeTask(), 'm-1', [], []);
     expect(again).toEqual({ created: false, task: { ...task, version: 1 } });
-    expect(await store().findAgentTaskByMessageId('alice', 'm-1')).toBe(task.id);
+    expect(await store().findAgentTaskByMessageId(ALICE, 'm-1')).toBe(task.id);
     const bobs = await store().createAgentTask(makeTask({ owner: 'bob' }), 'm-1', [], []);
     expect(bobs.created).toBe(true);
-    expect(await store().findAgentTaskByMessageId('bob', 'm-1')).toBe(bobs.task.id);
-    expect(await store().getAgentTask(task.id, 'bob')).toBeUndefined();
-    expect((await store().getAgentTask(task.id, 'alice'))?.id).toBe(task.id);
+    expect(await store().findAgentTaskByMessageId(BOB, 'm-1')).toBe(bobs.task.id);
+    expect(await store().getAgentTask(task.id, BOB)).toBeUndefined();
+    expect((await store().getAgentTask(task.id, ALICE))?.id).toBe(task.id);
     expect((await store().getAgentTask(task.id))?.id).toBe(task.id);
     expect(await store().listAgentTaskEvents(task.id, 0)).toHaveLength(1);
+  });
+
+  test('a scope is owner and tenant apart: owner alice in tenant x is not owner alice@x', async () => {
+    const inTenant = { owner: 'alice', tenant: 'x' };
+    const joined = { owner: 'alice@x', tenant: '' };
+    const a = makeTask({ ...inTenant, id: 'task-in-tenant' });
+    const b = makeTask({ ...joined, id: 'task-joined' });
+    expect((await store().createAgentTask(a, 'm-1', [], [])).created).toBe(true);
+    // The same messageId in the other scope is a new task, not a duplicate of the first.
+    expect(await store().createAgentTask(b, 'm-1', [], [])).toEqual({ created: true, task: b });
+    expect(await store().findAgentTaskByMessageId(inTenant, 'm-1')).toBe(a.id);
+    expect(await store().findAgentTaskByMessageId(joined, 'm-1')).toBe(b.id);
+    expect(await store().getAgentTask(a.id, joined)).toBeUndefined();
+    expect(await store().getAgentTask(b.id, inTenant)).toBeUndefined();
+    expect(await store().getAgentTask(a.id, { owner: 'alice', tenant: '' })).toBeUndefined();
+    expect(await store().getAgentTask(a.id, inTenant)).toEqual(a);
+    expect((await store().listAgentTasks(inTenant)).tasks.map((t) => t.id)).toEqual([a.id]);
+    expect((await store().listAgentTasks(joined)).tasks.map((t) => t.id)).toEqual([b.id]);
+    expect((await store().listAgentTasks({ owner: 'alice', tenant: '' })).totalSize).toBe(0);
+    // An update keeps the stored scope and records its messageId in that scope only.
+    const moved = await store().updateAgentTask({ ...a, ...joined }, 1, [], [], 'm-2');
+    expect(moved.task).toMatchObject(inTenant);
+    expect(await store().getAgentTask(a.id)).toMatchObject({ ...inTenant, version: 2 });
+    expect(await store().findAgentTaskByMessageId(inTenant, 'm-2')).toBe(a.id);
+    expect(await store().findAgentTaskByMessageId(joined, 'm-2')).toBeUndefined();
+    const config: PushConfigRecord = {
+      id: 'c1',
+      taskId: a.id,
+      ...inTenant,
+      url: 'https://hooks.example/1',
+      token: null,
+      authentication: null,
+      createdAt: 1,
+    };
+    await store().putPushConfig(config);
+    expect(await store().getPushConfig(a.id, 'c1')).toEqual(config);
+    expect(await store().listPushConfigs(a.id)).toEqual([config]);
   });
 
   test('updateAgentTask is CAS, records messageId and refuses a duplicate messageId', async () => {
@@ -46,7 +83,7 @@ export function hostCases({ store, peer, test }: SuiteContext): void {
     expect(res.duplicate).toBe(false);
     expect(res.task).toMatchObject({ version: 2, state: 'TASK_STATE_WORKING', executorState: { step: 1 } });
     expect(res.events).toHaveLength(1);
-    expect(await store().findAgentTaskByMessageId('alice', 'm-2')).toBe(task.id);
+    expect(await store().findAgentTaskByMessageId(ALICE, 'm-2')).toBe(task.id);
     const dup = await store().updateAgentTask({ ...working, state: 'TASK_STATE_FAILED' }, 2, [], [], 'm-2');
     expect(dup).toEqual({ duplicate: true, task: res.task, events: [] });
     const dupOfCreate = await store().updateAgentTask(
@@ -87,23 +124,23 @@ export function hostCases({ store, peer, test }: SuiteContext): void {
       await store().createAgentTask(task, `m-${i}`, [], []);
     }
     await store().createAgentTask(makeTask({ id: 'task-bob', owner: 'bob' }), 'm-b', [], []);
-    const first = await store().listAgentTasks({ owner: 'alice', pageSize: 4 });
+    const first = await store().listAgentTasks({ ...ALICE, pageSize: 4 });
     expect(first.tasks.map((t) => t.id)).toEqual(['task-5', 'task-2', 'task-4', 'task-1']);
     expect(first.totalSize).toBe(6);
-    const second = await store().listAgentTasks({ owner: 'alice', pageSize: 4, cursor: first.nextCursor! });
+    const second = await store().listAgentTasks({ ...ALICE, pageSize: 4, cursor: first.nextCursor! });
     expect(second.tasks.map((t) => t.id)).toEqual(['task-3', 'task-0']);
     expect(second.nextCursor).toBeUndefined();
     expect(second.totalSize).toBe(6);
-    const ctx = await store().listAgentTasks({ owner: 'alice', contextId: 'ctx-2' });
+    const ctx = await store().listAgentTasks({ ...ALICE, contextId: 'ctx-2' });
     expect(ctx.tasks.map((t) => t.id)).toEqual(['task-5', 'task-4']);
     const working = await store().listAgentTasks({
-      owner: 'alice',
+      ...ALICE,
       state: 'TASK_STATE_WORKING',
       statusTimestampAfter: 1001,
     });
     expect(working.tasks.map((t) => t.id)).toEqual(['task-2', 'task-4', 'task-1']);
     expect(working.totalSize).toBe(3);
-    expect((await store().listAgentTasks({ owner: 'carol' })).totalSize).toBe(0);
+    expect((await store().listAgentTasks({ owner: 'carol', tenant: '' })).totalSize).toBe(0);
     const active = await store().listActiveAgentTasks();
     expect(active.map((t) => t.id).sort()).toEqual([
       'task-0',
@@ -120,6 +157,7 @@ export function hostCases({ store, peer, test }: SuiteContext): void {
       id: 'c1',
       taskId: 'task-1',
       owner: 'alice',
+      tenant: '',
       url: 'https://hooks.example/1',
       token: 'tok',
       authentication: { scheme: 'Bearer', credentials: 'secret' },
