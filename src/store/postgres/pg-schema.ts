@@ -130,7 +130,7 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   {
     id: 3,
     name: 'host scopes as separate owner and tenant columns',
-    // As SQLite migration 3: `owner@tenant` strings are split at the first `@` when something follows it,
+    // As SQLite migration 4: `owner@tenant` strings are split at the first `@` when something follows it,
     // one-to-one, so no row is lost and no two message ids collide.
     sql: `
       ALTER TABLE agent_tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
@@ -150,5 +150,12 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       UPDATE push_configs SET owner = split_part(owner, '@', 1), tenant = substr(owner, strpos(owner, '@') + 1)
         WHERE strpos(owner, '@') BETWEEN 1 AND length(owner) - 1;
     `,
+  },
+  {
+    id: 4,
+    name: 'no agent_tasks state index',
+    // As SQLite migration 2: every state change of a host task updated this index for a query that never
+    // used it (the active-task scan is `state NOT IN (…)`, and ListTasks filters within agent_tasks_scope).
+    sql: `DROP INDEX agent_tasks_state;`,
   },
 ];
