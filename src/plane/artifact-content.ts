@@ -46,7 +46,8 @@ export async function readArtifacts(
   env: Envelope,
   artifactId?: string,
 ): Promise<ArtifactContent[]> {
-  const refs = artifactId === undefined ? env.artifacts : env.artifacts.filter((a) => a.artifactId === artifactId);
+  const refs =
+    artifactId === undefined ? env.artifacts : env.artifacts.filter((a) => a.artifactId === artifactId);
   if (artifactId !== undefined && refs.length === 0)
     throw new TaskplaneError('not_found', `artifactId: no artifact '${artifactId}' on this task`, {
       field: 'artifactId',
@@ -64,7 +65,11 @@ export async function readArtifacts(
       );
     const parts = neutralParts(found);
     // The remote's artifact may have grown since it was observed; its own hash and size describe it.
-    return { ...fromRef(ref, parts, 'remote'), hash: inputHash(found.content ?? null), size: contentBytes(parts) };
+    return {
+      ...fromRef(ref, parts, 'remote'),
+      hash: inputHash(found.content ?? null),
+      size: contentBytes(parts),
+    };
   });
 }
 
