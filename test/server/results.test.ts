@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { SystemClock } from '../../src/core/clock.ts';
 import { isTerminal } from '../../src/core/states.ts';
-import { defineAgent } from '../../src/host/agent-api.ts';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
+import { PNG, resultsAgent } from './results-agent.ts';
 
 /**
  * Results a person can read: the plane keeps artifact content and the final status message (within
@@ -14,33 +14,6 @@ import { FakeRemote } from '../plane/fake-remote.ts';
  */
 const KEY_A = 'results-key-aaaa';
 const KEY_B = 'results-key-bbbb';
-const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3, 250, 251]);
-
-export const resultsAgent = defineAgent({
-  card: { name: 'Results', description: 'Produces text, data and file artifacts', version: '1.0.0' },
-  async execute(ctx) {
-    const kind = (ctx.data as { kind?: string } | undefined)?.kind;
-    if (kind === 'fail') {
-      await ctx.status('checking the disk');
-      await ctx.fail('disk full on the worker');
-      return;
-    }
-    if (kind === 'big') {
-      await ctx.artifact({ artifactId: 'log', name: 'log', parts: [{ text: 'x'.repeat(3000) }] });
-      await ctx.artifact({ artifactId: 'small', name: 'small', parts: [{ text: 'ok' }] });
-      return 'big done';
-    }
-    await ctx.artifact({ artifactId: 'summary', name: 'summary', parts: [{ text: 'The answer is 42.' }] });
-    await ctx.artifact({ artifactId: 'figures', name: 'figures', parts: [{ data: { answer: 42 } }] });
-    await ctx.artifact({
-      artifactId: 'chart',
-      name: 'chart',
-      parts: [{ raw: PNG.toString('base64'), filename: 'chart.png', mediaType: 'image/png' }],
-    });
-    return 'all done';
-  },
-});
-
 interface TaskJson {
   state: string;
   statusMessage: string | null;
