@@ -4,8 +4,9 @@ import { TaskplaneError } from '../core/errors.ts';
 import { table } from './cli-options.ts';
 
 /**
- * `taskplane tasks create|get|list|cancel|answer|watch`: a thin client of the /v1 API. Readable tables
- * by default, `--json` for scripts. URL and key from `--url`/`--key` or TASKPLANE_URL/TASKPLANE_API_KEY.
+ * `taskplane tasks create|get|list|cancel|answer|watch|result`: a thin client of the /v1 API. Readable
+ * tables by default, `--json` for scripts. URL and key from `--url`/`--key` or
+ * TASKPLANE_URL/TASKPLANE_API_KEY.
  */
 interface Conn {
   url: string;
@@ -21,7 +22,31 @@ interface TaskRow {
   createdAt: number;
   updatedAt: number;
   pendingInput: { requestId: string; prompt: string; answeredAt?: number | null } | null;
+  statusMessage?: string | null;
+  error?: { code: string; message: string } | null;
+  output?: OutputSummary;
   [k: string]: unknown;
+}
+
+interface OutputSummary {
+  text: string | null;
+  data: unknown[];
+  files: Array<{ artifactId: string; name: string | null; mediaType: string | null; size: number | null }>;
+  remoteOnly: string[];
+  truncated: boolean;
+}
+
+type ContentPart =
+  | { kind: 'text'; text: string }
+  | { kind: 'data'; data: unknown }
+  | { kind: 'file'; name?: string; mediaType?: string; size?: number; bytes?: string; url?: string };
+
+interface ArtifactContent {
+  artifactId: string;
+  name: string | null;
+  mediaType: string | null;
+  size: number;
+  parts: ContentPart[];
 }
 
 function conn(cmd: Command): Conn {
@@ -100,6 +125,44 @@ function parseValue(text: string): unknown {
   }
 }
 
+const DETAIL_INDENT = ' '.repeat('output:      '.length);
+
+/** Continuation lines of a multi-line value line up under the first. */
+function indent(text: string): string {
+  return text.replace(/\n/g, `\n${DETAIL_INDENT}`);
+}
+
+function fileLine(f: { name: string | null; mediaType: string | null; size: number | null }): string {
+  return [f.name ?? '(unnamed)', f.mediaType ?? '', f.size !== null ? `${f.size} bytes` : '']
+    .filter(Boolean)
+    .join('  ');
+}
+
+/** The output summary as `tasks get` detail lines. */
+function outputLines(out: OutputSummary | undefined, id: string): string[] {
+  if (!out) return [];
+  const lines: string[] = [];
+  if (out.text !== null) lines.push(`output:      ${indent(out.text)}`);
+  for (const d of out.data) lines.push(`data:        ${JSON.stringify(d)}`);
+  for (const f of out.files) lines.push(`file:        ${fileLine(f)}`);
+  if (out.truncated || out.remoteOnly.length > 0)
+    lines.push(`             (more: taskplane tasks result ${id})`);
+  return lines;
+}
+
+/** An artifact for a person: its text, its data as indented JSON, its files described. */
+function artifactText(a: ArtifactContent): string {
+  return a.parts
+    .map((p) =>
+      p.kind === 'text'
+        ? p.text
+        : p.kind === 'data'
+          ? JSON.stringify(p.data, null, 2)
+          : `[file ${fileLine({ name: p.name ?? null, mediaType: p.mediaType ?? null, size: p.size ?? null })}${p.url ? ` ${p.url}` : ''}; --json has its bytes]`,
+    )
+    .join('\n');
+}
+
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']);
 
 export function registerTasksCommand(program: Command): void {
@@ -149,6 +212,9 @@ export function registerTasksCommand(program: Command): void {
         `message id:  ${String(t.messageId)}`,
         `context id:  ${String(t.contextId)}`,
       ];
+      if (t.error) lines.push(`failure:     ${t.error.code}: ${indent(t.error.message)}`);
+      if (t.statusMessage) lines.push(`message:     ${indent(t.statusMessage)}`);
+      lines.push(...outputLines(t.output, t.id));
       const arts = (t.artifacts as Array<{ artifactId: string; hash: string }>) ?? [];
       for (const a of arts) lines.push(`artifact:    ${a.artifactId} ${a.hash}`);
       if (t.cancel) lines.push(`cancel:      ${JSON.stringify(t.cancel)}`);
@@ -200,6 +266,42 @@ export function registerTasksCommand(program: Command): void {
         value: parseValue(value),
       })) as TaskRow;
       print(c, t, () => taskRows([t]));
+    });
+
+  tasks
+    .command('result <id>')
+    .description(
+      "print a task's output: one text artifact raw, several one after another, the final status message when there are none; --json for all of it",
+    )
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      const path = `/v1/tasks/${encodeURIComponent(id)}`;
+      const t = (await call(c, 'GET', path)) as TaskRow;
+      const { artifacts } = (await call(c, 'GET', `${path}/artifacts`)) as { artifacts: ArtifactContent[] };
+      if (c.json) {
+        const { state, statusMessage, error } = t;
+        console.log(JSON.stringify({ id: t.id, state, statusMessage, error, artifacts }, null, 2));
+      } else if (artifacts.length === 1 && artifacts[0]!.parts.every((p) => p.kind === 'text')) {
+        // Raw, so `tasks result ID > file` holds exactly what the agent wrote.
+        process.stdout.write(artifacts[0]!.parts.map((p) => (p as { text: string }).text).join('\n'));
+      } else if (artifacts.length > 0) {
+        const many = artifacts.length > 1;
+        const blocks = artifacts.map((a) =>
+          many ? `── ${a.name ?? a.artifactId} ──\n${artifactText(a)}` : artifactText(a),
+        );
+        console.log(blocks.join('\n\n'));
+      } else if (t.statusMessage) {
+        console.log(t.statusMessage);
+      }
+      if (t.error) {
+        console.error(`taskplane: task ${t.state}: ${t.error.message}`);
+        process.exitCode = 1;
+      } else if (!TERMINAL.has(t.state)) {
+        console.error(`taskplane: task is ${t.state}; this is its output so far`);
+      } else if (t.state !== 'succeeded') {
+        console.error(`taskplane: task ${t.state}`);
+        process.exitCode = 1;
+      }
     });
 
   tasks

@@ -1,3 +1,4 @@
+import type { ContentPart } from '../core/envelope.ts';
 import type { NormalizedState } from '../core/states.ts';
 
 /*
@@ -143,6 +144,8 @@ export interface RemoteSnapshot {
   inputRequest?: { requestId: string; prompt: string; schema?: Record<string, unknown> } | null;
   artifacts?: RemoteArtifact[];
   result?: unknown;
+  /** Text of the remote's current status message, when it gives one. */
+  statusMessage?: string | null;
   error?: { code: string; message: string } | null;
   usage?: Record<string, number> | null;
 }
@@ -153,6 +156,8 @@ export interface RemoteArtifact {
   mediaType?: string;
   /** The artifact content in the protocol's own shape; the engine hashes it canonically. */
   content: unknown;
+  /** The same content as protocol-neutral parts, which the plane keeps; without them it keeps `content` as one data part. */
+  parts?: ContentPart[];
 }
 
 export interface ListChangedQuery {

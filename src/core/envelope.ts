@@ -55,6 +55,11 @@ export interface Envelope {
   artifacts: ArtifactRef[];
   /** Output text or data the remote returned, small enough to keep inline. */
   result: unknown;
+  /**
+   * Text of the remote's latest status message (A2A `status.message`): once terminal, its final word.
+   * Absent on envelopes written before it was kept.
+   */
+  statusMessage?: string | null;
   error: { code: string; message: string } | null;
 
   budget: Budget | null;
@@ -102,9 +107,47 @@ export interface ArtifactRef {
   mediaType?: string;
   /** `sha256:<hex>` of the canonical artifact parts. */
   hash: string;
+  /** Content size in bytes (see `contentBytes`). */
   size?: number;
+  /**
+   * The content itself, when it fitted the result caps (PlaneOptions `results`); absent above them, and
+   * then read through from the remote while it still has the job.
+   */
+  parts?: ContentPart[];
   /** Where it came from: connector, remote id, source of the observation. */
   provenance: { source: ObservationSource; remoteId: string | null; at: number };
+}
+
+/**
+ * One piece of output content, whatever the protocol: text, structured data, or a file given inline
+ * (`bytes`, base64) or by `url`. A file's `size` is of its decoded bytes, when known.
+ */
+export type ContentPart =
+  | { kind: 'text'; text: string; mediaType?: string }
+  | { kind: 'data'; data: unknown; mediaType?: string }
+  | { kind: 'file'; name?: string; mediaType?: string; size?: number; bytes?: string; url?: string };
+
+const utf8 = new TextEncoder();
+
+/** Decoded length of base64 text, without decoding it. */
+function base64Bytes(b64: string): number {
+  const clean = b64.replace(/[^A-Za-z0-9+/_-]/g, '');
+  return Math.floor((clean.length * 3) / 4);
+}
+
+/**
+ * Bytes of content a part holds: UTF-8 text, data as JSON, a file's decoded bytes (or its URL when it
+ * is only referenced). What the result caps count.
+ */
+export function contentBytes(parts: ContentPart[]): number {
+  let n = 0;
+  for (const p of parts) {
+    if (p.kind === 'text') n += utf8.encode(p.text).length;
+    else if (p.kind === 'data') n += utf8.encode(JSON.stringify(p.data) ?? 'null').length;
+    else if (p.bytes !== undefined) n += base64Bytes(p.bytes);
+    else n += utf8.encode(p.url ?? '').length;
+  }
+  return n;
 }
 
 export interface Budget {
@@ -181,6 +224,7 @@ export function newEnvelope(fields: NewEnvelopeFields): Envelope {
     approval: null,
     artifacts: [],
     result: null,
+    statusMessage: null,
     error: null,
     budget: null,
     usage: null,

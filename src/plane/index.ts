@@ -7,5 +7,6 @@ export type { CounterSignals, DelayStats, RequestKind } from './signals.ts';
 export type { ReconcileReport } from './reconciler.ts';
 export type { WebhookResult } from './webhook-ingress.ts';
 export type { ObserveResult } from './observe.ts';
+export type { ArtifactContent } from './artifact-content.ts';
 export type { WatcherState, Mechanism } from './job-watcher.ts';
 export type { AnswerRequest } from './answer-and-cancel.ts';

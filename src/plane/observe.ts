@@ -1,14 +1,16 @@
-import type {
-  ArtifactRef,
-  Envelope,
-  NewEnvelopeEvent,
-  ObservationSource,
-  PendingInput,
+import {
+  contentBytes,
+  type ArtifactRef,
+  type Envelope,
+  type NewEnvelopeEvent,
+  type ObservationSource,
+  type PendingInput,
 } from '../core/envelope.ts';
 import { inputHash } from '../core/canonical-json.ts';
 import { TaskplaneError, VersionConflictError } from '../core/errors.ts';
 import { decideTransition, isTerminal, type TransitionDecision } from '../core/states.ts';
 import type { RemoteSnapshot } from '../connectors/connector.ts';
+import { neutralParts } from './artifact-content.ts';
 import { decideAcceptance } from './acceptance.ts';
 import type { PlaneContext } from './context.ts';
 
@@ -28,12 +30,20 @@ export interface ObserveResult {
   decision: TransitionDecision;
 }
 
-/** Hash of an artifact's content, canonical so key order or whitespace never makes a "new" artifact. */
+/** The longest status message kept; a longer one is cut, as a person reads its start. */
+export const STATUS_MESSAGE_MAX_CHARS = 65_536;
+
+/**
+ * Artifact refs after this snapshot, hashed canonically so key order or whitespace never makes a "new"
+ * artifact. A changed artifact keeps its content when it fits both result caps, counting what the job's
+ * other artifacts already keep; otherwise only its hash, media type and size.
+ */
 function artifactRefs(
   current: ArtifactRef[],
   snapshot: RemoteSnapshot,
   source: ObservationSource,
   now: number,
+  caps: { maxTaskBytes: number; maxArtifactBytes: number },
 ): { refs: ArtifactRef[]; changed: ArtifactRef[] } {
   if (!snapshot.artifacts || snapshot.artifacts.length === 0) return { refs: current, changed: [] };
   const byId = new Map(current.map((a) => [a.artifactId, a]));
@@ -42,13 +52,19 @@ function artifactRefs(
     const hash = inputHash(artifact.content ?? null);
     const prior = byId.get(artifact.artifactId);
     if (prior && prior.hash === hash) continue;
+    const parts = neutralParts(artifact);
+    const size = contentBytes(parts);
+    let keptElsewhere = 0;
+    for (const [id, ref] of byId) if (id !== artifact.artifactId && ref.parts) keptElsewhere += ref.size ?? 0;
     const ref: ArtifactRef = {
       artifactId: artifact.artifactId,
       hash,
+      size,
       provenance: { source, remoteId: snapshot.remoteId, at: now },
     };
     if (artifact.name !== undefined) ref.name = artifact.name;
     if (artifact.mediaType !== undefined) ref.mediaType = artifact.mediaType;
+    if (size <= caps.maxArtifactBytes && keptElsewhere + size <= caps.maxTaskBytes) ref.parts = parts;
     byId.set(artifact.artifactId, ref);
     changed.push(ref);
   }
@@ -122,11 +138,21 @@ export async function observe(
       if (snapshot.contextId && env.contextId !== snapshot.contextId) next.contextId = snapshot.contextId;
       if (snapshot.cursor !== undefined && snapshot.cursor !== env.streamCursor)
         next.streamCursor = snapshot.cursor;
-      const arts = artifactRefs(env.artifacts, snapshot, source, now);
+      const arts = artifactRefs(env.artifacts, snapshot, source, now, ctx.config.results);
       next.artifacts = arts.refs;
       for (const a of arts.changed)
-        event('artifact', { artifactId: a.artifactId, hash: a.hash, name: a.name ?? null });
+        event('artifact', {
+          artifactId: a.artifactId,
+          hash: a.hash,
+          name: a.name ?? null,
+          size: a.size ?? null,
+          kept: a.parts !== undefined,
+        });
       if (snapshot.result !== undefined) next.result = snapshot.result;
+      if (snapshot.statusMessage !== undefined) {
+        const message = snapshot.statusMessage?.slice(0, STATUS_MESSAGE_MAX_CHARS) ?? null;
+        if (message !== (env.statusMessage ?? null)) next.statusMessage = message;
+      }
       // Usage is what budgets are checked against, so a change alone is worth a write.
       if (snapshot.usage && JSON.stringify(snapshot.usage) !== JSON.stringify(env.usage))
         next.usage = snapshot.usage;
@@ -179,7 +205,8 @@ export async function observe(
       next.artifacts !== env.artifacts ||
       next.streamCursor !== env.streamCursor ||
       next.webhookIds !== env.webhookIds ||
-      next.usage !== env.usage;
+      next.usage !== env.usage ||
+      next.statusMessage !== env.statusMessage;
     // The last APPLIED stream event: a duplicate or stale frame changes nothing, so it neither moves
     // lastEventId nor costs a write of its own.
     if (written && fresh && typeof snapshot.eventId === 'string') next.lastEventId = snapshot.eventId;

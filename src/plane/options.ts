@@ -104,6 +104,17 @@ export interface PlaneOptions {
   maxObserveRetries?: number;
   /** Spend caps per tenant in the remote's usage unit; an exhausted one refuses new jobs (plane/budgets.ts). @default {} */
   budgets?: { tenants?: Record<string, { limit: number; unit: string }> };
+  /**
+   * How much output content each envelope keeps (artifact parts, counted by `contentBytes`). Above a cap
+   * an artifact keeps its hash, media type and size, and its content is read through from the remote
+   * while the remote still has the job.
+   */
+  results?: {
+    /** Content kept per job, all artifacts together; 0 keeps none. @default 1048576 */
+    maxTaskBytes?: number;
+    /** Content kept per artifact. @default 1048576 */
+    maxArtifactBytes?: number;
+  };
   /** Per-job watch leases between planes sharing one store (plane/watch-leases.ts). */
   watch?: {
     /**
@@ -152,6 +163,7 @@ export interface PlaneConfig {
   watch: { leases: 'auto' | 'on' | 'off'; leaseTtlMs: number; adoptIntervalMs: number };
   budgets: { tenants: Record<string, { limit: number; unit: string }> };
   acceptance: AcceptanceLimits;
+  results: { maxTaskBytes: number; maxArtifactBytes: number };
 }
 
 function positive(field: string, value: number): number {
@@ -275,5 +287,12 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
     },
     budgets: { tenants: tenantBudgets(options.budgets?.tenants ?? {}) },
     acceptance: acceptanceLimits(options.acceptance),
+    results: {
+      maxTaskBytes: nonNegative('results.maxTaskBytes', options.results?.maxTaskBytes ?? 1024 * 1024),
+      maxArtifactBytes: nonNegative(
+        'results.maxArtifactBytes',
+        options.results?.maxArtifactBytes ?? 1024 * 1024,
+      ),
+    },
   };
 }

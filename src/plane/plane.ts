@@ -31,6 +31,7 @@ import { newId } from '../core/ids.ts';
 import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, Page, Store } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
+import { readArtifacts, type ArtifactContent } from './artifact-content.ts';
 import { checkAcceptanceSchema } from './acceptance.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
@@ -345,6 +346,11 @@ export class Plane {
     const env = await this.ctx.store.getEnvelope(id);
     if (!env || env.tenant !== tenant) throw new TaskplaneError('not_found', 'task not found');
     return env;
+  }
+
+  /** The content of a task's artifacts, or of one; over the result caps it is read from the remote. */
+  async artifacts(tenant: string, id: string, artifactId?: string): Promise<ArtifactContent[]> {
+    return readArtifacts(this.ctx, await this.get(tenant, id), artifactId);
   }
 
   list(tenant: string, query: Omit<EnvelopeQuery, 'tenant'> = {}): Promise<Page<Envelope>> {

@@ -1,18 +1,33 @@
-import { NORMALIZED_STATES } from '../core/states.ts';
+import { schemas } from './openapi-schemas.ts';
+
 /**
  * OpenAPI 3.1 description of the control plane API, served at /v1/openapi.json. Kept by hand next to
- * the routes (task-routes.ts, server-app.ts); test/server checks every documented path answers.
+ * the routes (task-routes.ts, artifact-routes.ts, server-app.ts); test/server/openapi.test.ts checks
+ * the document against the OpenAPI 3.1 schema and real responses of a running plane against it.
  */
-const error = { $ref: '#/components/responses/Error' };
-const taskId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-const task = {
-  description: 'The task envelope',
-  content: { 'application/json': { schema: { $ref: '#/components/schemas/Task' } } },
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (description: string, schema: string) => ({
+  description,
+  content: { 'application/json': { schema: ref(schema) } },
+});
+const err = (name: string) => ({ $ref: `#/components/responses/${name}` });
+/** Every /v1 route behind an API key answers these. */
+const keyed = { '401': err('Unauthenticated') };
+/** Routes that read a request body also refuse a body that is too large, not JSON, or invalid. */
+const withBody = {
+  '400': err('BadRequest'),
+  '413': err('TooLarge'),
+  '415': err('UnsupportedMediaType'),
+  '422': err('Unprocessable'),
 };
+/** Routes that may call the remote agent. */
+const upstream = { '502': err('RemoteError'), '503': err('Unavailable'), '504': err('Timeout') };
+const taskId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const task = json('The task envelope', 'Task');
 const sse = {
   description:
-    'Server-sent events; `id:` is the event sequence number (resume with Last-Event-ID or ?after=; ?from=now skips the past)',
-  content: { 'text/event-stream': {} },
+    'Server-sent events: `event:` is the event type, `data:` one Event as JSON, `id:` its seq (resume with Last-Event-ID or ?after=; ?from=now skips the past)',
+  content: { 'text/event-stream': { schema: { type: 'string' } } },
 };
 const streamFrom = [
   {
@@ -35,6 +50,10 @@ const streamFrom = [
     description: 'only events from now on',
   },
 ];
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ref('Error') } },
+});
 
 export function openApiDocument(): Record<string, unknown> {
   return {
@@ -54,9 +73,18 @@ export function openApiDocument(): Record<string, unknown> {
           parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
           requestBody: {
             required: true,
-            content: { 'application/json': { schema: { $ref: '#/components/schemas/CreateTask' } } },
+            content: { 'application/json': { schema: ref('CreateTask') } },
           },
-          responses: { '201': task, '200': task, '400': error, '403': error, '409': error },
+          responses: {
+            '201': json('Created', 'Task'),
+            '200': json('The task this idempotency key created before', 'Task'),
+            '202': json('Accepted: the envelope is durable, the remote start runs behind it', 'Task'),
+            ...keyed,
+            ...withBody,
+            '403': err('Forbidden'),
+            '409': err('Conflict'),
+            ...upstream,
+          },
         },
         get: {
           summary: 'List tasks, newest update first',
@@ -77,24 +105,30 @@ export function openApiDocument(): Record<string, unknown> {
             { name: 'cursor', in: 'query', schema: { type: 'string' } },
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500 } },
           ],
-          responses: {
-            '200': {
-              description:
-                '{tasks, nextCursor, eventSeq}: eventSeq is the latest event seq read before the list; tail /v1/events?after=eventSeq to follow on without a replay',
-            },
-            '400': error,
-          },
+          responses: { '200': json('A page of tasks', 'TaskList'), ...keyed, '400': err('BadRequest') },
         },
       },
       '/v1/tasks/{id}': {
-        get: { summary: 'Get a task', parameters: [taskId], responses: { '200': task, '404': error } },
+        get: {
+          summary: 'Get a task',
+          parameters: [taskId],
+          responses: { '200': task, ...keyed, '404': err('NotFound') },
+        },
       },
       '/v1/tasks/{id}/cancel': {
         post: {
           summary:
             'Request cancellation (records intent, calls the remote, keeps observing the true outcome)',
           parameters: [taskId],
-          responses: { '200': task, '404': error, '409': error },
+          responses: {
+            '200': task,
+            ...keyed,
+            ...withBody,
+            '403': err('Forbidden'),
+            '404': err('NotFound'),
+            '409': err('Conflict'),
+            ...upstream,
+          },
         },
       },
       '/v1/tasks/{id}/input': {
@@ -109,50 +143,100 @@ export function openApiDocument(): Record<string, unknown> {
                 schema: {
                   type: 'object',
                   required: ['requestId'],
-                  properties: { requestId: { type: 'string' }, value: {} },
+                  properties: { requestId: { type: 'string' }, value: {}, actor: { type: 'string' } },
                 },
               },
             },
           },
-          responses: { '200': task, '404': error, '409': error },
+          responses: {
+            '200': task,
+            ...keyed,
+            ...withBody,
+            '403': err('Forbidden'),
+            '404': err('NotFound'),
+            '409': err('Conflict'),
+            ...upstream,
+          },
+        },
+      },
+      '/v1/tasks/{id}/artifacts': {
+        get: {
+          summary:
+            "The task's artifacts with their content; content over the result caps is read through from the remote while it still has the task",
+          parameters: [taskId],
+          responses: {
+            '200': json('Every artifact with its parts', 'ArtifactList'),
+            ...keyed,
+            '404': err('NotFound'),
+            ...upstream,
+          },
+        },
+      },
+      '/v1/tasks/{id}/artifacts/{artifactId}': {
+        get: {
+          summary:
+            'One artifact. One text, data or inline file part is answered as itself with its media type (ETag: its hash); more parts, a file by URL, or ?format=json answer the ArtifactContent JSON',
+          parameters: [
+            taskId,
+            { name: 'artifactId', in: 'path', required: true, schema: { type: 'string' } },
+            { name: 'format', in: 'query', schema: { type: 'string', enum: ['json'] } },
+          ],
+          responses: {
+            '200': {
+              description: 'The content; `X-Artifact-From: kept|remote` says where it came from',
+              headers: {
+                ETag: { schema: { type: 'string' }, description: 'the content hash, quoted' },
+                'X-Artifact-From': { schema: { type: 'string', enum: ['kept', 'remote'] } },
+              },
+              content: {
+                'application/json': {
+                  schema: {
+                    description:
+                      "ArtifactContent with ?format=json or when the content is not one part; else one data part's value",
+                  },
+                },
+                '*/*': { schema: { description: 'one text or file part as itself, with its media type' } },
+              },
+            },
+            ...keyed,
+            '404': err('NotFound'),
+            ...upstream,
+          },
         },
       },
       '/v1/tasks/{id}/history': {
         get: {
           summary: "A task's event timeline as JSON",
-          parameters: [taskId],
-          responses: { '200': { description: '{events}' }, '404': error },
+          parameters: [taskId, { name: 'after', in: 'query', schema: { type: 'integer' } }],
+          responses: { '200': json('Events in seq order', 'History'), ...keyed, '404': err('NotFound') },
         },
       },
       '/v1/tasks/{id}/events': {
         get: {
           summary: "A task's events as SSE",
           parameters: [taskId, ...streamFrom],
-          responses: { '200': sse, '404': error },
+          responses: { '200': sse, ...keyed, '404': err('NotFound') },
         },
       },
       '/v1/events': {
         get: {
           summary: "All of the tenant's task events as SSE",
           parameters: streamFrom,
-          responses: { '200': sse },
+          responses: { '200': sse, ...keyed },
         },
       },
       '/v1/stream-tickets': {
         post: {
           summary:
             'A short-lived ticket (60 s) that opens the stream routes in place of the key (?ticket=); it names the key, which is checked again on use',
-          responses: {
-            '201': { description: '{ticket, expiresAt}' },
-            '401': error,
-          },
+          responses: { '201': json('A stream ticket', 'StreamTicket'), ...keyed },
         },
       },
       '/v1/signals': {
         get: {
           summary:
             'Lifecycle signals: orphans, delays per mechanism, input by age, duplicates absorbed, requests per task',
-          responses: { '200': { description: 'signals' } },
+          responses: { '200': json('Signals', 'Signals'), ...keyed },
         },
       },
       '/v1/webhooks/{kind}/{target}': {
@@ -165,42 +249,57 @@ export function openApiDocument(): Record<string, unknown> {
             { name: 'target', in: 'path', required: true, schema: { type: 'string' } },
             { name: 'envelope', in: 'query', schema: { type: 'string' } },
           ],
-          responses: { '200': { description: '{status: observed|duplicate|ignored}' }, '401': error },
+          responses: {
+            '200': json('What became of the delivery', 'WebhookResult'),
+            '401': err('Unauthenticated'),
+            ...withBody,
+            '404': err('NotFound'),
+            ...upstream,
+          },
         },
       },
-      '/healthz': { get: { security: [], summary: 'Liveness', responses: { '200': { description: 'ok' } } } },
+      '/v1/openapi.json': {
+        get: {
+          security: [],
+          summary: 'This document',
+          responses: { '200': { description: 'OpenAPI 3.1', content: { 'application/json': {} } } },
+        },
+      },
+      '/healthz': { get: { security: [], summary: 'Liveness', responses: { '200': json('ok', 'Health') } } },
       '/metrics': {
         get: {
           security: [],
           summary:
             'Prometheus metrics. With a metrics token configured, `Authorization: Bearer <metrics token>`; without one, open on a loopback-only plane and refused beyond loopback',
-          responses: { '200': { description: 'text format' }, '401': error },
+          responses: {
+            '200': { description: 'text format', content: { 'text/plain': { schema: { type: 'string' } } } },
+            '401': err('Unauthenticated'),
+          },
         },
       },
     },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       responses: {
-        Error: {
-          description: 'Error',
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                properties: {
-                  error: {
-                    type: 'object',
-                    properties: {
-                      code: { type: 'string' },
-                      message: { type: 'string' },
-                      field: { type: ['string', 'null'] },
-                    },
-                  },
-                },
-              },
-            },
-          },
-        },
+        BadRequest: errorResponse(
+          '400: malformed request (not JSON, too deep, a query parameter or field wrong)',
+        ),
+        Unauthenticated: errorResponse(
+          '401: no valid API key (or, on the webhook route, no valid push token)',
+        ),
+        Forbidden: errorResponse('403: the key is read-only and the request writes'),
+        NotFound: errorResponse(
+          "404: no such task for this tenant (another tenant's task included), or no such artifact",
+        ),
+        Conflict: errorResponse(
+          '409: the request conflicts with the task (idempotency key reused with other input, wrong input request, task not in a state that allows it)',
+        ),
+        TooLarge: errorResponse('413: request body over the limit'),
+        UnsupportedMediaType: errorResponse('415: request body is not application/json'),
+        Unprocessable: errorResponse('422: the body is JSON but a field is not acceptable'),
+        RemoteError: errorResponse('502: the remote agent answered something unusable'),
+        Unavailable: errorResponse('503: the remote agent cannot be reached now; retry'),
+        Timeout: errorResponse('504: the remote agent did not answer in time; retry'),
       },
       schemas: {
         CreateTask: {
@@ -213,6 +312,8 @@ export function openApiDocument(): Record<string, unknown> {
             },
             idempotencyKey: { type: 'string' },
             contextId: { type: 'string' },
+            workflowId: { type: 'string' },
+            actor: { type: 'string' },
             expectedDurationMs: { type: 'number' },
             timeoutMs: {
               type: 'number',
@@ -229,29 +330,7 @@ export function openApiDocument(): Record<string, unknown> {
             },
           },
         },
-        Task: {
-          type: 'object',
-          properties: {
-            id: { type: 'string' },
-            state: { enum: [...NORMALIZED_STATES] },
-            nativeState: { type: ['string', 'null'] },
-            target: { type: 'string' },
-            remoteId: { type: ['string', 'null'] },
-            messageId: { type: 'string' },
-            contextId: { type: 'string' },
-            keyId: {
-              type: ['string', 'null'],
-              description: 'id of the API key that created the task (never the key itself)',
-            },
-            pendingInput: { type: ['object', 'null'] },
-            artifacts: { type: 'array' },
-            cancel: { type: ['object', 'null'] },
-            reconciliation: { type: ['object', 'null'] },
-            acceptance: { type: ['object', 'null'] },
-            createdAt: { type: 'number' },
-            updatedAt: { type: 'number' },
-          },
-        },
+        ...schemas,
       },
     },
   };

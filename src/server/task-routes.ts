@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
+import { artifactView, outputSummary, registerArtifactRoutes } from './artifact-routes.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { isNormalizedState, type NormalizedState } from '../core/states.ts';
 import type { Plane } from '../plane/plane.ts';
@@ -10,11 +11,17 @@ import { sendError } from './http-errors.ts';
 /** Hono variables set by the auth middleware. */
 export type ServerEnv = { Variables: { tenant: string; keyId: string } };
 
-/** What the API shows of an envelope: everything but the push token hash. */
+/**
+ * What the API shows of an envelope: everything but the push token hash, with artifacts described
+ * (their content is at /v1/tasks/{id}/artifacts) and summed up in `output`.
+ */
 export function taskView(env: Envelope): Record<string, unknown> {
-  const { subscription, ...rest } = env;
+  const { subscription, artifacts, ...rest } = env;
   return {
     ...rest,
+    statusMessage: env.statusMessage ?? null,
+    artifacts: artifacts.map(artifactView),
+    output: outputSummary(env),
     subscription: subscription
       ? { kind: subscription.kind, registeredAt: subscription.registeredAt ?? null }
       : null,
@@ -186,6 +193,8 @@ export function registerTaskRoutes(
       return sendError(c, err);
     }
   });
+
+  registerArtifactRoutes(app, { plane });
 
   app.get('/v1/signals', async (c) => {
     try {

@@ -98,8 +98,49 @@ export function envelopeColumns(e: Envelope): unknown[] {
     e.state,
     e.updatedAt,
     e.version,
-    JSON.stringify(e),
+    envelopeDoc(e),
   ];
+}
+
+/**
+ * PostgreSQL's jsonb cannot hold U+0000, and an envelope carries text from outside (input, artifact
+ * content, status and error messages) that may. A document that has one is stored with its strings
+ * escaped, losslessly, and marked: U+0000 → ESC '0', ESC → ESC ESC, ESC being U+E000 (private use).
+ * Documents without one, nearly all, are stored as they are. Both SQL backends share the encoding, so
+ * a database moves between them unchanged.
+ */
+const NUL_MARK = '\uE000nul';
+const ESC = '\uE000';
+
+function mapStrings(value: unknown, f: (s: string) => string): unknown {
+  if (typeof value === 'string') return f(value);
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, f));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[f(k)] = mapStrings(v, f);
+    return out;
+  }
+  return value;
+}
+
+const escapeNul = (s: string) =>
+  s.replace(/[\u0000\uE000]/g, (c) => (c === '\u0000' ? `${ESC}0` : ESC + ESC));
+const unescapeNul = (s: string) =>
+  s.replace(/\uE000([0\uE000])/g, (_, c: string) => (c === '0' ? '\u0000' : ESC));
+
+/** The envelope as JSON text for the `doc` column. */
+export function envelopeDoc(e: Envelope): string {
+  const text = JSON.stringify(e);
+  // JSON.stringify writes U+0000 as the escape `\u0000`; a false positive (a literal backslash-u0000)
+  // only costs an encoding that decodes back to the same document.
+  if (!text.includes('\\u0000')) return text;
+  return JSON.stringify({ ...(mapStrings(e, escapeNul) as object), [NUL_MARK]: 1 });
+}
+
+function fromDoc(doc: Record<string, unknown>): Envelope {
+  if (!(NUL_MARK in doc)) return doc as unknown as Envelope;
+  const { [NUL_MARK]: _mark, ...rest } = doc;
+  return mapStrings(rest, unescapeNul) as Envelope;
 }
 
 /**
@@ -151,7 +192,7 @@ export function jsonOrNull(value: unknown): string | null {
 
 export function toEnvelope(row: EnvelopeRow): Envelope {
   // The version column is authoritative: it is what the CAS UPDATE checks.
-  return { ...json<Envelope>(row.doc), version: row.version };
+  return { ...fromDoc(json<Record<string, unknown>>(row.doc)), version: row.version };
 }
 
 export function toEvent(row: EventRow): EnvelopeEvent {

@@ -94,9 +94,13 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     // A timeline is fetched when the task is opened, and live events for it are appended after it.
     await page.locator(`tr[data-id="${envelope.id}"]`).click();
     await page.locator('#timeline li[data-type="created"]').waitFor();
-    remote.set(envelope.remoteId!, 'succeeded');
+    remote.set(envelope.remoteId!, 'succeeded', {
+      artifacts: [{ artifactId: 'answer', content: 'the answer is 42' }],
+    });
     await page.locator('#timeline li[data-type="state_changed"]').last().waitFor();
     await page.locator(`tr[data-id="${envelope.id}"] .state[data-state="succeeded"]`).waitFor();
+    // The opened task shows what it produced.
+    await page.locator('#detail-output pre.output', { hasText: 'the answer is 42' }).waitFor();
     await page.close();
   });
 

@@ -188,6 +188,31 @@ function renderDetail(t) {
     );
   }
   $('#detail-actions').replaceChildren(...actions);
+  $('#detail-output').replaceChildren(...outputBlock(t));
+}
+
+// What the task produced and why it failed: the API's output summary, not the artifacts themselves.
+function outputBlock(t) {
+  const out = [];
+  if (t.error) out.push(el('p', { class: 'failure' }, `${t.error.code}: ${t.error.message}`));
+  else if (t.statusMessage && TERMINAL.has(t.state)) out.push(el('p', { class: 'message' }, t.statusMessage));
+  const o = t.output;
+  if (!o) return out;
+  if (o.text !== null) out.push(el('pre', { class: 'output' }, o.text));
+  for (const d of o.data) out.push(el('pre', { class: 'output' }, JSON.stringify(d, null, 2)));
+  for (const f of o.files)
+    out.push(
+      el(
+        'p',
+        { class: 'file' },
+        [f.name ?? f.artifactId, f.mediaType, f.size !== null ? `${f.size} bytes` : null]
+          .filter(Boolean)
+          .join(' · '),
+      ),
+    );
+  if (o.truncated || o.remoteOnly.length)
+    out.push(el('p', { class: 'more' }, `more: taskplane tasks result ${t.id}`));
+  return out;
 }
 
 // A task's timeline is fetched when it is opened (GET …/history), never kept for every task.

@@ -1,3 +1,4 @@
+import type { ContentPart } from '../../core/envelope.ts';
 import { TaskplaneError } from '../../core/errors.ts';
 import type { NormalizedState } from '../../core/states.ts';
 import { decodeTaskState, normalizeKeys } from '../../protocols/a2a/decode.ts';
@@ -82,8 +83,27 @@ export function artifactContent(parts: Part[]): unknown {
   return parts;
 }
 
+/** An A2A part as a protocol-neutral one: `raw` and `url` parts are files. */
+export function contentPart(p: Part): ContentPart {
+  const withType = <T extends ContentPart>(c: T): T =>
+    typeof p.mediaType === 'string' ? { ...c, mediaType: p.mediaType } : c;
+  if (typeof p.text === 'string') return withType({ kind: 'text', text: p.text });
+  if (typeof p.raw === 'string' || typeof p.url === 'string') {
+    const file: ContentPart = { kind: 'file' };
+    if (typeof p.filename === 'string') file.name = p.filename;
+    if (typeof p.raw === 'string') file.bytes = p.raw;
+    else file.url = p.url as string;
+    return withType(file);
+  }
+  return withType({ kind: 'data', data: p.data ?? null });
+}
+
 function toRemoteArtifact(a: Artifact): RemoteArtifact {
-  const out: RemoteArtifact = { artifactId: a.artifactId, content: artifactContent(a.parts ?? []) };
+  const out: RemoteArtifact = {
+    artifactId: a.artifactId,
+    content: artifactContent(a.parts ?? []),
+    parts: (a.parts ?? []).map(contentPart),
+  };
   if (a.name !== undefined) out.name = a.name;
   const mediaType = a.parts?.find((p) => p.mediaType)?.mediaType;
   if (mediaType) out.mediaType = mediaType;
@@ -110,6 +130,7 @@ export function taskToSnapshot(task: Task): RemoteSnapshot {
   };
   if (task.artifacts) snap.artifacts = task.artifacts.map(toRemoteArtifact);
   const message = task.status.message;
+  snap.statusMessage = partsText(message?.parts) || null;
   if (state === 'waiting_for_input') {
     // A2A has no input request id: the status message id (or the status time) names this request.
     snap.inputRequest = {

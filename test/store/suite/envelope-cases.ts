@@ -207,4 +207,29 @@ export function envelopeCases({ store, peer, test }: SuiteContext): void {
   test('errors are TaskplaneErrors with stable codes', async () => {
     await expect(store().listEvents({ afterSeq: 0, limit: 0 })).rejects.toBeInstanceOf(TaskplaneError);
   });
+
+  test('keeps artifact content and the status message exactly, any character included', async () => {
+    const text = 'line one\nédition 🚀 \u0000 tab\t "quoted" \\ end';
+    const env = makeEnvelope({
+      statusMessage: text,
+      artifacts: [
+        {
+          artifactId: 'a1',
+          hash: 'sha256:01',
+          size: 12,
+          parts: [
+            { kind: 'text', text },
+            { kind: 'data', data: { nested: [1, 'two', null, { text }] } },
+            { kind: 'file', name: 'b.bin', mediaType: 'application/octet-stream', bytes: 'AAEC/w==' },
+          ],
+          provenance: { source: 'stream', remoteId: 'r-1', at: 1000 },
+        },
+      ],
+    });
+    await store().createEnvelope(env, [event(env, 'created')]);
+    expect(await store().getEnvelope(env.id)).toEqual({ ...env, version: 1 });
+    const next = { ...env, statusMessage: `${text}!`, updatedAt: 2000 };
+    await store().updateEnvelope(next, 1, [event(next, 'artifact')]);
+    expect(await store().getEnvelope(env.id)).toEqual({ ...next, version: 2 });
+  });
 }

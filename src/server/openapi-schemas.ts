@@ -1,0 +1,288 @@
+import { NORMALIZED_STATES } from '../core/states.ts';
+
+/**
+ * JSON Schemas (2020-12, as OpenAPI 3.1 has them) of everything the API answers. Objects we own are
+ * closed (`additionalProperties: false`), so a field added to a response without being described here
+ * fails test/server/openapi.test.ts, which checks real responses against this document. Values that
+ * are the caller's or the remote's own (input, result, data, usage, schemas) stay open.
+ */
+
+const nullable = (type: string) => ({ type: [type, 'null'] });
+const str = { type: 'string' };
+const int = { type: 'integer' };
+const num = { type: 'number' };
+const ms = (description: string) => ({ type: 'integer', description });
+const msOrNull = (description: string) => ({ type: ['integer', 'null'], description });
+const any = {};
+
+function closed(properties: Record<string, unknown>, required = Object.keys(properties)) {
+  return { type: 'object', additionalProperties: false, required, properties };
+}
+
+const state = { enum: [...NORMALIZED_STATES] };
+const source = { enum: ['create', 'stream', 'push', 'poll', 'reconcile', 'api', 'local'] };
+
+export const schemas: Record<string, unknown> = {
+  Error: closed({
+    error: closed({
+      code: { type: 'string', description: 'stable code: invalid_argument, not_found, conflict, …' },
+      message: str,
+      field: { ...nullable('string'), description: 'the request field at fault, when one is' },
+    }),
+  }),
+  PendingInput: closed(
+    {
+      requestId: str,
+      prompt: str,
+      schema: { type: 'object' },
+      deadlineAt: msOrNull('epoch ms'),
+      askedAt: ms('epoch ms'),
+      answeredAt: msOrNull('epoch ms'),
+      answer: {
+        oneOf: [{ type: 'null' }, closed({ messageId: str, value: any })],
+        description: 'the answer as sent, with the messageId a resend reuses',
+      },
+    },
+    ['requestId', 'prompt', 'askedAt'],
+  ),
+  Cancel: closed({
+    requestedAt: ms('epoch ms'),
+    requestedBy: nullable('string'),
+    acknowledgedAt: msOrNull('epoch ms'),
+    outcome: {
+      oneOf: [{ type: 'null' }, state],
+      description: 'what the remote really ended in, `succeeded` included',
+    },
+  }),
+  Reconciliation: closed(
+    {
+      result: { enum: ['ok', 'lost', 'resubmitted', 'escalated'] },
+      at: ms('epoch ms'),
+      attempts: int,
+      note: str,
+    },
+    ['result', 'at', 'attempts'],
+  ),
+  Acceptance: closed(
+    {
+      status: { enum: ['pending', 'accepted', 'rejected'] },
+      reasons: { type: 'array', items: str },
+      schema: { type: 'object' },
+      decidedAt: msOrNull('epoch ms'),
+    },
+    ['status', 'reasons'],
+  ),
+  Budget: closed({ limit: num, unit: str }),
+  Artifact: {
+    ...closed({
+      artifactId: str,
+      name: nullable('string'),
+      mediaType: nullable('string'),
+      hash: { type: 'string', description: '`sha256:<hex>` of the canonical content' },
+      size: {
+        type: ['integer', 'null'],
+        description: 'content bytes (text UTF-8, data as JSON, files decoded)',
+      },
+      kept: {
+        type: 'boolean',
+        description:
+          'the plane keeps the content; false above the result caps (then read through from the remote)',
+      },
+      provenance: closed({ source, remoteId: nullable('string'), at: ms('epoch ms') }),
+    }),
+    description:
+      'An artifact as the task describes it; its content is at /v1/tasks/{id}/artifacts/{artifactId}',
+  },
+  Output: {
+    ...closed({
+      text: { ...nullable('string'), description: 'text parts of all artifacts, joined with newlines' },
+      data: { type: 'array', items: any, description: 'data parts, as their JSON values' },
+      files: {
+        type: 'array',
+        items: closed({
+          artifactId: str,
+          name: nullable('string'),
+          mediaType: nullable('string'),
+          size: nullable('integer'),
+        }),
+      },
+      remoteOnly: {
+        type: 'array',
+        items: str,
+        description: 'artifacts over the result caps: their content comes from the remote',
+      },
+      truncated: {
+        type: 'boolean',
+        description: 'text or data left out to keep the summary to 4096 characters',
+      },
+    }),
+    description: "A summary of the task's output; the full content is at /v1/tasks/{id}/artifacts",
+  },
+  StreamTicket: {
+    description: 'Opens the SSE routes as ?ticket= in place of the key; it names the key, checked again on use',
+    ...closed({ ticket: str, expiresAt: ms('epoch ms') }),
+  },
+  Task: {
+    description: 'The task envelope: one durable record per job',
+    ...closed({
+      id: { type: 'string', description: 'tsk_…' },
+      tenant: str,
+      actor: nullable('string'),
+      workflowId: nullable('string'),
+      parentId: nullable('string'),
+      connector: { type: 'string', description: 'a2a, mcp, openai, claude' },
+      target: str,
+      remoteId: nullable('string'),
+      contextId: nullable('string'),
+      messageId: { ...nullable('string'), description: 'the idempotent creation key sent to the remote' },
+      requestKind: str,
+      input: { ...any, description: 'the request as sent' },
+      inputHash: str,
+      idempotencyKey: nullable('string'),
+      keyId: { ...nullable('string'), description: 'id of the API key that created the task (never the key)' },
+      createdAt: ms('epoch ms'),
+      updatedAt: ms('epoch ms'),
+      nativeState: { ...nullable('string'), description: "the remote's own state name" },
+      state,
+      remoteVersion: { type: ['number', 'null'] },
+      lastConfirmedAt: msOrNull('when any source last confirmed the remote state'),
+      stateTimestamp: msOrNull("the remote's status timestamp"),
+      streamCursor: nullable('string'),
+      lastEventId: nullable('string'),
+      webhookIds: { type: 'array', items: str },
+      subscription: {
+        oneOf: [
+          { type: 'null' },
+          closed({ kind: { enum: ['push', 'stream', 'poll'] }, registeredAt: msOrNull('epoch ms') }),
+        ],
+      },
+      pendingInput: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/PendingInput' }] },
+      approval: { type: ['object', 'null'] },
+      artifacts: { type: 'array', items: { $ref: '#/components/schemas/Artifact' } },
+      output: { $ref: '#/components/schemas/Output' },
+      result: any,
+      statusMessage: {
+        ...nullable('string'),
+        description: "text of the remote's latest status message; once terminal, its final word",
+      },
+      error: {
+        oneOf: [
+          { type: 'null' },
+          closed({ code: str, message: { type: 'string', description: "the remote's message" } }),
+        ],
+      },
+      budget: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Budget' }] },
+      usage: { type: ['object', 'null'], additionalProperties: num },
+      timeoutMs: nullable('number'),
+      ttlMs: nullable('number'),
+      retentionUntil: msOrNull('epoch ms'),
+      expectedDurationMs: nullable('number'),
+      cancel: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Cancel' }] },
+      reconciliation: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Reconciliation' }] },
+      acceptance: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Acceptance' }] },
+      version: { type: 'integer', description: 'row version; every write bumps it' },
+    }),
+  },
+  TaskList: closed({
+    tasks: { type: 'array', items: { $ref: '#/components/schemas/Task' } },
+    nextCursor: nullable('string'),
+    eventSeq: {
+      type: 'integer',
+      description: 'the latest event seq read before the list; tail /v1/events?after=eventSeq to follow on',
+    },
+  }),
+  Event: closed({
+    seq: { type: 'integer', description: 'global and increasing; the SSE `id:`' },
+    envelopeId: str,
+    tenant: str,
+    type: { type: 'string', description: 'created, bound, state_changed, artifact, input_requested, …' },
+    at: ms('epoch ms'),
+    data: { type: 'object', description: 'depends on the type; `source` says which path observed it' },
+  }),
+  History: closed({ events: { type: 'array', items: { $ref: '#/components/schemas/Event' } } }),
+  ContentPart: {
+    oneOf: [
+      closed({ kind: { const: 'text' }, text: str, mediaType: str }, ['kind', 'text']),
+      closed({ kind: { const: 'data' }, data: any, mediaType: str }, ['kind', 'data']),
+      closed(
+        {
+          kind: { const: 'file' },
+          name: str,
+          mediaType: str,
+          size: int,
+          bytes: { type: 'string', description: 'base64' },
+          url: str,
+        },
+        ['kind'],
+      ),
+    ],
+  },
+  ArtifactContent: closed({
+    artifactId: str,
+    name: nullable('string'),
+    mediaType: nullable('string'),
+    hash: str,
+    size: int,
+    parts: { type: 'array', items: { $ref: '#/components/schemas/ContentPart' } },
+    from: {
+      enum: ['kept', 'remote'],
+      description: '`remote`: over the result caps, read from the remote for this answer',
+    },
+  }),
+  ArtifactList: closed({
+    artifacts: { type: 'array', items: { $ref: '#/components/schemas/ArtifactContent' } },
+  }),
+  Signals: signalsSchema(),
+  WebhookResult: closed({ status: { enum: ['observed', 'duplicate', 'ignored'] } }),
+  Health: closed({ ok: { const: true } }),
+};
+
+function signalsSchema(): Record<string, unknown> {
+  const count = int;
+  const buckets = closed({ under1m: count, under5m: count, under15m: count, over15m: count });
+  const delay = closed({
+    count,
+    meanMs: nullable('number'),
+    p50Ms: nullable('number'),
+    p99Ms: nullable('number'),
+    maxMs: nullable('number'),
+  });
+  const kinds = ['start', 'get', 'subscribe', 'list', 'cancel', 'answer', 'register_push'];
+  return {
+    description: "Lifecycle signals of the tenant's own jobs",
+    ...closed({
+      scope: {
+        oneOf: [closed({ kind: { const: 'tenant' }, tenant: str }), closed({ kind: { const: 'process' } })],
+      },
+      orphans: count,
+      inputRequiredByAge: buckets,
+      authRequiredByAge: buckets,
+      byState: {
+        type: 'object',
+        additionalProperties: false,
+        properties: Object.fromEntries(NORMALIZED_STATES.map((s) => [s, count])),
+      },
+      requests: closed({
+        total: count,
+        byKind: closed(Object.fromEntries(kinds.map((k) => [k, count]))),
+        targetLevel: count,
+        tasksTracked: count,
+        perTask: nullable('number'),
+      }),
+      observationDelay: {
+        type: 'object',
+        additionalProperties: false,
+        properties: Object.fromEntries(source.enum.map((s) => [s, delay])),
+      },
+      duplicatesAbsorbed: closed({ webhook: count, observation: count }),
+      reusedMessageIds: count,
+      taskNotFoundOwn: count,
+      streamDrops: count,
+      reattaches: count,
+      resubmitted: count,
+      escalated: count,
+      webhooksRejected: count,
+      reconcileRounds: count,
+    }),
+  };
+}
