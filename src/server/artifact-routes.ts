@@ -3,8 +3,7 @@ import { contentBytes, type ArtifactRef, type ContentPart, type Envelope } from 
 import type { ArtifactContent } from '../plane/artifact-content.ts';
 import type { Plane } from '../plane/plane.ts';
 import { sendError } from './http-errors.ts';
-
-type TenantEnv = { Variables: { tenant: string } };
+import type { ServerEnv } from './task-routes.ts';
 
 /**
  * How much of the output the task JSON carries, in characters of text and data JSON together. The task
@@ -113,7 +112,7 @@ function rawBody(a: ArtifactContent): { body: string | Uint8Array<ArrayBuffer>; 
  * type, when it is one text, data or inline file part (`?format=json`, or more parts, give the JSON
  * form). Both are tenant-checked like every task route: another tenant's task is a 404.
  */
-export function registerArtifactRoutes(app: Hono<TenantEnv>, deps: { plane: Plane }): void {
+export function registerArtifactRoutes(app: Hono<ServerEnv>, deps: { plane: Plane }): void {
   const { plane } = deps;
 
   app.get('/v1/tasks/:id/artifacts', async (c) => {
@@ -125,7 +124,7 @@ export function registerArtifactRoutes(app: Hono<TenantEnv>, deps: { plane: Plan
     }
   });
 
-  app.get('/v1/tasks/:id/artifacts/:artifactId', async (c: Context<TenantEnv>) => {
+  app.get('/v1/tasks/:id/artifacts/:artifactId', async (c: Context<ServerEnv>) => {
     try {
       const [a] = await plane.artifacts(c.get('tenant'), c.req.param('id')!, c.req.param('artifactId')!);
       const headers = { etag: `"${a!.hash}"`, 'x-artifact-from': a!.from };
