@@ -5,7 +5,7 @@ import importX from 'eslint-plugin-import-x';
 const zone = (target, from, message) => ({ target, from, message });
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'web/dist/**', 'test-results/**', 'eslint.config.js'] },
+  { ignores: ['node_modules/**', 'data/**', 'dist/**', 'web/dist/**', 'test-results/**', 'eslint.config.js'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
