@@ -116,9 +116,15 @@ async function importAgentModule<T>(href: string): Promise<T> {
     try {
       tsx = (await import('tsx/esm/api')) as typeof tsx;
     } catch {
+      const why =
+        code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX'
+          ? `Node's type stripping cannot run its TypeScript (enum, namespace, parameter properties): make it erasable`
+          : `this Node (${process.version}) cannot run TypeScript: use Node 22.18+ or 24`;
       throw new Error(
-        `this Node (${process.version}) cannot run TypeScript (${code}): use Node 22.18+ or 24, compile the agent to .mjs, or install tsx beside taskplane (npm install tsx)`,
-        { cause: err },
+        `${why}, compile the agent to .mjs, or install tsx beside taskplane (npm install tsx)`,
+        {
+          cause: err,
+        },
       );
     }
     tsx.register();

@@ -3,7 +3,7 @@
 // with a task created through the API and carried to success) and the three package exports, imported
 // by name. Every wait has a bound; a bound reached is a failure, never a measurement.
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineAgent, startHost } from 'taskplane/host';
 import { A2AConnector, CryptoRandom, Plane, SystemClock } from 'taskplane/plane';
@@ -67,7 +67,9 @@ async function commandLine() {
     check(created.status === 201 && typeof task.id === 'string', `POST /v1/tasks → 201 (${task.id})`);
     const state = await until('the task to finish', 60_000, async () => {
       const got = await (await fetch(`${url}/v1/tasks/${task.id}`, { headers: auth })).json();
-      return ['succeeded', 'failed', 'cancelled', 'expired', 'lost'].includes(got.state) ? got.state : undefined;
+      return ['succeeded', 'failed', 'cancelled', 'expired', 'lost'].includes(got.state)
+        ? got.state
+        : undefined;
     });
     check(state === 'succeeded', `the task ${state}`);
     const page = await fetch(`${url}/`);
@@ -81,6 +83,52 @@ async function commandLine() {
     clearTimeout(timer);
     if (code !== 0) console.error(`serve stopped with ${code ?? signal}\n${err.slice(-2000)}`);
     check(code === 0, 'serve stops on SIGTERM');
+  }
+}
+
+/**
+ * `host --agent` with a TypeScript file and no tsx installed: Node's type stripping runs it where Node
+ * has it (22.18+, 24); elsewhere the host refuses in one line that names the way out.
+ */
+async function typescriptAgent() {
+  writeFileSync(
+    join(dir, 'agent.mts'),
+    [
+      "import { defineAgent, type ExecutionContext } from 'taskplane/host';",
+      'const prefix: string = "echo";',
+      'export default defineAgent({',
+      "  card: { name: 'Typed', description: 'erasable TypeScript', version: '1.0.0' },",
+      '  async execute(ctx: ExecutionContext): Promise<string> { return `${prefix}: ${ctx.text}`; },',
+      '});',
+      '',
+    ].join('\n'),
+  );
+  const host = spawn(bin, ['host', '--agent', './agent.mts', '--port', '0', '--db', 'memory:'], {
+    cwd: dir,
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  host.stdout.setEncoding('utf8').on('data', (d) => (out += d));
+  host.stderr.setEncoding('utf8').on('data', (d) => (err += d));
+  const exited = new Promise((resolve) => host.once('exit', (code) => resolve(code)));
+  const outcome = await until('host --agent ./agent.mts to start or refuse', 30_000, () =>
+    /taskplane host ready/.test(out) ? 'ready' : host.exitCode !== null ? 'exited' : undefined,
+  );
+  if (outcome === 'ready') host.kill('SIGTERM');
+  const code = await exited;
+  if (process.features.typescript) {
+    check(outcome === 'ready', `host --agent ./agent.mts runs with Node's type stripping`);
+  } else {
+    check(
+      outcome === 'exited' &&
+        code !== 0 &&
+        /agent\.mts/.test(err) &&
+        /tsx/.test(err) &&
+        err.trim().split('\n').length <= 2,
+      'host --agent ./agent.mts without type stripping or tsx: one line naming the file and tsx',
+    );
   }
 }
 
@@ -106,9 +154,14 @@ async function packageExports() {
     const { envelope } = await plane.create({ tenant: 't', target: 'echo', input: 'hello' });
     const state = await until('the embedded task to finish', 30_000, async () => {
       const env = await plane.get('t', envelope.id);
-      return ['succeeded', 'failed', 'cancelled', 'expired', 'lost'].includes(env.state) ? env.state : undefined;
+      return ['succeeded', 'failed', 'cancelled', 'expired', 'lost'].includes(env.state)
+        ? env.state
+        : undefined;
     });
-    check(state === 'succeeded', "taskplane/plane + taskplane/store + taskplane/host: an embedded task succeeded");
+    check(
+      state === 'succeeded',
+      'taskplane/plane + taskplane/store + taskplane/host: an embedded task succeeded',
+    );
   } finally {
     await plane.stop();
     await host.close();
@@ -118,5 +171,6 @@ async function packageExports() {
 
 console.log(`pack smoke on Node ${process.version} in ${dir}`);
 await commandLine();
+await typescriptAgent();
 await packageExports();
 console.log(`pack smoke passed on Node ${process.version}`);
