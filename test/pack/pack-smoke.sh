@@ -41,26 +41,42 @@ echo "pack smoke: npm pack"
 tarball="$work/$(cd "$root" && npm pack --silent --pack-destination "$work" | tail -n 1)"
 ls -l "$tarball"
 
-status=0
-first=1
-for node in "${nodes[@]}"; do
-  version="$("$node" --version)"
-  dir="$work/install-$version"
+# Installs run side by side: each builds better-sqlite3 from source, mostly one long compile of SQLite
+# on one core, so two Node versions take about the time of one on a 2-core machine.
+install() {
+  local node=$1 dir=$2
   mkdir -p "$dir"
   # A user's project: ESM, and better-sqlite3's install script allowed (npm 11 blocks dependency scripts).
   printf '{ "name": "pack-smoke", "private": true, "type": "module", "allowScripts": { "better-sqlite3": true } }\n' >"$dir/package.json"
-  echo "pack smoke: npm install <tarball> under Node $version"
-  start=$SECONDS
-  # This Node first on PATH, so install scripts (node-gyp) build for its ABI; no download of prebuilt
-  # binaries or headers: this Node's own headers are used.
-  if ! (cd "$dir" && PATH="$(dirname "$node"):$PATH" npm_config_nodedir="$(headers "$node")" \
+  # This Node first on PATH, so install scripts (node-gyp) build for its ABI, against its own headers:
+  # nothing is downloaded but packages from the npm registry.
+  (cd "$dir" && PATH="$(dirname "$node"):$PATH" npm_config_nodedir="$(headers "$node")" \
     npm_config_build_from_source=true npm_config_jobs=max \
-    "$node" "$npm_cli" install --no-audit --no-fund --loglevel=error "$tarball"); then
+    "$node" "$npm_cli" install --no-audit --no-fund --loglevel=error "$tarball")
+}
+
+start=$SECONDS
+pids=()
+for node in "${nodes[@]}"; do
+  version="$("$node" --version)"
+  echo "pack smoke: npm install <tarball> under Node $version"
+  install "$node" "$work/install-$version" >"$work/install-$version.log" 2>&1 &
+  pids+=($!)
+done
+
+status=0
+first=1
+for i in "${!nodes[@]}"; do
+  node="${nodes[$i]}"
+  version="$("$node" --version)"
+  dir="$work/install-$version"
+  if ! wait "${pids[$i]}"; then
+    cat "$work/install-$version.log"
     echo "pack smoke: install failed under Node $version"
     status=1
     continue
   fi
-  echo "pack smoke: installed in $((SECONDS - start)) s"
+  echo "pack smoke: installed under Node $version ($((SECONDS - start)) s since the installs started)"
   if (cd "$dir" && PATH="$(dirname "$node"):$PATH" "$node" "$here/smoke.mjs"); then :; else status=1; fi
   if [ $first -eq 1 ]; then
     first=0
