@@ -1,7 +1,7 @@
 // Compiled against the installed package's declaration files by test/pack/pack-smoke.sh: the three
-// exports resolve by package name and carry their types.
+// exports resolve by package name and carry their types; the embedding example of docs/plane.md is here.
 import { defineAgent, type ExecutionContext } from 'taskplane/host';
-import { CryptoRandom, Plane, SystemClock, type Envelope, type PlaneOptions } from 'taskplane/plane';
+import { A2AConnector, CryptoRandom, Plane, SystemClock, type Envelope } from 'taskplane/plane';
 import { openStore, type Store } from 'taskplane/store';
 
 export const agent = defineAgent({
@@ -12,15 +12,25 @@ export const agent = defineAgent({
   },
 });
 
-export async function embed(options: PlaneOptions): Promise<Envelope> {
-  const store: Store = await openStore('memory:');
+export async function embed(): Promise<Envelope> {
+  const store: Store = await openStore('sqlite:./data/taskplane.db');
+  const agent = new A2AConnector({ target: 'summarizer', baseUrl: 'https://agents.example.com/summarizer' });
   const plane = new Plane({
     clock: new SystemClock(),
     random: new CryptoRandom(),
     store,
-    connectors: () => undefined,
-    options,
+    connectors: (target) => (target === 'summarizer' ? agent : undefined),
   });
-  const { envelope } = await plane.create({ tenant: 't', target: 'none', input: { n: 1 } });
+  await plane.start();
+  const { envelope } = await plane.create({ tenant: 'acme', target: 'summarizer', input: 'Summarize…' });
+  await plane.get('acme', envelope.id);
+  await plane.list('acme', { states: ['waiting_for_input'] });
+  await plane.answer('acme', envelope.id, { requestId: '…', value: 'second' });
+  await plane.cancel('acme', envelope.id);
+  let after = 0;
+  store.onChange(async () => {
+    for (const e of await plane.events('acme', { afterSeq: after })) ((after = e.seq), console.log(e.type));
+  });
+  await plane.stop();
   return envelope;
 }
