@@ -10,7 +10,10 @@ const root = fileURLToPath(new URL('../', import.meta.url));
 rmSync(new URL('../dist/', import.meta.url), { recursive: true, force: true });
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const compiled = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+const compiled = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
+  cwd: root,
+  stdio: 'inherit',
+});
 if (compiled.status !== 0) process.exit(compiled.status ?? 1);
 
 // The bundler settings live in one place, page-assets.ts; its compiled copy runs here.

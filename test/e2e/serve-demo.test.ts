@@ -19,16 +19,7 @@ afterAll(async () => {
 function serveDemo(dir: string, extra: string[] = []): Promise<TestProcess> {
   return spawnProcess(
     process.execPath,
-    [
-      CLI_FROM_SOURCE,
-      'serve',
-      '--demo',
-      '--port',
-      '0',
-      '--db',
-      `sqlite:${dir}/plane.db`,
-      ...extra,
-    ],
+    [CLI_FROM_SOURCE, 'serve', '--demo', '--port', '0', '--db', `sqlite:${dir}/plane.db`, ...extra],
     {
       cwd: dir,
       env: { TASKPLANE_API_KEYS: `default:${KEY}`, LOG_LEVEL: undefined },
