@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { MISSIONS, missionById, missionSettings } from '../lab/missions.ts';
-import { buildLabAssets, labPageHandler } from '../lab/page-assets.ts';
+import { labPageHandler, readLabAssets } from '../lab/page-assets.ts';
 import {
   DEFAULT_SETTINGS,
   SettingsError,
@@ -128,7 +128,7 @@ function progressBar(): { update: SuiteProgress; end: () => void } {
 
 async function serve(port: number): Promise<void> {
   const root = fileURLToPath(new URL('../../', import.meta.url));
-  const assets = await buildLabAssets(root, { write: true });
+  const assets = await readLabAssets(root);
   const handle = labPageHandler(assets, '/lab');
   const server = createServer((req, res) => {
     const url = `http://localhost${req.url === '/' ? '/lab/' : (req.url ?? '/')}`;

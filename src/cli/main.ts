@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { registerHostCommand } from './host-command.ts';
@@ -11,11 +12,16 @@ import { registerTasksCommand } from './tasks-command.ts';
  * act on (bad flags, unreachable database, newer schema) print one line and exit non-zero; only a bug
  * prints a stack.
  */
+// package.json sits two levels up both from src/cli/ and from the compiled dist/cli/.
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
 const program = new Command();
 program
   .name('taskplane')
   .description('Durable control plane and agent host for long-running AI-agent work')
-  .version('0.1.0')
+  .version(version)
   .showHelpAfterError('(add --help for usage)');
 
 const commands: Array<(program: Command) => void> = [

@@ -68,6 +68,8 @@ export interface HostOptions {
   clock?: Clock;
   random?: Random;
   logger?: Logger;
+  /** Level of the JSON logger on stdout made when no `logger` is given. @default 'info' */
+  logLevel?: pino.LevelWithSilent;
   /** DNS for the webhook SSRF check. @default node:dns lookup */
   resolver?: Resolver;
   /** Replace the HTTP push sender (tests). */
@@ -102,12 +104,47 @@ function positive(name: string, value: number | undefined, dflt: number, min = 1
   return v;
 }
 
+/** Node's answers for a TypeScript file it cannot run itself. */
+const TYPESCRIPT_REFUSED = new Set(['ERR_UNKNOWN_FILE_EXTENSION', 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX']);
+
+/**
+ * Imports an agent module. Node 22.18+ and 24 run a `.ts`/`.mts` file themselves when its TypeScript is
+ * erasable (no enums, namespaces or parameter properties). Where Node refuses it (Node 20, earlier 22,
+ * or such syntax), tsx is registered, if the user has it installed, and the import tried once more; the
+ * query makes it a new module rather than the cached failure.
+ */
+async function importAgentModule<T>(href: string): Promise<T> {
+  try {
+    return (await import(href)) as T;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (!/\.[cm]?ts$/.test(href) || !code || !TYPESCRIPT_REFUSED.has(code)) throw err;
+    let tsx: { register: () => unknown };
+    try {
+      tsx = (await import('tsx/esm/api')) as typeof tsx;
+    } catch {
+      const why =
+        code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX'
+          ? `Node's type stripping cannot run its TypeScript (enum, namespace, parameter properties): make it erasable`
+          : `this Node (${process.version}) cannot run TypeScript: use Node 22.18+ or 24`;
+      throw new Error(
+        `${why}, compile the agent to .mjs, or install tsx beside taskplane (npm install tsx)`,
+        {
+          cause: err,
+        },
+      );
+    }
+    tsx.register();
+    return (await import(`${href}?tsx`)) as T;
+  }
+}
+
 async function loadAgent(agent: HostOptions['agent']): Promise<AgentDefinition> {
   if (agent === undefined) return demoAgent;
   if (typeof agent !== 'string') return agent;
   let mod: { default?: AgentDefinition; agent?: AgentDefinition };
   try {
-    mod = (await import(pathToFileURL(resolvePath(agent)).href)) as typeof mod;
+    mod = await importAgentModule(pathToFileURL(resolvePath(agent)).href);
   } catch (err) {
     // A bad --agent is the operator's to fix: one line naming the file, not a loader stack trace.
     const code = (err as { code?: string }).code;
@@ -141,7 +178,7 @@ async function loadAgent(agent: HostOptions['agent']): Promise<AgentDefinition> 
 export async function startHost(options: HostOptions = {}): Promise<RunningHost> {
   const clock = options.clock ?? new SystemClock();
   const random = options.random ?? new BufferedRandom(new CryptoRandom());
-  const logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'info' });
+  const logger = options.logger ?? pino({ level: options.logLevel ?? 'info' });
   const port = positive('port', options.port, 4100, 0);
   const bind = options.bind ?? '127.0.0.1';
   const authMode = options.auth ?? 'none';

@@ -79,9 +79,8 @@ function answerData(message: Message): unknown {
 
 /**
  * The `ctx` of one execute. A class rather than an object literal built per task: a literal with getters
- * gets a hidden class of its own each time, and tsx compiles with esbuild `keepNames`, which turns every
- * named arrow created per task into an `Object.defineProperty` call (~0.5 µs each; a send made a dozen).
- * The public methods are bound once in the constructor, so `const { status } = ctx` keeps working.
+ * gets a hidden class of its own each time, and its methods would be new closures per task. The public
+ * methods are bound once in the constructor, so `const { status } = ctx` keeps working.
  *
  * What execute reads is copied on first use: stored documents are shared and never edited (task-model.ts
  * draftOf), and most executes read only a field or two of them. What it passes in is copied at the call.

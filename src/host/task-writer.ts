@@ -176,7 +176,7 @@ export class TaskWriter {
 
 type Outcome = { p: Pending; changed: boolean; error?: unknown };
 
-/** A module function, not a closure per write (tsx's esbuild `keepNames` makes each one a defineProperty). */
+/** A module function, so settling a batch creates no closure per write. */
 function settle(outcomes: Outcome[], record: AgentTaskRecord, duplicate: boolean): void {
   for (const o of outcomes) {
     if (o.error !== undefined) o.p.reject(o.error);

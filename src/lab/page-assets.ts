@@ -3,19 +3,20 @@
  * plane's server (`/lab` on `taskplane serve`) serve the same thing:
  *
  * ```ts
- * const assets = await buildLabAssets(repoRoot);          // bundles web/lab/lab-page.ts with esbuild
+ * const assets = await readLabAssets(packageRoot);        // web/lab/index.html and dist/web/lab.js
  * const handle = labPageHandler(assets);                   // (request: Request) => Response | null
  * app.get('/lab/*', (c) => handle(c.req.raw) ?? c.notFound());   // Hono
  * ```
  *
- * The simulation itself runs in the browser (the bundle holds lab/, plane/, store/memory and core/), so
- * serving it needs no work per run. Only buildLabAssets touches the file system, through a dynamic
- * import, so nothing the browser bundle imports depends on node: modules.
+ * The bundle is made once, by `npm run build` (buildLabAssets with `write`), and shipped in the package;
+ * serving it needs no bundler. The simulation itself runs in the browser (the bundle holds lab/, plane/,
+ * store/memory and core/), so serving it needs no work per run either. Only the two loaders touch the
+ * file system, through dynamic imports, so nothing the browser bundle imports depends on node: modules.
  */
 export const LAB_PAGE_FILES = {
   html: 'web/lab/index.html',
   entry: 'web/lab/lab-page.ts',
-  bundle: 'web/dist/lab.js',
+  bundle: 'dist/web/lab.js',
 } as const;
 
 export interface LabPageAssets {
@@ -49,8 +50,24 @@ export function labPageHandler(
 }
 
 /**
+ * The page and its bundle as a package or a clone carries them after `npm run build`. When running
+ * from source (`.ts` modules: tests, tsx) no build has necessarily run, or ran before the last edit, so
+ * there the bundle is made from the current sources instead, with esbuild from the dev dependencies.
+ */
+export async function readLabAssets(rootDir: string): Promise<LabPageAssets> {
+  if (import.meta.url.endsWith('.ts')) return buildLabAssets(rootDir);
+  const fs = await import('node:fs/promises');
+  const path = await import('node:path');
+  const [html, script] = await Promise.all([
+    fs.readFile(path.join(rootDir, LAB_PAGE_FILES.html), 'utf8'),
+    fs.readFile(path.join(rootDir, LAB_PAGE_FILES.bundle), 'utf8'),
+  ]);
+  return { html, script };
+}
+
+/**
  * Bundles the page entry with esbuild (a dev dependency, loaded only here) and reads the HTML. With
- * `write`, also writes the bundle to web/dist/lab.js.
+ * `write`, also writes the bundle to dist/web/lab.js (the build does).
  */
 export async function buildLabAssets(
   rootDir: string,

@@ -10,3 +10,13 @@ export type { ObserveResult } from './observe.ts';
 export type { ArtifactContent } from './artifact-content.ts';
 export type { WatcherState, Mechanism } from './job-watcher.ts';
 export type { AnswerRequest } from './answer-and-cancel.ts';
+
+// What an embedding service needs beside the engine: its ports' real implementations, the A2A
+// connector, the records it returns and the error it throws.
+export { SystemClock, type Clock } from '../core/clock.ts';
+export { CryptoRandom, type Random } from '../core/random.ts';
+export { TaskplaneError, VersionConflictError, type ErrorCode } from '../core/errors.ts';
+export type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
+export { NORMALIZED_STATES, type NormalizedState } from '../core/states.ts';
+export type { Connector } from '../connectors/connector.ts';
+export { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-connector.ts';

@@ -60,6 +60,8 @@ export interface ServerOptions {
   /** Serve the failure lab page at `/lab` (bundled on first request). @default true */
   lab?: boolean;
   logger?: Logger;
+  /** Level of the JSON logger on stdout made when no `logger` is given. @default 'info' */
+  logLevel?: pino.LevelWithSilent;
   clock?: Clock;
   random?: Random;
   /** prom-client process metrics (off in tests that start many servers). @default true */
@@ -151,7 +153,7 @@ export function parseTargetSigningSecrets(
  * server and the store if it opened it.
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? pino({ level: process.env.LOG_LEVEL ?? 'info' });
+  const logger = options.logger ?? pino({ level: options.logLevel ?? 'info' });
   const clock = options.clock ?? new SystemClock();
   const random = options.random ?? new CryptoRandom();
   const ownsStore = typeof options.db !== 'object';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveLogLevel } from '../../src/cli/serve-command.ts';
-import { REPO_ROOT, spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
+import { CLI_FROM_SOURCE, spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
 
 /**
  * `serve --demo` (what `npm start` runs) as a real process in a scratch directory: the lines for a
@@ -19,16 +19,7 @@ afterAll(async () => {
 function serveDemo(dir: string, extra: string[] = []): Promise<TestProcess> {
   return spawnProcess(
     process.execPath,
-    [
-      join(REPO_ROOT, 'bin/taskplane.js'),
-      'serve',
-      '--demo',
-      '--port',
-      '0',
-      '--db',
-      `sqlite:${dir}/plane.db`,
-      ...extra,
-    ],
+    [CLI_FROM_SOURCE, 'serve', '--demo', '--port', '0', '--db', `sqlite:${dir}/plane.db`, ...extra],
     {
       cwd: dir,
       env: { TASKPLANE_API_KEYS: `default:${KEY}`, LOG_LEVEL: undefined },

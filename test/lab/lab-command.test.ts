@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { CLI_FROM_SOURCE as bin } from '../support/process.ts';
 
 /** `taskplane lab` as a person runs it: the --json shape and run names, and one-line flag errors. */
 const run = promisify(execFile);
-const bin = fileURLToPath(new URL('../../bin/taskplane.js', import.meta.url));
 
 async function lab(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {

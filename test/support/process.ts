@@ -5,6 +5,9 @@ import { fileURLToPath } from 'node:url';
 /** Repository root (where bin/taskplane.js lives). */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
+/** The CLI's entry from source (`node CLI_FROM_SOURCE serve …`); bin/taskplane.js runs the build instead. */
+export const CLI_FROM_SOURCE = fileURLToPath(new URL('./cli-from-source.mjs', import.meta.url));
+
 export interface SpawnOptions {
   cwd?: string;
   /** Added to process.env. */
@@ -177,9 +180,9 @@ export async function spawnProcess(
   return proc;
 }
 
-/** Spawns `node bin/taskplane.js <args>` as a real process. */
+/** Spawns `taskplane <args>`, from source, as a real process. */
 export function spawnTaskplane(args: string[], options: SpawnOptions = {}): Promise<TestProcess> {
-  return spawnProcess(process.execPath, ['bin/taskplane.js', ...args], options);
+  return spawnProcess(process.execPath, [CLI_FROM_SOURCE, ...args], options);
 }
 
 /** Starts `taskplane host` and returns the process with its base URL (from the ready line). */

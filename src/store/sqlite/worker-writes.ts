@@ -82,7 +82,7 @@ export class WorkerWrites implements StoreWrites {
     options: WorkerOptions,
     private readonly onCommit: (notices: ChangeNotice[]) => void,
   ) {
-    this.worker = startWorker(new URL('./write-worker.ts', import.meta.url), options);
+    this.worker = startWorker(options);
     this.worker.unref();
     this.ready = new Promise((resolve, reject) => {
       this.markReady = resolve;
@@ -190,13 +190,13 @@ export class WorkerWrites implements StoreWrites {
 }
 
 /**
- * A worker running `entry`. A TypeScript entry (this code runs from source under tsx, and under vitest's
- * own loader in tests) needs tsx inside the worker too: loaders registered on the main thread do not
- * reach workers on Node 20.
+ * The write worker thread. Compiled, write-worker.js sits beside this module and starts directly. Run
+ * from source (vitest, tsx) the entry is TypeScript, and a worker thread does not inherit the main
+ * thread's loader on Node 20, so it starts through write-worker-source.mjs, which registers tsx (a dev
+ * dependency, present wherever the sources run) before importing write-worker.ts.
  */
-function startWorker(entry: URL, workerData: WorkerOptions): Worker {
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, { workerData });
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(boot, { eval: true, workerData });
+function startWorker(workerData: WorkerOptions): Worker {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const entry = new URL(fromSource ? './write-worker-source.mjs' : './write-worker.js', import.meta.url);
+  return new Worker(entry, { workerData });
 }

@@ -63,8 +63,8 @@ export interface WriteBatcherOptions {
 }
 
 /**
- * Settles once the commit with ticket `ticket` is durable. Classes rather than closures: the host runs
- * under tsx (esbuild `keepNames`), where every named arrow created per call is an Object.defineProperty.
+ * Settles once the commit with ticket `ticket` is durable. Small classes rather than closures: a queued
+ * write then costs one object of a shape shared by every waiter, not function objects and their context.
  */
 interface Waiter {
   readonly ticket: number;

@@ -1,0 +1,21 @@
+// `npm run build`: compiles src/ to dist/ (JavaScript and declaration files) and bundles the lab page
+// into dist/web/lab.js, the file `taskplane serve` and `taskplane lab --serve` hand out at /lab.
+import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+// A stale file from a deleted source would otherwise ship.
+rmSync(new URL('../dist/', import.meta.url), { recursive: true, force: true });
+
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+const compiled = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (compiled.status !== 0) process.exit(compiled.status ?? 1);
+
+// The bundler settings live in one place, page-assets.ts; its compiled copy runs here.
+const { buildLabAssets } = await import('../dist/lab/page-assets.js');
+await buildLabAssets(root, { write: true });
