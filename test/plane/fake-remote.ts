@@ -48,6 +48,11 @@ export class FakeRemote {
   dedupMessageIds = true;
   /** Close streams when the job waits for input (as A2A servers do). */
   closeOnInput = true;
+  /**
+   * Every start fails in transport: `refused` before anything was sent (the agent never got it),
+   * `in_doubt` after sending (a timeout), null to accept starts.
+   */
+  startFault: 'refused' | 'in_doubt' | null = null;
 
   constructor(readonly clock: Clock) {}
 
@@ -143,6 +148,9 @@ export class FakeRemote {
       async start(req: StartRequest) {
         remote.calls.push({ method: 'start' });
         remote.maybeFail('start');
+        if (remote.startFault === 'refused')
+          throw new TaskplaneError('unavailable', 'connection refused', { details: { notSent: true } });
+        if (remote.startFault === 'in_doubt') throw new TaskplaneError('timeout', 'start timed out');
         if (remote.dedupMessageIds) {
           const existing = remote.jobsByMessageId(req.messageId)[0];
           if (existing) return remote.snapshot(existing);
