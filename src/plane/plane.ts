@@ -326,8 +326,6 @@ export class Plane {
     ]);
     if (!created.created) return sameOrConflict(created.envelope);
     ctx.counters.track(id, tenant);
-    // Ours to watch before the remote hears of it, so another plane's adoption sweep never starts it too.
-    await this.leases.claim(id);
     this.timeouts.arm(created.envelope);
     // The envelope with its messageId is durable: the caller has its handle, the start runs behind it.
     const started = this.beginStart(created.envelope);
@@ -345,6 +343,12 @@ export class Plane {
   private beginStart(env: Envelope): Promise<StartOutcome> {
     const ctx = this.ctx;
     const run = async (): Promise<StartOutcome> => {
+      // Ours to watch before the remote hears of it, so another plane's adoption sweep never starts it
+      // too; if another plane took it first, that plane starts it.
+      if (!(await this.leases.claim(env.id))) {
+        this.timeouts.disarm(env.id);
+        return { kind: 'retry', error: { code: 'unavailable', message: 'another plane owns this job' } };
+      }
       const connector = connectorFor(ctx, env.target);
       try {
         await prepareConnector(ctx, env, connector);
