@@ -17,17 +17,18 @@ import {
   deliverPendingCancel,
   ensureStarted,
   handleLost,
+  startOnce,
+  type StartOutcome,
+} from './start-remote.ts';
+import {
   noteStartAttempt,
   noteStartFailed,
   noteStarted,
-  preparePush,
-  pushEnabled,
   recordStartRefused,
   refusedForOurAssumption,
-  startOnce,
   startRequest,
-  type StartOutcome,
-} from './start-remote.ts';
+} from './start-attempts.ts';
+import { preparePush, pushEnabled } from './push-tokens.ts';
 import { WakeSignal } from './wake-signal.ts';
 
 /**

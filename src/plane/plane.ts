@@ -58,12 +58,11 @@ import { collectSignals, type PlaneSignals } from './signal-report.ts';
 import {
   cancelUndelivered,
   ensureStarted,
-  noteStartFailed,
-  prepareConnector,
   sendCancel,
   startOnce,
   type StartOutcome,
 } from './start-remote.ts';
+import { noteStartFailed, prepareConnector } from './start-attempts.ts';
 import { handleWebhook, type WebhookResult } from './webhook-ingress.ts';
 import { TimeoutTimers } from './timeouts.ts';
 import { WatchLeases, leaseLoops } from './watch-leases.ts';

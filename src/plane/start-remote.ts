@@ -1,12 +1,17 @@
 import type { Envelope } from '../core/envelope.ts';
-import { sha256Hex } from '../core/canonical-json.ts';
-import { newToken } from '../core/ids.ts';
 import { isTerminal } from '../core/states.ts';
+import {
+  noteStartAttempt,
+  noteStartFailed,
+  noteStarted,
+  recordStartRefused,
+  startRequest,
+} from './start-attempts.ts';
+import { preparePush } from './push-tokens.ts';
 import { nextBackoff } from '../core/backoff.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
-import type { Connector, PushRegistration, RemoteSnapshot, StartRequest } from '../connectors/connector.ts';
+import type { Connector, RemoteSnapshot } from '../connectors/connector.ts';
 import {
-  childSignal,
   connectorFor,
   describeError,
   isRetryable,
@@ -18,173 +23,18 @@ import {
 import { jobBudgetExhausted } from './budgets.ts';
 import { observe, updateLocal } from './observe.ts';
 
+export { newPushRegistration, preparePush, pushEnabled, tokenHash } from './push-tokens.ts';
+
 /**
  * Starting a remote job, and starting it again. The envelope (with its messageId and contextId) is
  * always written before the first call, so a crash or a lost response is recovered by sending the SAME
  * messageId again or by finding the job by contextId, never by inventing a second request.
  */
 
-/** Whether this envelope's jobs ask the remote to push to us. */
-export function pushEnabled(ctx: PlaneContext, connector: Connector): boolean {
-  return ctx.config.delivery.push && connector.capabilities.push && ctx.config.publicUrl !== null;
-}
-
-/** A fresh single-purpose push registration; only its hash is kept on the envelope. */
-export function newPushRegistration(
-  ctx: PlaneContext,
-  connector: Connector,
-  envelopeId: string,
-): PushRegistration {
-  const token = newToken(ctx.random, 160);
-  // The envelope id rides along in the URL so a delivery that beats the start response still finds its envelope.
-  const url = `${ctx.config.publicUrl}/v1/webhooks/${encodeURIComponent(connector.kind)}/${encodeURIComponent(connector.target)}?envelope=${encodeURIComponent(envelopeId)}`;
-  return { url, token };
-}
-
-export function tokenHash(token: string): string {
-  return 'sha256:' + sha256Hex(token);
-}
-
 export type StartOutcome =
   | { kind: 'started'; envelope: Envelope }
   | { kind: 'retry'; error: { code: string; message: string } }
   | { kind: 'refused'; envelope: Envelope };
-
-/**
- * One start attempt. On success the first snapshot goes through observe (source `create`), which binds
- * the remote id. A non-retryable refusal records the job as failed with the remote's reason; a
- * transport failure leaves the envelope as it is for a retry with the same messageId.
- */
-/** Prepares the push registration for a start (fresh token; its hash goes on the envelope first). */
-export async function preparePush(
-  ctx: PlaneContext,
-  env: Envelope,
-  connector: Connector,
-): Promise<PushRegistration | undefined> {
-  if (!pushEnabled(ctx, connector)) return undefined;
-  const push = newPushRegistration(ctx, connector, env.id);
-  const hash = tokenHash(push.token);
-  await updateLocal(ctx, env.id, (cur) => ({
-    next: { ...cur, subscription: { kind: 'push', tokenHash: hash, registeredAt: ctx.clock.now() } },
-    events: [],
-  }));
-  return push;
-}
-
-export function startRequest(env: Envelope, push: PushRegistration | undefined): StartRequest {
-  return {
-    envelopeId: env.id,
-    messageId: env.messageId ?? env.id,
-    contextId: env.contextId,
-    input: env.input,
-    ...(push ? { push } : {}),
-  };
-}
-
-/** The remote refused the start outright (not a transport failure): the job failed, with its reason. */
-export async function recordStartRefused(ctx: PlaneContext, env: Envelope, err: unknown): Promise<Envelope> {
-  const error = describeError(err);
-  const result = await observe(
-    ctx,
-    env.id,
-    {
-      remoteId: env.remoteId ?? '',
-      contextId: env.contextId,
-      state: 'failed',
-      nativeState: 'start_refused',
-      remoteVersion: null,
-      stateTimestamp: null,
-      error,
-    },
-    'create',
-  );
-  return result.envelope;
-}
-
-/**
- * Learns what the engine must know about the remote before choosing how to start (Connector.prepare:
- * the A2A card). Bounded like any remote call; throws like one.
- */
-export async function prepareConnector(
-  ctx: PlaneContext,
-  env: Envelope,
-  connector: Connector,
-): Promise<void> {
-  if (!connector.prepare) return;
-  await remoteCall(ctx, null, env, (signal) => connector.prepare!(signal));
-}
-
-/**
- * Written before each start call: one more attempt, and the request may reach the remote from now on.
- * Returns whether an earlier attempt may have reached it, to restore when this one is refused unsent.
- */
-export async function noteStartAttempt(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
-  let before = false;
-  await updateLocal(ctx, envelopeId, (env) => {
-    before = env.startMaybeSent ?? (env.startAttempts ?? 0) > 0;
-    return {
-      next: { ...env, startAttempts: (env.startAttempts ?? 0) + 1, startMaybeSent: true, nextRetryAt: null },
-      events: [],
-    };
-  });
-  return before;
-}
-
-/** A start attempt failed: what went wrong stays on the envelope for the caller to read. */
-export async function noteStartFailed(
-  ctx: PlaneContext,
-  envelopeId: string,
-  err: unknown,
-  /** Whether a start may have reached the remote, counting this attempt. */
-  maybeSent: boolean,
-): Promise<void> {
-  const error = describeError(err);
-  await updateLocal(ctx, envelopeId, (env, now) =>
-    isTerminal(env.state) || env.remoteId !== null
-      ? null
-      : {
-          next: {
-            ...env,
-            lastError: { ...error, at: now, during: 'start' },
-            startMaybeSent: maybeSent,
-          },
-          events: [],
-        },
-  );
-}
-
-/** The start answered: the error of an earlier attempt no longer describes the job. */
-export async function noteStarted(ctx: PlaneContext, envelopeId: string): Promise<void> {
-  await updateLocal(ctx, envelopeId, (env) =>
-    env.lastError?.during === 'start' || env.nextRetryAt
-      ? { next: { ...env, lastError: null, nextRetryAt: null }, events: [] }
-      : null,
-  );
-}
-
-/**
- * A refusal caused by our own wrong assumption about the remote (it does not stream, after all): the
- * start is retried the right way, never recorded as the job's outcome. The description is read again
- * first, so the next attempt chooses by what the remote says now.
- */
-export async function refusedForOurAssumption(
-  ctx: PlaneContext,
-  env: Envelope,
-  connector: Connector,
-  err: unknown,
-  assumed: 'streaming',
-): Promise<boolean> {
-  if (!isTaskplaneError(err)) return false;
-  if (err.details?.assumption === assumed) return true;
-  if (err.code !== 'failed_precondition' && err.code !== 'unsupported') return false;
-  if (!connector.prepare) return false;
-  try {
-    await remoteCall(ctx, null, env, (signal) => connector.prepare!(signal, { fresh: true }));
-  } catch {
-    return false;
-  }
-  return assumed === 'streaming' && !connector.capabilities.stream;
-}
 
 /**
  * One start attempt. On success the first snapshot goes through observe (source `create`), which binds
