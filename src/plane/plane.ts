@@ -5,7 +5,8 @@
  * ```ts
  * const plane = new Plane({ clock, random, store, connectors: (target) => connector, logger, options });
  * await plane.start();                       // recovery: resume watching every non-terminal envelope
- * const { envelope } = await plane.create({ tenant, target, input, idempotencyKey });
+ * const { envelope } = await plane.create({ tenant, target, input, idempotencyKey });  // durable, `accepted`
+ * await plane.create(req, { wait: 'started' });   // …or wait for the remote's first answer
  * await plane.answer(tenant, envelope.id, { requestId, value });   // 409 on wrong id / second answer
  * await plane.cancel(tenant, envelope.id);   // records intent, calls remote, learns the true outcome
  * await plane.handleWebhook(target, { headers, rawBody, envelopeId });  // push ingress (throws unauthenticated)
