@@ -1,29 +1,24 @@
 import type { ContentPart } from '../core/envelope.ts';
 import type { NormalizedState } from '../core/states.ts';
 
-/*
- * CHANGES (control plane engineer, issue 4) — additive only, no method renamed:
- * - `startStream?(request, signal)`: optional. Starts the job and streams it in ONE call (A2A
- *   SendStreamingMessage), so a streaming client spends one request per task instead of start +
- *   subscribe. The first snapshot carries the remote id. The engine uses it only when
- *   `capabilities.stream` is true and the stream mechanism is configured; after a drop it reattaches
- *   with `observe` (never by calling startStream again). A simulated connector may leave it out.
- * - The engine puts `?envelope=<envelope id>` on the push URL it registers, and passes that id to the
- *   ingress, so a delivery that beats the start response still finds its envelope.
- * - `RemoteSnapshot.eventId?`: optional. The stream event id a snapshot came with (A2A: the SSE `id:`),
- *   kept on the envelope as `lastEventId`. Connectors without one leave it out.
- */
-
 /**
  * The Connector port: the client side of one remote system (A2A agent, MCP server, OpenAI background
  * responses, Claude Managed Agents). The plane engine talks to remotes only through this, and branches
  * only on `capabilities`, never on `kind`. Every method takes an AbortSignal; implementations apply
  * their own per-call timeout as well.
  *
- * Errors: throw TaskplaneError. `not_found` for a remote object the remote does not know (A2A
- * TaskNotFoundError, HTTP 404): on a job we created that means "lost". `unavailable`/`timeout` for
- * transport trouble (retryable). `failed_precondition` for "not in a state that allows this"
- * (A2A UnsupportedOperationError / TaskNotCancelableError).
+ * Errors: throw TaskplaneError. `not_found` ONLY for the protocol's own answer that the remote does not
+ * know the object (A2A TaskNotFoundError: JSON-RPC -32001, or a REST 404 whose google.rpc.Status says
+ * TASK_NOT_FOUND): on a job we created that means "lost". A bare HTTP 404, an HTML page or a gateway's
+ * JSON is not the remote's word about the job: `unavailable` with `details.route = 'not_protocol'`.
+ * `unavailable`/`timeout` for transport trouble (retryable); `details.notSent = true` when the
+ * connection was refused before anything was sent (the remote certainly never got the request).
+ * `failed_precondition` for "not in a state that allows this" (A2A UnsupportedOperationError /
+ * TaskNotCancelableError). `unsupported` with `details.assumption` when the call relied on a capability
+ * the remote turned out not to have: the engine retries the other way, never records it as an outcome.
+ *
+ * The engine puts `?envelope=<envelope id>` on the push URL it registers, so a delivery that beats the
+ * start response still finds its envelope.
  */
 export interface Connector {
   /** `a2a`, `mcp`, `openai`, `claude`. For display and metrics labels only. */
@@ -31,6 +26,21 @@ export interface Connector {
   /** The configured target name this instance talks to. */
   readonly target: string;
   readonly capabilities: ConnectorCapabilities;
+  /**
+   * Which interface of the remote this connector talks to now (A2A: binding and URL from the agent
+   * card). Optional. When it changes (the remote was redeployed and its description lists another
+   * interface) the engine records a `card_changed` event on the target's open jobs.
+   */
+  readonly revision?: string | null;
+
+  /**
+   * Learns what the engine must know about the remote before it chooses how to start a job (A2A: reads
+   * the agent card, honouring its HTTP caching headers). After it resolves, `capabilities` are the
+   * remote's own, not defaults. `fresh` reads it again even when a cached copy is still valid (after a
+   * refusal that may come from a stale copy). Optional; throws like any call when the remote cannot be
+   * reached.
+   */
+  prepare?(signal: AbortSignal, opts?: { fresh?: boolean }): Promise<void>;
 
   /**
    * Starts the remote job. `request.messageId` is the idempotency key on the wire: calling start again

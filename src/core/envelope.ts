@@ -72,6 +72,22 @@ export interface Envelope {
 
   cancel: CancelRecord | null;
   reconciliation: ReconciliationRecord | null;
+
+  /**
+   * The last failed attempt to reach the remote for this job (a start or a cancel delivery), kept
+   * until a later attempt succeeds. Absent on envelopes written before it existed.
+   */
+  lastError?: AttemptError | null;
+  /** Start calls made for this job so far. */
+  startAttempts?: number;
+  /** When the next start attempt is due while the start is being retried; null otherwise. */
+  nextRetryAt?: number | null;
+  /**
+   * A start request may have reached the remote (any attempt that failed after sending, or in doubt).
+   * False while every attempt was refused before anything was sent: only then may the start deadline
+   * fail the job as `start_unreachable`.
+   */
+  startMaybeSent?: boolean;
   acceptance: AcceptanceRecord | null;
 
   /** Row version for optimistic concurrency; every write bumps it. */
@@ -162,6 +178,22 @@ export interface CancelRecord {
   acknowledgedAt: number | null;
   /** What the remote actually ended in, including `succeeded` when it finished despite the request. */
   outcome: NormalizedState | null;
+  /**
+   * What the cancel still waits for: `remote_id` (the start has not answered, CancelTask is sent as
+   * soon as it does), `delivery` (CancelTask not acknowledged yet; retried by recovery and
+   * reconciliation), `outcome` (acknowledged, the final state not seen yet); null once settled.
+   */
+  pending?: 'remote_id' | 'delivery' | 'outcome' | null;
+  /** CancelTask calls made so far. */
+  attempts?: number;
+}
+
+export interface AttemptError {
+  code: string;
+  message: string;
+  at: number;
+  /** What was being attempted. */
+  during: 'start' | 'cancel';
 }
 
 export interface ReconciliationRecord {
@@ -234,6 +266,10 @@ export function newEnvelope(fields: NewEnvelopeFields): Envelope {
     expectedDurationMs: null,
     cancel: null,
     reconciliation: null,
+    lastError: null,
+    startAttempts: 0,
+    nextRetryAt: null,
+    startMaybeSent: false,
     acceptance: null,
     version: 1,
     ...fields,

@@ -5,7 +5,7 @@ import { decideLocalTransition, isTerminal } from '../core/states.ts';
 import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
 import { observe, updateLocal } from './observe.ts';
 import { jobBudgetExhausted, refuseForBudget } from './budgets.ts';
-import { handleLost, sendCancel } from './start-remote.ts';
+import { cancelUndelivered, handleLost, sendCancel } from './start-remote.ts';
 
 /**
  * Answering input and cancelling: both are local intents recorded durably BEFORE the remote call, so
@@ -133,6 +133,12 @@ export function answerInDoubt(env: Envelope, now: number, afterMs: number): bool
   );
 }
 
+/**
+ * Records the cancel intent durably, then sends it when the remote id is known. Before that (a start
+ * still in flight) the start path sends it as soon as the id is known; recovery and reconciliation send
+ * it again until the remote acknowledges it or the job is terminal. A repeated cancel is idempotent: it
+ * changes nothing, re-drives an undelivered cancel, and `cancel.pending` says what is still awaited.
+ */
 export async function cancelTask(
   ctx: PlaneContext,
   envelopeId: string,
@@ -150,13 +156,23 @@ export async function cancelTask(
       next: {
         ...env,
         state: 'cancel_requested',
-        cancel: { requestedAt: now, requestedBy: actor, acknowledgedAt: null, outcome: null },
+        cancel: {
+          requestedAt: now,
+          requestedBy: actor,
+          acknowledgedAt: null,
+          outcome: null,
+          pending: env.remoteId ? 'delivery' : 'remote_id',
+          attempts: 0,
+        },
       },
       events: [{ type: 'cancel_requested', data: { from: env.state, actor } }],
     };
   });
-  if (!written) return envelope;
-  // Not started yet: the start path sends the cancel once the remote job exists (or never starts it).
+  if (!written) return cancelUndelivered(envelope) ? sendCancel(ctx, envelopeId) : envelope;
+  ctx.logger.info(
+    { envelopeId, target: envelope.target, actor, pending: envelope.cancel?.pending ?? null },
+    'cancel requested',
+  );
   if (!envelope.remoteId) return envelope;
   return sendCancel(ctx, envelopeId);
 }

@@ -39,6 +39,19 @@ export interface PlaneContext {
   streamAttached(envelopeId: string): boolean;
   /** Runs background work that stop() waits for (it must end when `signal` aborts). */
   spawn(work: Promise<unknown>): void;
+  /**
+   * The interface revision last seen per target (Connector.revision). A change seen after a remote
+   * call means the connector moved to another interface of a redeployed remote: `onRevision` records
+   * it on the target's open jobs.
+   */
+  revisions: Map<string, { connector: Connector; revision: string | null }>;
+  /**
+   * Envelopes whose start call is in flight in this process. Recovery leaves them alone: the call's
+   * own answer binds the job (and sends a cancel asked meanwhile); a second start beside it could
+   * create a second remote job where the remote does not deduplicate.
+   */
+  startsInFlight: Set<string>;
+  onRevision(target: string, from: string | null, to: string | null): void;
 }
 
 export function connectorFor(ctx: PlaneContext, target: string): Connector {
@@ -46,7 +59,21 @@ export function connectorFor(ctx: PlaneContext, target: string): Connector {
   if (!connector) {
     throw new TaskplaneError('invalid_argument', `target: unknown target '${target}'`, { field: 'target' });
   }
+  if (!ctx.revisions.has(target))
+    ctx.revisions.set(target, { connector, revision: connector.revision ?? null });
   return connector;
+}
+
+/** Compares every known target's interface revision with the last one seen; reports the moves. */
+export function noteRevisions(ctx: PlaneContext): void {
+  for (const [target, seen] of ctx.revisions) {
+    const now = seen.connector.revision ?? null;
+    if (now === seen.revision) continue;
+    const from = seen.revision;
+    seen.revision = now;
+    // The first read of a description is learning it, not a change.
+    if (from !== null) ctx.onRevision(target, from, now);
+  }
 }
 
 /**
@@ -66,25 +93,27 @@ export function childSignal(parent: AbortSignal, ...others: AbortSignal[]): Abor
  */
 export async function remoteCall<T>(
   ctx: PlaneContext,
-  kind: RequestKind,
+  /** null: not a per-job request (reading a remote's description, cached per target). */
+  kind: RequestKind | null,
   envelope: Pick<Envelope, 'id' | 'tenant'> | null,
   fn: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  ctx.counters.request(kind, envelope);
+  if (kind) ctx.counters.request(kind, envelope);
   const timeout = new AbortController();
   let timedOut = false;
   const cancelTimer = ctx.clock.setTimer(ctx.config.requestTimeoutMs, () => {
     timedOut = true;
-    timeout.abort(new TaskplaneError('timeout', `${kind} timed out`));
+    timeout.abort(new TaskplaneError('timeout', `${kind ?? 'call'} timed out`));
   });
   try {
     return await fn(childSignal(ctx.signal, timeout.signal));
   } catch (err) {
     if (timedOut && !isTaskplaneError(err))
-      throw new TaskplaneError('timeout', `${kind} timed out`, { cause: err });
+      throw new TaskplaneError('timeout', `${kind ?? 'call'} timed out`, { cause: err });
     throw err;
   } finally {
     cancelTimer();
+    noteRevisions(ctx);
   }
 }
 
@@ -106,6 +135,16 @@ export function errorCode(err: unknown): string {
 
 export function isRetryable(err: unknown): boolean {
   return isTaskplaneError(err) ? err.retryable : true;
+}
+
+/** The remote answered, but not as the protocol: its route is gone or moved (connector.ts). */
+export function isRouteTrouble(err: unknown): boolean {
+  return isTaskplaneError(err) && err.details?.route === 'not_protocol';
+}
+
+/** Refused before anything was sent: the remote certainly never got the request. */
+export function wasNotSent(err: unknown): boolean {
+  return isTaskplaneError(err) && err.details?.notSent === true;
 }
 
 /** Short, safe description of an error for logs and events: never raw internal text from elsewhere. */

@@ -9,18 +9,26 @@ import {
   describeError,
   isRetryable,
   remoteCall,
+  wasNotSent,
   type PlaneContext,
 } from './context.ts';
 import { observe } from './observe.ts';
 import {
+  deliverPendingCancel,
   ensureStarted,
   handleLost,
-  preparePush,
-  pushEnabled,
-  recordStartRefused,
-  startRequest,
+  startOnce,
   type StartOutcome,
 } from './start-remote.ts';
+import {
+  noteStartAttempt,
+  noteStartFailed,
+  noteStarted,
+  recordStartRefused,
+  refusedForOurAssumption,
+  startRequest,
+} from './start-attempts.ts';
+import { preparePush, pushEnabled } from './push-tokens.ts';
 import { WakeSignal } from './wake-signal.ts';
 
 /**
@@ -128,33 +136,58 @@ export class JobWatcher {
     if (!env) return 'not_started';
     const connector = connectorFor(ctx, env.target);
     let bound = false;
+    let maybeSentBefore = false;
     try {
       const push = await preparePush(ctx, env, connector);
+      maybeSentBefore = await noteStartAttempt(ctx, env.id);
       this.state = 'attached';
       ctx.counters.request('start', env);
+      ctx.startsInFlight.add(env.id);
       for await (const snap of connector.startStream!(startRequest(env, push), childSignal(ctx.signal))) {
         const result = await observe(ctx, env.id, snap, bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
+          ctx.startsInFlight.delete(env.id);
+          await noteStarted(ctx, env.id);
           report({ kind: 'started', envelope: result.envelope });
+          // A cancel (or a timeout) that landed while the start was in flight goes out now, beside
+          // the stream, which then carries the outcome.
+          ctx.spawn(deliverPendingCancel(ctx, env.id));
         }
         if (isTerminal(result.envelope.state)) break;
       }
+      ctx.startsInFlight.delete(env.id);
       if (bound) return 'ended';
       report({
         kind: 'retry',
         error: { code: 'unavailable', message: 'stream ended before the first snapshot' },
       });
     } catch (err) {
+      ctx.startsInFlight.delete(env.id);
       if (bound) {
         if (ctx.signal.aborted) return 'ended';
         ctx.counters.count('streamDrops', env);
         return 'dropped';
       }
       if (!ctx.signal.aborted && !isRetryable(err)) {
+        if (await refusedForOurAssumption(ctx, env, connector, err, 'streaming')) {
+          ctx.logger.info(
+            { envelopeId: env.id, target: env.target, err: describeError(err) },
+            'streaming start refused: the agent does not stream; starting it without a stream',
+          );
+          const outcome = await startOnce(ctx, env, { resend: true });
+          report(outcome);
+          if (outcome.kind === 'retry') ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
+          return 'not_started';
+        }
+        ctx.logger.info(
+          { envelopeId: env.id, target: env.target, err: describeError(err) },
+          'start refused by the remote',
+        );
         report({ kind: 'refused', envelope: await recordStartRefused(ctx, env, err) });
         return 'not_started';
       }
+      await noteStartFailed(ctx, env.id, err, wasNotSent(err) ? maybeSentBefore : true);
       report({ kind: 'retry', error: describeError(err) });
     }
     // Outcome unknown: the job may exist. Recover with the same messageId (or find it by contextId).
@@ -176,6 +209,12 @@ export class JobWatcher {
     while (!ctx.signal.aborted) {
       const env = await this.current();
       if (!env) return;
+      const mechanism = mechanismFor(ctx, connectorFor(ctx, env.target));
+      if (mechanism !== 'stream') {
+        // The remote's description says it does not stream (read after this watcher began): poll, or
+        // leave it to push and reconciliation.
+        return mechanism === 'poll' ? this.pollLoop() : undefined;
+      }
       if (env.remoteId === null) {
         // Not started yet (or being resubmitted): whoever binds the remote id wakes us.
         this.state = 'parked';

@@ -174,7 +174,7 @@ export async function observe(
       }
       if (isTerminal(next.state) && next.cancel && next.cancel.outcome === null) {
         // The true outcome, including "completed after cancel was requested" (seed 000).
-        next.cancel = { ...next.cancel, outcome: next.state };
+        next.cancel = { ...next.cancel, outcome: next.state, pending: null };
         event('cancel_outcome', { outcome: next.state });
       }
       if (isTerminal(next.state) && next.acceptance) {

@@ -92,6 +92,13 @@ export interface PlaneOptions {
   onActorRevoked?: 'keep' | 'cancel';
   /** Retry of a start whose response was lost or failed in transport. @default { initialIntervalMs: 1000, maximumIntervalMs: 60000 } */
   startRetry?: BackoffOptions;
+  /**
+   * How long after creation a start may keep failing. Past it, a job whose every start attempt was
+   * refused before anything was sent (the remote certainly never got it) is `failed` with reason
+   * `start_unreachable`; a job whose start may have reached the remote becomes `unknown` and stays
+   * reconciled (never invent an outcome). null = retry for ever. @default 600000
+   */
+  startDeadlineMs?: number | null;
   webhook?: {
     /**
      * `always`: every new delivery fetches authoritative state with get() (seed 000: webhooks are wake-up
@@ -158,6 +165,7 @@ export interface PlaneConfig {
   maxResubmits: number;
   onActorRevoked: 'keep' | 'cancel';
   startRetry: BackoffPolicy;
+  startDeadlineMs: number | null;
   webhook: { fetchState: 'always' | 'when-incomplete' };
   maxObserveRetries: number;
   watch: { leases: 'auto' | 'on' | 'off'; leaseTtlMs: number; adoptIntervalMs: number };
@@ -278,6 +286,10 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
     maxResubmits,
     onActorRevoked,
     startRetry: backoffPolicy({ ...defaultBackoff, ...options.startRetry }, 'startRetry.'),
+    startDeadlineMs:
+      options.startDeadlineMs === null
+        ? null
+        : positive('startDeadlineMs', options.startDeadlineMs ?? 600_000),
     webhook: { fetchState },
     maxObserveRetries,
     watch: {

@@ -5,7 +5,8 @@
  * ```ts
  * const plane = new Plane({ clock, random, store, connectors: (target) => connector, logger, options });
  * await plane.start();                       // recovery: resume watching every non-terminal envelope
- * const { envelope } = await plane.create({ tenant, target, input, idempotencyKey });
+ * const { envelope } = await plane.create({ tenant, target, input, idempotencyKey });  // durable, `accepted`
+ * await plane.create(req, { wait: 'started' });   // …or wait for the remote's first answer
  * await plane.answer(tenant, envelope.id, { requestId, value });   // 409 on wrong id / second answer
  * await plane.cancel(tenant, envelope.id);   // records intent, calls remote, learns the true outcome
  * await plane.handleWebhook(target, { headers, rawBody, envelopeId });  // push ingress (throws unauthenticated)
@@ -46,6 +47,7 @@ import {
   connectorFor,
   describeError,
   silentLogger,
+  waitFor,
   type ConnectorResolver,
   type PlaneContext,
   type PlaneLogger,
@@ -53,10 +55,17 @@ import {
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
 import { observe, type ObserveResult } from './observe.ts';
 import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
-import { Reconciler, listActiveEnvelopes, type ReconcileReport } from './reconciler.ts';
+import { Reconciler, listActiveEnvelopes, recordCardChanged, type ReconcileReport } from './reconciler.ts';
 import { SignalCounters } from './signals.ts';
 import { collectSignals, type PlaneSignals } from './signal-report.ts';
-import { ensureStarted, startOnce, type StartOutcome } from './start-remote.ts';
+import {
+  cancelUndelivered,
+  ensureStarted,
+  sendCancel,
+  startOnce,
+  type StartOutcome,
+} from './start-remote.ts';
+import { noteStartFailed, prepareConnector } from './start-attempts.ts';
 import { handleWebhook, type WebhookResult } from './webhook-ingress.ts';
 import { TimeoutTimers } from './timeouts.ts';
 import { WatchLeases, leaseLoops } from './watch-leases.ts';
@@ -71,6 +80,15 @@ export interface PlanePorts {
   options?: PlaneOptions;
   /** Lease owner name; unique per process. @default a random id */
   instanceId?: string;
+}
+
+/**
+ * How long create waits for the remote. By default not at all: create returns once the envelope is
+ * durable (state `accepted`) and the start runs behind it. `started` waits for the first remote answer
+ * (or the first failed attempt); a number waits at most that many milliseconds for it.
+ */
+export interface CreateOptions {
+  wait?: 'started' | number;
 }
 
 export interface CreateTaskRequest {
@@ -142,6 +160,9 @@ export class Plane {
       ensureWatching: (id) => this.spawn(this.watch(id)),
       spawn: (work) => this.spawn(work),
       streamAttached: (id) => this.watchers.get(id)?.state === 'attached',
+      revisions: new Map(),
+      startsInFlight: new Set(),
+      onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
     };
     this.reconciler = new Reconciler(this.ctx, instanceId);
     this.leases = new WatchLeases(this.ctx, instanceId);
@@ -169,6 +190,8 @@ export class Plane {
       this.timeouts.arm(env);
       if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
       else this.spawn(this.watch(env.id));
+      // A cancel recorded but never acknowledged (the plane died before or while sending it): send it.
+      if (cancelUndelivered(env)) this.spawn(sendCancel(this.ctx, env.id));
       // An answer recorded by a plane that died before (or while) sending it: send it again.
       if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
     }
@@ -236,7 +259,10 @@ export class Plane {
     });
   }
 
-  async create(req: CreateTaskRequest): Promise<{ envelope: Envelope; created: boolean }> {
+  async create(
+    req: CreateTaskRequest,
+    opts: CreateOptions = {},
+  ): Promise<{ envelope: Envelope; created: boolean }> {
     const ctx = this.ctx;
     const tenant = requireString('tenant', req.tenant);
     const target = requireString('target', req.target);
@@ -308,37 +334,65 @@ export class Plane {
     ]);
     if (!created.created) return sameOrConflict(created.envelope);
     ctx.counters.track(id, tenant);
-    // Ours to watch before the remote hears of it, so another plane's adoption sweep never starts it too.
-    await this.leases.claim(id);
     this.timeouts.arm(created.envelope);
-    // The envelope with its messageId is durable before the remote hears of it.
-    if (mechanismFor(ctx, connector) === 'stream' && connector.startStream) {
-      // One call starts and streams (A2A SendStreamingMessage); the watcher owns recovery from here.
-      const outcome = await new Promise<StartOutcome>((resolve) => this.startWatcher(id, 'stream', resolve));
-      if (outcome.kind === 'retry')
-        ctx.logger.warn(
-          { envelopeId: id, err: outcome.error },
-          'streaming start failed; recovering with the same messageId',
-        );
-      return {
-        envelope:
-          outcome.kind === 'retry'
-            ? ((await ctx.store.getEnvelope(id)) ?? created.envelope)
-            : outcome.envelope,
-        created: true,
-      };
-    }
-    const outcome = await startOnce(ctx, created.envelope, { resend: false });
-    if (outcome.kind === 'retry') {
-      ctx.logger.warn(
-        { envelopeId: id, err: outcome.error },
-        'start failed; retrying with the same messageId',
-      );
-      this.spawn(ensureStarted(ctx, id, { waitFirst: true }));
-    } else {
-      this.spawn(this.watch(id));
-    }
+    // The envelope with its messageId is durable: the caller has its handle, the start runs behind it.
+    const started = this.beginStart(created.envelope);
+    if (opts.wait === undefined) return { envelope: created.envelope, created: true };
+    if (opts.wait === 'started') await started;
+    else await Promise.race([started, waitFor(ctx.clock, opts.wait, ctx.signal)]);
     return { envelope: (await ctx.store.getEnvelope(id)) ?? created.envelope, created: true };
+  }
+
+  /**
+   * The first start of a new job, in the background. The connector learns the remote first (A2A: its
+   * card), so the choice between a streaming and a plain start is the remote's, not a default; a
+   * streaming start hands the job to its watcher, a plain one to recovery on failure.
+   */
+  private beginStart(env: Envelope): Promise<StartOutcome> {
+    const ctx = this.ctx;
+    const run = async (): Promise<StartOutcome> => {
+      // Ours to watch before the remote hears of it, so another plane's adoption sweep never starts it
+      // too; if another plane took it first, that plane starts it.
+      if (!(await this.leases.claim(env.id))) {
+        this.timeouts.disarm(env.id);
+        return { kind: 'retry', error: { code: 'unavailable', message: 'another plane owns this job' } };
+      }
+      const connector = connectorFor(ctx, env.target);
+      try {
+        await prepareConnector(ctx, env, connector);
+      } catch (err) {
+        // Cannot tell how to start yet; nothing was sent. Retried with backoff like a failed start.
+        await noteStartFailed(ctx, env.id, err, false);
+        ctx.logger.warn(
+          { envelopeId: env.id, err: describeError(err) },
+          'target not readable; start retried',
+        );
+        ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
+        return { kind: 'retry', error: describeError(err) };
+      }
+      if (mechanismFor(ctx, connector) === 'stream' && connector.startStream) {
+        // One call starts and streams (A2A SendStreamingMessage); the watcher owns recovery from here.
+        return new Promise<StartOutcome>((resolve) => this.startWatcher(env.id, 'stream', resolve));
+      }
+      const outcome = await startOnce(ctx, env, { resend: false });
+      if (outcome.kind === 'retry') {
+        ctx.logger.warn(
+          { envelopeId: env.id, err: outcome.error },
+          'start failed; retrying with the same messageId',
+        );
+        ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
+      } else {
+        ctx.spawn(this.watch(env.id));
+      }
+      return outcome;
+    };
+    const started = run().catch((err: unknown): StartOutcome => {
+      ctx.logger.error({ envelopeId: env.id, err: describeError(err) }, 'start failed unexpectedly; retried');
+      ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
+      return { kind: 'retry', error: describeError(err) };
+    });
+    this.spawn(started);
+    return started;
   }
 
   /** The envelope when it belongs to `tenant`; another tenant's task is not found (no existence leak). */

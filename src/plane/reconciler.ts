@@ -2,10 +2,10 @@ import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
 import { NORMALIZED_STATES, isTerminal, type NormalizedState } from '../core/states.ts';
 import type { Store } from '../store/store.ts';
-import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
+import { connectorFor, describeError, isRouteTrouble, remoteCall, type PlaneContext } from './context.ts';
 import { answerInDoubt, cancelTask, resendAnswer } from './answer-and-cancel.ts';
-import { observe } from './observe.ts';
-import { ensureStarted, handleLost } from './start-remote.ts';
+import { observe, updateLocal } from './observe.ts';
+import { cancelUndelivered, ensureStarted, handleLost, sendCancel } from './start-remote.ts';
 
 /**
  * Reconciliation: the slow path that catches everything the fast path dropped (seed 004, "Polling and
@@ -47,6 +47,58 @@ export async function listActiveEnvelopes(
     cursor = page.nextCursor;
   } while (cursor);
   return out;
+}
+
+/**
+ * The connector moved to another interface of a redeployed remote (its description lists other
+ * bindings or URLs): every open job of the target gets a `card_changed` event, so its history shows
+ * why the route changed under it.
+ */
+export async function recordCardChanged(
+  ctx: PlaneContext,
+  target: string,
+  from: string | null,
+  to: string | null,
+): Promise<void> {
+  const active = await listActiveEnvelopes(ctx.store, { target });
+  ctx.logger.info({ target, from, to, jobs: active.length }, 'agent card changed');
+  for (const env of active) {
+    try {
+      await updateLocal(ctx, env.id, (cur) =>
+        isTerminal(cur.state)
+          ? null
+          : { next: cur, events: [{ type: 'card_changed', data: { target, from, to } }] },
+      );
+    } catch (err) {
+      ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'recording card_changed failed');
+    }
+  }
+}
+
+/**
+ * The remote answered, but not as its protocol (a page, a gateway's 404) and its description offers
+ * no other route: the job stays open as `unknown`, saying why, until a source can see it again.
+ */
+async function markUnreachable(ctx: PlaneContext, env: Envelope, err: unknown): Promise<void> {
+  await updateLocal(ctx, env.id, (cur) =>
+    isTerminal(cur.state) || cur.state === 'unknown' || cur.state === 'cancel_requested'
+      ? null
+      : {
+          next: { ...cur, state: 'unknown' },
+          events: [
+            {
+              type: 'state_changed',
+              data: {
+                source: 'reconcile',
+                from: cur.state,
+                to: 'unknown',
+                reason: 'unreachable',
+                error: describeError(err),
+              },
+            },
+          ],
+        },
+  );
 }
 
 export class Reconciler {
@@ -106,80 +158,128 @@ export class Reconciler {
     const byContext = new Map(active.filter((e) => !e.remoteId && e.contextId).map((e) => [e.contextId!, e]));
     const seen = new Set<string>();
 
+    let listFailed = false;
     if (connector.capabilities.list && connector.listChanged) {
       const oldest = Math.min(...active.map((e) => e.createdAt));
       const since = (this.lastRound.get(target) ?? oldest) - ctx.config.reconcile.sinceSkewMs;
       let cursor: string | undefined;
-      do {
-        const page = await remoteCall(ctx, 'list', null, (signal) =>
-          connector.listChanged!(
-            { since, pageSize: ctx.config.reconcile.pageSize, ...(cursor ? { cursor } : {}) },
-            signal,
-          ),
-        );
-        report.listPages++;
-        for (const snap of page.items) {
-          const env =
-            byRemote.get(snap.remoteId) ?? (snap.contextId ? byContext.get(snap.contextId) : undefined);
-          if (!env || seen.has(env.id)) continue;
-          seen.add(env.id);
-          report.listed++;
-          const result = await observe(ctx, env.id, snap, 'reconcile');
-          if (result.changed) {
-            report.changed++;
-            ctx.wake(env.id);
+      try {
+        do {
+          const page = await remoteCall(ctx, 'list', null, (signal) =>
+            connector.listChanged!(
+              { since, pageSize: ctx.config.reconcile.pageSize, ...(cursor ? { cursor } : {}) },
+              signal,
+            ),
+          );
+          report.listPages++;
+          for (const snap of page.items) {
+            const env =
+              byRemote.get(snap.remoteId) ?? (snap.contextId ? byContext.get(snap.contextId) : undefined);
+            if (!env || seen.has(env.id)) continue;
+            try {
+              const result = await observe(ctx, env.id, snap, 'reconcile');
+              seen.add(env.id);
+              report.listed++;
+              if (result.changed) {
+                report.changed++;
+                ctx.wake(env.id);
+              }
+            } catch (err) {
+              // One job's failure never skips the rest: it is fetched on its own below.
+              ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'reconcile observe failed');
+            }
           }
-        }
-        cursor = page.nextCursor;
-      } while (cursor && !ctx.signal.aborted);
+          cursor = page.nextCursor;
+        } while (cursor && !ctx.signal.aborted);
+      } catch (err) {
+        if (ctx.signal.aborted) return report;
+        listFailed = true;
+        ctx.logger.warn(
+          { target, err: describeError(err) },
+          'reconcile list failed; checking jobs one by one',
+        );
+      }
     }
 
     const now = ctx.clock.now();
     for (const env of active) {
       if (ctx.signal.aborted) break;
-      if (
-        env.timeoutMs !== null &&
-        now - env.createdAt > env.timeoutMs &&
-        env.state !== 'cancel_requested' &&
-        env.remoteId
-      ) {
-        // The caller's timeout: ask the remote to stop, then keep observing what it really ends as
-        // (never invent an outcome; a job that finishes anyway is recorded as finished).
-        await cancelTask(ctx, env.id, 'timeout');
-        continue;
-      }
-      // Recorded long enough ago that its call has ended, yet the job still waits: send it again.
-      if (answerInDoubt(env, now, 2 * ctx.config.requestTimeoutMs)) await resendAnswer(ctx, env.id);
-      if (seen.has(env.id)) continue;
-      if (env.remoteId === null) {
-        if (now - env.createdAt >= ctx.config.reconcile.startGraceMs) {
-          report.restarted++;
-          await ensureStarted(ctx, env.id, { maxAttempts: 1 });
-        }
-        continue;
-      }
-      const expected = env.expectedDurationMs ?? ctx.config.reconcile.defaultExpectedDurationMs;
-      const overdue = now - env.createdAt > expected + ctx.config.reconcile.orphanMarginMs;
-      if (connector.capabilities.list && !overdue) continue;
-      const remoteId = env.remoteId;
-      report.fetched++;
       try {
-        const snap = await remoteCall(ctx, 'get', env, (signal) => connector.get(remoteId, signal));
-        const result = await observe(ctx, env.id, snap, 'reconcile');
-        if (result.changed) {
-          report.changed++;
-          ctx.wake(env.id);
-        }
+        await this.reconcileJob(env, now, { seen, listFailed, report });
       } catch (err) {
-        if (isTaskplaneError(err) && err.code === 'not_found') {
-          report.lost++;
-          await handleLost(ctx, env.id, remoteId, 'reconcile');
-        } else if (!ctx.signal.aborted) {
-          ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'reconcile get failed');
-        }
+        // Isolated: this job is retried next round; the pass goes on with the others.
+        if (!ctx.signal.aborted)
+          ctx.logger.warn(
+            { envelopeId: env.id, target, err: describeError(err) },
+            'reconciling a job failed',
+          );
       }
     }
     this.lastRound.set(target, roundStart);
+    ctx.logger.info(
+      {
+        target,
+        pages: report.listPages,
+        listed: report.listed,
+        fetched: report.fetched,
+        changed: report.changed,
+        lost: report.lost,
+        restarted: report.restarted,
+      },
+      'reconciliation pass',
+    );
     return report;
+  }
+
+  /** Everything one round does for one job. */
+  private async reconcileJob(
+    env: Envelope,
+    now: number,
+    round: { seen: Set<string>; listFailed: boolean; report: ReconcileReport },
+  ): Promise<void> {
+    const ctx = this.ctx;
+    const { report } = round;
+    const connector = connectorFor(ctx, env.target);
+    if (env.timeoutMs !== null && now - env.createdAt > env.timeoutMs && env.state !== 'cancel_requested') {
+      // The caller's timeout: ask the remote to stop, then keep observing what it really ends as
+      // (never invent an outcome; a job that finishes anyway is recorded as finished). Before the
+      // remote id is known the intent is kept and sent once it is.
+      await cancelTask(ctx, env.id, 'timeout');
+      return;
+    }
+    // Cancel intent not yet acknowledged by the remote: send it again.
+    if (cancelUndelivered(env)) await sendCancel(ctx, env.id);
+    // Recorded long enough ago that its call has ended, yet the job still waits: send it again.
+    if (answerInDoubt(env, now, 2 * ctx.config.requestTimeoutMs)) await resendAnswer(ctx, env.id);
+    if (round.seen.has(env.id)) return;
+    if (env.remoteId === null) {
+      if (now - env.createdAt >= ctx.config.reconcile.startGraceMs) {
+        report.restarted++;
+        await ensureStarted(ctx, env.id, { maxAttempts: 1 });
+      }
+      return;
+    }
+    const expected = env.expectedDurationMs ?? ctx.config.reconcile.defaultExpectedDurationMs;
+    const overdue = now - env.createdAt > expected + ctx.config.reconcile.orphanMarginMs;
+    if (connector.capabilities.list && !round.listFailed && !overdue) return;
+    const remoteId = env.remoteId;
+    report.fetched++;
+    try {
+      const snap = await remoteCall(ctx, 'get', env, (signal) => connector.get(remoteId, signal));
+      const result = await observe(ctx, env.id, snap, 'reconcile');
+      if (result.changed) {
+        report.changed++;
+        ctx.wake(env.id);
+      }
+    } catch (err) {
+      if (isTaskplaneError(err) && err.code === 'not_found') {
+        report.lost++;
+        await handleLost(ctx, env.id, remoteId, 'reconcile');
+      } else if (isRouteTrouble(err)) {
+        await markUnreachable(ctx, env, err);
+      } else if (!ctx.signal.aborted) {
+        ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'reconcile get failed');
+      }
+    }
   }
 }

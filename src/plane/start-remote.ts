@@ -1,56 +1,35 @@
 import type { Envelope } from '../core/envelope.ts';
-import { sha256Hex } from '../core/canonical-json.ts';
-import { newToken } from '../core/ids.ts';
 import { isTerminal } from '../core/states.ts';
+import {
+  noteStartAttempt,
+  noteStartFailed,
+  noteStarted,
+  recordStartRefused,
+  startRequest,
+} from './start-attempts.ts';
+import { preparePush } from './push-tokens.ts';
 import { nextBackoff } from '../core/backoff.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
-import type { Connector, PushRegistration, RemoteSnapshot, StartRequest } from '../connectors/connector.ts';
+import type { Connector, RemoteSnapshot } from '../connectors/connector.ts';
 import {
   connectorFor,
   describeError,
   isRetryable,
   remoteCall,
   waitFor,
+  wasNotSent,
   type PlaneContext,
 } from './context.ts';
 import { jobBudgetExhausted } from './budgets.ts';
 import { observe, updateLocal } from './observe.ts';
+
+export { newPushRegistration, preparePush, pushEnabled, tokenHash } from './push-tokens.ts';
 
 /**
  * Starting a remote job, and starting it again. The envelope (with its messageId and contextId) is
  * always written before the first call, so a crash or a lost response is recovered by sending the SAME
  * messageId again or by finding the job by contextId, never by inventing a second request.
  */
-
-/** Whether this envelope's jobs ask the remote to push to us. */
-export function pushEnabled(ctx: PlaneContext, connector: Connector): boolean {
-  return ctx.config.delivery.push && connector.capabilities.push && ctx.config.publicUrl !== null;
-}
-
-/**
- * A fresh single-purpose push registration; only the hash of its secret is kept on the envelope. The
- * A2A notification token is derived from the secret (SHA-256 under a label) rather than drawn: it must
- * differ from the secret because an agent may return it, and deriving it leaves the Random sequence, and
- * so every lab replay, as it was.
- */
-export function newPushRegistration(
-  ctx: PlaneContext,
-  connector: Connector,
-  envelopeId: string,
-): PushRegistration {
-  const token = newToken(ctx.random, 160);
-  // The envelope id rides along in the URL so a delivery that beats the start response still finds its envelope.
-  const url = `${ctx.config.publicUrl}/v1/webhooks/${encodeURIComponent(connector.kind)}/${encodeURIComponent(connector.target)}?envelope=${encodeURIComponent(envelopeId)}`;
-  return {
-    url,
-    token,
-    notificationToken: 'tpn_' + sha256Hex(`a2a-notification-token\n${token}`).slice(0, 40),
-  };
-}
-
-export function tokenHash(token: string): string {
-  return 'sha256:' + sha256Hex(token);
-}
 
 export type StartOutcome =
   | { kind: 'started'; envelope: Envelope }
@@ -59,59 +38,9 @@ export type StartOutcome =
 
 /**
  * One start attempt. On success the first snapshot goes through observe (source `create`), which binds
- * the remote id. A non-retryable refusal records the job as failed with the remote's reason; a
- * transport failure leaves the envelope as it is for a retry with the same messageId.
- */
-/** Prepares the push registration for a start (fresh token; its hash goes on the envelope first). */
-export async function preparePush(
-  ctx: PlaneContext,
-  env: Envelope,
-  connector: Connector,
-): Promise<PushRegistration | undefined> {
-  if (!pushEnabled(ctx, connector)) return undefined;
-  const push = newPushRegistration(ctx, connector, env.id);
-  const hash = tokenHash(push.token);
-  await updateLocal(ctx, env.id, (cur) => ({
-    next: { ...cur, subscription: { kind: 'push', tokenHash: hash, registeredAt: ctx.clock.now() } },
-    events: [],
-  }));
-  return push;
-}
-
-export function startRequest(env: Envelope, push: PushRegistration | undefined): StartRequest {
-  return {
-    envelopeId: env.id,
-    messageId: env.messageId ?? env.id,
-    contextId: env.contextId,
-    input: env.input,
-    ...(push ? { push } : {}),
-  };
-}
-
-/** The remote refused the start outright (not a transport failure): the job failed, with its reason. */
-export async function recordStartRefused(ctx: PlaneContext, env: Envelope, err: unknown): Promise<Envelope> {
-  const error = describeError(err);
-  const result = await observe(
-    ctx,
-    env.id,
-    {
-      remoteId: env.remoteId ?? '',
-      contextId: env.contextId,
-      state: 'failed',
-      nativeState: 'start_refused',
-      remoteVersion: null,
-      stateTimestamp: null,
-      error,
-    },
-    'create',
-  );
-  return result.envelope;
-}
-
-/**
- * One start attempt. On success the first snapshot goes through observe (source `create`), which binds
- * the remote id. A non-retryable refusal records the job as failed with the remote's reason; a
- * transport failure leaves the envelope as it is for a retry with the same messageId.
+ * the remote id, and a cancel asked meanwhile is delivered at once. A non-retryable refusal records the
+ * job as failed with the remote's reason; a transport failure leaves the envelope for a retry with the
+ * same messageId, with the error, the attempt count and whether the request may have been sent.
  */
 export async function startOnce(
   ctx: PlaneContext,
@@ -121,21 +50,54 @@ export async function startOnce(
   const connector = connectorFor(ctx, env.target);
   const push = await preparePush(ctx, env, connector);
   if (opts.resend) ctx.counters.count('reusedMessageIds', env);
+  const maybeSentBefore = await noteStartAttempt(ctx, env.id);
   let snapshot: RemoteSnapshot;
+  ctx.startsInFlight.add(env.id);
   try {
     snapshot = await remoteCall(ctx, 'start', env, (signal) =>
       connector.start(startRequest(env, push), signal),
     );
   } catch (err) {
-    if (ctx.signal.aborted || isRetryable(err)) return { kind: 'retry', error: describeError(err) };
+    ctx.startsInFlight.delete(env.id);
+    if (ctx.signal.aborted || isRetryable(err)) {
+      await noteStartFailed(ctx, env.id, err, wasNotSent(err) ? maybeSentBefore : true);
+      return { kind: 'retry', error: describeError(err) };
+    }
+    ctx.logger.info(
+      { envelopeId: env.id, target: env.target, err: describeError(err) },
+      'start refused by the remote',
+    );
     return { kind: 'refused', envelope: await recordStartRefused(ctx, env, err) };
   }
+  ctx.startsInFlight.delete(env.id);
   const result = await observe(ctx, env.id, snapshot, 'create');
-  if (result.envelope.state === 'cancel_requested' && result.envelope.cancel?.acknowledgedAt === null) {
-    // Cancel was asked while the start was in flight: the remote job exists now, so ask it.
-    return { kind: 'started', envelope: await sendCancel(ctx, env.id) };
-  }
-  return { kind: 'started', envelope: result.envelope };
+  await noteStarted(ctx, env.id);
+  return { kind: 'started', envelope: await deliverPendingCancel(ctx, env.id, result.envelope) };
+}
+
+/**
+ * A cancel asked before the remote id was known (or not yet acknowledged) is sent now that it is:
+ * cancel intent is durable and re-driven until the remote acknowledges it or the job is terminal.
+ */
+export async function deliverPendingCancel(
+  ctx: PlaneContext,
+  envelopeId: string,
+  known?: Envelope,
+): Promise<Envelope> {
+  const env = known ?? (await ctx.store.getEnvelope(envelopeId));
+  if (!env) throw new TaskplaneError('not_found', 'task not found');
+  if (!cancelUndelivered(env)) return env;
+  return sendCancel(ctx, envelopeId);
+}
+
+/** Cancel intent recorded, the remote job known, and no acknowledgement yet. */
+export function cancelUndelivered(env: Envelope): boolean {
+  return (
+    env.state === 'cancel_requested' &&
+    env.remoteId !== null &&
+    !!env.cancel &&
+    env.cancel.acknowledgedAt === null
+  );
 }
 
 /**
@@ -148,16 +110,36 @@ export async function sendCancel(ctx: PlaneContext, envelopeId: string): Promise
   const connector = connectorFor(ctx, envelope.target);
   if (!connector.cancel) return envelope;
   const remoteId = envelope.remoteId;
+  await updateLocal(ctx, envelopeId, (env) =>
+    env.cancel && env.cancel.acknowledgedAt === null
+      ? {
+          next: {
+            ...env,
+            cancel: { ...env.cancel, attempts: (env.cancel.attempts ?? 0) + 1, pending: 'delivery' },
+          },
+          events: [],
+        }
+      : null,
+  );
   try {
     const snap = await remoteCall(ctx, 'cancel', envelope, (signal) => connector.cancel!(remoteId, signal));
     await updateLocal(ctx, envelopeId, (env, now) =>
       env.cancel && env.cancel.acknowledgedAt === null
         ? {
-            next: { ...env, cancel: { ...env.cancel, acknowledgedAt: now } },
-            events: [{ type: 'cancel_acknowledged', data: {} }],
+            next: {
+              ...env,
+              cancel: {
+                ...env.cancel,
+                acknowledgedAt: now,
+                pending: isTerminal(env.state) ? null : 'outcome',
+              },
+              lastError: env.lastError?.during === 'cancel' ? null : (env.lastError ?? null),
+            },
+            events: [{ type: 'cancel_acknowledged', data: { remoteId } }],
           }
         : null,
     );
+    ctx.logger.info({ envelopeId, target: envelope.target, remoteId }, 'cancel delivered');
     const result = await observe(ctx, envelopeId, snap, 'api');
     ctx.wake(envelopeId);
     return result.envelope;
@@ -170,9 +152,16 @@ export async function sendCancel(ctx: PlaneContext, envelopeId: string): Promise
       await handleLost(ctx, envelopeId, remoteId, 'api');
       return (await ctx.store.getEnvelope(envelopeId)) ?? envelope;
     }
-    // Transport trouble: the intent is recorded and the job is still watched; the outcome will be learned.
-    ctx.logger.warn({ envelopeId, err: describeError(err) }, 'cancel call failed');
-    return (await ctx.store.getEnvelope(envelopeId)) ?? envelope;
+    // Transport trouble: the intent stays recorded and undelivered; recovery and reconciliation send
+    // it again, and the job is still watched, so its outcome will be learned.
+    const error = describeError(err);
+    ctx.logger.warn({ envelopeId, err: error }, 'cancel call failed; will be sent again');
+    const { envelope: after } = await updateLocal(ctx, envelopeId, (env, now) =>
+      isTerminal(env.state)
+        ? null
+        : { next: { ...env, lastError: { ...error, at: now, during: 'cancel' } }, events: [] },
+    );
+    return after;
   }
 }
 
@@ -216,44 +205,26 @@ export async function ensureStarted(
   if (opts.waitFirst) {
     // Right after a failed attempt: back off before the next one instead of hammering the remote.
     const wait = nextBackoff(ctx.config.startRetry, 0, ctx.random);
-    if (wait === undefined || !(await waitFor(ctx.clock, wait, ctx.signal))) return;
+    if (wait === undefined || !(await waitBeforeRetry(ctx, envelopeId, wait))) return;
   }
   for (let attempt = 0; !ctx.signal.aborted && attempt < maxAttempts; attempt++) {
     const env = await ctx.store.getEnvelope(envelopeId);
     if (!env || env.remoteId !== null || isTerminal(env.state)) return;
+    // A start call of ours is still out: its answer (or its failure's own recovery) decides.
+    if (ctx.startsInFlight.has(envelopeId)) return;
     const connector = connectorFor(ctx, env.target);
     try {
       if (env.state === 'cancel_requested') {
-        // Cancelled before the start was confirmed: find it if it reached the remote, else never start it.
-        const found = await findByContext(ctx, env, connector);
-        if (found) {
-          await observe(ctx, env.id, found, 'reconcile');
-          ctx.ensureWatching(env.id);
-        } else {
-          await updateLocal(ctx, env.id, (cur) =>
-            cur.remoteId === null && cur.state === 'cancel_requested'
-              ? {
-                  next: {
-                    ...cur,
-                    state: 'cancelled',
-                    cancel: cur.cancel ? { ...cur.cancel, outcome: 'cancelled' } : null,
-                  },
-                  events: [
-                    {
-                      type: 'state_changed',
-                      data: { source: 'local', from: cur.state, to: 'cancelled', note: 'never started' },
-                    },
-                  ],
-                }
-              : null,
-          );
-        }
+        await cancelBeforeStart(ctx, env, connector);
         return;
       }
+      if (await pastStartDeadline(ctx, env)) return;
       if (!connector.capabilities.idempotentStart) {
         const found = await findByContext(ctx, env, connector);
         if (found) {
           await observe(ctx, env.id, found, 'reconcile');
+          await noteStarted(ctx, env.id);
+          await deliverPendingCancel(ctx, env.id);
           ctx.ensureWatching(env.id);
           return;
         }
@@ -265,11 +236,136 @@ export async function ensureStarted(
       }
     } catch (err) {
       ctx.logger.warn({ envelopeId, err: describeError(err) }, 'start recovery failed');
+      await noteStartFailed(ctx, envelopeId, err, env.startMaybeSent ?? true).catch(() => {});
     }
     if (attempt + 1 >= maxAttempts) return;
     const wait = nextBackoff(ctx.config.startRetry, attempt, ctx.random, ctx.clock.now() - env.createdAt);
-    if (wait === undefined || !(await waitFor(ctx.clock, wait, ctx.signal))) return;
+    if (wait === undefined || !(await waitBeforeRetry(ctx, envelopeId, wait))) return;
   }
+}
+
+/** Records when the next start attempt is due (the caller can read it), then waits for it. */
+async function waitBeforeRetry(ctx: PlaneContext, envelopeId: string, waitMs: number): Promise<boolean> {
+  const { envelope } = await updateLocal(ctx, envelopeId, (env, now) =>
+    isTerminal(env.state) || env.remoteId !== null
+      ? null
+      : { next: { ...env, nextRetryAt: now + Math.round(waitMs) }, events: [] },
+  );
+  ctx.logger.info(
+    {
+      envelopeId,
+      target: envelope.target,
+      attempts: envelope.startAttempts ?? 0,
+      waitMs: Math.round(waitMs),
+      err: envelope.lastError ?? null,
+    },
+    'start retry scheduled',
+  );
+  return waitFor(ctx.clock, waitMs, ctx.signal);
+}
+
+/**
+ * Past the start deadline (a policy the user configured): a job the remote certainly never got (every
+ * attempt refused before sending) is `failed` with reason `start_unreachable`; one whose start may have
+ * reached it becomes `unknown` and stays reconciled. Returns true when the job was failed.
+ */
+async function pastStartDeadline(ctx: PlaneContext, env: Envelope): Promise<boolean> {
+  const deadline = ctx.config.startDeadlineMs;
+  if (deadline === null || ctx.clock.now() - env.createdAt < deadline) return false;
+  if (env.startMaybeSent ?? (env.startAttempts ?? 0) > 0) {
+    await updateLocal(ctx, env.id, (cur) =>
+      cur.remoteId !== null || isTerminal(cur.state) || cur.state === 'unknown'
+        ? null
+        : {
+            next: { ...cur, state: 'unknown' },
+            events: [
+              {
+                type: 'state_changed',
+                data: { source: 'policy', from: cur.state, to: 'unknown', reason: 'start_in_doubt' },
+              },
+            ],
+          },
+    );
+    return false;
+  }
+  const { written } = await updateLocal(ctx, env.id, (cur, now) =>
+    cur.remoteId !== null || isTerminal(cur.state) || (cur.startMaybeSent ?? false)
+      ? null
+      : {
+          next: {
+            ...cur,
+            state: 'failed',
+            nativeState: 'start_unreachable',
+            nextRetryAt: null,
+            error: {
+              code: 'start_unreachable',
+              message: `the target refused every connection for ${deadline} ms; the job was never sent`,
+            },
+            lastConfirmedAt: now,
+          },
+          events: [
+            {
+              type: 'state_changed',
+              data: {
+                source: 'policy',
+                from: cur.state,
+                to: 'failed',
+                reason: 'start_unreachable',
+                attempts: cur.startAttempts ?? 0,
+              },
+            },
+          ],
+        },
+  );
+  if (written)
+    ctx.logger.info(
+      { envelopeId: env.id, target: env.target, attempts: env.startAttempts ?? 0 },
+      'start unreachable; failed by the start deadline',
+    );
+  return written;
+}
+
+/**
+ * Cancelled before the start was confirmed (and no start call of ours is out). Found on the remote
+ * (by contextId) → bound and the cancel is sent. Never sent at all, or sent, ended, and absent from the
+ * remote's own list → cancelled locally ("never started"). Otherwise, with no list to look in: where
+ * the remote deduplicates, sending the start again with the same messageId only learns the remote id
+ * (then the cancel goes out); elsewhere the intent stays and reconciliation keeps asking.
+ */
+async function cancelBeforeStart(ctx: PlaneContext, env: Envelope, connector: Connector): Promise<void> {
+  const found = await findByContext(ctx, env, connector);
+  if (found) {
+    await observe(ctx, env.id, found, 'reconcile');
+    await deliverPendingCancel(ctx, env.id);
+    ctx.ensureWatching(env.id);
+    return;
+  }
+  const maybeSent = env.startMaybeSent ?? (env.startAttempts ?? 0) > 0;
+  const listed = connector.capabilities.list && !!connector.listChanged && env.contextId !== null;
+  if (maybeSent && !listed) {
+    if (connector.capabilities.idempotentStart) {
+      const outcome = await startOnce(ctx, env, { resend: true });
+      if (outcome.kind === 'started') ctx.ensureWatching(env.id);
+    }
+    return;
+  }
+  await updateLocal(ctx, env.id, (cur) =>
+    cur.remoteId === null && cur.state === 'cancel_requested' && (listed || !(cur.startMaybeSent ?? false))
+      ? {
+          next: {
+            ...cur,
+            state: 'cancelled',
+            cancel: cur.cancel ? { ...cur.cancel, outcome: 'cancelled', pending: null } : null,
+          },
+          events: [
+            {
+              type: 'state_changed',
+              data: { source: 'local', from: cur.state, to: 'cancelled', note: 'never started' },
+            },
+          ],
+        }
+      : null,
+  );
 }
 
 /**
@@ -343,8 +439,19 @@ export async function handleLost(
     };
   });
   if (!written) return;
+  ctx.logger.info(
+    {
+      envelopeId,
+      target: envelope.target,
+      remoteId: lostRemoteId,
+      source,
+      policy: resubmit ? 'resubmit' : 'escalate',
+    },
+    'remote no longer knows the job: lost',
+  );
   if (!resubmit) {
     ctx.counters.count('escalated', envelope);
+    ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job escalated');
     return;
   }
   const outcome = await startOnce(ctx, envelope, { resend: true });
@@ -357,6 +464,7 @@ export async function handleLost(
       },
       events: [{ type: 'resubmitted', data: { remoteId: env.remoteId, messageId: env.messageId } }],
     }));
+    ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job resubmitted');
     ctx.wake(envelopeId);
   } else if (outcome.kind === 'retry') {
     // remoteId is null now: ensureStarted keeps trying with the same messageId.

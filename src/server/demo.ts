@@ -51,15 +51,19 @@ export function demoTarget(host: RunningHost): { baseUrl: string; idempotentStar
 export async function seedDemoTasks(server: RunningServer, tenant = 'default'): Promise<string[]> {
   const ids: string[] = [];
   for (const t of DEMO_TASKS) {
-    const { envelope } = await server.plane.create({
-      tenant,
-      target: 'demo',
-      input: t.input,
-      actor: 'demo',
-      workflowId: `demo:${t.label}`,
-      expectedDurationMs:
-        typeof t.input === 'object' ? (t.input as { durationMs: number }).durationMs + 60_000 : 60_000,
-    });
+    const { envelope } = await server.plane.create(
+      {
+        tenant,
+        target: 'demo',
+        input: t.input,
+        actor: 'demo',
+        workflowId: `demo:${t.label}`,
+        expectedDurationMs:
+          typeof t.input === 'object' ? (t.input as { durationMs: number }).durationMs + 60_000 : 60_000,
+      },
+      // "Started" in the ready banner means the host has them.
+      { wait: 'started' },
+    );
     ids.push(envelope.id);
   }
   return ids;

@@ -62,6 +62,29 @@ function str(body: Record<string, unknown>, field: string): string | undefined {
   return v;
 }
 
+/** Longest wait a create may ask for, so a request never outlives its proxy's patience. */
+const MAX_CREATE_WAIT_MS = 60_000;
+
+/**
+ * How long POST /v1/tasks waits for the remote's first answer: not at all unless asked, with
+ * `?wait=started` (until the start answers or its first attempt fails) or `Prefer: wait=N` (RFC 7240,
+ * at most N seconds).
+ */
+function createWait(prefer: string | undefined, query: string | undefined): 'started' | number | undefined {
+  if (query !== undefined && query !== '') {
+    if (query === 'started') return 'started';
+    throw new TaskplaneError('invalid_argument', "wait: must be 'started'", { field: 'wait' });
+  }
+  const m = /(?:^|[,;\s])wait\s*=\s*"?([^",;\s]*)/i.exec(prefer ?? '');
+  if (!m) return undefined;
+  const seconds = Number(m[1]);
+  if (!(Number.isFinite(seconds) && seconds >= 0))
+    throw new TaskplaneError('invalid_argument', 'Prefer: wait must be a number of seconds', {
+      field: 'prefer',
+    });
+  return Math.min(seconds * 1000, MAX_CREATE_WAIT_MS);
+}
+
 export function registerTaskRoutes(
   app: Hono<ServerEnv>,
   deps: { plane: Plane; store: Store; signal: AbortSignal },
@@ -73,21 +96,28 @@ export function registerTaskRoutes(
       const body = await jsonBody(c.req.raw);
       const idempotencyKey = c.req.header('idempotency-key') ?? str(body, 'idempotencyKey');
       const acceptance = body.acceptance as { schema?: Record<string, unknown> } | undefined;
-      const { envelope, created } = await plane.create({
-        tenant: c.get('tenant'),
-        target: str(body, 'target') ?? '',
-        input: body.input,
-        idempotencyKey: idempotencyKey ?? null,
-        contextId: str(body, 'contextId') ?? null,
-        workflowId: str(body, 'workflowId') ?? null,
-        actor: str(body, 'actor') ?? null,
-        keyId: c.get('keyId'),
-        expectedDurationMs: (body.expectedDurationMs as number | undefined) ?? null,
-        timeoutMs: (body.timeoutMs as number | undefined) ?? null,
-        ...(acceptance ? { acceptance } : {}),
-        ...(body.budget !== undefined ? { budget: body.budget as { limit: number; unit: string } } : {}),
-      });
-      return c.json(taskView(envelope), created ? 201 : 200);
+      const wait = createWait(c.req.header('prefer'), c.req.query('wait'));
+      const { envelope, created } = await plane.create(
+        {
+          tenant: c.get('tenant'),
+          target: str(body, 'target') ?? '',
+          input: body.input,
+          idempotencyKey: idempotencyKey ?? null,
+          contextId: str(body, 'contextId') ?? null,
+          workflowId: str(body, 'workflowId') ?? null,
+          actor: str(body, 'actor') ?? null,
+          keyId: c.get('keyId'),
+          expectedDurationMs: (body.expectedDurationMs as number | undefined) ?? null,
+          timeoutMs: (body.timeoutMs as number | undefined) ?? null,
+          ...(acceptance ? { acceptance } : {}),
+          ...(body.budget !== undefined ? { budget: body.budget as { limit: number; unit: string } } : {}),
+        },
+        wait === undefined ? {} : { wait },
+      );
+      // 202 while the remote has not answered yet (the start runs behind the response), 201 once it has.
+      const answered = envelope.remoteId !== null || envelope.state !== 'accepted';
+      c.header('Location', `/v1/tasks/${encodeURIComponent(envelope.id)}`);
+      return c.json(taskView(envelope), !created ? 200 : answered ? 201 : 202);
     } catch (err) {
       return sendError(c, err);
     }

@@ -15,7 +15,10 @@ afterEach(async () => {
  * sent again, by recovery and by reconciliation, whenever the job still waits on the same request.
  */
 async function answeredButNeverSent(h: Harness): Promise<{ id: string; rid: string }> {
-  const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'work' });
+  const { envelope } = await h.plane.create(
+    { tenant: T, target: 'fake', input: 'work' },
+    { wait: 'started' },
+  );
   await h.settle();
   const rid = (await h.plane.get(T, envelope.id)).remoteId!;
   h.remote.set(rid, 'waiting_for_input', { inputRequest: { requestId: 'q1', prompt: 'Which edition?' } });

@@ -17,7 +17,7 @@ describe('envelope delivery fields', () => {
       delivery: { stream: false, push: true, poll: false },
       publicUrl: 'http://127.0.0.1:9',
     });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     const rid = envelope.remoteId!;
     const n = WEBHOOK_IDS_KEPT + 5;
     for (let i = 0; i < n; i++) {
@@ -48,7 +48,7 @@ describe('envelope delivery fields', () => {
 
   it('records the id of the last applied stream event, and a duplicate frame does not move it', async () => {
     h = await harness();
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     await h.settle();
     const rid = envelope.remoteId!;
     // The subscribe's first frame repeats the start snapshot: a duplicate, so nothing is written for it.

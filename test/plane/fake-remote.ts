@@ -48,14 +48,31 @@ export class FakeRemote {
   dedupMessageIds = true;
   /** Close streams when the job waits for input (as A2A servers do). */
   closeOnInput = true;
+  /**
+   * Every start fails in transport: `refused` before anything was sent (the agent never got it),
+   * `in_doubt` after sending (a timeout), null to accept starts.
+   */
+  startFault: 'refused' | 'in_doubt' | null = null;
+  /** A start answers this long after it arrives (on the clock): a slow agent. */
+  startDelayMs = 0;
+  /** CancelTask ends the job as cancelled (otherwise the agent acknowledges and keeps running). */
+  cancelCompletes = false;
+  /** What the connector reports as its interface revision (a redeploy changes it). */
+  revision = 'v1';
 
   constructor(readonly clock: Clock) {}
 
   failNext(
     method: string,
-    code: 'unavailable' | 'not_found' | 'failed_precondition' | 'timeout' = 'unavailable',
+    code: 'unavailable' | 'not_found' | 'failed_precondition' | 'timeout' | 'route' = 'unavailable',
   ): void {
-    this.failures.push({ method, error: new TaskplaneError(code, `injected ${code}`) });
+    // `route`: a page that is not the protocol's answer (an HTML 404, a gateway's JSON), as the A2A
+    // connector reports it.
+    const error =
+      code === 'route'
+        ? new TaskplaneError('unavailable', 'injected 404 page', { details: { route: 'not_protocol' } })
+        : new TaskplaneError(code, `injected ${code}`);
+    this.failures.push({ method, error });
   }
 
   private maybeFail(method: string): void {
@@ -140,9 +157,16 @@ export class FakeRemote {
       kind: 'fake',
       target,
       capabilities,
-      async start(req: StartRequest) {
+      get revision() {
+        return remote.revision;
+      },
+      async start(req: StartRequest, signal: AbortSignal) {
         remote.calls.push({ method: 'start' });
         remote.maybeFail('start');
+        if (remote.startFault === 'refused')
+          throw new TaskplaneError('unavailable', 'connection refused', { details: { notSent: true } });
+        if (remote.startFault === 'in_doubt') throw new TaskplaneError('timeout', 'start timed out');
+        if (remote.startDelayMs > 0) await remote.clock.sleep(remote.startDelayMs, signal);
         if (remote.dedupMessageIds) {
           const existing = remote.jobsByMessageId(req.messageId)[0];
           if (existing) return remote.snapshot(existing);
@@ -258,6 +282,7 @@ export class FakeRemote {
         const job = need(id);
         if (['succeeded', 'failed', 'cancelled'].includes(job.state))
           throw new TaskplaneError('failed_precondition', 'not cancelable');
+        if (remote.cancelCompletes) remote.set(id, 'cancelled');
         return remote.snapshot(job);
       },
       async parseWebhook(req: InboundWebhook): Promise<WebhookSignal> {

@@ -27,7 +27,10 @@ describe('the one observe path (property)', () => {
             reconcile: { enabled: false },
           });
           try {
-            const { envelope } = await h.plane.create({ tenant: 't', target: 'fake', input: 1 });
+            const { envelope } = await h.plane.create(
+              { tenant: 't', target: 'fake', input: 1 },
+              { wait: 'started' },
+            );
             const id = envelope.id;
             const rid = envelope.remoteId!;
             // Deliver the observations concurrently in a shuffled order, as several sources would.
@@ -103,7 +106,10 @@ describe('the one observe path (property)', () => {
             reconcile: { enabled: false },
           });
           try {
-            const { envelope } = await h.plane.create({ tenant: 't', target: 'fake', input: 1 });
+            const { envelope } = await h.plane.create(
+              { tenant: 't', target: 'fake', input: 1 },
+              { wait: 'started' },
+            );
             const states: NormalizedState[] = [
               'running',
               'waiting_for_input',

@@ -17,7 +17,10 @@ describe('create', () => {
       reconcile: { enabled: false },
     });
     h.remote.failNext('start');
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: { q: 1 } });
+    const { envelope } = await h.plane.create(
+      { tenant: T, target: 'fake', input: { q: 1 } },
+      { wait: 'started' },
+    );
     expect(envelope.state).toBe('accepted');
     expect(envelope.messageId).toMatch(/^msg_/);
     expect(envelope.contextId).toMatch(/^ctx_/);
@@ -38,7 +41,7 @@ describe('create', () => {
     );
     h.remote.dedupMessageIds = false;
     h.remote.failNext('start-after'); // the job is created, the response is lost
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'x' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'x' }, { wait: 'started' });
     expect(envelope.remoteId).toBeNull();
     await h.advance(70_000);
     const after = await h.plane.get(T, envelope.id);
@@ -48,22 +51,28 @@ describe('create', () => {
 
   it('same idempotency key and input returns the same envelope; a different input is a conflict', async () => {
     h = await harness();
-    const a = await h.plane.create({
-      tenant: T,
-      target: 'fake',
-      input: { a: 1, b: 2 },
-      idempotencyKey: 'k1',
-    });
-    const b = await h.plane.create({
-      tenant: T,
-      target: 'fake',
-      input: { b: 2, a: 1 },
-      idempotencyKey: 'k1',
-    });
+    const a = await h.plane.create(
+      {
+        tenant: T,
+        target: 'fake',
+        input: { a: 1, b: 2 },
+        idempotencyKey: 'k1',
+      },
+      { wait: 'started' },
+    );
+    const b = await h.plane.create(
+      {
+        tenant: T,
+        target: 'fake',
+        input: { b: 2, a: 1 },
+        idempotencyKey: 'k1',
+      },
+      { wait: 'started' },
+    );
     expect(b.created).toBe(false);
     expect(b.envelope.id).toBe(a.envelope.id);
     const err = await h.plane
-      .create({ tenant: T, target: 'fake', input: { a: 2 }, idempotencyKey: 'k1' })
+      .create({ tenant: T, target: 'fake', input: { a: 2 }, idempotencyKey: 'k1' }, { wait: 'started' })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TaskplaneError);
     expect((err as TaskplaneError).code).toBe('conflict');
@@ -74,7 +83,7 @@ describe('create', () => {
   it('rejects an unknown target naming the field', async () => {
     h = await harness();
     const err = (await h.plane
-      .create({ tenant: T, target: 'nope', input: 1 })
+      .create({ tenant: T, target: 'nope', input: 1 }, { wait: 'started' })
       .catch((e: unknown) => e)) as TaskplaneError;
     expect(err.code).toBe('invalid_argument');
     expect(err.field).toBe('target');
@@ -84,7 +93,10 @@ describe('create', () => {
 describe('streams', () => {
   it('learns the outcome over the stream and reattaches after drops without resending', async () => {
     h = await harness({ delivery: { stream: true, push: false } });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'work' });
+    const { envelope } = await h.plane.create(
+      { tenant: T, target: 'fake', input: 'work' },
+      { wait: 'started' },
+    );
     await h.settle();
     const rid = (await h.plane.get(T, envelope.id)).remoteId!;
     h.remote.set(rid, 'running');
@@ -107,7 +119,10 @@ describe('streams', () => {
 
   it('surfaces pending input; wrong id and second answers are conflicts that change nothing', async () => {
     h = await harness({ delivery: { stream: true, push: false } });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'work' });
+    const { envelope } = await h.plane.create(
+      { tenant: T, target: 'fake', input: 'work' },
+      { wait: 'started' },
+    );
     await h.settle();
     const rid = (await h.plane.get(T, envelope.id)).remoteId!;
     h.remote.set(rid, 'waiting_for_input', { inputRequest: { requestId: 'q1', prompt: 'Which edition?' } });
@@ -138,7 +153,7 @@ describe('stream refusals', () => {
   it('a subscribe refused while the job runs backs off instead of spinning', async () => {
     h = await harness({ delivery: { stream: true, push: false }, reconcile: { enabled: false } });
     for (let i = 0; i < 50; i++) h.remote.failNext('subscribe', 'failed_precondition');
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     h.remote.set(envelope.remoteId!, 'running');
     await h.advance(10_000);
     const subscribes = h.remote.calls.filter((c) => c.method === 'subscribe').length;
@@ -151,7 +166,10 @@ describe('stream refusals', () => {
 describe('cancel', () => {
   it('records intent, and the true outcome when the job completes after cancel was requested', async () => {
     h = await harness({ delivery: { stream: true, push: false } });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'work' });
+    const { envelope } = await h.plane.create(
+      { tenant: T, target: 'fake', input: 'work' },
+      { wait: 'started' },
+    );
     await h.settle();
     const rid = (await h.plane.get(T, envelope.id)).remoteId!;
     h.remote.set(rid, 'running');
@@ -175,7 +193,10 @@ describe('timeout', () => {
       delivery: { stream: false, push: false, poll: false },
       reconcile: { intervalMs: 60_000 },
     });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w', timeoutMs: 30_000 });
+    const { envelope } = await h.plane.create(
+      { tenant: T, target: 'fake', input: 'w', timeoutMs: 30_000 },
+      { wait: 'started' },
+    );
     await h.advance(60_000);
     const after = await h.plane.get(T, envelope.id);
     expect(after.state).toBe('cancel_requested');
@@ -192,7 +213,7 @@ describe('cancel before start', () => {
   it('a job cancelled before its start was confirmed is never started when the remote never got it', async () => {
     h = await harness({ delivery: { stream: false, push: false, poll: false } }, { idempotentStart: false });
     h.remote.failNext('start');
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     const c = await h.plane.cancel(T, envelope.id, 'bob');
     expect(c.state).toBe('cancel_requested');
     await h.advance(70_000);
@@ -208,7 +229,7 @@ describe('push ingress', () => {
 
   it('verifies the token, deduplicates deliveries, fetches state and observes', async () => {
     h = await harness(opts);
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     const rid = envelope.remoteId!;
     expect(envelope.subscription?.tokenHash).toMatch(/^sha256:/);
     h.remote.set(rid, 'succeeded');
@@ -238,7 +259,7 @@ describe('push ingress', () => {
 
   it('a delayed webhook after a newer state does not move the envelope back', async () => {
     h = await harness({ ...opts, webhook: { fetchState: 'when-incomplete' } });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     const rid = envelope.remoteId!;
     h.remote.set(rid, 'running');
     h.clock.setTimer(0, () => {});
@@ -265,7 +286,9 @@ describe('reconciliation', () => {
     });
     const ids: string[] = [];
     for (let i = 0; i < 5; i++)
-      ids.push((await h.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
+      ids.push(
+        (await h.plane.create({ tenant: T, target: 'fake', input: i }, { wait: 'started' })).envelope.id,
+      );
     for (const env of await Promise.all(ids.map((id) => h!.plane.get(T, id))))
       h.remote.set(env.remoteId!, 'succeeded');
     // every push is lost; the 10-minute reconciliation catches them
@@ -283,7 +306,7 @@ describe('reconciliation', () => {
       reconcile: { defaultExpectedDurationMs: 60_000, orphanMarginMs: 0 },
     });
     h.remote.dedupMessageIds = false;
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     const firstRemote = envelope.remoteId;
     h.remote.forget();
     await h.advance(600_000);
@@ -306,7 +329,7 @@ describe('reconciliation', () => {
       lostPolicy: 'escalate',
       reconcile: { defaultExpectedDurationMs: 60_000, orphanMarginMs: 0 },
     });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     h.remote.forget();
     await h.advance(600_000);
     const after = await h.plane.get(T, envelope.id);
@@ -316,7 +339,7 @@ describe('reconciliation', () => {
 
   it('per-job get when the connector cannot list', async () => {
     h = await harness({ delivery: { stream: false, push: false, poll: false } }, { list: false });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     h.remote.set(envelope.remoteId!, 'failed');
     await h.advance(600_000);
     expect((await h.plane.get(T, envelope.id)).state).toBe('failed');
@@ -331,7 +354,7 @@ describe('polling', () => {
       reconcile: { enabled: false },
       poll: { intervalMs: 15_000, multiplier: 1, jitterRatio: 0 },
     });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     await h.advance(60_000);
     expect(h.remote.calls.filter((c) => c.method === 'get')).toHaveLength(4);
     h.remote.set(envelope.remoteId!, 'succeeded');
@@ -345,7 +368,7 @@ describe('polling', () => {
 describe('recovery and stop', () => {
   it('a restarted plane resumes watching every non-terminal envelope', async () => {
     h = await harness({ delivery: { stream: true, push: false } });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     await h.settle();
     await h.restart();
     h.remote.set(envelope.remoteId!, 'succeeded');
@@ -358,7 +381,7 @@ describe('recovery and stop', () => {
     h = await harness({ delivery: { stream: true, push: false } });
     // The crash: the remote never hears of it (start fails), and the process dies before any retry.
     h.remote.failNext('start');
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     expect(envelope.remoteId).toBeNull();
     await h.restart();
     await h.advance(70_000);
@@ -373,7 +396,7 @@ describe('recovery and stop', () => {
   it('a restarted plane reconciles at once even while its dead predecessor still holds the lease', async () => {
     const opts = { delivery: { stream: false, push: true, poll: false }, publicUrl: 'http://127.0.0.1:9' };
     h = await harness(opts);
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     h.remote.set(envelope.remoteId!, 'succeeded'); // the push is lost
     await h.store.acquireLease('reconcile:fake', 'dead-plane', h.clock.now(), 600_000);
     await h.restart();
@@ -383,7 +406,8 @@ describe('recovery and stop', () => {
 
   it('stop() ends every watcher and loop promptly', async () => {
     h = await harness({ delivery: { stream: true, push: false, poll: false } });
-    for (let i = 0; i < 3; i++) await h.plane.create({ tenant: T, target: 'fake', input: i });
+    for (let i = 0; i < 3; i++)
+      await h.plane.create({ tenant: T, target: 'fake', input: i }, { wait: 'started' });
     await h.settle();
     expect(Object.values(h.plane.watcherStates())).toContain('attached');
     await h.plane.stop();
@@ -395,8 +419,14 @@ describe('acceptance', () => {
   it('records accepted or rejected with reasons apart from the task state', async () => {
     h = await harness({ delivery: { stream: true, push: false } });
     const schema = { type: 'object', required: ['text'], properties: { text: { type: 'string' } } };
-    const good = await h.plane.create({ tenant: T, target: 'fake', input: 1, acceptance: { schema } });
-    const bad = await h.plane.create({ tenant: T, target: 'fake', input: 2, acceptance: { schema } });
+    const good = await h.plane.create(
+      { tenant: T, target: 'fake', input: 1, acceptance: { schema } },
+      { wait: 'started' },
+    );
+    const bad = await h.plane.create(
+      { tenant: T, target: 'fake', input: 2, acceptance: { schema } },
+      { wait: 'started' },
+    );
     await h.settle();
     h.remote.set(good.envelope.remoteId!, 'succeeded', {
       artifacts: [{ artifactId: 'a', content: { text: 'ok' } }],
@@ -416,7 +446,7 @@ describe('acceptance', () => {
 describe('tenancy', () => {
   it("another tenant's task is not found", async () => {
     h = await harness();
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 }, { wait: 'started' });
     await expect(h.plane.get('tenant-b', envelope.id)).rejects.toMatchObject({ code: 'not_found' });
     await expect(h.plane.cancel('tenant-b', envelope.id)).rejects.toMatchObject({ code: 'not_found' });
     expect((await h.plane.list('tenant-b')).items).toHaveLength(0);
@@ -426,7 +456,7 @@ describe('tenancy', () => {
 describe('streaming start (one call starts and streams)', () => {
   it('spends one request per task without faults, and reattaches with observe after a drop', async () => {
     h = await harness({ delivery: { stream: true, push: false } }, {}, 1, { startStream: true });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     expect(envelope.remoteId).not.toBeNull();
     const rid = envelope.remoteId!;
     h.remote.set(rid, 'running');
@@ -445,7 +475,7 @@ describe('streaming start (one call starts and streams)', () => {
   it('a streaming start that fails before the first frame is recovered with the same messageId', async () => {
     h = await harness({ delivery: { stream: true, push: false } }, {}, 1, { startStream: true });
     h.remote.failNext('start');
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     expect(envelope.remoteId).toBeNull();
     await h.advance(70_000);
     const after = await h.plane.get(T, envelope.id);
@@ -460,7 +490,7 @@ describe('streaming start (one call starts and streams)', () => {
 describe('leases', () => {
   it('a regular round is skipped while another plane holds the target lease', async () => {
     h = await harness({ delivery: { stream: false, push: false, poll: false } });
-    await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+    await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     await h.store.acquireLease('reconcile:fake', 'other-plane', h.clock.now(), 3_600_000);
     await h.advance(600_000);
     expect(h.remote.calls.filter((c) => c.method === 'list')).toHaveLength(0);

@@ -57,6 +57,7 @@ describe('the engine signal keeps no listener per call or per watcher', () => {
       counters: new SignalCounters(),
       logger: silentLogger,
       signal: new AbortController().signal,
+      revisions: new Map(),
     } as unknown as PlaneContext;
     const call = remoteCall(
       ctx,
@@ -72,7 +73,8 @@ describe('the engine signal keeps no listener per call or per watcher', () => {
 
   it('50 watched jobs (streams attached and parked) add no listener to plane.signal', async () => {
     h = await harness();
-    for (let i = 0; i < 50; i++) await h.plane.create({ tenant: 't', target: 'fake', input: `job ${i}` });
+    for (let i = 0; i < 50; i++)
+      await h.plane.create({ tenant: 't', target: 'fake', input: `job ${i}` }, { wait: 'started' });
     await h.settle();
     expect(Object.values(h.plane.watcherStates()).filter((s) => s === 'attached')).toHaveLength(50);
     expect(getEventListeners(h.plane.signal, 'abort')).toHaveLength(0);

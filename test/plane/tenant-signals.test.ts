@@ -14,10 +14,13 @@ describe('signals are scoped to the tenant', () => {
       delivery: { stream: true, push: true, poll: false },
       publicUrl: 'http://127.0.0.1:9',
     });
-    const a = await h.plane.create({ tenant: 'A', target: 'fake', input: 'a1' });
+    const a = await h.plane.create({ tenant: 'A', target: 'fake', input: 'a1' }, { wait: 'started' });
     const b: string[] = [];
     for (let i = 0; i < 3; i++)
-      b.push((await h.plane.create({ tenant: 'B', target: 'fake', input: `b${i}` })).envelope.id);
+      b.push(
+        (await h.plane.create({ tenant: 'B', target: 'fake', input: `b${i}` }, { wait: 'started' })).envelope
+          .id,
+      );
     await h.settle();
     // B's jobs do things A's do not: a drop and reattach each, a waiting input, a duplicate push.
     h.remote.dropStreams();

@@ -13,7 +13,10 @@ const T = 'tenant-a';
 describe('timeouts act on their own timer', () => {
   it('cancels at createdAt + timeoutMs, long before the next reconciliation round', async () => {
     h = await harness({ reconcile: { intervalMs: 600_000 } });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w', timeoutMs: 5_000 });
+    const { envelope } = await h.plane.create(
+      { tenant: T, target: 'fake', input: 'w', timeoutMs: 5_000 },
+      { wait: 'started' },
+    );
     await h.advance(4_000);
     expect((await h.plane.get(T, envelope.id)).state).toBe('accepted');
     await h.advance(1_500);
@@ -25,18 +28,24 @@ describe('timeouts act on their own timer', () => {
 
   it('a timer is re-armed from the envelope after a plane restart, and never fires for a finished job', async () => {
     h = await harness({ reconcile: { intervalMs: 600_000 } });
-    const { envelope: slow } = await h.plane.create({
-      tenant: T,
-      target: 'fake',
-      input: 'slow',
-      timeoutMs: 10_000,
-    });
-    const { envelope: quick } = await h.plane.create({
-      tenant: T,
-      target: 'fake',
-      input: 'quick',
-      timeoutMs: 10_000,
-    });
+    const { envelope: slow } = await h.plane.create(
+      {
+        tenant: T,
+        target: 'fake',
+        input: 'slow',
+        timeoutMs: 10_000,
+      },
+      { wait: 'started' },
+    );
+    const { envelope: quick } = await h.plane.create(
+      {
+        tenant: T,
+        target: 'fake',
+        input: 'quick',
+        timeoutMs: 10_000,
+      },
+      { wait: 'started' },
+    );
     h.remote.set(quick.remoteId!, 'succeeded');
     await h.advance(2_000);
     await h.restart();
@@ -51,12 +60,15 @@ describe('budgets', () => {
   it('a job whose budget is used up may not be answered or resubmitted, and the envelope says why', async () => {
     // No list: reconciliation gets every job, so the forgotten one is found at once.
     h = await harness({ delivery: { stream: false, push: false, poll: false } }, { list: false });
-    const { envelope } = await h.plane.create({
-      tenant: T,
-      target: 'fake',
-      input: 'w',
-      budget: { limit: 100, unit: 'tokens' },
-    });
+    const { envelope } = await h.plane.create(
+      {
+        tenant: T,
+        target: 'fake',
+        input: 'w',
+        budget: { limit: 100, unit: 'tokens' },
+      },
+      { wait: 'started' },
+    );
     const rid = envelope.remoteId!;
     h.remote.set(rid, 'waiting_for_input', { inputRequest: { requestId: 'q1', prompt: 'go on?' } });
     await h.plane.observe(
@@ -86,19 +98,24 @@ describe('budgets', () => {
 
   it('a tenant whose budget is used up cannot start new jobs; other tenants can', async () => {
     h = await harness({ budgets: { tenants: { [T]: { limit: 50, unit: 'tokens' } } } });
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'first' });
+    const { envelope } = await h.plane.create(
+      { tenant: T, target: 'fake', input: 'first' },
+      { wait: 'started' },
+    );
     await h.plane.observe(
       envelope.id,
       { ...h.remote.snapshot(h.remote.jobs.get(envelope.remoteId!)!), usage: { tokens: 50 } },
       'poll',
     );
     const refused = await h.plane
-      .create({ tenant: T, target: 'fake', input: 'second' })
+      .create({ tenant: T, target: 'fake', input: 'second' }, { wait: 'started' })
       .catch((e: unknown) => e);
     expect((refused as TaskplaneError).code).toBe('failed_precondition');
     expect((refused as TaskplaneError).field).toBe('budget');
     expect((await h.plane.list(T)).items).toHaveLength(1);
-    await expect(h.plane.create({ tenant: 'other', target: 'fake', input: 'fine' })).resolves.toMatchObject({
+    await expect(
+      h.plane.create({ tenant: 'other', target: 'fake', input: 'fine' }, { wait: 'started' }),
+    ).resolves.toMatchObject({
       created: true,
     });
   });

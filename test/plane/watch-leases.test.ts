@@ -42,9 +42,13 @@ for (const [name, store, watch] of backends) {
       await b.start();
       const ids: { a: string[]; b: string[] } = { a: [], b: [] };
       for (let i = 0; i < 4; i++)
-        ids.a.push((await a.create({ tenant: 't', target: 'fake', input: `a${i}` })).envelope.id);
+        ids.a.push(
+          (await a.create({ tenant: 't', target: 'fake', input: `a${i}` }, { wait: 'started' })).envelope.id,
+        );
       for (let i = 0; i < 4; i++)
-        ids.b.push((await b.create({ tenant: 't', target: 'fake', input: `b${i}` })).envelope.id);
+        ids.b.push(
+          (await b.create({ tenant: 't', target: 'fake', input: `b${i}` }, { wait: 'started' })).envelope.id,
+        );
       await h.settle();
       // A third plane starting now (its recovery lists every active job) watches none of them.
       const c = h.addPlane(options, 'plane-c');
@@ -81,7 +85,10 @@ describe('watch leases of jobs without a watcher', () => {
       delivery: { stream: false, push: true, poll: false },
       publicUrl: 'http://127.0.0.1:9',
     });
-    const { envelope } = await h.plane.create({ tenant: 't', target: 'fake', input: 'p' });
+    const { envelope } = await h.plane.create(
+      { tenant: 't', target: 'fake', input: 'p' },
+      { wait: 'started' },
+    );
     const free = () => h!.store.acquireLease(`watch:${envelope.id}`, 'someone-else', h!.clock.now(), 0);
     expect(await free()).toBe(false);
     h.remote.set(envelope.remoteId!, 'succeeded');

@@ -35,16 +35,22 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
   });
 
   it('shows tasks live, answers input and cancels', async () => {
-    const { envelope: asking } = await server.plane.create({
-      tenant: 'default',
-      target: 'fake',
-      input: 'ask me',
-    });
-    const { envelope: other } = await server.plane.create({
-      tenant: 'default',
-      target: 'fake',
-      input: 'other',
-    });
+    const { envelope: asking } = await server.plane.create(
+      {
+        tenant: 'default',
+        target: 'fake',
+        input: 'ask me',
+      },
+      { wait: 'started' },
+    );
+    const { envelope: other } = await server.plane.create(
+      {
+        tenant: 'default',
+        target: 'fake',
+        input: 'other',
+      },
+      { wait: 'started' },
+    );
     const page = await browser.newPage();
     await page.goto(`${server.url}/#key=${KEY}`);
     await page.locator(`tr[data-id="${asking.id}"]`).waitFor();
@@ -74,11 +80,14 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
   });
 
   it('loads the task list by the API and tails events from the latest seq instead of replaying the log', async () => {
-    const { envelope } = await server.plane.create({
-      tenant: 'default',
-      target: 'fake',
-      input: 'before load',
-    });
+    const { envelope } = await server.plane.create(
+      {
+        tenant: 'default',
+        target: 'fake',
+        input: 'before load',
+      },
+      { wait: 'started' },
+    );
     const page = await browser.newPage();
     const streams: string[] = [];
     page.on('request', (r) => {

@@ -86,7 +86,7 @@ describe('auth and errors', () => {
   });
 
   it('names the field at fault', async () => {
-    const res = await post(A, '/v1/tasks', { target: 'nope', input: 1 });
+    const res = await post(A, '/v1/tasks?wait=started', { target: 'nope', input: 1 });
     expect(res.status).toBe(400);
     expect((await res.json()).error).toMatchObject({ code: 'invalid_argument', field: 'target' });
   });
@@ -105,7 +105,7 @@ describe('tasks', () => {
   it('create is idempotent on Idempotency-Key; a different input is 409', async () => {
     const first = await post(
       A,
-      '/v1/tasks',
+      '/v1/tasks?wait=started',
       { target: 'fake', input: { n: 1 } },
       { 'idempotency-key': 'k-1' },
     );
@@ -114,7 +114,7 @@ describe('tasks', () => {
     expect(t.subscription).not.toHaveProperty('tokenHash');
     const again = await post(
       A,
-      '/v1/tasks',
+      '/v1/tasks?wait=started',
       { target: 'fake', input: { n: 1 } },
       { 'idempotency-key': 'k-1' },
     );
@@ -122,7 +122,7 @@ describe('tasks', () => {
     expect(((await again.json()) as { id: string }).id).toBe(t.id);
     const conflict = await post(
       A,
-      '/v1/tasks',
+      '/v1/tasks?wait=started',
       { target: 'fake', input: { n: 2 } },
       { 'idempotency-key': 'k-1' },
     );
@@ -131,7 +131,7 @@ describe('tasks', () => {
   });
 
   it('lists with filters and cursor paging', async () => {
-    for (let i = 0; i < 3; i++) await post(A, '/v1/tasks', { target: 'fake', input: i });
+    for (let i = 0; i < 3; i++) await post(A, '/v1/tasks?wait=started', { target: 'fake', input: i });
     const page1 = (await (await api(A, '/v1/tasks?limit=2&target=fake&state=accepted,running')).json()) as {
       tasks: unknown[];
       nextCursor: string | null;
@@ -146,7 +146,7 @@ describe('tasks', () => {
   });
 
   it('answers input (409 on the wrong id) and streams events with Last-Event-ID resume', async () => {
-    const t = (await (await post(A, '/v1/tasks', { target: 'fake', input: 'ask' })).json()) as {
+    const t = (await (await post(A, '/v1/tasks?wait=started', { target: 'fake', input: 'ask' })).json()) as {
       id: string;
       remoteId: string;
     };
@@ -173,13 +173,16 @@ describe('tasks', () => {
   });
 
   it('the list carries the latest event seq, and /v1/events?after= or ?from=now tails without replaying the log', async () => {
-    for (let i = 0; i < 3; i++) await post(A, '/v1/tasks', { target: 'fake', input: `tail ${i}` });
+    for (let i = 0; i < 3; i++)
+      await post(A, '/v1/tasks?wait=started', { target: 'fake', input: `tail ${i}` });
     const list = (await (await api(A, '/v1/tasks?limit=1')).json()) as { eventSeq: number };
     expect(list.eventSeq).toBeGreaterThan(3);
     for (const query of [`after=${list.eventSeq}`, 'from=now']) {
       const stream = await api(A, `/v1/events?${query}`);
       const first = readEvents(stream, 1);
-      const t = (await (await post(A, '/v1/tasks', { target: 'fake', input: `new ${query}` })).json()) as {
+      const t = (await (
+        await post(A, '/v1/tasks?wait=started', { target: 'fake', input: `new ${query}` })
+      ).json()) as {
         id: string;
       };
       const [e] = await first;
@@ -212,7 +215,9 @@ describe('tasks', () => {
   });
 
   it('cancel records intent', async () => {
-    const t = (await (await post(A, '/v1/tasks', { target: 'fake', input: 'c' })).json()) as { id: string };
+    const t = (await (await post(A, '/v1/tasks?wait=started', { target: 'fake', input: 'c' })).json()) as {
+      id: string;
+    };
     const res = await post(A, `/v1/tasks/${t.id}/cancel`, {});
     expect(((await res.json()) as { state: string }).state).toBe('cancel_requested');
   });
@@ -220,7 +225,7 @@ describe('tasks', () => {
 
 describe('webhook ingress', () => {
   it('forged token → 401 and nothing recorded; duplicates absorbed and counted', async () => {
-    const t = (await (await post(A, '/v1/tasks', { target: 'fake', input: 'push' })).json()) as {
+    const t = (await (await post(A, '/v1/tasks?wait=started', { target: 'fake', input: 'push' })).json()) as {
       id: string;
       remoteId: string;
     };
@@ -255,7 +260,8 @@ describe('webhook ingress', () => {
   });
 
   it("a tenant's /v1/signals never counts another tenant's tasks", async () => {
-    for (let i = 0; i < 3; i++) await post(B, '/v1/tasks', { target: 'fake', input: `beta ${i}` });
+    for (let i = 0; i < 3; i++)
+      await post(B, '/v1/tasks?wait=started', { target: 'fake', input: `beta ${i}` });
     type S = { scope: { kind: string }; requests: { tasksTracked: number }; byState: Record<string, number> };
     const alpha = (await (await api(A, '/v1/signals')).json()) as S;
     const beta = (await (await api(B, '/v1/signals')).json()) as S;
@@ -270,7 +276,9 @@ describe('webhook ingress', () => {
 
 describe('tenant isolation (property)', () => {
   it('no call of tenant B reads, lists, cancels or answers a task of tenant A', async () => {
-    const owned = (await (await post(A, '/v1/tasks', { target: 'fake', input: 'mine' })).json()) as {
+    const owned = (await (
+      await post(A, '/v1/tasks?wait=started', { target: 'fake', input: 'mine' })
+    ).json()) as {
       id: string;
       version: number;
     };

@@ -26,7 +26,7 @@ import type {
 } from '../connector.ts';
 import { applyFrame, decodeTask, frameTaskId, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
-import { a2aWireError, transportError } from './wire-errors.ts';
+import { a2aWireError, isRouteError, routeError, transportError } from './wire-errors.ts';
 
 /**
  * The A2A 1.0 client connector. Chooses JSON-RPC or HTTP+JSON from the agent card (first usable
@@ -47,6 +47,12 @@ export interface A2AConnectorOptions {
   /** Per-call timeout. @default 30000 */
   timeoutMs?: number;
   preferBinding?: 'JSONRPC' | 'HTTP+JSON';
+  /**
+   * How long a card read without caching headers is used before it is read again. A card whose
+   * headers say otherwise is kept as they say; any answer that is not A2A re-reads it at once.
+   * @default 300000
+   */
+  cardTtlMs?: number;
   /**
    * The agent deduplicates SendMessage on messageId (our host does; the spec says MAY). When false the
    * engine looks for a lost start by contextId before resending. @default false
@@ -90,19 +96,84 @@ export async function fetchAgentCard(
   signal: AbortSignal,
   options: { headers?: Record<string, string>; fetch?: typeof fetch; timeoutMs?: number } = {},
 ): Promise<AgentCard> {
+  const read = await readAgentCard(baseUrl, signal, options);
+  if (!read.card)
+    throw new TaskplaneError('remote_error', 'remote: agent card not modified without a cached copy');
+  return read.card;
+}
+
+/** One read of the agent card with what HTTP caching says about it. */
+export interface CardRead {
+  /** Null when the server answered 304 to `etag`: the cached card is still current. */
+  card: AgentCard | null;
+  /** How long the card may be used without asking again (Cache-Control max-age, else Expires). */
+  maxAgeMs: number | null;
+  etag: string | null;
+}
+
+export async function readAgentCard(
+  baseUrl: string,
+  signal: AbortSignal,
+  options: {
+    headers?: Record<string, string>;
+    fetch?: typeof fetch;
+    timeoutMs?: number;
+    etag?: string | null;
+  } = {},
+): Promise<CardRead> {
   const url = baseUrl.replace(/\/+$/, '') + AGENT_CARD_PATH;
   const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
   let response: Response;
   try {
     response = await (options.fetch ?? fetch)(url, {
-      headers: { accept: 'application/json', [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION, ...options.headers },
+      headers: {
+        accept: 'application/json',
+        [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
+        ...(options.etag ? { 'if-none-match': options.etag } : {}),
+        ...options.headers,
+      },
       signal: AbortSignal.any([signal, timeout]),
     });
   } catch (err) {
     throw transportError(err, signal, () => timeout.aborted);
   }
+  const maxAgeMs = cacheLifetimeMs(response.headers);
+  const etag = response.headers.get('etag');
+  if (response.status === 304) {
+    await response.body?.cancel();
+    return { card: null, maxAgeMs, etag: etag ?? options.etag ?? null };
+  }
   if (!response.ok) throw a2aWireError({ httpStatus: response.status, message: 'agent card' });
-  return (await response.json()) as AgentCard;
+  let card: unknown;
+  try {
+    card = await response.json();
+  } catch {
+    throw routeError(response.status, 'agent card is not JSON');
+  }
+  if (!card || typeof card !== 'object') throw routeError(response.status, 'agent card is not an object');
+  return { card: card as AgentCard, maxAgeMs, etag };
+}
+
+/** RFC 9111: `no-store`/`no-cache` → 0, `max-age` (or `s-maxage`) in seconds, else `Expires`. */
+function cacheLifetimeMs(headers: Headers): number | null {
+  const cc = (headers.get('cache-control') ?? '').toLowerCase();
+  if (/(^|[,\s])(no-store|no-cache)\b/.test(cc)) return 0;
+  const age = /(?:^|[,\s])(?:s-maxage|max-age)\s*=\s*"?(\d+)/.exec(cc);
+  if (age) return Number(age[1]) * 1000;
+  const expires = headers.get('expires');
+  if (expires) {
+    const at = Date.parse(expires);
+    const date = Date.parse(headers.get('date') ?? '') || Date.now();
+    if (Number.isFinite(at)) return Math.max(0, at - date);
+  }
+  return null;
+}
+
+interface Bound {
+  card: AgentCard;
+  transport: A2ATransport;
+  /** Which interface we talk to: changes when a redeployed agent's card lists another one. */
+  revision: string;
 }
 
 function toParts(value: unknown): Part[] {
@@ -113,13 +184,19 @@ function toParts(value: unknown): Part[] {
   return [{ data: (value ?? null) as Part['data'] }];
 }
 
+/** After a failed re-read of a stale card, the old one is used this long before asking again. */
+const STALE_RETRY_MS = 5_000;
+
 export class A2AConnector implements Connector {
   readonly kind = 'a2a';
   readonly target: string;
   /** Until the card is read these are the optimistic defaults; reading the card makes them truthful. */
   readonly capabilities: ConnectorCapabilities;
-  private state: { card: AgentCard; transport: A2ATransport } | null = null;
-  private loading: Promise<{ card: AgentCard; transport: A2ATransport }> | null = null;
+  private state: Bound | null = null;
+  private loading: Promise<Bound> | null = null;
+  /** The card is used without asking again until then (epoch ms). */
+  private freshUntil = Number.POSITIVE_INFINITY;
+  private etag: string | null = null;
   private readonly signingKey: Webhook | null;
 
   /**
@@ -158,13 +235,18 @@ export class A2AConnector implements Connector {
     return this.state?.card ?? null;
   }
 
+  /** The binding and URL in use; the engine records a `card_changed` event when it moves. */
+  get revision(): string | null {
+    return this.state?.revision ?? null;
+  }
+
   get transport(): A2ATransport {
     if (!this.state)
       throw new TaskplaneError('unavailable', `target ${this.target}: agent card not read yet`);
     return this.state.transport;
   }
 
-  private bind(card: AgentCard): { card: AgentCard; transport: A2ATransport } {
+  private bind(card: AgentCard): Bound {
     const o = this.options;
     const interfaces = (card.supportedInterfaces ?? []).filter(usable);
     const chosen = interfaces.find((i) => i.protocolBinding === o.preferBinding) ?? interfaces[0];
@@ -182,28 +264,111 @@ export class A2AConnector implements Connector {
     };
     this.capabilities.stream = card.capabilities?.streaming === true;
     this.capabilities.push = card.capabilities?.pushNotifications === true;
-    return { card, transport: chosen.protocolBinding === 'JSONRPC' ? jsonRpcTransport(t) : restTransport(t) };
+    return {
+      card,
+      transport: chosen.protocolBinding === 'JSONRPC' ? jsonRpcTransport(t) : restTransport(t),
+      revision: `${chosen.protocolBinding} ${chosen.url}${chosen.tenant ? ` ${chosen.tenant}` : ''}`,
+    };
   }
 
+  /**
+   * The transport for the card in force: read on first use, read again once HTTP caching says the copy
+   * is stale (conditional on its ETag). A failed re-read keeps the card we have: the agent may be down
+   * for a moment, and the calls themselves say when its route is gone.
+   */
   async ready(signal: AbortSignal): Promise<A2ATransport> {
-    if (this.state) return this.state.transport;
+    if (this.state && Date.now() < this.freshUntil) return this.state.transport;
+    if (this.state && !this.options.card) {
+      await this.refresh(signal).catch(() => {
+        this.freshUntil = Date.now() + STALE_RETRY_MS;
+      });
+      return this.state.transport;
+    }
+    return (await this.refresh(signal)).transport;
+  }
+
+  /** Learns the card before the engine chooses how to start (streaming or not, push or not). */
+  async prepare(signal: AbortSignal, opts: { fresh?: boolean } = {}): Promise<void> {
+    if (opts.fresh) await this.refresh(signal);
+    else await this.ready(signal);
+  }
+
+  /** Reads the card again now (one read at a time); binds the interface it lists. */
+  async refresh(signal: AbortSignal): Promise<Bound> {
+    if (this.options.card && this.state) return this.state;
     const o = this.options;
-    this.loading ??= fetchAgentCard(o.baseUrl, signal, {
+    this.loading ??= readAgentCard(o.baseUrl, signal, {
       ...(o.headers ? { headers: o.headers } : {}),
       ...(o.fetch ? { fetch: o.fetch } : {}),
       ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
-    }).then(
-      (card) => (this.state = this.bind(card)),
-      (err: unknown) => {
+      ...(this.state ? { etag: this.etag } : {}),
+    })
+      .then((read) => {
+        const ttl = read.maxAgeMs ?? o.cardTtlMs ?? 300_000;
+        this.freshUntil = Date.now() + ttl;
+        this.etag = read.etag;
+        if (read.card) this.state = this.bind(read.card);
+        if (!this.state)
+          throw new TaskplaneError('remote_error', 'remote: agent card not modified without a cached copy');
+        return this.state;
+      })
+      .finally(() => {
         this.loading = null;
-        throw err;
-      },
-    );
-    return (await this.loading).transport;
+      });
+    return this.loading;
+  }
+
+  /**
+   * One call on the current interface. An answer that is not A2A (the agent was redeployed elsewhere,
+   * a proxy lost its route) re-reads the card; when the card now lists another interface the call is
+   * made once more there. Otherwise the error stands, and it is retryable: nothing is learned about
+   * the task from a route that does not answer as A2A.
+   */
+  private async onRoute<T>(signal: AbortSignal, fn: (t: A2ATransport) => Promise<T>): Promise<T> {
+    const transport = await this.ready(signal);
+    try {
+      return await fn(transport);
+    } catch (err) {
+      const moved = await this.movedAfter(err, signal);
+      if (!moved) throw err;
+      return fn(moved);
+    }
+  }
+
+  /** After a route error: the new transport when re-reading the card moved us, else null. */
+  private async movedAfter(err: unknown, signal: AbortSignal): Promise<A2ATransport | null> {
+    const refused = err instanceof TaskplaneError && err.details?.notSent === true;
+    if ((!isRouteError(err) && !refused) || this.options.card) return null;
+    const before = this.state?.revision;
+    const now = await this.refresh(signal).catch(() => null);
+    return now && now.revision !== before ? now.transport : null;
+  }
+
+  /** A stream on the current interface, moved like `onRoute` when it fails before its first frame. */
+  private async *streamOnRoute(
+    method: 'SubscribeToTask' | 'SendStreamingMessage',
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+  ): AsyncGenerator<{ frame: unknown; eventId: string | null }> {
+    let transport = await this.ready(signal);
+    for (let tries = 0; ; tries++) {
+      let framed = false;
+      try {
+        for await (const f of transport.stream(method, params, signal)) {
+          framed = true;
+          yield f;
+        }
+        return;
+      } catch (err) {
+        const moved = framed || tries > 0 ? null : await this.movedAfter(err, signal);
+        if (!moved) throw err;
+        transport = moved;
+      }
+    }
   }
 
   async start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot> {
-    const result = await (await this.ready(signal)).call('SendMessage', this.sendParams(request), signal);
+    const result = await this.onRoute(signal, (t) => t.call('SendMessage', this.sendParams(request), signal));
     return this.sendResult(result, request.messageId);
   }
 
@@ -212,14 +377,20 @@ export class A2AConnector implements Connector {
    * Message, the whole outcome); the stream then carries status and artifact updates.
    */
   async *startStream(request: StartRequest, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
+    await this.ready(signal);
+    if (!this.capabilities.stream)
+      // The card says the agent does not stream: asking it to would be refused for our own mistake.
+      throw new TaskplaneError(
+        'unsupported',
+        `target ${this.target}: the agent card says it does not stream`,
+        {
+          details: { assumption: 'streaming' },
+        },
+      );
     const params = this.sendParams(request);
     delete (params.configuration as Record<string, unknown>).returnImmediately;
     let task: Task | null = null;
-    for await (const { frame, eventId } of (await this.ready(signal)).stream(
-      'SendStreamingMessage',
-      params,
-      signal,
-    )) {
+    for await (const { frame, eventId } of this.streamOnRoute('SendStreamingMessage', params, signal)) {
       const f = frame as { message?: unknown };
       if (!task && f && typeof f === 'object' && f.message) {
         yield this.sendResult(frame, request.messageId);
@@ -269,7 +440,7 @@ export class A2AConnector implements Connector {
   async get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
     return taskToSnapshot(
       decodeTask(
-        await (await this.ready(signal)).call('GetTask', { id: remoteId, historyLength: 0 }, signal),
+        await this.onRoute(signal, (t) => t.call('GetTask', { id: remoteId, historyLength: 0 }, signal)),
       ),
     );
   }
@@ -282,7 +453,7 @@ export class A2AConnector implements Connector {
       historyLength: 0,
     };
     if (query.cursor) params.pageToken = query.cursor;
-    const r = (await (await this.ready(signal)).call('ListTasks', params, signal)) as {
+    const r = (await this.onRoute(signal, (t) => t.call('ListTasks', params, signal))) as {
       tasks?: unknown[];
       nextPageToken?: string;
     } | null;
@@ -298,11 +469,7 @@ export class A2AConnector implements Connector {
     signal: AbortSignal,
   ): AsyncGenerator<RemoteSnapshot> {
     let task: Task | null = null;
-    for await (const { frame, eventId } of (await this.ready(signal)).stream(
-      'SubscribeToTask',
-      { id: remoteId },
-      signal,
-    )) {
+    for await (const { frame, eventId } of this.streamOnRoute('SubscribeToTask', { id: remoteId }, signal)) {
       const next = applyFrame(task, frame);
       if (!next) continue;
       task = next;
@@ -317,15 +484,19 @@ export class A2AConnector implements Connector {
       role: 'ROLE_USER',
       parts: toParts(answer.value),
     };
-    const result = await (
-      await this.ready(signal)
-    ).call('SendMessage', { message, configuration: { returnImmediately: true, historyLength: 0 } }, signal);
+    const result = await this.onRoute(signal, (t) =>
+      t.call(
+        'SendMessage',
+        { message, configuration: { returnImmediately: true, historyLength: 0 } },
+        signal,
+      ),
+    );
     return this.sendResult(result, answer.messageId);
   }
 
   async cancel(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
     return taskToSnapshot(
-      decodeTask(await (await this.ready(signal)).call('CancelTask', { id: remoteId }, signal)),
+      decodeTask(await this.onRoute(signal, (t) => t.call('CancelTask', { id: remoteId }, signal))),
     );
   }
 
@@ -334,11 +505,9 @@ export class A2AConnector implements Connector {
     push: PushRegistration,
     signal: AbortSignal,
   ): Promise<{ configId: string }> {
-    const r = (await (
-      await this.ready(signal)
-    ).call('CreateTaskPushNotificationConfig', { taskId: remoteId, ...pushConfig(push) }, signal)) as {
-      id?: string;
-    } | null;
+    const r = (await this.onRoute(signal, (t) =>
+      t.call('CreateTaskPushNotificationConfig', { taskId: remoteId, ...pushConfig(push) }, signal),
+    )) as { id?: string } | null;
     return { configId: r?.id ?? '' };
   }
 

@@ -6,7 +6,7 @@ import {
   type A2AMethod,
 } from '../../protocols/a2a/types.ts';
 import { readSse } from './sse-reader.ts';
-import { a2aWireError, transportError } from './wire-errors.ts';
+import { a2aWireError, routeError, transportError } from './wire-errors.ts';
 
 /**
  * The two A2A 1.0 HTTP bindings behind one interface: JSON-RPC (POST the envelope to the interface URL)
@@ -92,7 +92,8 @@ async function readJson(response: Response): Promise<unknown> {
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new TaskplaneError('remote_error', `remote: invalid JSON (HTTP ${response.status})`);
+    // An HTML page or other text where A2A answers JSON: a web server or proxy answered, not the agent.
+    throw routeError(response.status, response.headers.get('content-type') ?? 'not JSON');
   }
 }
 

@@ -4,6 +4,13 @@ import { TaskplaneError } from '../../core/errors.ts';
  * A2A wire errors → our stable codes (connector.ts contract). Mapped by ErrorInfo reason or JSON-RPC
  * code first and by HTTP status last, because the HTTP column changed between 1.0.0 and 1.0.1
  * (spec/a2a-1.0.md §1.13 item 6). Remote message text is kept short and never trusted as ours.
+ *
+ * `not_found` comes only from the protocol's own TaskNotFoundError (JSON-RPC -32001, or ErrorInfo
+ * reason TASK_NOT_FOUND in a REST google.rpc.Status body). A bare HTTP 404, an HTML page or a gateway's
+ * JSON is a route that does not answer as A2A (the agent moved, a proxy lost its route): that says
+ * nothing about the task, so it is a retryable `unavailable` marked `route: not_protocol`, on which the
+ * connector re-reads the agent card. Reading it as "the agent does not know this task" made the plane
+ * resubmit to a dead URL and record a failure for a task that had completed.
  */
 const BY_REASON: Record<string, TaskplaneError['code']> = {
   TASK_NOT_FOUND: 'not_found',
@@ -57,18 +64,17 @@ export function a2aWireError(info: WireErrorInfo): TaskplaneError {
   if (!code && info.rpcCode !== undefined) code = BY_RPC_CODE[info.rpcCode];
   if (!code && info.httpStatus !== undefined) {
     const s = info.httpStatus;
+    if (s === 404) return routeError(s, info.message);
     code =
-      s === 404
-        ? 'not_found'
-        : s === 401
-          ? 'unauthenticated'
-          : s === 403
-            ? 'permission_denied'
-            : s === 409
-              ? 'failed_precondition'
-              : s >= 500 || s === 429
-                ? 'unavailable'
-                : 'remote_error';
+      s === 401
+        ? 'unauthenticated'
+        : s === 403
+          ? 'permission_denied'
+          : s === 409
+            ? 'failed_precondition'
+            : s >= 500 || s === 429
+              ? 'unavailable'
+              : 'remote_error';
   }
   code ??= 'remote_error';
   const text = (info.message ?? '').slice(0, 200);
@@ -85,10 +91,41 @@ export function a2aWireError(info: WireErrorInfo): TaskplaneError {
   );
 }
 
+/** Marks an answer that did not come from an A2A endpoint (see the module comment). */
+export const NOT_A2A = 'not_protocol';
+
+export function routeError(httpStatus: number, what?: string): TaskplaneError {
+  return new TaskplaneError(
+    'unavailable',
+    `remote: HTTP ${httpStatus} from a route that did not answer as A2A${what ? ` (${what.slice(0, 80)})` : ''}`,
+    { details: { httpStatus, route: NOT_A2A } },
+  );
+}
+
+/** True for an error that says the route is wrong, not the task: the card may have changed. */
+export function isRouteError(err: unknown): boolean {
+  return err instanceof TaskplaneError && err.details?.route === NOT_A2A;
+}
+
 /** fetch() failures: network errors are retryable `unavailable`; our own timeouts are `timeout`. */
 export function transportError(err: unknown, signal: AbortSignal, timedOut: () => boolean): TaskplaneError {
   if (err instanceof TaskplaneError) return err;
   if (timedOut()) return new TaskplaneError('timeout', 'remote call timed out', { cause: err });
   if (signal.aborted) return new TaskplaneError('unavailable', 'remote call aborted', { cause: err });
-  return new TaskplaneError('unavailable', 'remote unreachable', { cause: err });
+  // Refused before anything was sent: the remote certainly never got the request (a start may then be
+  // failed by policy after its deadline); any other network error leaves that in doubt.
+  const refused = connectCode(err) === 'ECONNREFUSED';
+  return new TaskplaneError('unavailable', refused ? 'remote refused the connection' : 'remote unreachable', {
+    cause: err,
+    details: { notSent: refused },
+  });
+}
+
+function connectCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('E')) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

@@ -1,0 +1,127 @@
+import type { Envelope } from '../core/envelope.ts';
+import { isTaskplaneError } from '../core/errors.ts';
+import { isTerminal } from '../core/states.ts';
+import type { Connector, PushRegistration, StartRequest } from '../connectors/connector.ts';
+import { describeError, remoteCall, type PlaneContext } from './context.ts';
+import { observe, updateLocal } from './observe.ts';
+
+/**
+ * What one start attempt writes around its call: the attempt count and whether the request may have
+ * reached the remote (before), the error and the doubt (after a failure), the refusal (the remote's
+ * own word), and what to do when a refusal came from our own wrong assumption about the remote.
+ */
+
+export function startRequest(env: Envelope, push: PushRegistration | undefined): StartRequest {
+  return {
+    envelopeId: env.id,
+    messageId: env.messageId ?? env.id,
+    contextId: env.contextId,
+    input: env.input,
+    ...(push ? { push } : {}),
+  };
+}
+
+/** The remote refused the start outright (not a transport failure): the job failed, with its reason. */
+export async function recordStartRefused(ctx: PlaneContext, env: Envelope, err: unknown): Promise<Envelope> {
+  const error = describeError(err);
+  const result = await observe(
+    ctx,
+    env.id,
+    {
+      remoteId: env.remoteId ?? '',
+      contextId: env.contextId,
+      state: 'failed',
+      nativeState: 'start_refused',
+      remoteVersion: null,
+      stateTimestamp: null,
+      error,
+    },
+    'create',
+  );
+  return result.envelope;
+}
+
+/**
+ * Learns what the engine must know about the remote before choosing how to start (Connector.prepare:
+ * the A2A card). Bounded like any remote call; throws like one.
+ */
+export async function prepareConnector(
+  ctx: PlaneContext,
+  env: Envelope,
+  connector: Connector,
+): Promise<void> {
+  if (!connector.prepare) return;
+  await remoteCall(ctx, null, env, (signal) => connector.prepare!(signal));
+}
+
+/**
+ * Written before each start call: one more attempt, and the request may reach the remote from now on.
+ * Returns whether an earlier attempt may have reached it, to restore when this one is refused unsent.
+ */
+export async function noteStartAttempt(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
+  let before = false;
+  await updateLocal(ctx, envelopeId, (env) => {
+    before = env.startMaybeSent ?? (env.startAttempts ?? 0) > 0;
+    return {
+      next: { ...env, startAttempts: (env.startAttempts ?? 0) + 1, startMaybeSent: true, nextRetryAt: null },
+      events: [],
+    };
+  });
+  return before;
+}
+
+/** A start attempt failed: what went wrong stays on the envelope for the caller to read. */
+export async function noteStartFailed(
+  ctx: PlaneContext,
+  envelopeId: string,
+  err: unknown,
+  /** Whether a start may have reached the remote, counting this attempt. */
+  maybeSent: boolean,
+): Promise<void> {
+  const error = describeError(err);
+  await updateLocal(ctx, envelopeId, (env, now) =>
+    isTerminal(env.state) || env.remoteId !== null
+      ? null
+      : {
+          next: {
+            ...env,
+            lastError: { ...error, at: now, during: 'start' },
+            startMaybeSent: maybeSent,
+          },
+          events: [],
+        },
+  );
+}
+
+/** The start answered: the error of an earlier attempt no longer describes the job. */
+export async function noteStarted(ctx: PlaneContext, envelopeId: string): Promise<void> {
+  await updateLocal(ctx, envelopeId, (env) =>
+    env.lastError?.during === 'start' || env.nextRetryAt
+      ? { next: { ...env, lastError: null, nextRetryAt: null }, events: [] }
+      : null,
+  );
+}
+
+/**
+ * A refusal caused by our own wrong assumption about the remote (it does not stream, after all): the
+ * start is retried the right way, never recorded as the job's outcome. The description is read again
+ * first, so the next attempt chooses by what the remote says now.
+ */
+export async function refusedForOurAssumption(
+  ctx: PlaneContext,
+  env: Envelope,
+  connector: Connector,
+  err: unknown,
+  assumed: 'streaming',
+): Promise<boolean> {
+  if (!isTaskplaneError(err)) return false;
+  if (err.details?.assumption === assumed) return true;
+  if (err.code !== 'failed_precondition' && err.code !== 'unsupported') return false;
+  if (!connector.prepare) return false;
+  try {
+    await remoteCall(ctx, null, env, (signal) => connector.prepare!(signal, { fresh: true }));
+  } catch {
+    return false;
+  }
+  return assumed === 'streaming' && !connector.capabilities.stream;
+}

@@ -1,0 +1,198 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { AgentCard, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+} from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+
+/**
+ * Fault-injecting A2A agents built on the official @a2a-js/sdk server (not on our host), for tests that
+ * check the plane against an independent implementation. One peer is one express app whose A2A routes
+ * are the SDK's own handlers; what the tests change is around them:
+ *
+ * - the card: `streaming` and `pushNotifications` as asked, served by the SDK's card handler with its
+ *   Cache-Control/ETag, replaced by `redeploy()`;
+ * - `redeploy()`: the agent moves to another binding or path (same task store, so its tasks survive, as
+ *   with a real redeploy behind a persistent store); the old routes answer what a proxy or web server
+ *   answers for a path it does not serve: an HTML 404 page or a gateway's JSON 404;
+ * - `startDelayMs`: SendMessage / SendStreamingMessage answer only after this long (the executor
+ *   publishes the task late), so a cancel or a timeout can land while the start is in flight;
+ * - every task works until `finish()` (or `autoFinishMs`) and records each CancelTask it receives.
+ */
+export type Binding = 'JSONRPC' | 'HTTP+JSON';
+
+export interface PeerOptions {
+  streaming?: boolean;
+  binding?: Binding;
+  /** Delay before the executor publishes the task, i.e. before SendMessage answers. @default 0 */
+  startDelayMs?: number;
+  /** Tasks complete on their own after this long; unset, they wait for finish(). */
+  autoFinishMs?: number;
+  /** Card max-age in seconds (SDK card handler). @default 3600 */
+  cardMaxAgeS?: number;
+}
+
+export interface SdkPeer {
+  readonly base: string;
+  /** CancelTask calls the executor received, by task id. */
+  readonly cancels: string[];
+  /** Task ids whose start request reached the executor. */
+  readonly received: string[];
+  /** Task ids the executor published (the start answered). */
+  readonly started: string[];
+  /** Completes every open task (or one). */
+  finish(taskId?: string): void;
+  /** Moves the agent: new binding and/or path; the old path answers `oldRoute` from now on. */
+  redeploy(to: {
+    binding?: Binding;
+    path: string;
+    oldRoute: 'html404' | 'gateway404';
+    streaming?: boolean;
+  }): void;
+  /** The A2A route the card currently lists. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> {
+  const app = express();
+  const server = http.createServer(app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const store = new InMemoryTaskStore();
+  const cancels: string[] = [];
+  const started: string[] = [];
+  const received: string[] = [];
+  const open = new Map<string, () => void>();
+  const startDelayMs = options.startDelayMs ?? 0;
+
+  const executor: AgentExecutor = {
+    async execute(ctx, bus: ExecutionEventBus) {
+      const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
+      const at = () => new Date().toISOString();
+      received.push(ctx.taskId);
+      if (startDelayMs > 0) await new Promise((r) => setTimeout(r, startDelayMs));
+      started.push(ctx.taskId);
+      bus.publish(
+        AgentEvent.task(
+          Task.fromJSON({
+            ...{ id: ctx.taskId, contextId: ctx.contextId },
+            status: { state: 'TASK_STATE_WORKING', timestamp: at() },
+          }),
+        ),
+      );
+      await new Promise<void>((resolve) => {
+        open.set(ctx.taskId, resolve);
+        if (options.autoFinishMs !== undefined) setTimeout(resolve, options.autoFinishMs);
+      });
+      if (!open.has(ctx.taskId)) return; // cancelled meanwhile: cancelTask published the outcome
+      open.delete(ctx.taskId);
+      bus.publish(
+        AgentEvent.statusUpdate(
+          TaskStatusUpdateEvent.fromJSON({
+            ...ids,
+            status: { state: 'TASK_STATE_COMPLETED', timestamp: at() },
+          }),
+        ),
+      );
+      bus.finished();
+    },
+    async cancelTask(taskId, bus) {
+      cancels.push(taskId);
+      const release = open.get(taskId);
+      open.delete(taskId);
+      bus.publish(
+        AgentEvent.statusUpdate(
+          TaskStatusUpdateEvent.fromJSON({
+            taskId,
+            contextId: '',
+            status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() },
+          }),
+        ),
+      );
+      bus.finished();
+      release?.();
+    },
+  };
+
+  let streaming = options.streaming ?? true;
+  let binding: Binding = options.binding ?? 'JSONRPC';
+  let path = '/a2a';
+  const retired = new Map<string, 'html404' | 'gateway404'>();
+  const cardFor = () =>
+    AgentCard.fromJSON({
+      name: 'sdk peer',
+      description: 'fault-injecting peer on the official SDK server',
+      version: '1.0.0',
+      capabilities: { streaming, pushNotifications: false },
+      supportedInterfaces: [{ url: `${base}${path}`, protocolBinding: binding, protocolVersion: '1.0' }],
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['application/json'],
+      skills: [{ id: 's', name: 's', description: 's', tags: ['t'] }],
+    });
+  let card = cardFor();
+  let router = express.Router();
+  const mount = () => {
+    const handler = new DefaultRequestHandler(card, store, executor);
+    const r = express.Router();
+    r.use(
+      path,
+      binding === 'JSONRPC'
+        ? jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication })
+        : restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
+    );
+    router = r;
+  };
+  mount();
+
+  app.use(
+    '/.well-known/agent-card.json',
+    agentCardHandler({
+      agentCardProvider: () => Promise.resolve(card),
+      cache: { maxAge: options.cardMaxAgeS ?? 3600 },
+    }),
+  );
+  app.use((req, res, next) => {
+    for (const [old, kind] of retired) {
+      if (req.path === old || req.path.startsWith(old + '/')) {
+        if (kind === 'html404')
+          res.status(404).type('text/html').send('<html><body><h1>404 Not Found</h1>nginx</body></html>');
+        else res.status(404).json({ message: 'no Route matched with those values', request_id: 'gw-1' });
+        return;
+      }
+    }
+    router(req, res, next);
+  });
+
+  return {
+    base,
+    cancels,
+    started,
+    received,
+    get url() {
+      return `${base}${path}`;
+    },
+    finish(taskId) {
+      for (const [id, release] of open) if (!taskId || id === taskId) release();
+    },
+    redeploy(to) {
+      retired.set(path, to.oldRoute);
+      path = to.path;
+      binding = to.binding ?? binding;
+      if (to.streaming !== undefined) streaming = to.streaming;
+      card = cardFor();
+      mount();
+    },
+    async close() {
+      for (const release of open.values()) release();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}

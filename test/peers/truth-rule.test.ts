@@ -1,0 +1,97 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { isTerminal } from '../../src/core/states.ts';
+import { peerPlane, type PeerPlane } from './peer-plane.ts';
+import { startSdkPeer, type SdkPeer } from './sdk-peer.ts';
+
+/**
+ * The truth rule against agents built on the official @a2a-js/sdk server: the plane records a terminal
+ * state only from the agent's own word, our own confirmed cancel, or a policy the user configured.
+ */
+const open: Array<{ close(): Promise<unknown> }> = [];
+afterEach(async () => {
+  for (const o of open.reverse()) await o.close().catch(() => {});
+  open.length = 0;
+});
+
+async function setup(
+  peerOptions: Parameters<typeof startSdkPeer>[0],
+  planeOptions: Parameters<typeof peerPlane>[1] = {},
+): Promise<{ peer: SdkPeer; p: PeerPlane }> {
+  const peer = await startSdkPeer(peerOptions);
+  open.push(peer);
+  const p = await peerPlane(peer.base, planeOptions);
+  open.push(p);
+  return { peer, p };
+}
+
+describe('an agent whose card says streaming: false', () => {
+  it('runs the first task after a plane start (started the way the card allows, not refused)', async () => {
+    const { peer, p } = await setup({ streaming: false });
+    const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    const bound = await p.until(envelope.id, (e) => e.remoteId !== null || isTerminal(e.state), 'bound');
+    expect(bound.state).not.toBe('failed');
+    expect(peer.started).toContain(bound.remoteId);
+    peer.finish();
+    await p.plane.reconcileNow('peer');
+    const done = await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal');
+    expect(done.state).toBe('succeeded');
+  });
+});
+
+describe('a cancel while a streaming start is in flight', () => {
+  it('is delivered once the remote id is known, and the job ends cancelled', async () => {
+    const { peer, p } = await setup({ streaming: true, startDelayMs: 300 });
+    const created = p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    await p.untilTrue(() => peer.received.length === 1, 'start reached the agent');
+    const [env] = (await p.store.listEnvelopes({ tenant: 't' })).items;
+    const first = await p.plane.cancel('t', env!.id);
+    expect(first.state).toBe('cancel_requested');
+    // A repeated cancel is idempotent and says what is still pending.
+    const second = await p.plane.cancel('t', env!.id);
+    expect(second.state).toBe('cancel_requested');
+    expect(second.cancel?.pending).toBe('remote_id');
+    await created;
+    const done = await p.until(env!.id, (e) => isTerminal(e.state), 'terminal');
+    expect(peer.cancels).toEqual([peer.received[0]]);
+    expect(done.state).toBe('cancelled');
+    expect(done.cancel?.acknowledgedAt).not.toBeNull();
+  });
+
+  it('the same holds when the task timeout fires during a slow start', async () => {
+    const { peer, p } = await setup({ streaming: true, startDelayMs: 300 });
+    const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go', timeoutMs: 50 });
+    const done = await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal');
+    expect(peer.cancels).toHaveLength(1);
+    expect(done.state).toBe('cancelled');
+    expect(done.cancel?.requestedBy).toBe('timeout');
+  });
+});
+
+for (const oldRoute of ['html404', 'gateway404'] as const) {
+  describe(`an agent redeployed while a task runs (old route answers ${oldRoute})`, () => {
+    it('moves to the interface the new card offers and records the true outcome', async () => {
+      const { peer, p } = await setup(
+        { streaming: false, binding: 'JSONRPC' },
+        {
+          delivery: { stream: false, push: false, poll: true },
+          poll: { intervalMs: 600_000, maximumIntervalMs: 600_000 },
+        },
+      );
+      const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+      await p.until(envelope.id, (e) => e.remoteId !== null, 'bound');
+      peer.redeploy({ binding: 'HTTP+JSON', path: '/v2/a2a', oldRoute });
+      // While the agent cannot be reached at the old route the task stays open.
+      await p.plane.reconcileNow('peer');
+      let env = await p.plane.get('t', envelope.id);
+      expect(isTerminal(env.state)).toBe(false);
+      peer.finish();
+      await p.plane.reconcileNow('peer');
+      env = await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal');
+      expect(env.state).toBe('succeeded');
+      const types = (await p.events(envelope.id)).map((e) => e.type);
+      expect(types).toContain('card_changed');
+      expect(types).not.toContain('lost');
+      expect(p.connector.transport.binding).toBe('HTTP+JSON');
+    });
+  });
+}
