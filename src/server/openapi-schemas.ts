@@ -19,6 +19,14 @@ function closed(properties: Record<string, unknown>, required = Object.keys(prop
   return { type: 'object', additionalProperties: false, required, properties };
 }
 
+/** `closed`, with every property required but the `optional` ones (fields older records lack). */
+function closedExcept(properties: Record<string, unknown>, optional: string[]) {
+  return closed(
+    properties,
+    Object.keys(properties).filter((k) => !optional.includes(k)),
+  );
+}
+
 const state = { enum: [...NORMALIZED_STATES] };
 const source = { enum: ['create', 'stream', 'push', 'poll', 'reconcile', 'api', 'local'] };
 
@@ -45,15 +53,24 @@ export const schemas: Record<string, unknown> = {
     },
     ['requestId', 'prompt', 'askedAt'],
   ),
-  Cancel: closed({
-    requestedAt: ms('epoch ms'),
-    requestedBy: nullable('string'),
-    acknowledgedAt: msOrNull('epoch ms'),
-    outcome: {
-      oneOf: [{ type: 'null' }, state],
-      description: 'what the remote really ended in, `succeeded` included',
+  Cancel: closedExcept(
+    {
+      requestedAt: ms('epoch ms'),
+      requestedBy: nullable('string'),
+      acknowledgedAt: msOrNull('epoch ms'),
+      outcome: {
+        oneOf: [{ type: 'null' }, state],
+        description: 'what the remote really ended in, `succeeded` included',
+      },
+      pending: {
+        oneOf: [{ type: 'null' }, { enum: ['remote_id', 'delivery', 'outcome'] }],
+        description:
+          'what the cancel waits for: the remote id (start still in flight), delivery of CancelTask, or the outcome',
+      },
+      attempts: { ...int, description: 'CancelTask calls made so far' },
     },
-  }),
+    ['pending', 'attempts'],
+  ),
   Reconciliation: closed(
     {
       result: { enum: ['ok', 'lost', 'resubmitted', 'escalated'] },
@@ -119,69 +136,91 @@ export const schemas: Record<string, unknown> = {
     description: "A summary of the task's output; the full content is at /v1/tasks/{id}/artifacts",
   },
   StreamTicket: {
-    description: 'Opens the SSE routes as ?ticket= in place of the key; it names the key, checked again on use',
+    description:
+      'Opens the SSE routes as ?ticket= in place of the key; it names the key, checked again on use',
     ...closed({ ticket: str, expiresAt: ms('epoch ms') }),
   },
   Task: {
     description: 'The task envelope: one durable record per job',
-    ...closed({
-      id: { type: 'string', description: 'tsk_…' },
-      tenant: str,
-      actor: nullable('string'),
-      workflowId: nullable('string'),
-      parentId: nullable('string'),
-      connector: { type: 'string', description: 'a2a, mcp, openai, claude' },
-      target: str,
-      remoteId: nullable('string'),
-      contextId: nullable('string'),
-      messageId: { ...nullable('string'), description: 'the idempotent creation key sent to the remote' },
-      requestKind: str,
-      input: { ...any, description: 'the request as sent' },
-      inputHash: str,
-      idempotencyKey: nullable('string'),
-      keyId: { ...nullable('string'), description: 'id of the API key that created the task (never the key)' },
-      createdAt: ms('epoch ms'),
-      updatedAt: ms('epoch ms'),
-      nativeState: { ...nullable('string'), description: "the remote's own state name" },
-      state,
-      remoteVersion: { type: ['number', 'null'] },
-      lastConfirmedAt: msOrNull('when any source last confirmed the remote state'),
-      stateTimestamp: msOrNull("the remote's status timestamp"),
-      streamCursor: nullable('string'),
-      lastEventId: nullable('string'),
-      webhookIds: { type: 'array', items: str },
-      subscription: {
-        oneOf: [
-          { type: 'null' },
-          closed({ kind: { enum: ['push', 'stream', 'poll'] }, registeredAt: msOrNull('epoch ms') }),
-        ],
+    ...closedExcept(
+      {
+        id: { type: 'string', description: 'tsk_…' },
+        tenant: str,
+        actor: nullable('string'),
+        workflowId: nullable('string'),
+        parentId: nullable('string'),
+        connector: { type: 'string', description: 'a2a, mcp, openai, claude' },
+        target: str,
+        remoteId: nullable('string'),
+        contextId: nullable('string'),
+        messageId: { ...nullable('string'), description: 'the idempotent creation key sent to the remote' },
+        requestKind: str,
+        input: { ...any, description: 'the request as sent' },
+        inputHash: str,
+        idempotencyKey: nullable('string'),
+        keyId: {
+          ...nullable('string'),
+          description: 'id of the API key that created the task (never the key)',
+        },
+        createdAt: ms('epoch ms'),
+        updatedAt: ms('epoch ms'),
+        nativeState: { ...nullable('string'), description: "the remote's own state name" },
+        state,
+        remoteVersion: { type: ['number', 'null'] },
+        lastConfirmedAt: msOrNull('when any source last confirmed the remote state'),
+        stateTimestamp: msOrNull("the remote's status timestamp"),
+        streamCursor: nullable('string'),
+        lastEventId: nullable('string'),
+        webhookIds: { type: 'array', items: str },
+        subscription: {
+          oneOf: [
+            { type: 'null' },
+            closed({ kind: { enum: ['push', 'stream', 'poll'] }, registeredAt: msOrNull('epoch ms') }),
+          ],
+        },
+        pendingInput: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/PendingInput' }] },
+        approval: { type: ['object', 'null'] },
+        artifacts: { type: 'array', items: { $ref: '#/components/schemas/Artifact' } },
+        output: { $ref: '#/components/schemas/Output' },
+        result: any,
+        statusMessage: {
+          ...nullable('string'),
+          description: "text of the remote's latest status message; once terminal, its final word",
+        },
+        error: {
+          oneOf: [
+            { type: 'null' },
+            closed({ code: str, message: { type: 'string', description: "the remote's message" } }),
+          ],
+        },
+        budget: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Budget' }] },
+        usage: { type: ['object', 'null'], additionalProperties: num },
+        timeoutMs: nullable('number'),
+        ttlMs: nullable('number'),
+        retentionUntil: msOrNull('epoch ms'),
+        expectedDurationMs: nullable('number'),
+        cancel: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Cancel' }] },
+        reconciliation: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Reconciliation' }] },
+        acceptance: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Acceptance' }] },
+        version: { type: 'integer', description: 'row version; every write bumps it' },
+        lastError: {
+          oneOf: [
+            { type: 'null' },
+            closed({ code: str, message: str, at: ms('epoch ms'), during: { enum: ['start', 'cancel'] } }),
+          ],
+          description: 'the last failed attempt to reach the remote (a start or a cancel delivery)',
+        },
+        startAttempts: { ...int, description: 'start calls made so far' },
+        nextRetryAt: msOrNull('when the next start attempt is due while the start is retried'),
+        startMaybeSent: {
+          type: 'boolean',
+          description:
+            'a start request may have reached the remote (false only while every attempt was refused before sending)',
+        },
       },
-      pendingInput: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/PendingInput' }] },
-      approval: { type: ['object', 'null'] },
-      artifacts: { type: 'array', items: { $ref: '#/components/schemas/Artifact' } },
-      output: { $ref: '#/components/schemas/Output' },
-      result: any,
-      statusMessage: {
-        ...nullable('string'),
-        description: "text of the remote's latest status message; once terminal, its final word",
-      },
-      error: {
-        oneOf: [
-          { type: 'null' },
-          closed({ code: str, message: { type: 'string', description: "the remote's message" } }),
-        ],
-      },
-      budget: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Budget' }] },
-      usage: { type: ['object', 'null'], additionalProperties: num },
-      timeoutMs: nullable('number'),
-      ttlMs: nullable('number'),
-      retentionUntil: msOrNull('epoch ms'),
-      expectedDurationMs: nullable('number'),
-      cancel: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Cancel' }] },
-      reconciliation: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Reconciliation' }] },
-      acceptance: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Acceptance' }] },
-      version: { type: 'integer', description: 'row version; every write bumps it' },
-    }),
+      // Envelopes written before these fields existed do not carry them.
+      ['lastError', 'startAttempts', 'nextRetryAt', 'startMaybeSent'],
+    ),
   },
   TaskList: closed({
     tasks: { type: 'array', items: { $ref: '#/components/schemas/Task' } },

@@ -234,7 +234,7 @@ describe('keys on a running plane', () => {
 
   it('the webhook route answers an unknown target, a malformed body and a bad token alike', async () => {
     const t = (await (
-      await call(h, WRITER, '/v1/tasks', {
+      await call(h, WRITER, '/v1/tasks?wait=started', {
         method: 'POST',
         body: JSON.stringify({ target: 'fake', input: 'w' }),
       })
@@ -289,7 +289,7 @@ describe('onActorRevoked', () => {
       try {
         const create = async (key: string, input: string) =>
           (await (
-            await call(h, key, '/v1/tasks', {
+            await call(h, key, '/v1/tasks?wait=started', {
               method: 'POST',
               body: JSON.stringify({ target: 'fake', input }),
             })
