@@ -9,6 +9,7 @@ import { ConfigError } from '../core/backoff.ts';
  */
 const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_argument: 400,
+  payload_too_large: 413,
   not_found: 404,
   conflict: 409,
   version_conflict: 409,

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
+import { DEFAULT_MAX_JSON_DEPTH, JsonTooDeepError, jsonDepth } from '../core/bounded-json.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { Store } from '../store/store.ts';
@@ -10,6 +11,12 @@ import { sendError } from './http-errors.ts';
 import type { LabRequestHandler } from './lab-route.ts';
 import { createMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_WEBHOOK_BYTES,
+  readBodyText,
+  type BodyLimits,
+} from './request-body.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
 
 export interface ServerAppOptions {
@@ -23,8 +30,12 @@ export interface ServerAppOptions {
   lab?: LabRequestHandler;
   /** Ends open SSE streams on shutdown. */
   signal: AbortSignal;
-  /** Webhook body limit. @default 1048576 */
+  /** Request body limit of the `/v1` API routes, in bytes; over it is 413. @default 1048576 (1 MiB) */
+  maxBodyBytes?: number;
+  /** Request body limit of the webhook route (no API key needed), in bytes. @default 65536 (64 KiB) */
   maxWebhookBytes?: number;
+  /** Nesting levels a JSON body may have on any route; deeper is 400. @default 64 */
+  maxJsonDepth?: number;
   /** prom-client default process metrics. @default true */
   defaultMetrics?: boolean;
 }
@@ -43,6 +54,9 @@ const STATIC_TYPES: Record<string, string> = {
 export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
   const metrics = createMetrics(o.plane, { defaultMetrics: o.defaultMetrics ?? true });
+  const maxJsonDepth = o.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const limits: BodyLimits = { maxBytes: o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxJsonDepth };
+  const maxWebhookBytes = o.maxWebhookBytes ?? DEFAULT_MAX_WEBHOOK_BYTES;
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/metrics', async (c) =>
@@ -53,9 +67,12 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   // Push ingress: 2xx only once the delivery is durably recorded (plane.handleWebhook resolves after).
   app.post('/v1/webhooks/:kind/:target', async (c) => {
     try {
-      const raw = await c.req.text();
-      if (raw.length > (o.maxWebhookBytes ?? 1024 * 1024))
-        throw new TaskplaneError('invalid_argument', 'body: too large', { field: 'body' });
+      const raw = await readBodyText(c.req.raw, maxWebhookBytes);
+      // The connector parses the body; a scan first keeps its nesting within what later steps handle.
+      if (jsonDepth(raw, maxJsonDepth) > maxJsonDepth)
+        throw new TaskplaneError('invalid_argument', `body: ${new JsonTooDeepError(maxJsonDepth).message}`, {
+          field: 'body',
+        });
       const headers: Record<string, string> = {};
       c.req.raw.headers.forEach((v, k) => (headers[k] = v));
       const result = await o.plane.handleWebhook(c.req.param('target'), {
@@ -84,7 +101,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     c.set('tenant', tenant);
     return next();
   });
-  registerTaskRoutes(app, { plane: o.plane, store: o.store, signal: o.signal });
+  registerTaskRoutes(app, { plane: o.plane, store: o.store, signal: o.signal, limits });
 
   if (o.lab) {
     const lab = o.lab;

@@ -16,7 +16,7 @@ import { Plane } from '../plane/plane.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 import { loadApiKeys } from './api-keys.ts';
 import { labRoute } from './lab-route.ts';
-import { createServerApp } from './server-app.ts';
+import { createServerApp, type ServerAppOptions } from './server-app.ts';
 
 /** Options of `startServer`; every default is the CLI's. */
 export interface ServerOptions {
@@ -49,6 +49,8 @@ export interface ServerOptions {
   random?: Random;
   /** prom-client process metrics (off in tests that start many servers). @default true */
   defaultMetrics?: boolean;
+  /** Request body limits and JSON nesting limit (server-app.ts and docs/security.md give the defaults). */
+  limits?: Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>;
   /**
    * Names this plane process as the owner of its leases; unique per process sharing a database.
    * @default `plane@<hostname>:<port>`, or a random id with port 0
@@ -161,6 +163,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     ...(options.dashboard === false ? {} : { dashboardDir: DASHBOARD_DIR }),
     ...(options.lab === false ? {} : { lab: labRoute(ROOT_DIR, logger.child({ part: 'lab-page' })) }),
     ...(options.defaultMetrics !== undefined ? { defaultMetrics: options.defaultMetrics } : {}),
+    ...options.limits,
   });
   handler = (req) => app.fetch(req);
   await plane.start();
