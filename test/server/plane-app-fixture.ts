@@ -5,6 +5,7 @@ import { Plane } from '../../src/plane/plane.ts';
 import { parseApiKeys } from '../../src/server/api-keys.ts';
 import { createServerApp, type ServerAppOptions } from '../../src/server/server-app.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import type { Store } from '../../src/store/store.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
 
 export const KEY_A = 'key-aaaaaaaa';
@@ -16,9 +17,8 @@ export type PlaneAppOverrides = Partial<Pick<ServerAppOptions, 'maxBodyBytes' | 
  * The plane's HTTP app served in process (`app.fetch`, no socket) over a memory store and a fake remote
  * target `fake`, with tenants `alpha` (KEY_A) and `beta` (KEY_B).
  */
-export async function planeApp(overrides: PlaneAppOverrides = {}) {
+export async function planeApp(overrides: PlaneAppOverrides = {}, store: Store = new MemoryStore()) {
   const clock = new SystemClock();
-  const store = new MemoryStore();
   const remote = new FakeRemote(clock);
   const connector = remote.connector('fake');
   const plane = new Plane({
