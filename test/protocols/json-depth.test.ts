@@ -54,7 +54,12 @@ describe('JSON nesting limit on the host', () => {
   });
 
   it('HTTP+JSON: a deeply nested body is 400 INVALID_ARGUMENT on every body route', async () => {
-    for (const path of ['/message:send', '/message:stream', '/tasks/t1:cancel', '/tasks/t1/pushNotificationConfigs']) {
+    for (const path of [
+      '/message:send',
+      '/message:stream',
+      '/tasks/t1:cancel',
+      '/tasks/t1/pushNotificationConfigs',
+    ]) {
       const { status, body } = await rest(path, `{"message":${message(deep(20_000))}}`);
       expect(status, path).toBe(400);
       expect(body.error.status, path).toBe('INVALID_ARGUMENT');

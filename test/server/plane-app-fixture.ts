@@ -1,5 +1,6 @@
 import pino from 'pino';
-import { SystemClock } from '../../src/core/clock.ts';
+import { SystemClock, type Clock } from '../../src/core/clock.ts';
+import type { Connector } from '../../src/connectors/connector.ts';
 import { CryptoRandom } from '../../src/core/random.ts';
 import { Plane } from '../../src/plane/plane.ts';
 import { parseApiKeys } from '../../src/server/api-keys.ts';
@@ -11,21 +12,29 @@ import { FakeRemote } from '../plane/fake-remote.ts';
 export const KEY_A = 'key-aaaaaaaa';
 export const KEY_B = 'key-bbbbbbbb';
 
-export type PlaneAppOverrides = Partial<Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>>;
+export interface PlaneAppOptions {
+  limits?: Partial<Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>>;
+  store?: Store;
+  /** @default a SystemClock; a VirtualClock keeps the engine's timed work (polls, retries) from running. */
+  clock?: Clock;
+  /** Targets beside `fake`. */
+  connectors?: Record<string, Connector>;
+}
 
 /**
  * The plane's HTTP app served in process (`app.fetch`, no socket) over a memory store and a fake remote
  * target `fake`, with tenants `alpha` (KEY_A) and `beta` (KEY_B).
  */
-export async function planeApp(overrides: PlaneAppOverrides = {}, store: Store = new MemoryStore()) {
-  const clock = new SystemClock();
+export async function planeApp(o: PlaneAppOptions = {}) {
+  const clock = o.clock ?? new SystemClock();
+  const store = o.store ?? new MemoryStore();
   const remote = new FakeRemote(clock);
-  const connector = remote.connector('fake');
+  const connectors: Record<string, Connector> = { ...o.connectors, fake: remote.connector('fake') };
   const plane = new Plane({
     clock,
     random: new CryptoRandom(),
     store,
-    connectors: (t) => (t === 'fake' ? connector : undefined),
+    connectors: (t) => (Object.hasOwn(connectors, t) ? connectors[t] : undefined),
     options: { publicUrl: 'http://plane.test' },
   });
   await plane.start();
@@ -37,12 +46,14 @@ export async function planeApp(overrides: PlaneAppOverrides = {}, store: Store =
     logger: pino({ level: 'silent' }),
     signal: shutdown.signal,
     defaultMetrics: false,
-    ...overrides,
+    ...o.limits,
   });
   const fetch = (path: string, init: RequestInit = {}) =>
     app.fetch(new Request(`http://plane.test${path}`, { duplex: 'half', ...init } as RequestInit));
   return {
     app,
+    clock,
+    connectors,
     fetch,
     store,
     remote,

@@ -8,7 +8,7 @@ const auth = { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/js
 
 beforeAll(async () => {
   app = await planeApp();
-  small = await planeApp({ maxBodyBytes: 2048, maxWebhookBytes: 512, maxJsonDepth: 8 });
+  small = await planeApp({ limits: { maxBodyBytes: 2048, maxWebhookBytes: 512, maxJsonDepth: 8 } });
 });
 afterAll(async () => {
   await app?.close();

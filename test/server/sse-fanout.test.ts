@@ -28,7 +28,9 @@ class CountingStore {
   private count(tenant: string) {
     const n = (this.reads.get(tenant) ?? 0) + 1;
     this.reads.set(tenant, n);
-    this.waiters = this.waiters.filter((w) => (w.tenant === tenant && n >= w.n ? (w.resolve(), false) : true));
+    this.waiters = this.waiters.filter((w) =>
+      w.tenant === tenant && n >= w.n ? (w.resolve(), false) : true,
+    );
   }
 
   readsOf(tenant: string): number {
@@ -48,7 +50,7 @@ let counting: CountingStore;
 
 beforeAll(async () => {
   counting = new CountingStore(new MemoryStore());
-  app = await planeApp({}, counting.store);
+  app = await planeApp({ store: counting.store });
 });
 afterAll(async () => {
   await app?.close();
@@ -58,7 +60,10 @@ afterAll(async () => {
 function open(key: string, path: string) {
   const controller = new AbortController();
   const first = (async () => {
-    const res = await app.fetch(path, { headers: { authorization: `Bearer ${key}` }, signal: controller.signal });
+    const res = await app.fetch(path, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: controller.signal,
+    });
     const reader = res.body!.getReader();
     const dec = new TextDecoder();
     let got: string | null = null;
@@ -109,8 +114,8 @@ describe('SSE fan-out', () => {
   });
 
   it("a task stream wakes only on its own task's changes", async () => {
-    const one = await (await create(KEY_A, { n: 3 })).json() as { id: string };
-    const other = await (await create(KEY_A, { n: 4 })).json() as { id: string };
+    const one = (await (await create(KEY_A, { n: 3 })).json()) as { id: string };
+    const other = (await (await create(KEY_A, { n: 4 })).json()) as { id: string };
     await settle();
     const streams = Array.from({ length: 50 }, () => open(KEY_A, `/v1/tasks/${one.id}/events?from=now`));
     const base = counting.readsOf('alpha');
