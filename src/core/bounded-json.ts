@@ -48,6 +48,35 @@ export function jsonDepth(text: string, limit = Number.MAX_SAFE_INTEGER): number
 }
 
 /**
+ * `jsonDepth` over a body as its bytes arrive, so a body nested too deep is refused at the first byte
+ * past the limit instead of after it was read whole. Safe on raw UTF-8: the bytes it looks at (quote,
+ * backslash, brackets) are ASCII, and no byte of a multi-byte sequence is below 0x80.
+ */
+export class JsonDepthScanner {
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+
+  constructor(readonly maxDepth: number) {}
+
+  /** False once the nesting so far passed `maxDepth`. */
+  feed(bytes: Uint8Array): boolean {
+    for (let i = 0; i < bytes.length; i++) {
+      const c = bytes[i]!;
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (c === 0x5c) this.escaped = true;
+        else if (c === 0x22) this.inString = false;
+      } else if (c === 0x22) this.inString = true;
+      else if (c === 0x5b || c === 0x7b) {
+        if (++this.depth > this.maxDepth) return false;
+      } else if (c === 0x5d || c === 0x7d) this.depth--;
+    }
+    return true;
+  }
+}
+
+/**
  * JSON.parse that first refuses nesting deeper than `maxDepth` with JsonTooDeepError. Bad JSON throws
  * JSON.parse's SyntaxError; callers map both to their protocol's error.
  */

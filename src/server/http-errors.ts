@@ -47,5 +47,7 @@ export function errorResponse(err: unknown): { status: ContentfulStatusCode; bod
 
 export function sendError(c: Context, err: unknown): Response {
   const { status, body } = errorResponse(err);
+  // A refused request body that may still be arriving: close rather than read the rest (request-body.ts).
+  if (isTaskplaneError(err) && err.details?.closeConnection === true) c.header('connection', 'close');
   return c.json(body, status);
 }

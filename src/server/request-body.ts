@@ -1,4 +1,4 @@
-import { JsonTooDeepError, parseBoundedJson } from '../core/bounded-json.ts';
+import { JsonDepthScanner, JsonTooDeepError, parseBoundedJson } from '../core/bounded-json.ts';
 import { TaskplaneError } from '../core/errors.ts';
 
 /**
@@ -22,19 +22,35 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
  */
 export const DEFAULT_MAX_WEBHOOK_BYTES = 64 * 1024;
 
+/**
+ * A refused body still arriving would be read to its end (up to 64 MiB) to keep the connection; these
+ * errors carry `closeConnection`, and the answer closes it instead (RFC 9110 §15.5.14 allows it for 413).
+ */
 export function payloadTooLarge(limit: number): TaskplaneError {
-  return new TaskplaneError('payload_too_large', `body: larger than ${limit} bytes`, { field: 'body' });
+  return new TaskplaneError('payload_too_large', `body: larger than ${limit} bytes`, {
+    field: 'body',
+    details: { closeConnection: true },
+  });
+}
+
+export function tooDeep(maxDepth: number): TaskplaneError {
+  return new TaskplaneError('invalid_argument', `body: ${new JsonTooDeepError(maxDepth).message}`, {
+    field: 'body',
+    details: { closeConnection: true },
+  });
 }
 
 /**
  * The body as UTF-8 text. A declared Content-Length over the limit is refused before any byte is read;
- * otherwise the stream is counted chunk by chunk and cancelled at the first chunk past the limit.
+ * otherwise the stream is counted chunk by chunk and cancelled at the first chunk past the limit. With
+ * `maxJsonDepth`, nesting is scanned as the chunks arrive and a body past it is refused there too.
  */
-export async function readBodyText(req: Request, maxBytes: number): Promise<string> {
+export async function readBodyText(req: Request, maxBytes: number, maxJsonDepth?: number): Promise<string> {
   const declared = Number(req.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > maxBytes) throw payloadTooLarge(maxBytes);
   if (!req.body) return '';
   const reader = req.body.getReader();
+  const depth = maxJsonDepth === undefined ? null : new JsonDepthScanner(maxJsonDepth);
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -44,6 +60,10 @@ export async function readBodyText(req: Request, maxBytes: number): Promise<stri
     if (size > maxBytes) {
       await reader.cancel().catch(() => undefined);
       throw payloadTooLarge(maxBytes);
+    }
+    if (depth && !depth.feed(value)) {
+      await reader.cancel().catch(() => undefined);
+      throw tooDeep(depth.maxDepth);
     }
     chunks.push(value);
   }
@@ -62,7 +82,7 @@ export function parseJsonBody(text: string, maxJsonDepth: number): unknown {
 
 /** A JSON object body within the limits; an empty body is `{}`. */
 export async function readJsonObject(req: Request, limits: BodyLimits): Promise<Record<string, unknown>> {
-  const text = await readBodyText(req, limits.maxBytes);
+  const text = await readBodyText(req, limits.maxBytes, limits.maxJsonDepth);
   if (!text) return {};
   const body = parseJsonBody(text, limits.maxJsonDepth);
   if (!body || typeof body !== 'object' || Array.isArray(body))

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
-import { DEFAULT_MAX_JSON_DEPTH, JsonTooDeepError, jsonDepth } from '../core/bounded-json.ts';
+import { DEFAULT_MAX_JSON_DEPTH } from '../core/bounded-json.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { Store } from '../store/store.ts';
@@ -67,12 +67,8 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   // Push ingress: 2xx only once the delivery is durably recorded (plane.handleWebhook resolves after).
   app.post('/v1/webhooks/:kind/:target', async (c) => {
     try {
-      const raw = await readBodyText(c.req.raw, maxWebhookBytes);
-      // The connector parses the body; a scan first keeps its nesting within what later steps handle.
-      if (jsonDepth(raw, maxJsonDepth) > maxJsonDepth)
-        throw new TaskplaneError('invalid_argument', `body: ${new JsonTooDeepError(maxJsonDepth).message}`, {
-          field: 'body',
-        });
+      // The connector parses the body; the scan as it arrives keeps its nesting within what later steps handle.
+      const raw = await readBodyText(c.req.raw, maxWebhookBytes, maxJsonDepth);
       const headers: Record<string, string> = {};
       c.req.raw.headers.forEach((v, k) => (headers[k] = v));
       const result = await o.plane.handleWebhook(c.req.param('target'), {

@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonTooDeepError, jsonDepth, parseBoundedJson } from '../../src/core/bounded-json.ts';
+import {
+  JsonDepthScanner,
+  JsonTooDeepError,
+  jsonDepth,
+  parseBoundedJson,
+} from '../../src/core/bounded-json.ts';
 
 function depthOf(v: unknown): number {
   if (v === null || typeof v !== 'object') return 0;
@@ -16,6 +21,24 @@ describe('bounded JSON', () => {
         expect(jsonDepth(text)).toBe(depthOf(v));
       }),
       { seed: 11, numRuns: 500 },
+    );
+  });
+
+  it('the streaming scanner agrees with jsonDepth however the bytes are split', () => {
+    fc.assert(
+      fc.property(
+        fc.jsonValue({ maxDepth: 8 }),
+        fc.integer({ min: 0, max: 8 }),
+        fc.nat(),
+        (v, limit, cut) => {
+          const bytes = new TextEncoder().encode(JSON.stringify(v));
+          const at = bytes.length === 0 ? 0 : cut % bytes.length;
+          const scanner = new JsonDepthScanner(limit);
+          const ok = scanner.feed(bytes.subarray(0, at)) && scanner.feed(bytes.subarray(at));
+          expect(ok).toBe(jsonDepth(JSON.stringify(v)) <= limit);
+        },
+      ),
+      { seed: 12, numRuns: 500 },
     );
   });
 

@@ -42,6 +42,13 @@ describe('request bodies are limited while they stream in', () => {
     }
   });
 
+  it('a refused body closes the connection instead of reading the rest', async () => {
+    const { body } = endlessBody(new Uint8Array(256).fill(0x20));
+    const res = await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body });
+    expect(res.status).toBe(413);
+    expect(res.headers.get('connection')).toBe('close');
+  });
+
   it('a declared Content-Length over the limit is refused before the body is read', async () => {
     const { body, pulled } = endlessBody(new Uint8Array(256));
     const res = await small.fetch('/v1/tasks', {
@@ -84,6 +91,17 @@ describe('JSON nesting is limited at parse time', () => {
     expect((await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body: at })).status).toBe(201);
     const over = `{"target":"fake","input":${deepArray(8)}}`;
     expect((await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body: over })).status).toBe(400);
+  });
+
+  it('nesting is refused as it streams in, at the first byte past the limit', async () => {
+    for (const path of ['/v1/tasks', WEBHOOK]) {
+      const { body, pulled } = endlessBody(new TextEncoder().encode('['.repeat(256)));
+      const res = await app.fetch(path, { method: 'POST', headers: auth, body });
+      expect(res.status, path).toBe(400);
+      expect(await errorOf(res)).toMatchObject({ code: 'invalid_argument', field: 'body' });
+      expect(res.headers.get('connection')).toBe('close');
+      expect(pulled(), path).toBeLessThan(5);
+    }
   });
 
   it('brackets inside strings do not count', async () => {
