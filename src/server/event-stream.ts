@@ -83,21 +83,16 @@ export function eventStream(c: Context, o: EventStreamOptions): Response {
         if (dirty) {
           dirty = false;
           for (;;) {
-            const events = await o.store.listEvents({
-              afterSeq: last,
-              tenant: o.tenant,
-              limit: 500,
-              ...(o.envelopeId ? { envelopeId: o.envelopeId } : {}),
-            });
+            const events = await streamWakeups(o.store).read(o.tenant, o.envelopeId ?? null, last);
             for (const e of events) {
               await stream.writeSSE({
                 id: String(e.seq),
                 event: e.type,
-                data: JSON.stringify(o.view ? o.view(e) : e),
+                data: o.view ? JSON.stringify(o.view(e)) : eventJson(e),
               });
               last = e.seq;
             }
-            if (events.length < 500 || closed) break;
+            if (events.length < PAGE || closed) break;
           }
           continue;
         }
@@ -137,7 +132,31 @@ class StreamWakeups {
   private readonly lookups = new Map<string, Promise<string | null>>();
   private unsubscribe: (() => void) | null = null;
 
+  private readonly reads = new Map<string, Promise<EnvelopeEvent[]>>();
+
   constructor(private readonly store: Store) {}
+
+  /**
+   * The next page of the log after `afterSeq` for a tenant (or one envelope of it). Streams woken by
+   * the same change ask for the same page at once; they share one read while it is in flight, so one
+   * write costs one read per distinct position, not one per stream. The events are shared: never mutated.
+   */
+  read(tenant: string, envelopeId: string | null, afterSeq: number): Promise<EnvelopeEvent[]> {
+    const key = `${afterSeq}\u0000${tenant}\u0000${envelopeId ?? ''}`;
+    let pending = this.reads.get(key);
+    if (!pending) {
+      pending = this.store.listEvents({
+        afterSeq,
+        tenant,
+        limit: PAGE,
+        ...(envelopeId !== null ? { envelopeId } : {}),
+      });
+      this.reads.set(key, pending);
+      const forget = () => this.reads.delete(key);
+      pending.then(forget, forget);
+    }
+    return pending;
+  }
 
   /** Calls `wake` on each change of `envelopeId`, or (null) of any envelope of `tenant`. */
   add(envelopeId: string | null, tenant: string, wake: () => void): () => void {
@@ -196,6 +215,17 @@ class StreamWakeups {
     }
     return pending;
   }
+}
+
+const PAGE = 500;
+
+/** JSON of an event, once per event object: a shared read hands every woken stream the same objects. */
+const eventJsonCache = new WeakMap<EnvelopeEvent, string>();
+
+function eventJson(e: EnvelopeEvent): string {
+  let text = eventJsonCache.get(e);
+  if (text === undefined) eventJsonCache.set(e, (text = JSON.stringify(e)));
+  return text;
 }
 
 /** Envelopes whose tenant is remembered: the recently changed ones are what later changes touch. */

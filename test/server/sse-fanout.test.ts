@@ -106,9 +106,13 @@ describe('SSE fan-out', () => {
     await settle();
     expect(counting.readsOf('alpha') - before).toBe(0);
 
+    const beforeOwn = counting.readsOf('alpha');
     expect((await create(KEY_A, { n: 2 })).status).toBe(201);
     const firsts = await Promise.all(streamsA.map((s) => s.first));
     expect(firsts.every((t) => t === 'created')).toBe(true);
+    await settle();
+    // Woken together at the same position, the streams share their reads of the log.
+    expect(counting.readsOf('alpha') - beforeOwn).toBeLessThan(10);
     streamB.close();
     for (const s of streamsA) s.close();
   });
