@@ -4,6 +4,7 @@
  */
 export type ErrorCode =
   | 'invalid_argument'
+  | 'payload_too_large'
   | 'not_found'
   | 'conflict'
   | 'version_conflict'

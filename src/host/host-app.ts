@@ -18,7 +18,10 @@ export interface HostAppOptions {
   authenticate: Authenticate;
   clock: Clock;
   logger: Logger;
+  /** Request body limit in bytes on both bindings. @default 1048576 (1 MiB) */
   maxBodyBytes?: number;
+  /** Nesting levels a JSON body may have on both bindings. @default 64 */
+  maxJsonDepth?: number;
   keepAliveMs?: number;
 }
 
@@ -55,6 +58,7 @@ function hostBindingOptions(o: HostAppOptions): BindingOptions {
     authenticate: o.authenticate,
     clock: o.clock,
     ...(o.maxBodyBytes !== undefined ? { maxBodyBytes: o.maxBodyBytes } : {}),
+    ...(o.maxJsonDepth !== undefined ? { maxJsonDepth: o.maxJsonDepth } : {}),
     ...(o.keepAliveMs !== undefined ? { keepAliveMs: o.keepAliveMs } : {}),
     onInternalError: (err: unknown) => o.logger.error({ err }, 'request failed'),
   };

@@ -63,8 +63,10 @@ export interface HostOptions {
   publicUrl?: string;
   /** SSE keep-alive interval. @default 15000 */
   keepAliveMs?: number;
-  /** Request body limit. @default 1048576 */
+  /** Request body limit in bytes, counted while the body streams in. @default 1048576 */
   maxBodyBytes?: number;
+  /** Nesting levels a JSON request body may have. @default 64 */
+  maxJsonDepth?: number;
   clock?: Clock;
   random?: Random;
   logger?: Logger;
@@ -250,6 +252,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     clock,
     logger,
     ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.maxJsonDepth !== undefined ? { maxJsonDepth: options.maxJsonDepth } : {}),
     ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
   });
 

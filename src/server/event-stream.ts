@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { EnvelopeEvent } from '../core/envelope.ts';
-import type { Store } from '../store/store.ts';
+import type { ChangeNotice, Store } from '../store/store.ts';
 
 /**
  * Server-sent events from the durable event log: every event has `id: <seq>`, so a client that
@@ -71,9 +71,7 @@ export function eventStream(c: Context, o: EventStreamOptions): Response {
       dirty = true;
       wake?.();
     };
-    const unsubscribe = o.store.onChange((notice) => {
-      if (notice.kind === 'envelope' && (!o.envelopeId || notice.id === o.envelopeId)) poke();
-    });
+    const unsubscribe = streamWakeups(o.store).add(o.envelopeId ?? null, o.tenant, poke);
     const close = () => {
       closed = true;
       wake?.();
@@ -85,21 +83,16 @@ export function eventStream(c: Context, o: EventStreamOptions): Response {
         if (dirty) {
           dirty = false;
           for (;;) {
-            const events = await o.store.listEvents({
-              afterSeq: last,
-              tenant: o.tenant,
-              limit: 500,
-              ...(o.envelopeId ? { envelopeId: o.envelopeId } : {}),
-            });
+            const events = await streamWakeups(o.store).read(o.tenant, o.envelopeId ?? null, last);
             for (const e of events) {
               await stream.writeSSE({
                 id: String(e.seq),
                 event: e.type,
-                data: JSON.stringify(o.view ? o.view(e) : e),
+                data: o.view ? JSON.stringify(o.view(e)) : eventJson(e),
               });
               last = e.seq;
             }
-            if (events.length < 500 || closed) break;
+            if (events.length < PAGE || closed) break;
           }
           continue;
         }
@@ -122,4 +115,131 @@ export function eventStream(c: Context, o: EventStreamOptions): Response {
       o.signal?.removeEventListener('abort', close);
     }
   });
+}
+
+/**
+ * The change fan-out of a store's open streams: one store subscription, and each change wakes only the
+ * streams that can see it, those of its envelope and those of its envelope's tenant. Waking every
+ * stream on every change made each write cost one log read per open stream, whoever's it was.
+ *
+ * A change notice names the envelope but not its tenant, so the tenant is looked up once per envelope
+ * and remembered (an envelope never changes tenant); only when tenant-wide streams are open.
+ */
+class StreamWakeups {
+  private readonly byEnvelope = new Map<string, Set<() => void>>();
+  private readonly byTenant = new Map<string, Set<() => void>>();
+  private readonly tenantOf = new Map<string, string>();
+  private readonly lookups = new Map<string, Promise<string | null>>();
+  private unsubscribe: (() => void) | null = null;
+
+  private readonly reads = new Map<string, Promise<EnvelopeEvent[]>>();
+
+  constructor(private readonly store: Store) {}
+
+  /**
+   * The next page of the log after `afterSeq` for a tenant (or one envelope of it). Streams woken by
+   * the same change ask for the same page at once; they share one read while it is in flight, so one
+   * write costs one read per distinct position, not one per stream. The events are shared: never mutated.
+   */
+  read(tenant: string, envelopeId: string | null, afterSeq: number): Promise<EnvelopeEvent[]> {
+    const key = `${afterSeq}\u0000${tenant}\u0000${envelopeId ?? ''}`;
+    let pending = this.reads.get(key);
+    if (!pending) {
+      pending = this.store.listEvents({
+        afterSeq,
+        tenant,
+        limit: PAGE,
+        ...(envelopeId !== null ? { envelopeId } : {}),
+      });
+      this.reads.set(key, pending);
+      const forget = () => this.reads.delete(key);
+      pending.then(forget, forget);
+    }
+    return pending;
+  }
+
+  /** Calls `wake` on each change of `envelopeId`, or (null) of any envelope of `tenant`. */
+  add(envelopeId: string | null, tenant: string, wake: () => void): () => void {
+    const [index, key] = envelopeId === null ? [this.byTenant, tenant] : [this.byEnvelope, envelopeId];
+    let set = index.get(key);
+    if (!set) index.set(key, (set = new Set()));
+    // Wrapped, so one function added twice is woken twice and removed once per add.
+    const entry = () => wake();
+    set.add(entry);
+    this.unsubscribe ??= this.store.onChange((n) => this.notice(n));
+    return () => {
+      set.delete(entry);
+      if (set.size === 0 && index.get(key) === set) index.delete(key);
+      if (this.byEnvelope.size === 0 && this.byTenant.size === 0) {
+        this.unsubscribe?.();
+        this.unsubscribe = null;
+      }
+    };
+  }
+
+  private notice(n: ChangeNotice): void {
+    if (n.kind !== 'envelope') return;
+    wakeAll(this.byEnvelope.get(n.id));
+    if (this.byTenant.size === 0) return;
+    const tenant = this.tenantOf.get(n.id);
+    if (tenant !== undefined) wakeAll(this.byTenant.get(tenant));
+    else
+      void this.lookup(n.id).then((t) => {
+        if (t !== null) wakeAll(this.byTenant.get(t));
+        // Unknown tenant: wake them all; a wake-up that finds nothing new costs one read, a lost one
+        // costs latency until the next keep-alive read.
+        else for (const set of this.byTenant.values()) wakeAll(set);
+      });
+  }
+
+  private lookup(id: string): Promise<string | null> {
+    let pending = this.lookups.get(id);
+    if (!pending) {
+      pending = this.store.getEnvelope(id).then(
+        (env) => {
+          this.lookups.delete(id);
+          if (!env) return null;
+          if (this.tenantOf.size >= TENANT_CACHE_SIZE) {
+            // Oldest first: Map keeps insertion order.
+            this.tenantOf.delete(this.tenantOf.keys().next().value!);
+          }
+          this.tenantOf.set(id, env.tenant);
+          return env.tenant;
+        },
+        () => {
+          this.lookups.delete(id);
+          return null;
+        },
+      );
+      this.lookups.set(id, pending);
+    }
+    return pending;
+  }
+}
+
+const PAGE = 500;
+
+/** JSON of an event, once per event object: a shared read hands every woken stream the same objects. */
+const eventJsonCache = new WeakMap<EnvelopeEvent, string>();
+
+function eventJson(e: EnvelopeEvent): string {
+  let text = eventJsonCache.get(e);
+  if (text === undefined) eventJsonCache.set(e, (text = JSON.stringify(e)));
+  return text;
+}
+
+/** Envelopes whose tenant is remembered: the recently changed ones are what later changes touch. */
+const TENANT_CACHE_SIZE = 10_000;
+
+function wakeAll(set: Set<() => void> | undefined): void {
+  if (!set) return;
+  for (const wake of set) wake();
+}
+
+const wakeupsByStore = new WeakMap<Store, StreamWakeups>();
+
+function streamWakeups(store: Store): StreamWakeups {
+  let w = wakeupsByStore.get(store);
+  if (!w) wakeupsByStore.set(store, (w = new StreamWakeups(store)));
+  return w;
 }

@@ -9,6 +9,7 @@ import { ConfigError } from '../core/backoff.ts';
  */
 const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_argument: 400,
+  payload_too_large: 413,
   not_found: 404,
   conflict: 409,
   version_conflict: 409,
@@ -46,5 +47,7 @@ export function errorResponse(err: unknown): { status: ContentfulStatusCode; bod
 
 export function sendError(c: Context, err: unknown): Response {
   const { status, body } = errorResponse(err);
+  // A refused request body that may still be arriving: close rather than read the rest (request-body.ts).
+  if (isTaskplaneError(err) && err.details?.closeConnection === true) c.header('connection', 'close');
   return c.json(body, status);
 }

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
+import { DEFAULT_MAX_JSON_DEPTH } from '../core/bounded-json.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
@@ -12,6 +13,12 @@ import type { LabRequestHandler } from './lab-route.ts';
 import { createMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import type { StreamTickets } from './stream-tickets.ts';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_MAX_WEBHOOK_BYTES,
+  readBodyText,
+  type BodyLimits,
+} from './request-body.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
 
 export interface ServerAppOptions {
@@ -31,8 +38,12 @@ export interface ServerAppOptions {
   lab?: LabRequestHandler;
   /** Ends open SSE streams on shutdown. */
   signal: AbortSignal;
-  /** Webhook body limit. @default 1048576 */
+  /** Request body limit of the `/v1` API routes, in bytes; over it is 413. @default 1048576 (1 MiB) */
+  maxBodyBytes?: number;
+  /** Request body limit of the webhook route (no API key needed), in bytes. @default 65536 (64 KiB) */
   maxWebhookBytes?: number;
+  /** Nesting levels a JSON body may have on any route; deeper is 400. @default 64 */
+  maxJsonDepth?: number;
   /** prom-client default process metrics. @default true */
   defaultMetrics?: boolean;
 }
@@ -95,6 +106,9 @@ const STATIC_TYPES: Record<string, string> = {
 export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
   const metrics = createMetrics(o.plane, { defaultMetrics: o.defaultMetrics ?? true });
+  const maxJsonDepth = o.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const limits: BodyLimits = { maxBytes: o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxJsonDepth };
+  const maxWebhookBytes = o.maxWebhookBytes ?? DEFAULT_MAX_WEBHOOK_BYTES;
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/metrics', async (c) => {
@@ -116,9 +130,8 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   // takes no webhooks, a body it cannot read and a bad token all get the same 401.
   app.post('/v1/webhooks/:kind/:target', async (c) => {
     try {
-      const raw = await c.req.text();
-      if (raw.length > (o.maxWebhookBytes ?? 1024 * 1024))
-        throw new TaskplaneError('invalid_argument', 'body: too large', { field: 'body' });
+      // The connector parses the body; the scan as it arrives keeps its nesting within what later steps handle.
+      const raw = await readBodyText(c.req.raw, maxWebhookBytes, maxJsonDepth);
       const headers: Record<string, string> = {};
       c.req.raw.headers.forEach((v, k) => (headers[k] = v));
       const result = await o.plane.handleWebhook(c.req.param('target'), {
@@ -168,7 +181,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
       c.res = endWith(c.res, o.keys.streamSignal(key.id));
   });
   app.post('/v1/stream-tickets', (c) => c.json(o.tickets.issue(keyOf.get(c.req.raw)!), 201));
-  registerTaskRoutes(app, { plane: o.plane, store: o.store, signal: o.signal });
+  registerTaskRoutes(app, { plane: o.plane, store: o.store, signal: o.signal, limits });
 
   if (o.lab) {
     const lab = o.lab;

@@ -17,7 +17,7 @@ import type { PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
 import { labRoute } from './lab-route.ts';
-import { createServerApp, type MetricsAccess } from './server-app.ts';
+import { createServerApp, type MetricsAccess, type ServerAppOptions } from './server-app.ts';
 
 /** Options of `startServer`; every default is the CLI's. */
 export interface ServerOptions {
@@ -66,6 +66,8 @@ export interface ServerOptions {
   random?: Random;
   /** prom-client process metrics (off in tests that start many servers). @default true */
   defaultMetrics?: boolean;
+  /** Request body limits and JSON nesting limit (server-app.ts and docs/security.md give the defaults). */
+  limits?: Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>;
   /**
    * Names this plane process as the owner of its leases; unique per process sharing a database.
    * @default `plane@<hostname>:<port>`, or a random id with port 0
@@ -263,6 +265,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     ...(options.dashboard === false ? {} : { dashboardDir: DASHBOARD_DIR }),
     ...(options.lab === false ? {} : { lab: labRoute(ROOT_DIR, logger.child({ part: 'lab-page' })) }),
     ...(options.defaultMetrics !== undefined ? { defaultMetrics: options.defaultMetrics } : {}),
+    ...options.limits,
   });
   handler = (req) => app.fetch(req);
   await plane.start();

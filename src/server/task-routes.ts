@@ -7,6 +7,7 @@ import type { Plane } from '../plane/plane.ts';
 import type { Store } from '../store/store.ts';
 import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
 import { sendError } from './http-errors.ts';
+import { readJsonObject, type BodyLimits } from './request-body.ts';
 
 /** Hono variables set by the auth middleware. */
 export type ServerEnv = { Variables: { tenant: string; keyId: string } };
@@ -30,20 +31,6 @@ export function taskView(env: Envelope): Record<string, unknown> {
 
 export function eventView(e: EnvelopeEvent): EnvelopeEvent {
   return e;
-}
-
-async function jsonBody(req: Request): Promise<Record<string, unknown>> {
-  const text = await req.text();
-  if (!text) return {};
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new TaskplaneError('invalid_argument', 'body: not valid JSON', { field: 'body' });
-  }
-  if (!body || typeof body !== 'object' || Array.isArray(body))
-    throw new TaskplaneError('invalid_argument', 'body: must be a JSON object', { field: 'body' });
-  return body as Record<string, unknown>;
 }
 
 function timeParam(field: string, raw: string | undefined): number | undefined {
@@ -87,9 +74,10 @@ function createWait(prefer: string | undefined, query: string | undefined): 'sta
 
 export function registerTaskRoutes(
   app: Hono<ServerEnv>,
-  deps: { plane: Plane; store: Store; signal: AbortSignal },
+  deps: { plane: Plane; store: Store; signal: AbortSignal; limits: BodyLimits },
 ): void {
   const { plane, store } = deps;
+  const jsonBody = (req: Request) => readJsonObject(req, deps.limits);
 
   app.post('/v1/tasks', async (c) => {
     try {

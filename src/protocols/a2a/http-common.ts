@@ -1,3 +1,4 @@
+import { JsonTooDeepError, parseBoundedJson } from '../../core/bounded-json.ts';
 import type { Clock } from '../../core/clock.ts';
 import { A2AError, toA2AError } from './errors.ts';
 import type { A2ARequestHandler, Authenticate, CallContext, HeaderReader } from './handler.ts';
@@ -14,8 +15,10 @@ export interface BindingOptions {
   handler: A2ARequestHandler;
   authenticate: Authenticate;
   clock: Clock;
-  /** @default 1048576 (1 MiB) */
+  /** Request body limit in bytes, counted while the body streams in; over it is 413. @default 1048576 (1 MiB) */
   maxBodyBytes?: number;
+  /** Nesting levels of arrays and objects a request body may have; deeper is an invalid request. @default 64 */
+  maxJsonDepth?: number;
   /** @default 15000 */
   keepAliveMs?: number;
   /** Reports errors that reach the edge as InternalError (the client sees no internal text). */
@@ -126,11 +129,16 @@ function reportInternal(options: BindingOptions, err: unknown): void {
   if (!(err instanceof A2AError)) options.onInternalError?.(err);
 }
 
-/** JSON.parse that throws the protocol's parse error. */
-export function parseJson(text: string): unknown {
+/**
+ * JSON.parse that throws the protocol's parse error, and refuses nesting deeper than `maxDepth` as an
+ * invalid request (JSON-RPC -32600, HTTP+JSON 400) before building anything: the decoders and
+ * serializers after it recurse.
+ */
+export function parseJson(text: string, maxDepth: number): unknown {
   try {
-    return JSON.parse(text) as unknown;
-  } catch {
+    return parseBoundedJson(text, maxDepth);
+  } catch (err) {
+    if (err instanceof JsonTooDeepError) throw new A2AError('InvalidRequestError', err.message);
     throw new A2AError('JSONParseError');
   }
 }

@@ -10,6 +10,7 @@ import {
   decodeSendMessageRequest,
   decodeSubscribeToTaskRequest,
 } from './decode.ts';
+import { DEFAULT_MAX_JSON_DEPTH } from '../../core/bounded-json.ts';
 import { A2AError, jsonRpcError, jsonRpcErrorResponse } from './errors.ts';
 import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
 import {
@@ -77,12 +78,13 @@ const STREAMING = new Map<string, StreamCall>([
  */
 export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Promise<HttpReply> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
   const replies = jsonReplies(options, 'application/json');
   return async (req) => {
     let id: JsonRpcId = null;
     try {
       if (req.method !== 'POST') throw new A2AError('InvalidRequestError', 'JSON-RPC requests are POSTed');
-      const envelope = parseJson(await req.text(maxBody));
+      const envelope = parseJson(await req.text(maxBody), maxDepth);
       if (Array.isArray(envelope))
         throw new A2AError('InvalidRequestError', 'Batch requests are not supported');
       if (envelope === null || typeof envelope !== 'object') throw new A2AError('InvalidRequestError');

@@ -10,6 +10,7 @@ import {
   decodeSendMessageRequest,
   decodeSubscribeToTaskRequest,
 } from './decode.ts';
+import { DEFAULT_MAX_JSON_DEPTH } from '../../core/bounded-json.ts';
 import { A2AError, invalidParams, restError } from './errors.ts';
 import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
 import {
@@ -62,6 +63,12 @@ interface Route {
   params: unknown;
 }
 
+/** A body's limits: bytes while it streams in, nesting levels when it is parsed. */
+interface BodyLimits {
+  bytes: number;
+  depth: number;
+}
+
 function route<P>(op: Operation<P>, params: P): Route {
   return { op: op as Operation<unknown>, params };
 }
@@ -106,7 +113,10 @@ const NO_CONTENT: JsonReply = Object.freeze({
  * google.rpc.Status bodies with the spec's HTTP status. Never rejects.
  */
 export function restCore(options: RestBindingOptions): (req: HttpRequest) => Promise<HttpReply> {
-  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const limits: BodyLimits = {
+    bytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    depth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH,
+  };
   const base = options.basePath.replace(/\/+$/, '');
   const replies = jsonReplies(options, A2A_CONTENT_TYPE);
   return async (req) => {
@@ -119,7 +129,7 @@ export function restCore(options: RestBindingOptions): (req: HttpRequest) => Pro
         tenant = segments[0];
         segments = segments.slice(1);
       }
-      const { op, params } = await matchRoute(req, segments, tenant, maxBody);
+      const { op, params } = await matchRoute(req, segments, tenant, limits);
       checkVersion(req);
       const ctx = callContext(req, await options.authenticate(req.headers));
       if (tenant) ctx.tenant = tenant;
@@ -163,10 +173,10 @@ function queryObject(q: URLSearchParams): Record<string, unknown> {
 }
 
 /** The JSON object body; an empty or blank one is `{}`. */
-async function readBody(req: HttpRequest, maxBody: number): Promise<Record<string, unknown>> {
-  const text = await req.text(maxBody);
+async function readBody(req: HttpRequest, limits: BodyLimits): Promise<Record<string, unknown>> {
+  const text = await req.text(limits.bytes);
   if (text.trim() === '') return {};
-  return asObject(parseJson(text), 'body');
+  return asObject(parseJson(text, limits.depth), 'body');
 }
 
 /** Splits `abc:cancel` into id and verb; ids of ours never contain `:`. */
@@ -184,13 +194,13 @@ async function matchRoute(
   req: HttpRequest,
   s: string[],
   tenant: string | undefined,
-  maxBody: number,
+  limits: BodyLimits,
 ): Promise<Route> {
   const method = req.method;
   if (s.length === 1 && s[0] === 'message:send' && method === 'POST')
-    return route(SEND, decodeSendMessageRequest(withTenant(await readBody(req, maxBody), tenant)));
+    return route(SEND, decodeSendMessageRequest(withTenant(await readBody(req, limits), tenant)));
   if (s.length === 1 && s[0] === 'message:stream' && method === 'POST')
-    return route(STREAM, decodeSendMessageRequest(withTenant(await readBody(req, maxBody), tenant)));
+    return route(STREAM, decodeSendMessageRequest(withTenant(await readBody(req, limits), tenant)));
   if (s.length === 1 && s[0] === 'extendedAgentCard' && method === 'GET')
     return route(EXTENDED_CARD, withTenant({}, tenant));
   if (s[0] !== 'tasks') throw notFound(method, s);
@@ -204,7 +214,7 @@ async function matchRoute(
         decodeGetTaskRequest(withTenant({ ...queryObject(req.searchParams), id }, tenant)),
       );
     if (verb === 'cancel' && method === 'POST') {
-      const body = await readBody(req, maxBody);
+      const body = await readBody(req, limits);
       return route(CANCEL_TASK, decodeCancelTaskRequest(withTenant({ ...body, id }, tenant)));
     }
     if (verb === 'subscribe' && (method === 'GET' || method === 'POST'))
@@ -214,7 +224,7 @@ async function matchRoute(
   if (s[2] !== 'pushNotificationConfigs') throw notFound(method, s);
   const taskId = s[1]!;
   if (s.length === 3 && method === 'POST') {
-    const body = await readBody(req, maxBody);
+    const body = await readBody(req, limits);
     for (const named of [body.taskId, body.task_id]) {
       if (typeof named === 'string' && named !== '' && named !== taskId)
         throw invalidParams('taskId', 'does not match the task in the path');

@@ -1,0 +1,91 @@
+import { JsonDepthScanner, JsonTooDeepError, parseBoundedJson } from '../core/bounded-json.ts';
+import { TaskplaneError } from '../core/errors.ts';
+
+/**
+ * The one way the plane's routes read a request body: counted in bytes while it streams in, so a body
+ * over the limit is refused (413) after at most `limit` bytes are held, never read whole first; and
+ * JSON parsed with a nesting limit (400), so no later step recurses past the stack.
+ */
+export interface BodyLimits {
+  /** Bytes a body may have. */
+  maxBytes: number;
+  /** Nesting levels of arrays and objects a JSON body may have. */
+  maxJsonDepth: number;
+}
+
+/** What the API routes take. A task's input is carried inline; large content belongs behind a URL. */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * What the webhook route takes. It answers callers without an API key, and a push is a wake-up signal
+ * (the plane fetches the task when it needs more), so its limit is small.
+ */
+export const DEFAULT_MAX_WEBHOOK_BYTES = 64 * 1024;
+
+/**
+ * A refused body still arriving would be read to its end (up to 64 MiB) to keep the connection; these
+ * errors carry `closeConnection`, and the answer closes it instead (RFC 9110 §15.5.14 allows it for 413).
+ */
+export function payloadTooLarge(limit: number): TaskplaneError {
+  return new TaskplaneError('payload_too_large', `body: larger than ${limit} bytes`, {
+    field: 'body',
+    details: { closeConnection: true },
+  });
+}
+
+export function tooDeep(maxDepth: number): TaskplaneError {
+  return new TaskplaneError('invalid_argument', `body: ${new JsonTooDeepError(maxDepth).message}`, {
+    field: 'body',
+    details: { closeConnection: true },
+  });
+}
+
+/**
+ * The body as UTF-8 text. A declared Content-Length over the limit is refused before any byte is read;
+ * otherwise the stream is counted chunk by chunk and cancelled at the first chunk past the limit. With
+ * `maxJsonDepth`, nesting is scanned as the chunks arrive and a body past it is refused there too.
+ */
+export async function readBodyText(req: Request, maxBytes: number, maxJsonDepth?: number): Promise<string> {
+  const declared = Number(req.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) throw payloadTooLarge(maxBytes);
+  if (!req.body) return '';
+  const reader = req.body.getReader();
+  const depth = maxJsonDepth === undefined ? null : new JsonDepthScanner(maxJsonDepth);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw payloadTooLarge(maxBytes);
+    }
+    if (depth && !depth.feed(value)) {
+      await reader.cancel().catch(() => undefined);
+      throw tooDeep(depth.maxDepth);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/** Parses `text` as JSON within the depth limit; bad or too deep JSON is a 400 naming `body`. */
+export function parseJsonBody(text: string, maxJsonDepth: number): unknown {
+  try {
+    return parseBoundedJson(text, maxJsonDepth);
+  } catch (err) {
+    const message = err instanceof JsonTooDeepError ? err.message : 'not valid JSON';
+    throw new TaskplaneError('invalid_argument', `body: ${message}`, { field: 'body' });
+  }
+}
+
+/** A JSON object body within the limits; an empty body is `{}`. */
+export async function readJsonObject(req: Request, limits: BodyLimits): Promise<Record<string, unknown>> {
+  const text = await readBodyText(req, limits.maxBytes, limits.maxJsonDepth);
+  if (!text) return {};
+  const body = parseJsonBody(text, limits.maxJsonDepth);
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new TaskplaneError('invalid_argument', 'body: must be a JSON object', { field: 'body' });
+  return body as Record<string, unknown>;
+}

@@ -1,0 +1,86 @@
+import pino from 'pino';
+import { SystemClock, type Clock } from '../../src/core/clock.ts';
+import type { Connector } from '../../src/connectors/connector.ts';
+import { CryptoRandom } from '../../src/core/random.ts';
+import { Plane } from '../../src/plane/plane.ts';
+import { KeyRing, seedApiKeys } from '../../src/server/api-keys.ts';
+import { StreamTickets } from '../../src/server/stream-tickets.ts';
+import { createServerApp, type ServerAppOptions } from '../../src/server/server-app.ts';
+import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { FakeRemote } from '../plane/fake-remote.ts';
+
+export const KEY_A = 'key-aaaaaaaaaaaaaaaa';
+export const KEY_B = 'key-bbbbbbbbbbbbbbbb';
+
+export interface PlaneAppOptions {
+  limits?: Partial<Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>>;
+  store?: Store;
+  /** @default a SystemClock; a VirtualClock keeps the engine's timed work (polls, retries) from running. */
+  clock?: Clock;
+  /** Targets beside `fake`. */
+  connectors?: Record<string, Connector>;
+}
+
+/**
+ * The plane's HTTP app served in process (`app.fetch`, no socket) over a memory store and a fake remote
+ * target `fake`, with tenants `alpha` (KEY_A) and `beta` (KEY_B).
+ */
+export async function planeApp(o: PlaneAppOptions = {}) {
+  const clock = o.clock ?? new SystemClock();
+  const store = o.store ?? new MemoryStore();
+  const remote = new FakeRemote(clock);
+  const connectors: Record<string, Connector> = { ...o.connectors, fake: remote.connector('fake') };
+  const plane = new Plane({
+    clock,
+    random: new CryptoRandom(),
+    store,
+    connectors: (t) => (Object.hasOwn(connectors, t) ? connectors[t] : undefined),
+    options: { publicUrl: 'http://plane.test' },
+  });
+  await plane.start();
+  const shutdown = new AbortController();
+  const random = new CryptoRandom();
+  await seedApiKeys({ env: `alpha:${KEY_A},beta:${KEY_B}`, store, clock, random });
+  const app = createServerApp({
+    plane,
+    store,
+    keys: new KeyRing({ store, clock }),
+    tickets: await StreamTickets.open({ store, clock, random }),
+    logger: pino({ level: 'silent' }),
+    signal: shutdown.signal,
+    defaultMetrics: false,
+    ...o.limits,
+  });
+  const fetch = (path: string, init: RequestInit = {}) =>
+    app.fetch(new Request(`http://plane.test${path}`, { duplex: 'half', ...init } as RequestInit));
+  return {
+    app,
+    clock,
+    connectors,
+    fetch,
+    store,
+    remote,
+    plane,
+    async close() {
+      shutdown.abort();
+      await plane.stop();
+      await store.close();
+    },
+  };
+}
+
+/** A body that yields `chunk` forever, counting how many chunks were pulled from it. */
+export function endlessBody(chunk: Uint8Array): { body: ReadableStream<Uint8Array>; pulled: () => number } {
+  let pulled = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      pulled++;
+      controller.enqueue(chunk);
+    },
+  });
+  return { body, pulled: () => pulled };
+}
+
+/** JSON text nested `depth` levels deep in arrays. */
+export const deepArray = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
