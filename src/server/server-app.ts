@@ -129,9 +129,16 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   // It needs no API key, so it must not tell a stranger which targets exist: an unknown target, one that
   // takes no webhooks, a body it cannot read and a bad token all get the same 401.
   app.post('/v1/webhooks/:kind/:target', async (c) => {
+    let raw: string;
     try {
-      // The connector parses the body; the scan as it arrives keeps its nesting within what later steps handle.
-      const raw = await readBodyText(c.req.raw, maxWebhookBytes, maxJsonDepth);
+      // The connector parses the body; the scan as it arrives keeps its nesting within what later steps
+      // handle. A body over the size or nesting limit gets its own answer (413, 400): the limits are the
+      // same for every target, so that answer says nothing about which targets exist.
+      raw = await readBodyText(c.req.raw, maxWebhookBytes, maxJsonDepth);
+    } catch (err) {
+      return sendError(c, err);
+    }
+    try {
       const headers: Record<string, string> = {};
       c.req.raw.headers.forEach((v, k) => (headers[k] = v));
       const result = await o.plane.handleWebhook(c.req.param('target'), {
@@ -141,8 +148,6 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
       });
       return c.json({ status: result.status }, 200);
     } catch (err) {
-      if (err instanceof TaskplaneError && err.field === 'body' && /too large/.test(err.message))
-        return sendError(c, err);
       // A store or remote that is down is the same for every target: let the sender retry.
       if (err instanceof TaskplaneError && (err.code === 'unavailable' || err.code === 'timeout'))
         return sendError(c, err);

@@ -73,7 +73,7 @@ describe('request bodies are limited while they stream in', () => {
     const body = JSON.stringify({ target: 'fake', input: { text: 'x'.repeat(1500) } });
     expect(body.length).toBeLessThan(2048);
     const res = await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body });
-    expect(res.status).toBe(201);
+    expect(res.status).toBe(202);
   });
 });
 
@@ -88,7 +88,7 @@ describe('JSON nesting is limited at parse time', () => {
 
   it('nesting at the configured limit is taken, one level more is refused', async () => {
     const at = `{"target":"fake","input":${deepArray(7)}}`;
-    expect((await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body: at })).status).toBe(201);
+    expect((await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body: at })).status).toBe(202);
     const over = `{"target":"fake","input":${deepArray(8)}}`;
     expect((await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body: over })).status).toBe(400);
   });
@@ -106,7 +106,7 @@ describe('JSON nesting is limited at parse time', () => {
 
   it('brackets inside strings do not count', async () => {
     const body = JSON.stringify({ target: 'fake', input: { text: '['.repeat(100) + '{'.repeat(100) } });
-    expect((await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body })).status).toBe(201);
+    expect((await small.fetch('/v1/tasks', { method: 'POST', headers: auth, body })).status).toBe(202);
   });
 
   it('a deeply nested body on the other routes and the webhook route is a 400, never a 500', async () => {

@@ -101,13 +101,13 @@ describe('SSE fan-out', () => {
 
     const streamB = open(KEY_B, '/v1/events?from=now');
     await counting.reached('beta', 1);
-    expect((await create(KEY_B, { n: 1 })).status).toBe(201);
+    expect((await create(KEY_B, { n: 1 })).status).toBe(202);
     expect(await streamB.first).toBe('created');
     await settle();
     expect(counting.readsOf('alpha') - before).toBe(0);
 
     const beforeOwn = counting.readsOf('alpha');
-    expect((await create(KEY_A, { n: 2 })).status).toBe(201);
+    expect((await create(KEY_A, { n: 2 })).status).toBe(202);
     const firsts = await Promise.all(streamsA.map((s) => s.first));
     expect(firsts.every((t) => t === 'created')).toBe(true);
     await settle();
