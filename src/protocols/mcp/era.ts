@@ -8,6 +8,7 @@ import {
   type JsonObject,
   type JsonValue,
   type RequestMeta,
+  type ServerCapabilities,
 } from './types.ts';
 
 /**
@@ -76,8 +77,8 @@ export function requireTasksDeclared(meta: RequestMeta): void {
  * Whether a `server/discover` result advertises the extension. Exactly an empty object: the official
  * requester treats any other value as unsupported, so this side reads it the same way.
  */
-export function advertisesTasks(capabilities: JsonObject): boolean {
-  const ext = capabilities.extensions;
+export function advertisesTasks(capabilities: ServerCapabilities | JsonObject): boolean {
+  const ext = capabilities.extensions as JsonValue | undefined;
   if (!isObject(ext)) return false;
   const v = ext[TASKS_EXTENSION];
   return isObject(v) && Object.keys(v).length === 0;

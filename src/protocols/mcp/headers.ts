@@ -63,7 +63,6 @@ export function decodeHeaderText(raw: string): string | undefined {
 
 /** The header form of a value: plain when it is printable ASCII, base64 otherwise. */
 export function encodeHeaderText(value: string): string {
-  // eslint-disable-next-line no-control-regex
   return /^[\x20-\x7e]*$/.test(value) && value.trim() === value
     ? value
     : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
