@@ -1,4 +1,4 @@
-import { methodNotFound, missingRequiredClientCapability } from './errors.ts';
+import { methodNotFound, missingRequiredClientCapability, unsupportedProtocolVersion } from './errors.ts';
 import {
   LEGACY_PROTOCOL_VERSION,
   MODERN_PROTOCOL_VERSION,
@@ -66,6 +66,16 @@ export function declaresTasks(capabilities: ClientCapabilities | RequestMeta): b
       : (capabilities as ClientCapabilities);
   const ext = caps.extensions;
   return isObject(ext as JsonValue | undefined) && isObject((ext as JsonObject)[TASKS_EXTENSION]);
+}
+
+/**
+ * The era a stateless request's `_meta` version selects, or -32022 with the supported list. The HTTP
+ * header check does the same from `MCP-Protocol-Version`; this covers transports without headers.
+ */
+export function eraOfRequest(meta: RequestMeta): Era {
+  const era = eraOf(meta.protocolVersion);
+  if (era === undefined) throw unsupportedProtocolVersion(meta.protocolVersion);
+  return era;
 }
 
 /** -32021 with `requiredCapabilities` unless the request declared the extension. */

@@ -20,6 +20,7 @@ import {
   checkTaskMethod,
   declaresTasks,
   discoverFallback,
+  eraOfRequest,
   negotiateInitializeVersion,
   pickVersion,
   requireTasksDeclared,
@@ -204,6 +205,14 @@ describe('era negotiation', () => {
     expect(discoverFallback(200, -32601)).toBe('legacy');
     expect(discoverFallback(401)).toBe('error');
     expect(discoverFallback(503)).toBe('error');
+  });
+
+  it('a _meta version we do not speak is -32022 naming what we do', () => {
+    expect(eraOfRequest(decodeRequestMeta({ _meta: META }))).toBe('modern');
+    const meta = decodeRequestMeta({ _meta: requestMeta({ protocolVersion: '2030-01-01' }) });
+    expect(() => eraOfRequest(meta)).toThrow(
+      expect.objectContaining({ rpcCode: -32022, data: expect.objectContaining({ requested: '2030-01-01' }) }),
+    );
   });
 
   it('the legacy create result is nested with ttl/pollInterval, and tasks/result is tagged with its task', () => {
