@@ -1,5 +1,18 @@
 import { invalidResult } from './errors.ts';
-import { type Fail, type Obj, int, json, jsonObj, obj, optInt, optJsonObj, optStr, own, str, strArray } from './fields.ts';
+import {
+  type Fail,
+  type Obj,
+  int,
+  json,
+  jsonObj,
+  obj,
+  optInt,
+  optJsonObj,
+  optStr,
+  own,
+  str,
+  strArray,
+} from './fields.ts';
 import { decodeInputRequests } from './input.ts';
 import { decodeImplementation } from './decode.ts';
 import {
@@ -21,7 +34,7 @@ import {
 /**
  * Decoders for what a 2026-07-28 server answers: the task shapes of the tasks extension, the three
  * possible answers to `tools/call`, `server/discover`, and `notifications/tasks`. Errors are
- * InvalidResult naming the field (`result.ttlMs`). Where the digest records servers in the field that
+ * InvalidResult naming the field (`result.ttlMs`). Where servers in the field are known to
  * leave `resultType` out (plain results and embedded task results), a missing one means `"complete"`;
  * the `tasks/*` methods exist only in this era, so their results must carry it.
  */
@@ -43,7 +56,8 @@ function meta(o: Obj, path: string): { _meta?: JsonObject } {
 export function decodeTask(v: unknown, path = 'result'): Task {
   const o = obj(v, path, fail);
   for (const legacy of ['ttl', 'pollInterval']) {
-    if (own(o, legacy) !== undefined) throw fail(`${path}.${legacy}`, 'legacy field; expected ttlMs/pollIntervalMs');
+    if (own(o, legacy) !== undefined)
+      throw fail(`${path}.${legacy}`, 'legacy field; expected ttlMs/pollIntervalMs');
   }
   const status = str(o, 'status', path, fail);
   if (!(TASK_STATUSES as readonly string[]).includes(status)) {
@@ -81,7 +95,11 @@ export function decodeDetailedTask(v: unknown, path = 'result'): DetailedTask {
   const o = v as Obj;
   switch (task.status) {
     case 'input_required':
-      return { ...task, status: 'input_required', inputRequests: decodeInputRequests(own(o, 'inputRequests'), `${path}.inputRequests`, fail) };
+      return {
+        ...task,
+        status: 'input_required',
+        inputRequests: decodeInputRequests(own(o, 'inputRequests'), `${path}.inputRequests`, fail),
+      };
     case 'completed':
       return { ...task, status: 'completed', result: jsonObj(own(o, 'result'), `${path}.result`, fail) };
     case 'failed':
@@ -118,9 +136,11 @@ export function decodeAckResult(v: unknown, path = 'result'): AckResult {
 
 export function decodeInputRequiredResult(v: unknown, path = 'result'): InputRequiredResult {
   const o = obj(v, path, fail);
-  if (resultType(o, path, true) !== 'input_required') throw fail(`${path}.resultType`, 'expected "input_required"');
+  if (resultType(o, path, true) !== 'input_required')
+    throw fail(`${path}.resultType`, 'expected "input_required"');
   const out: InputRequiredResult = { resultType: 'input_required', ...meta(o, path) };
-  if (own(o, 'inputRequests') !== undefined) out.inputRequests = decodeInputRequests(o.inputRequests, `${path}.inputRequests`, fail);
+  if (own(o, 'inputRequests') !== undefined)
+    out.inputRequests = decodeInputRequests(o.inputRequests, `${path}.inputRequests`, fail);
   const state = optStr(o, 'requestState', path, fail);
   if (state !== undefined) out.requestState = state;
   if (out.inputRequests === undefined && out.requestState === undefined) {
@@ -134,7 +154,11 @@ export function decodeCallToolResult(v: unknown, path = 'result'): CallToolResul
   if (resultType(o, path, false) !== 'complete') throw fail(`${path}.resultType`, 'expected "complete"');
   const content = own(o, 'content');
   if (!Array.isArray(content)) throw fail(`${path}.content`, 'expected an array');
-  const out: CallToolResult = { resultType: 'complete', content: content.map((c, i) => jsonObj(c, `${path}.content[${i}]`, fail)), ...meta(o, path) };
+  const out: CallToolResult = {
+    resultType: 'complete',
+    content: content.map((c, i) => jsonObj(c, `${path}.content[${i}]`, fail)),
+    ...meta(o, path),
+  };
   const sc = optJsonObj(o, 'structuredContent', path, fail);
   if (sc !== undefined) out.structuredContent = sc;
   const isError = own(o, 'isError');
@@ -159,10 +183,15 @@ export function decodeToolCallAnswer(v: unknown, declaredTasks: boolean, path = 
   const o = obj(v, path, fail);
   const type = resultType(o, path, false);
   if (type === 'task') {
-    if (!declaredTasks) throw fail(`${path}.resultType`, '"task" answered to a request that did not declare the tasks extension');
+    if (!declaredTasks)
+      throw fail(
+        `${path}.resultType`,
+        '"task" answered to a request that did not declare the tasks extension',
+      );
     return { kind: 'task', result: decodeCreateTaskResult(o, path) };
   }
-  if (type === 'input_required') return { kind: 'input_required', result: decodeInputRequiredResult(o, path) };
+  if (type === 'input_required')
+    return { kind: 'input_required', result: decodeInputRequiredResult(o, path) };
   if (type === 'complete') return { kind: 'complete', result: decodeCallToolResult(o, path) };
   throw fail(`${path}.resultType`, `unsupported result type ${JSON.stringify(type)}`);
 }
@@ -176,7 +205,8 @@ export function decodeDiscoverResult(v: unknown, path = 'result'): DiscoverResul
     capabilities: jsonObj(own(o, 'capabilities'), `${path}.capabilities`, fail) as ServerCapabilities,
     ...meta(o, path),
   };
-  if (own(o, 'serverInfo') !== undefined) out.serverInfo = decodeImplementation(o.serverInfo, `${path}.serverInfo`, fail);
+  if (own(o, 'serverInfo') !== undefined)
+    out.serverInfo = decodeImplementation(o.serverInfo, `${path}.serverInfo`, fail);
   const instructions = optStr(o, 'instructions', path, fail);
   if (instructions !== undefined) out.instructions = instructions;
   const ttl = optInt(o, 'ttlMs', path, 0, fail);
@@ -187,7 +217,10 @@ export function decodeDiscoverResult(v: unknown, path = 'result'): DiscoverResul
 }
 
 /** `notifications/tasks` params: the same `DetailedTask` `tasks/get` would return. */
-export function decodeTaskNotificationParams(v: unknown, path = 'params'): DetailedTask & { _meta?: JsonObject } {
+export function decodeTaskNotificationParams(
+  v: unknown,
+  path = 'params',
+): DetailedTask & { _meta?: JsonObject } {
   const o = obj(v, path, fail);
   return { ...decodeDetailedTask(o, path), ...meta(o, path) };
 }

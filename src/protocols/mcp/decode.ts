@@ -58,7 +58,8 @@ export function decodeMessage(body: unknown): IncomingMessage {
   if (!isObj(body)) throw invalidRequest('body', 'expected a JSON-RPC object');
   if (own(body, 'jsonrpc') !== '2.0') throw invalidRequest('jsonrpc', 'expected "2.0"');
   const method = own(body, 'method');
-  if (typeof method !== 'string' || method.length === 0) throw invalidRequest('method', 'expected a non-empty string');
+  if (typeof method !== 'string' || method.length === 0)
+    throw invalidRequest('method', 'expected a non-empty string');
   const p = own(body, 'params');
   if (p !== undefined && !isObj(p)) throw invalidRequest('params', 'expected an object');
   const params = p === undefined ? undefined : (json(p, 'params', invalidRequest) as Obj);
@@ -177,5 +178,8 @@ export function decodeSubscriptionsListenParams(params: Obj | undefined): Subscr
 
 /** True when the decoders above raised this error: bad input rather than a fault of ours. */
 export function isDecodeError(e: unknown): e is McpError {
-  return e instanceof McpError && (e.code === 'InvalidParams' || e.code === 'InvalidRequest' || e.code === 'ParseError');
+  return (
+    e instanceof McpError &&
+    (e.code === 'InvalidParams' || e.code === 'InvalidRequest' || e.code === 'ParseError')
+  );
 }

@@ -26,7 +26,10 @@ import {
  * success. Output is checked against the extension's schema in test/protocols/mcp.
  */
 
-export function resultResponse(id: JsonRpcId, result: object): { jsonrpc: '2.0'; id: JsonRpcId; result: object } {
+export function resultResponse(
+  id: JsonRpcId,
+  result: object,
+): { jsonrpc: '2.0'; id: JsonRpcId; result: object } {
   return { jsonrpc: '2.0', id, result };
 }
 
@@ -102,7 +105,10 @@ export function ackResult(): AckResult {
   return { resultType: 'complete' };
 }
 
-export function inputRequiredResult(inputRequests: InputRequests | undefined, requestState?: string): InputRequiredResult {
+export function inputRequiredResult(
+  inputRequests: InputRequests | undefined,
+  requestState?: string,
+): InputRequiredResult {
   const out: InputRequiredResult = { resultType: 'input_required' };
   if (inputRequests !== undefined) out.inputRequests = inputRequests;
   if (requestState !== undefined) out.requestState = requestState;
@@ -152,7 +158,10 @@ export function taskNotification(t: DetailedTask, subscriptionId: string): Notif
   return {
     jsonrpc: '2.0',
     method: 'notifications/tasks',
-    params: { ...(detailedTask(t) as unknown as JsonObject), _meta: { [META.subscriptionId]: subscriptionId } },
+    params: {
+      ...(detailedTask(t) as unknown as JsonObject),
+      _meta: { [META.subscriptionId]: subscriptionId },
+    },
   };
 }
 

@@ -44,7 +44,7 @@ export function pickVersion(
 
 /**
  * What a failed `server/discover` means for a client probing the era. A legacy server answers it as
- * an unknown method or, when stateful, refuses it for lacking a session (HTTP 400); those mean "try
+ * an unknown method or, when stateful, refuses it for lacking the state `initialize` sets up (HTTP 400); those mean "try
  * `initialize`". Authentication failures and server errors are not era answers and are reported as is.
  */
 export function discoverFallback(httpStatus: number, rpcCode?: number): 'legacy' | 'error' {
@@ -97,8 +97,17 @@ export function advertisesTasks(capabilities: ServerCapabilities | JsonObject): 
 /** Methods of the 2025 experimental tasks the extension removed; they are unknown methods there. */
 export const REMOVED_IN_MODERN: ReadonlySet<string> = new Set(['tasks/result', 'tasks/list']);
 
-export const MODERN_TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
-export const LEGACY_TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
+export const MODERN_TASK_METHODS: ReadonlySet<string> = new Set([
+  'tasks/get',
+  'tasks/update',
+  'tasks/cancel',
+]);
+export const LEGACY_TASK_METHODS: ReadonlySet<string> = new Set([
+  'tasks/get',
+  'tasks/result',
+  'tasks/list',
+  'tasks/cancel',
+]);
 
 /** -32601 (HTTP 404) for a tasks method the era does not have. */
 export function checkTaskMethod(method: string, era: Era): void {

@@ -81,15 +81,30 @@ export function parseError(reason: string): McpError {
 }
 
 export function invalidRequest(field: string, reason: string): McpError {
-  return new McpError('InvalidRequest', `${MCP_ERRORS.InvalidRequest.message}: ${field}: ${reason}`, { field }, field);
+  return new McpError(
+    'InvalidRequest',
+    `${MCP_ERRORS.InvalidRequest.message}: ${field}: ${reason}`,
+    { field },
+    field,
+  );
 }
 
 export function invalidParams(field: string, reason: string): McpError {
-  return new McpError('InvalidParams', `${MCP_ERRORS.InvalidParams.message}: ${field}: ${reason}`, { field }, field);
+  return new McpError(
+    'InvalidParams',
+    `${MCP_ERRORS.InvalidParams.message}: ${field}: ${reason}`,
+    { field },
+    field,
+  );
 }
 
 export function invalidResult(field: string, reason: string): McpError {
-  return new McpError('InvalidResult', `${MCP_ERRORS.InvalidResult.message}: ${field}: ${reason}`, { field }, field);
+  return new McpError(
+    'InvalidResult',
+    `${MCP_ERRORS.InvalidResult.message}: ${field}: ${reason}`,
+    { field },
+    field,
+  );
 }
 
 export function methodNotFound(method: string): McpError {

@@ -62,7 +62,13 @@ export function int(v: unknown, field: string, min: number, fail: Fail = invalid
   return v;
 }
 
-export function optInt(o: Obj, key: string, path: string, min: number, fail: Fail = invalidParams): number | undefined {
+export function optInt(
+  o: Obj,
+  key: string,
+  path: string,
+  min: number,
+  fail: Fail = invalidParams,
+): number | undefined {
   const v = own(o, key);
   return v === undefined ? undefined : int(v, `${path}.${key}`, min, fail);
 }
@@ -99,7 +105,12 @@ export function jsonObj(v: unknown, field: string, fail: Fail = invalidParams): 
   return json(v, field, fail) as JsonObject;
 }
 
-export function optJsonObj(o: Obj, key: string, path: string, fail: Fail = invalidParams): JsonObject | undefined {
+export function optJsonObj(
+  o: Obj,
+  key: string,
+  path: string,
+  fail: Fail = invalidParams,
+): JsonObject | undefined {
   const v = own(o, key);
   return v === undefined ? undefined : jsonObj(v, `${path}.${key}`, fail);
 }

@@ -95,7 +95,8 @@ function checkOrThrow(headers: HeaderSource, body: unknown): HeaderCheck {
 
   const rawVersion = headerValue(headers, 'MCP-Protocol-Version');
   if (rawVersion === undefined) {
-    if (metaVersion !== undefined) throw headerMismatch('MCP-Protocol-Version', 'required, and must equal the _meta protocol version');
+    if (metaVersion !== undefined)
+      throw headerMismatch('MCP-Protocol-Version', 'required, and must equal the _meta protocol version');
     // A legacy initialize names its version in the body; anything else falls back to the transport default.
     const init = method === 'initialize' && params !== undefined ? own(params, 'protocolVersion') : undefined;
     const v = typeof init === 'string' ? init : LEGACY_DEFAULT_VERSION;
@@ -114,7 +115,10 @@ function checkOrThrow(headers: HeaderSource, body: unknown): HeaderCheck {
   const headerMethod = decodeHeaderText(rawMethod);
   if (headerMethod === undefined) throw headerMismatch('Mcp-Method', 'malformed base64 form');
   if (method !== undefined && headerMethod !== method) {
-    throw headerMismatch('Mcp-Method', `${JSON.stringify(headerMethod)} but the body method is ${JSON.stringify(method)}`);
+    throw headerMismatch(
+      'Mcp-Method',
+      `${JSON.stringify(headerMethod)} but the body method is ${JSON.stringify(method)}`,
+    );
   }
 
   const source = method === undefined ? undefined : MCP_NAME_SOURCE[method];
@@ -130,7 +134,10 @@ function checkOrThrow(headers: HeaderSource, body: unknown): HeaderCheck {
 }
 
 /** The headers a modern client sends with `body`. */
-export function requestHeaders(body: { method: string; params?: Record<string, unknown> }, protocolVersion: string): Record<string, string> {
+export function requestHeaders(
+  body: { method: string; params?: Record<string, unknown> },
+  protocolVersion: string,
+): Record<string, string> {
   const out: Record<string, string> = { 'MCP-Protocol-Version': protocolVersion, 'Mcp-Method': body.method };
   const source = MCP_NAME_SOURCE[body.method];
   const target = source === undefined || body.params === undefined ? undefined : own(body.params, source);

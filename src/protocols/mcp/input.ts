@@ -1,17 +1,12 @@
 import { invalidParams } from './errors.ts';
+import { type Fail, type Obj, int, jsonObj, keyPath, obj, optJsonObj, own, str, strArray } from './fields.ts';
 import {
-  type Fail,
-  type Obj,
-  int,
-  jsonObj,
-  keyPath,
-  obj,
-  optJsonObj,
-  own,
-  str,
-  strArray,
-} from './fields.ts';
-import { INPUT_METHODS, type InputMethod, type InputRequest, type InputRequests, type InputResponses } from './types.ts';
+  INPUT_METHODS,
+  type InputMethod,
+  type InputRequest,
+  type InputRequests,
+  type InputResponses,
+} from './types.ts';
 
 /**
  * Decoders for the server→client input exchange shared by MRTR and task `input_required`:
@@ -55,8 +50,10 @@ function checkElicitParams(p: Obj, path: string, fail: Fail): void {
   const schema = obj(own(p, 'requestedSchema'), `${path}.requestedSchema`, fail);
   if (own(schema, 'type') !== 'object') throw fail(`${path}.requestedSchema.type`, 'expected "object"');
   const props = obj(own(schema, 'properties'), `${path}.requestedSchema.properties`, fail);
-  for (const k of Object.keys(props)) checkPrimitiveSchema(props[k], keyPath(`${path}.requestedSchema.properties`, k), fail);
-  if (own(schema, 'required') !== undefined) strArray(schema.required, `${path}.requestedSchema.required`, fail);
+  for (const k of Object.keys(props))
+    checkPrimitiveSchema(props[k], keyPath(`${path}.requestedSchema.properties`, k), fail);
+  if (own(schema, 'required') !== undefined)
+    strArray(schema.required, `${path}.requestedSchema.required`, fail);
 }
 
 /** Elicitation forms are flat: each property is a string, number, boolean or enum schema. */
@@ -131,7 +128,8 @@ function checkInputResponse(r: Obj, path: string, fail: Fail): void {
         typeof x === 'boolean' ||
         (typeof x === 'number' && Number.isSafeInteger(x)) ||
         (Array.isArray(x) && x.every((s) => typeof s === 'string'));
-      if (!ok) throw fail(keyPath(`${path}.content`, k), 'expected a string, integer, boolean or string array');
+      if (!ok)
+        throw fail(keyPath(`${path}.content`, k), 'expected a string, integer, boolean or string array');
     }
     return;
   }

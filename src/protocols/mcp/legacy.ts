@@ -57,7 +57,12 @@ export function decodeLegacyTask(v: unknown, path = 'result'): LegacyTask {
 
 export function decodeLegacyCreateTaskResult(v: unknown, path = 'result'): LegacyCreateTaskResult {
   const o = obj(v, path, invalidResult);
-  return withMeta({ task: legacyTask(own(o, 'task'), `${path}.task`, invalidResult) }, o, path, invalidResult);
+  return withMeta(
+    { task: legacyTask(own(o, 'task'), `${path}.task`, invalidResult) },
+    o,
+    path,
+    invalidResult,
+  );
 }
 
 /** `tasks/get` and `tasks/cancel` both answer the bare `Task` in this era. */
@@ -165,7 +170,11 @@ export function legacyTaskPayload(taskId: string, result: JsonObject): JsonObjec
   return { ...result, _meta: { ...meta, [META.relatedTask]: { taskId } } };
 }
 
-export function legacyTaskStatusNotification(t: Task): { jsonrpc: '2.0'; method: 'notifications/tasks/status'; params: LegacyTask } {
+export function legacyTaskStatusNotification(t: Task): {
+  jsonrpc: '2.0';
+  method: 'notifications/tasks/status';
+  params: LegacyTask;
+} {
   return { jsonrpc: '2.0', method: 'notifications/tasks/status', params: toLegacyTask(t) };
 }
 

@@ -4,7 +4,7 @@
  * Terminology:
  * - **era**: `modern` is `2026-07-28` (stateless Streamable HTTP, `server/discover`, per-request
  *   `_meta`, `resultType` on every result, MRTR, tasks as the extension `io.modelcontextprotocol/tasks`);
- *   `legacy` is `2025-11-25` and older (`initialize`, sessions, experimental core tasks).
+ *   `legacy` is `2025-11-25` and older (`initialize` and stateful connections, experimental core tasks).
  * - **task**: a durable handle for a `tools/call` that outlives the HTTP request. The receiver (server)
  *   decides per request whether to create one in the modern era; the requester asks for one with the
  *   `task` param in the legacy era.
@@ -97,11 +97,7 @@ export type ResultType = 'complete' | 'input_required' | 'task' | (string & {});
 
 export const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
-export const TERMINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set([
-  'completed',
-  'failed',
-  'cancelled',
-]);
+export const TERMINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
 
 export const INPUT_METHODS = ['elicitation/create', 'sampling/createMessage', 'roots/list'] as const;
 export type InputMethod = (typeof INPUT_METHODS)[number];

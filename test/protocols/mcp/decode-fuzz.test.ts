@@ -65,9 +65,32 @@ const wireish = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
     fc.constantFrom(
-      'working', 'input_required', 'completed', 'failed', 'cancelled', 'task', 'complete',
-      'elicitation/create', 'sampling/createMessage', 'roots/list', 'accept', 'decline', 'object',
-      'boolean', 'user', '2.0', '2026-07-28', 0, 1, -1, 1.5, 2 ** 60, '', 'x', true, null,
+      'working',
+      'input_required',
+      'completed',
+      'failed',
+      'cancelled',
+      'task',
+      'complete',
+      'elicitation/create',
+      'sampling/createMessage',
+      'roots/list',
+      'accept',
+      'decline',
+      'object',
+      'boolean',
+      'user',
+      '2.0',
+      '2026-07-28',
+      0,
+      1,
+      -1,
+      1.5,
+      2 ** 60,
+      '',
+      'x',
+      true,
+      null,
     ),
     iso,
     fc.jsonValue(),
@@ -76,15 +99,68 @@ const wireish = fc.letrec((tie) => ({
   ),
   obj: fc.dictionary(
     fc.constantFrom(
-      'jsonrpc', 'id', 'method', 'params', '_meta', 'io.modelcontextprotocol/protocolVersion',
-      'io.modelcontextprotocol/clientCapabilities', 'io.modelcontextprotocol/clientInfo', 'extensions',
-      'io.modelcontextprotocol/tasks', 'name', 'version', 'arguments', 'inputResponses', 'inputRequests',
-      'requestState', 'task', 'ttl', 'taskId', 'status', 'statusMessage', 'createdAt', 'lastUpdatedAt',
-      'ttlMs', 'pollIntervalMs', 'pollInterval', 'result', 'error', 'code', 'message', 'data',
-      'resultType', 'content', 'isError', 'type', 'text', 'action', 'roots', 'uri', 'model', 'role',
-      'messages', 'maxTokens', 'requestedSchema', 'properties', 'required', 'mode', 'url', 'items',
-      'supportedVersions', 'capabilities', 'serverInfo', 'notifications', 'taskIds', 'tasks',
-      'nextCursor', 'protocolVersion', 'clientInfo', 'k1', 'k2', '__proto__', 'constructor',
+      'jsonrpc',
+      'id',
+      'method',
+      'params',
+      '_meta',
+      'io.modelcontextprotocol/protocolVersion',
+      'io.modelcontextprotocol/clientCapabilities',
+      'io.modelcontextprotocol/clientInfo',
+      'extensions',
+      'io.modelcontextprotocol/tasks',
+      'name',
+      'version',
+      'arguments',
+      'inputResponses',
+      'inputRequests',
+      'requestState',
+      'task',
+      'ttl',
+      'taskId',
+      'status',
+      'statusMessage',
+      'createdAt',
+      'lastUpdatedAt',
+      'ttlMs',
+      'pollIntervalMs',
+      'pollInterval',
+      'result',
+      'error',
+      'code',
+      'message',
+      'data',
+      'resultType',
+      'content',
+      'isError',
+      'type',
+      'text',
+      'action',
+      'roots',
+      'uri',
+      'model',
+      'role',
+      'messages',
+      'maxTokens',
+      'requestedSchema',
+      'properties',
+      'required',
+      'mode',
+      'url',
+      'items',
+      'supportedVersions',
+      'capabilities',
+      'serverInfo',
+      'notifications',
+      'taskIds',
+      'tasks',
+      'nextCursor',
+      'protocolVersion',
+      'clientInfo',
+      'k1',
+      'k2',
+      '__proto__',
+      'constructor',
     ),
     tie('value'),
     { maxKeys: 8 },
@@ -93,28 +169,63 @@ const wireish = fc.letrec((tie) => ({
 
 const anyInput = fc.oneof(fc.anything(), wireish.value, wireish.obj);
 
-const TASK = { taskId: 't1', status: 'working', createdAt: '2026-07-28T10:00:00Z', lastUpdatedAt: '2026-07-28T10:00:01Z', ttlMs: 60000 };
-const ELICIT = { method: 'elicitation/create', params: { message: 'ok?', requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } } } } };
+const TASK = {
+  taskId: 't1',
+  status: 'working',
+  createdAt: '2026-07-28T10:00:00Z',
+  lastUpdatedAt: '2026-07-28T10:00:01Z',
+  ttlMs: 60000,
+};
+const ELICIT = {
+  method: 'elicitation/create',
+  params: {
+    message: 'ok?',
+    requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } } },
+  },
+};
 /** Valid messages of each kind, so that mutation lands near the boundary of what is allowed. */
 const VALID: Obj[] = [
   { ...TASK, resultType: 'task', pollIntervalMs: 500 },
   { ...TASK, resultType: 'complete', status: 'completed', result: { content: [], resultType: 'complete' } },
   { ...TASK, resultType: 'complete', status: 'failed', error: { code: -32603, message: 'x' } },
-  { ...TASK, resultType: 'complete', status: 'input_required', inputRequests: { k1: ELICIT, k2: { method: 'roots/list' } } },
+  {
+    ...TASK,
+    resultType: 'complete',
+    status: 'input_required',
+    inputRequests: { k1: ELICIT, k2: { method: 'roots/list' } },
+  },
   { ...TASK, status: 'cancelled', _meta: {} },
   { resultType: 'complete' },
   {
     taskId: 't1',
-    inputResponses: { k1: { action: 'accept', content: { confirm: true } }, k2: { roots: [{ uri: 'file:///' }] } },
-    _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+    inputResponses: {
+      k1: { action: 'accept', content: { confirm: true } },
+      k2: { roots: [{ uri: 'file:///' }] },
+    },
+    _meta: {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    },
   },
-  { k1: ELICIT, k2: { method: 'sampling/createMessage', params: { maxTokens: 5, messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }] } } },
+  {
+    k1: ELICIT,
+    k2: {
+      method: 'sampling/createMessage',
+      params: { maxTokens: 5, messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }] },
+    },
+  },
   { k1: { action: 'decline' }, k2: { model: 'm', role: 'assistant', content: { type: 'text', text: 'x' } } },
 ];
 
 /** A valid message with one field replaced (possibly nested one level down) or removed. */
 const mutated = fc
-  .tuple(fc.constantFrom(...VALID), fc.constantFrom(...new Set(VALID.flatMap((v) => Object.keys(v)))), fc.option(wireish.value), fc.boolean(), fc.nat(7))
+  .tuple(
+    fc.constantFrom(...VALID),
+    fc.constantFrom(...new Set(VALID.flatMap((v) => Object.keys(v)))),
+    fc.option(wireish.value),
+    fc.boolean(),
+    fc.nat(7),
+  )
   .map(([base, key, value, deep, pick]) => {
     const copy = structuredClone(base);
     const inner = copy[key];
@@ -150,9 +261,19 @@ describe('MCP decoders never throw anything but McpError', () => {
   }
 
   it('checkHeaders: any headers and body → ok or an McpError, never a throw', () => {
-    const header = fc.oneof(fc.string(), fc.constantFrom('2026-07-28', '2025-11-25', 'tasks/get', '=?base64?dA==?=', '=?base64?%%?='));
+    const header = fc.oneof(
+      fc.string(),
+      fc.constantFrom('2026-07-28', '2025-11-25', 'tasks/get', '=?base64?dA==?=', '=?base64?%%?='),
+    );
     const headers = fc.dictionary(
-      fc.constantFrom('MCP-Protocol-Version', 'mcp-protocol-version', 'Mcp-Method', 'Mcp-Name', 'mcp-name', 'x'),
+      fc.constantFrom(
+        'MCP-Protocol-Version',
+        'mcp-protocol-version',
+        'Mcp-Method',
+        'Mcp-Name',
+        'mcp-name',
+        'x',
+      ),
       fc.oneof(header, fc.array(header, { maxLength: 2 })),
     );
     fc.assert(

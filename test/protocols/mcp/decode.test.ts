@@ -36,7 +36,13 @@ import {
 } from '../../../src/protocols/mcp/legacy.ts';
 
 const META = requestMeta({ tasks: true, clientInfo: { name: 'c', version: '1' } });
-const TASK = { taskId: 't1', status: 'working', createdAt: '2026-07-28T10:00:00Z', lastUpdatedAt: '2026-07-28T10:00:00Z', ttlMs: 60000 };
+const TASK = {
+  taskId: 't1',
+  status: 'working',
+  createdAt: '2026-07-28T10:00:00Z',
+  lastUpdatedAt: '2026-07-28T10:00:00Z',
+  ttlMs: 60000,
+};
 
 function fieldOf(fn: () => unknown): string | undefined {
   try {
@@ -69,9 +75,11 @@ describe('request decoders', () => {
     expect(m.clientInfo).toEqual({ name: 'c', version: '1' });
     expect(declaresTasks(m)).toBe(true);
     expect(fieldOf(() => decodeRequestMeta({}))).toBe('params._meta');
-    expect(fieldOf(() => decodeRequestMeta({ _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } }))).toBe(
-      'params._meta["io.modelcontextprotocol/clientCapabilities"]',
-    );
+    expect(
+      fieldOf(() =>
+        decodeRequestMeta({ _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } }),
+      ),
+    ).toBe('params._meta["io.modelcontextprotocol/clientCapabilities"]');
   });
 
   it('tools/call: MRTR answers and the legacy task param are decoded; bad answers name their key', () => {
@@ -88,9 +96,9 @@ describe('request decoders', () => {
     );
     expect(p).toMatchObject({ name: 'test_tool_with_task', requestState: 'opaque', task: { ttl: 1000 } });
     expect(p.inputResponses?.user_name).toEqual({ action: 'accept', content: { name: 'Alice' } });
-    expect(fieldOf(() => decodeCallToolParams({ name: 'x', inputResponses: { k: { action: 'maybe' } } }, false))).toBe(
-      'params.inputResponses["k"].action',
-    );
+    expect(
+      fieldOf(() => decodeCallToolParams({ name: 'x', inputResponses: { k: { action: 'maybe' } } }, false)),
+    ).toBe('params.inputResponses["k"].action');
     expect(fieldOf(() => decodeCallToolParams({ name: 'x' }, true))).toBe('params._meta');
     expect(fieldOf(() => decodeCallToolParams({ name: '' }, false))).toBe('params.name');
   });
@@ -98,14 +106,19 @@ describe('request decoders', () => {
   it('tasks/get, tasks/update, subscriptions/listen', () => {
     expect(decodeTaskIdParams({ taskId: 'a', _meta: META }, true).taskId).toBe('a');
     expect(fieldOf(() => decodeTaskIdParams({ taskId: 3 }, false))).toBe('params.taskId');
-    expect(decodeUpdateTaskParams({ taskId: 'a', inputResponses: { k: { action: 'decline' } }, _meta: META }).inputResponses).toEqual({
+    expect(
+      decodeUpdateTaskParams({ taskId: 'a', inputResponses: { k: { action: 'decline' } }, _meta: META })
+        .inputResponses,
+    ).toEqual({
       k: { action: 'decline' },
     });
     expect(fieldOf(() => decodeUpdateTaskParams({ taskId: 'a', _meta: META }))).toBe('params.inputResponses');
-    expect(decodeSubscriptionsListenParams({ notifications: { taskIds: ['a'] }, _meta: META }).notifications).toEqual({ taskIds: ['a'] });
-    expect(fieldOf(() => decodeSubscriptionsListenParams({ notifications: { taskIds: [1] }, _meta: META }))).toBe(
-      'params.notifications.taskIds[0]',
-    );
+    expect(
+      decodeSubscriptionsListenParams({ notifications: { taskIds: ['a'] }, _meta: META }).notifications,
+    ).toEqual({ taskIds: ['a'] });
+    expect(
+      fieldOf(() => decodeSubscriptionsListenParams({ notifications: { taskIds: [1] }, _meta: META })),
+    ).toBe('params.notifications.taskIds[0]');
   });
 });
 
@@ -113,33 +126,48 @@ describe('result decoders', () => {
   it('CreateTaskResult must be flat and carry none of result, error, inputRequests, requestState', () => {
     expect(decodeCreateTaskResult({ ...TASK, resultType: 'task' }).taskId).toBe('t1');
     for (const k of ['result', 'error', 'inputRequests', 'requestState']) {
-      expect(fieldOf(() => decodeCreateTaskResult({ ...TASK, resultType: 'task', [k]: {} }))).toBe(`result.${k}`);
+      expect(fieldOf(() => decodeCreateTaskResult({ ...TASK, resultType: 'task', [k]: {} }))).toBe(
+        `result.${k}`,
+      );
     }
     expect(fieldOf(() => decodeCreateTaskResult({ ...TASK, resultType: 'task', ttl: 5 }))).toBe('result.ttl');
-    expect(fieldOf(() => decodeCreateTaskResult({ ...TASK, resultType: 'task', ttlMs: 1.5 }))).toBe('result.ttlMs');
+    expect(fieldOf(() => decodeCreateTaskResult({ ...TASK, resultType: 'task', ttlMs: 1.5 }))).toBe(
+      'result.ttlMs',
+    );
   });
 
   it('tasks/get: the status decides the required field', () => {
-    expect(fieldOf(() => decodeGetTaskResult({ ...TASK, resultType: 'complete', status: 'completed' }))).toBe('result.result');
-    expect(fieldOf(() => decodeGetTaskResult({ ...TASK, resultType: 'complete', status: 'failed' }))).toBe('result.error');
-    expect(fieldOf(() => decodeGetTaskResult({ ...TASK, resultType: 'complete', status: 'input_required' }))).toBe(
-      'result.inputRequests',
+    expect(fieldOf(() => decodeGetTaskResult({ ...TASK, resultType: 'complete', status: 'completed' }))).toBe(
+      'result.result',
     );
+    expect(fieldOf(() => decodeGetTaskResult({ ...TASK, resultType: 'complete', status: 'failed' }))).toBe(
+      'result.error',
+    );
+    expect(
+      fieldOf(() => decodeGetTaskResult({ ...TASK, resultType: 'complete', status: 'input_required' })),
+    ).toBe('result.inputRequests');
     expect(fieldOf(() => decodeGetTaskResult({ ...TASK, resultType: 'task' }))).toBe('result.resultType');
   });
 
   it('tools/call answers: complete (resultType may be absent), input_required, or a task only when declared', () => {
     expect(decodeToolCallAnswer({ content: [] }, false).kind).toBe('complete');
-    expect(decodeToolCallAnswer({ resultType: 'input_required', inputRequests: { k: { method: 'roots/list' } } }, false).kind).toBe(
-      'input_required',
-    );
+    expect(
+      decodeToolCallAnswer(
+        { resultType: 'input_required', inputRequests: { k: { method: 'roots/list' } } },
+        false,
+      ).kind,
+    ).toBe('input_required');
     expect(decodeToolCallAnswer({ ...TASK, resultType: 'task' }, true).kind).toBe('task');
-    expect(fieldOf(() => decodeToolCallAnswer({ ...TASK, resultType: 'task' }, false))).toBe('result.resultType');
+    expect(fieldOf(() => decodeToolCallAnswer({ ...TASK, resultType: 'task' }, false))).toBe(
+      'result.resultType',
+    );
     expect(() => decodeToolCallAnswer({ content: [] }, false)).not.toThrow();
   });
 
   it('server/discover round-trips, advertising exactly {} for the extension', () => {
-    const d = decodeDiscoverResult(JSON.parse(JSON.stringify(discoverResult({ serverInfo: { name: 'taskplane', version: '1' } }))));
+    const d = decodeDiscoverResult(
+      JSON.parse(JSON.stringify(discoverResult({ serverInfo: { name: 'taskplane', version: '1' } }))),
+    );
     expect(d.capabilities).toEqual({ extensions: { 'io.modelcontextprotocol/tasks': {} } });
     expect(advertisesTasks(d.capabilities)).toBe(true);
     expect(advertisesTasks({ extensions: { 'io.modelcontextprotocol/tasks': { x: 1 } } })).toBe(false);
@@ -180,14 +208,23 @@ describe('the error table', () => {
   });
 
   it('an expired task and an unknown one share the code; only the message differs', () => {
-    expect(taskNotFound(true).toJsonRpc()).toEqual({ code: -32602, message: 'Failed to retrieve task: Task has expired' });
+    expect(taskNotFound(true).toJsonRpc()).toEqual({
+      code: -32602,
+      message: 'Failed to retrieve task: Task has expired',
+    });
     expect(taskNotFound().rpcCode).toBe(-32602);
   });
 
   it('tasks/result and tasks/list are unknown methods in the modern era only', () => {
-    expect(() => checkTaskMethod('tasks/result', 'modern')).toThrow(expect.objectContaining({ rpcCode: -32601, httpStatus: 404 }));
-    expect(() => checkTaskMethod('tasks/list', 'modern')).toThrow(expect.objectContaining({ rpcCode: -32601 }));
-    expect(() => checkTaskMethod('tasks/update', 'legacy')).toThrow(expect.objectContaining({ rpcCode: -32601 }));
+    expect(() => checkTaskMethod('tasks/result', 'modern')).toThrow(
+      expect.objectContaining({ rpcCode: -32601, httpStatus: 404 }),
+    );
+    expect(() => checkTaskMethod('tasks/list', 'modern')).toThrow(
+      expect.objectContaining({ rpcCode: -32601 }),
+    );
+    expect(() => checkTaskMethod('tasks/update', 'legacy')).toThrow(
+      expect.objectContaining({ rpcCode: -32601 }),
+    );
     expect(() => checkTaskMethod('tasks/result', 'legacy')).not.toThrow();
     expect(() => checkTaskMethod('tasks/update', 'modern')).not.toThrow();
   });
@@ -211,14 +248,24 @@ describe('era negotiation', () => {
     expect(eraOfRequest(decodeRequestMeta({ _meta: META }))).toBe('modern');
     const meta = decodeRequestMeta({ _meta: requestMeta({ protocolVersion: '2030-01-01' }) });
     expect(() => eraOfRequest(meta)).toThrow(
-      expect.objectContaining({ rpcCode: -32022, data: expect.objectContaining({ requested: '2030-01-01' }) }),
+      expect.objectContaining({
+        rpcCode: -32022,
+        data: expect.objectContaining({ requested: '2030-01-01' }),
+      }),
     );
   });
 
   it('the legacy create result is nested with ttl/pollInterval, and tasks/result is tagged with its task', () => {
     const out = legacyCreateTaskResult({ ...TASK, status: 'working', ttlMs: 60000, pollIntervalMs: 500 });
     expect(out).toEqual({
-      task: { taskId: 't1', status: 'working', createdAt: TASK.createdAt, lastUpdatedAt: TASK.lastUpdatedAt, ttl: 60000, pollInterval: 500 },
+      task: {
+        taskId: 't1',
+        status: 'working',
+        createdAt: TASK.createdAt,
+        lastUpdatedAt: TASK.lastUpdatedAt,
+        ttl: 60000,
+        pollInterval: 500,
+      },
     });
     expect(decodeLegacyCreateTaskResult(out)).toEqual(out);
     expect(legacyTaskPayload('t1', { content: [] })).toEqual({

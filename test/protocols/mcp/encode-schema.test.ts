@@ -12,9 +12,7 @@ import { decodeCreateTaskResult, decodeGetTaskResult } from '../../../src/protoc
 import type { DetailedTask, JsonObject, Task } from '../../../src/protocols/mcp/types.ts';
 import { validator } from './schema.ts';
 
-const iso = fc
-  .integer({ min: 0, max: 4_102_444_800_000 })
-  .map((ms) => new Date(ms).toISOString());
+const iso = fc.integer({ min: 0, max: 4_102_444_800_000 }).map((ms) => new Date(ms).toISOString());
 
 const task: fc.Arbitrary<Task> = fc.record(
   {
