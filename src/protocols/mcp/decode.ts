@@ -127,7 +127,8 @@ function withMeta<T extends { meta?: RequestMeta }>(value: T, params: Obj, moder
 
 /**
  * `tools/call` params for either era. `modern` requires the `_meta` envelope. The legacy `task` param
- * is decoded either way so a legacy server can act on it; a modern server must ignore it.
+ * is read only for the legacy era: the extension says a modern server MUST ignore it, neither an
+ * opt-in nor an error, so even a malformed one must not fail the call.
  */
 export function decodeCallToolParams(params: Obj | undefined, modern: boolean): CallToolParams {
   const p = obj(params, 'params');
@@ -138,8 +139,10 @@ export function decodeCallToolParams(params: Obj | undefined, modern: boolean): 
   if (responses !== undefined) out.inputResponses = decodeInputResponses(responses, 'params.inputResponses');
   const state = optStr(p, 'requestState', 'params');
   if (state !== undefined) out.requestState = state;
-  const task = optObj(p, 'task', 'params');
-  if (task !== undefined) out.task = decodeLegacyTaskMetadata(task);
+  if (!modern) {
+    const task = optObj(p, 'task', 'params');
+    if (task !== undefined) out.task = decodeLegacyTaskMetadata(task);
+  }
   return withMeta(out, p, modern);
 }
 

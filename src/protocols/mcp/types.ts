@@ -175,7 +175,7 @@ export interface CallToolParams {
   /** MRTR retry: answers keyed like the `inputRequests` of the previous round. */
   inputResponses?: InputResponses;
   requestState?: string;
-  /** Legacy task augmentation; a modern server ignores it. */
+  /** Legacy task augmentation; never set when decoded for the modern era. */
   task?: LegacyTaskMetadata;
   meta?: RequestMeta;
 }

@@ -89,18 +89,27 @@ describe('request decoders', () => {
         arguments: { a: 1 },
         inputResponses: { user_name: { action: 'accept', content: { name: 'Alice' } } },
         requestState: 'opaque',
-        task: { ttl: 1000 },
         _meta: META,
       },
       true,
     );
-    expect(p).toMatchObject({ name: 'test_tool_with_task', requestState: 'opaque', task: { ttl: 1000 } });
+    expect(p).toMatchObject({ name: 'test_tool_with_task', requestState: 'opaque' });
     expect(p.inputResponses?.user_name).toEqual({ action: 'accept', content: { name: 'Alice' } });
     expect(
       fieldOf(() => decodeCallToolParams({ name: 'x', inputResponses: { k: { action: 'maybe' } } }, false)),
     ).toBe('params.inputResponses["k"].action');
     expect(fieldOf(() => decodeCallToolParams({ name: 'x' }, true))).toBe('params._meta');
     expect(fieldOf(() => decodeCallToolParams({ name: '' }, false))).toBe('params.name');
+  });
+
+  it('a modern tools/call ignores the legacy task param entirely, even a malformed one', () => {
+    for (const task of [{ ttl: 1000 }, { ttl: -1 }, 'soon', null]) {
+      const p = decodeCallToolParams({ name: 'slow_compute', task, _meta: META }, true);
+      expect(p).not.toHaveProperty('task');
+    }
+    expect(fieldOf(() => decodeCallToolParams({ name: 'slow_compute', task: { ttl: -1 } }, false))).toBe(
+      'params.task.ttl',
+    );
   });
 
   it('tasks/get, tasks/update, subscriptions/listen', () => {
