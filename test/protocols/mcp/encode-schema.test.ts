@@ -2,9 +2,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   ackResult,
+  callToolResult,
   createTaskResult,
   embeddedResult,
   getTaskResult,
+  inputRequiredResult,
   taskNotification,
   subscriptionAcknowledged,
 } from '../../../src/protocols/mcp/encode.ts';
@@ -126,6 +128,26 @@ describe('our encoders produce what the tasks extension schema allows', () => {
     const ack = subscriptionAcknowledged('sub-1', ['a', 'b']);
     expect(ack.method).toBe('notifications/subscriptions/acknowledged');
     expect(ack.params).toMatchObject({ notifications: { taskIds: ['a', 'b'] } });
+  });
+
+  it('MRTR and plain tool results: explicit resultType, inputRequests the schema allows', () => {
+    const resultValid = validator('Result');
+    const requestsValid = validator('InputRequests');
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), elicit, { maxKeys: 3 }),
+        fc.string(),
+        (reqs, state) => {
+          const out = inputRequiredResult(reqs, state);
+          expect(resultValid(out)).toBeNull();
+          expect(requestsValid(out.inputRequests)).toBeNull();
+          expect(out).toMatchObject({ resultType: 'input_required', requestState: state });
+        },
+      ),
+    );
+    const done = callToolResult([{ type: 'text', text: 'Hello, Alice!' }], { isError: false });
+    expect(resultValid(done)).toBeNull();
+    expect(done.resultType).toBe('complete');
   });
 
   it('refuses to encode a ttlMs or pollIntervalMs that is not a positive integer', () => {
