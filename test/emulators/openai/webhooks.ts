@@ -69,8 +69,11 @@ export class WebhookSender {
     });
     let copies = 1 + (opts.duplicates ?? 0);
     if (this.duplicateRate > 0 && this.random.next() < this.duplicateRate) copies++;
+    const delivery = { webhookId, type, responseId, payload };
     for (let i = 0; i < copies; i++) {
-      this.clock.setTimer(opts.delayMs ?? 0, () => this.attempt({ webhookId, type, responseId, payload }, 1));
+      // Without a delay the first attempt leaves at once, so a virtual clock need not tick to see it.
+      if (opts.delayMs) this.clock.setTimer(opts.delayMs, () => this.attempt(delivery, 1));
+      else this.attempt(delivery, 1);
     }
   }
 
