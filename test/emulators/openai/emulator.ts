@@ -66,7 +66,12 @@ class ApiError extends Error {
 const invalid = (message: string, param: string | null, code: string | null = null) =>
   new ApiError(400, message, 'invalid_request_error', param, code);
 
-const TERMINAL_EVENTS = new Set(['response.completed', 'response.failed', 'response.incomplete', 'response.cancelled']);
+const TERMINAL_EVENTS = new Set([
+  'response.completed',
+  'response.failed',
+  'response.incomplete',
+  'response.cancelled',
+]);
 const MAX_BODY_BYTES = 1 << 20;
 
 export class OpenAIEmulator extends EventEmitter<EmulatorEvents> {
@@ -156,7 +161,8 @@ export class OpenAIEmulator extends EventEmitter<EmulatorEvents> {
     const id = parts[2];
     let name: RouteName;
     if (id === undefined && method === 'POST') name = 'create';
-    else if (id !== undefined && parts.length === 3 && (method === 'GET' || method === 'DELETE')) name = 'retrieve';
+    else if (id !== undefined && parts.length === 3 && (method === 'GET' || method === 'DELETE'))
+      name = 'retrieve';
     else if (id !== undefined && parts[3] === 'cancel' && method === 'POST') name = 'cancel';
     else throw new ApiError(404, `Invalid URL (${method} ${url.pathname})`, 'invalid_request_error');
     this.injectRequestFault(name);
@@ -185,7 +191,13 @@ export class OpenAIEmulator extends EventEmitter<EmulatorEvents> {
   private authorize(req: IncomingMessage): void {
     if (this.options.apiKey === undefined) return;
     if (req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
-      throw new ApiError(401, 'Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key');
+      throw new ApiError(
+        401,
+        'Incorrect API key provided.',
+        'invalid_request_error',
+        null,
+        'invalid_api_key',
+      );
     }
   }
 
@@ -199,9 +211,23 @@ export class OpenAIEmulator extends EventEmitter<EmulatorEvents> {
       headers['retry-after'] = String(Math.ceil(fault.retryAfterMs / 1000));
     }
     if (fault.status === 429) {
-      throw new ApiError(429, 'Rate limit reached for requests.', 'requests', null, 'rate_limit_exceeded', headers);
+      throw new ApiError(
+        429,
+        'Rate limit reached for requests.',
+        'requests',
+        null,
+        'rate_limit_exceeded',
+        headers,
+      );
     }
-    throw new ApiError(fault.status, 'The server had an error while processing your request.', 'server_error', null, null, headers);
+    throw new ApiError(
+      fault.status,
+      'The server had an error while processing your request.',
+      'server_error',
+      null,
+      null,
+      headers,
+    );
   }
 
   private lookup(id: string): ResponseRun {
@@ -217,7 +243,8 @@ export class OpenAIEmulator extends EventEmitter<EmulatorEvents> {
   }
 
   private controlFaults(body: unknown, res: ServerResponse): void {
-    if (typeof body !== 'object' || body === null) throw new FaultInputError('body', 'body must be an object');
+    if (typeof body !== 'object' || body === null)
+      throw new FaultInputError('body', 'body must be an object');
     const { next, request } = body as { next?: unknown; request?: unknown };
     if (next !== undefined) this.faultNext(parseResponseFaults(next, 'next'));
     if (request !== undefined) this.failRequests(parseRequestFault(request, 'request'));
@@ -237,7 +264,8 @@ export class OpenAIEmulator extends EventEmitter<EmulatorEvents> {
     const flag = (name: string, fallback: boolean): boolean => {
       const v = b[name];
       if (v === undefined || v === null) return fallback;
-      if (typeof v !== 'boolean') throw invalid(`Invalid type for '${name}': expected a boolean.`, name, 'invalid_type');
+      if (typeof v !== 'boolean')
+        throw invalid(`Invalid type for '${name}': expected a boolean.`, name, 'invalid_type');
       return v;
     };
     const background = flag('background', false);
@@ -249,7 +277,10 @@ export class OpenAIEmulator extends EventEmitter<EmulatorEvents> {
     const metadata = parseMetadata(b.metadata);
     const fromMetadata =
       metadata[FAULTS_METADATA_KEY] !== undefined
-        ? parseResponseFaults(parseFaultJson(metadata[FAULTS_METADATA_KEY]), `metadata.${FAULTS_METADATA_KEY}`)
+        ? parseResponseFaults(
+            parseFaultJson(metadata[FAULTS_METADATA_KEY]),
+            `metadata.${FAULTS_METADATA_KEY}`,
+          )
         : {};
     const faults = { ...(this.nextFaults.shift() ?? {}), ...fromMetadata };
     const reply = (this.options.reply ?? ((text: string) => `You said: ${text}`))(input);
@@ -377,7 +408,8 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 
 function startingAfter(raw: string | null): number {
   if (raw === null) return -1;
-  if (!/^\d+$/.test(raw)) throw invalid("Invalid 'starting_after': expected a non-negative integer.", 'starting_after');
+  if (!/^\d+$/.test(raw))
+    throw invalid("Invalid 'starting_after': expected a non-negative integer.", 'starting_after');
   return Number(raw);
 }
 
@@ -404,12 +436,14 @@ function inputText(input: unknown): string {
 /** OpenAI's metadata rules: at most 16 string values, keys up to 64 and values up to 512 characters. */
 function parseMetadata(raw: unknown): Record<string, string> {
   if (raw === undefined || raw === null) return {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw invalid("Invalid 'metadata': expected an object.", 'metadata');
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw invalid("Invalid 'metadata': expected an object.", 'metadata');
   const entries = Object.entries(raw as Record<string, unknown>);
   if (entries.length > 16) throw invalid("Invalid 'metadata': at most 16 keys.", 'metadata');
   const out: Record<string, string> = {};
   for (const [k, v] of entries) {
-    if (k.length > 64) throw invalid(`Invalid 'metadata': key '${k.slice(0, 16)}…' is longer than 64.`, 'metadata');
+    if (k.length > 64)
+      throw invalid(`Invalid 'metadata': key '${k.slice(0, 16)}…' is longer than 64.`, 'metadata');
     if (typeof v !== 'string' || v.length > 512) {
       throw invalid(`Invalid 'metadata.${k}': expected a string of at most 512 characters.`, `metadata.${k}`);
     }
@@ -422,6 +456,9 @@ function parseFaultJson(raw: string): unknown {
   try {
     return JSON.parse(raw) as unknown;
   } catch {
-    throw new FaultInputError(`metadata.${FAULTS_METADATA_KEY}`, `metadata.${FAULTS_METADATA_KEY} is not valid JSON`);
+    throw new FaultInputError(
+      `metadata.${FAULTS_METADATA_KEY}`,
+      `metadata.${FAULTS_METADATA_KEY} is not valid JSON`,
+    );
   }
 }

@@ -88,7 +88,12 @@ export function parseResponseFaults(raw: unknown, prefix = 'faults'): ResponseFa
         break;
       case 'failWith': {
         const f = v as Record<string, unknown> | null;
-        if (typeof f !== 'object' || f === null || typeof f.code !== 'string' || typeof f.message !== 'string') {
+        if (
+          typeof f !== 'object' ||
+          f === null ||
+          typeof f.code !== 'string' ||
+          typeof f.message !== 'string'
+        ) {
           throw new FaultInputError(field, `${field} must be {code: string, message: string}`);
         }
         out.failWith = { code: f.code, message: f.message };
@@ -122,7 +127,8 @@ export function parseRequestFault(raw: unknown, prefix = 'request'): RequestFaul
     throw new FaultInputError(`${prefix}.status`, `${prefix}.status must be 429 or 5xx`);
   }
   const out: RequestFault = { route: r.route as RouteName, status };
-  if (r.retryAfterMs !== undefined) out.retryAfterMs = nonNegativeInt(r.retryAfterMs, `${prefix}.retryAfterMs`);
+  if (r.retryAfterMs !== undefined)
+    out.retryAfterMs = nonNegativeInt(r.retryAfterMs, `${prefix}.retryAfterMs`);
   if (r.times !== undefined) out.times = nonNegativeInt(r.times, `${prefix}.times`);
   return out;
 }

@@ -12,7 +12,10 @@ afterEach(async () => {
 });
 
 const textOf = (r: OpenAI.Responses.Response) =>
-  r.output.flatMap((item) => (item.type === 'message' ? item.content : [])).map((c) => (c.type === 'output_text' ? c.text : '')).join('');
+  r.output
+    .flatMap((item) => (item.type === 'message' ? item.content : []))
+    .map((c) => (c.type === 'output_text' ? c.text : ''))
+    .join('');
 
 const seqs = (events: ResponseStreamEvent[]) => events.map((e) => e.sequence_number);
 
@@ -21,7 +24,13 @@ describe('OpenAI emulator through the official SDK: create, retrieve, stream', (
     h = await startHarness();
     const { client, clock } = h;
     const { data: created, response } = await client.responses
-      .create({ model: 'gpt-test', input: INPUT, background: true, store: true, metadata: { taskplane: 'env_1' } })
+      .create({
+        model: 'gpt-test',
+        input: INPUT,
+        background: true,
+        store: true,
+        metadata: { taskplane: 'env_1' },
+      })
       .withResponse();
     expect(created.status).toBe('queued');
     expect(created.id).toMatch(/^resp_/);
@@ -42,7 +51,12 @@ describe('OpenAI emulator through the official SDK: create, retrieve, stream', (
 
   it('a background stream numbers every event from 0 with no gap and ends on response.completed', async () => {
     h = await startHarness();
-    const stream = await h.client.responses.create({ model: 'gpt-test', input: INPUT, background: true, stream: true });
+    const stream = await h.client.responses.create({
+      model: 'gpt-test',
+      input: INPUT,
+      background: true,
+      stream: true,
+    });
     await h.clock.advance(10_000);
     const { events, error } = await collect(stream);
     expect(error).toBeUndefined();
@@ -72,7 +86,12 @@ describe('OpenAI emulator through the official SDK: create, retrieve, stream', (
   it('a dropped stream resumes with starting_after: nothing missed, nothing repeated, live events followed', async () => {
     h = await startHarness();
     h.emu.faultNext({ dropStreamAfterEvents: 5 });
-    const stream = await h.client.responses.create({ model: 'gpt-test', input: INPUT, background: true, stream: true });
+    const stream = await h.client.responses.create({
+      model: 'gpt-test',
+      input: INPUT,
+      background: true,
+      stream: true,
+    });
     await h.clock.advance(120);
     const first = await collect(stream);
     expect(first.error).toBeInstanceOf(Error);
@@ -93,7 +112,12 @@ describe('OpenAI emulator through the official SDK: create, retrieve, stream', (
   it('a stream closed with no terminal event ends the loop quietly; retrieve shows the outcome', async () => {
     h = await startHarness();
     h.emu.faultNext({ endStreamWithoutTerminal: true });
-    const stream = await h.client.responses.create({ model: 'gpt-test', input: INPUT, background: true, stream: true });
+    const stream = await h.client.responses.create({
+      model: 'gpt-test',
+      input: INPUT,
+      background: true,
+      stream: true,
+    });
     await h.clock.advance(10_000);
     const { events, error } = await collect(stream);
     expect(error).toBeUndefined();
@@ -104,12 +128,19 @@ describe('OpenAI emulator through the official SDK: create, retrieve, stream', (
 
   it('resuming a finished response replays only what follows the cursor and ends', async () => {
     h = await startHarness();
-    const created = await h.client.responses.create({ model: 'gpt-test', input: INPUT, background: true, stream: true });
+    const created = await h.client.responses.create({
+      model: 'gpt-test',
+      input: INPUT,
+      background: true,
+      stream: true,
+    });
     await h.clock.advance(10_000);
     const full = await collect(created);
     const id = (full.events[0] as { response: { id: string } }).response.id;
     const n = full.events.length;
-    const tail = await collect(await h.client.responses.retrieve(id, { stream: true, starting_after: n - 3 }));
+    const tail = await collect(
+      await h.client.responses.retrieve(id, { stream: true, starting_after: n - 3 }),
+    );
     expect(seqs(tail.events)).toEqual([n - 2, n - 1]);
   });
 });
@@ -149,7 +180,12 @@ describe('OpenAI emulator through the official SDK: cancel', () => {
   it('a stream of a cancelled response ends on response.cancelled', async () => {
     h = await startHarness();
     const created = nextCreated(h.emu);
-    const stream = await h.client.responses.create({ model: 'gpt-test', input: INPUT, background: true, stream: true });
+    const stream = await h.client.responses.create({
+      model: 'gpt-test',
+      input: INPUT,
+      background: true,
+      stream: true,
+    });
     const { id } = await created;
     await h.clock.advance(80);
     await h.client.responses.cancel(id);

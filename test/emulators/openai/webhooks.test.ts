@@ -15,7 +15,9 @@ interface Delivery {
 }
 
 /** A webhook endpoint that records raw deliveries and answers with the queued statuses, then 200. */
-async function receiver(statuses: number[] = []): Promise<{ url: string; deliveries: Delivery[]; server: Server }> {
+async function receiver(
+  statuses: number[] = [],
+): Promise<{ url: string; deliveries: Delivery[]; server: Server }> {
   const deliveries: Delivery[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -37,7 +39,9 @@ function nextAttempt(emu: OpenAIEmulator): Promise<WebhookAttempt> {
 }
 
 const toHeaders = (h: IncomingHttpHeaders) =>
-  new Headers(Object.entries(h).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v] as [string, string]] : [])));
+  new Headers(
+    Object.entries(h).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v] as [string, string]] : [])),
+  );
 
 let h: Harness | undefined;
 let server: Server | undefined;
@@ -52,8 +56,16 @@ async function setup(statuses: number[] = [], extra: { duplicateRate?: number } 
   const r = await receiver(statuses);
   server = r.server;
   // The SDK checks the signed timestamp against the real time, so virtual time starts at it.
-  h = await startHarness({ webhook: { url: r.url, secret: SECRET, firstRetryMs: 1000, maxAttempts: 3, ...extra } }, {}, Date.now());
-  return { ...h, deliveries: r.deliveries, sdk: new OpenAI({ apiKey: 'sk-test', baseURL: h.baseURL, webhookSecret: SECRET }) };
+  h = await startHarness(
+    { webhook: { url: r.url, secret: SECRET, firstRetryMs: 1000, maxAttempts: 3, ...extra } },
+    {},
+    Date.now(),
+  );
+  return {
+    ...h,
+    deliveries: r.deliveries,
+    sdk: new OpenAI({ apiKey: 'sk-test', baseURL: h.baseURL, webhookSecret: SECRET }),
+  };
 }
 
 describe('OpenAI emulator webhooks, verified by the SDK', () => {
@@ -91,7 +103,9 @@ describe('OpenAI emulator webhooks, verified by the SDK', () => {
     next = nextAttempt(emu);
     await clock.advance(10_000);
     await next;
-    const types = await Promise.all(deliveries.map(async (d) => (await sdk.webhooks.unwrap(d.body, toHeaders(d.headers))).type));
+    const types = await Promise.all(
+      deliveries.map(async (d) => (await sdk.webhooks.unwrap(d.body, toHeaders(d.headers))).type),
+    );
     expect(types).toEqual(['response.cancelled', 'response.failed', 'response.incomplete']);
   });
 
@@ -149,10 +163,12 @@ describe('OpenAI emulator webhooks, verified by the SDK', () => {
     await clock.advance(10_000);
     await attempt;
     const { body, headers } = deliveries[0]!;
-    await expect(sdk.webhooks.unwrap(body.replace('response.completed', 'response.failed'), toHeaders(headers))).rejects.toBeInstanceOf(
+    await expect(
+      sdk.webhooks.unwrap(body.replace('response.completed', 'response.failed'), toHeaders(headers)),
+    ).rejects.toBeInstanceOf(OpenAI.InvalidWebhookSignatureError);
+    const other = `whsec_${Buffer.from('another key, 32 bytes long......').toString('base64')}`;
+    await expect(sdk.webhooks.unwrap(body, toHeaders(headers), other)).rejects.toBeInstanceOf(
       OpenAI.InvalidWebhookSignatureError,
     );
-    const other = `whsec_${Buffer.from('another key, 32 bytes long......').toString('base64')}`;
-    await expect(sdk.webhooks.unwrap(body, toHeaders(headers), other)).rejects.toBeInstanceOf(OpenAI.InvalidWebhookSignatureError);
   });
 });

@@ -83,12 +83,23 @@ export class WebhookSender {
     await Promise.allSettled([...this.inflight]);
   }
 
-  private attempt(d: { webhookId: string; type: string; responseId: string; payload: string }, n: number): void {
+  private attempt(
+    d: { webhookId: string; type: string; responseId: string; payload: string },
+    n: number,
+  ): void {
     if (this.closed) return;
     const p = this.post(d.webhookId, d.payload).then((status) => {
       const ok = status !== undefined && status >= 200 && status < 300;
       const final = ok || n >= this.maxAttempts || this.closed;
-      this.report({ webhookId: d.webhookId, type: d.type, responseId: d.responseId, attempt: n, status, ok, final });
+      this.report({
+        webhookId: d.webhookId,
+        type: d.type,
+        responseId: d.responseId,
+        attempt: n,
+        status,
+        ok,
+        final,
+      });
       if (!final) this.clock.setTimer(this.firstRetryMs * 2 ** (n - 1), () => this.attempt(d, n + 1));
     });
     this.inflight.add(p);
