@@ -204,3 +204,34 @@ describe('OpenAI emulator through the official SDK: cancel', () => {
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
   });
 });
+
+describe('OpenAI emulator determinism and synchronous cancellation', () => {
+  it('the same seed on the same virtual clock replays the same ids, jitter and events', async () => {
+    const logs: unknown[] = [];
+    for (let i = 0; i < 2; i++) {
+      h = await startHarness({ jitter: 1 });
+      const harness = h;
+      let finishedAt = 0;
+      harness.emu.once('terminal', () => (finishedAt = harness.clock.now()));
+      const created = await h.client.responses.create({ model: 'm', input: INPUT, background: true });
+      await h.clock.advance(10_000);
+      const run = h.emu.run(created.id)!;
+      expect(finishedAt).toBeGreaterThan(0);
+      logs.push({ id: created.id, finishedAt, events: run.events });
+      await h.emu.close();
+      h = undefined;
+    }
+    expect(logs[1]).toEqual(logs[0]);
+  });
+
+  it('dropping the stream of a synchronous response cancels it', async () => {
+    h = await startHarness();
+    const created = nextCreated(h.emu);
+    const stream = await h.client.responses.create({ model: 'm', input: INPUT, stream: true });
+    const run = await created;
+    const cancelled = new Promise<void>((resolve) => h!.emu.once('terminal', () => resolve()));
+    stream.controller.abort();
+    await cancelled;
+    expect(run.status).toBe('cancelled');
+  });
+});
