@@ -156,6 +156,16 @@ describe('OpenAI emulator webhooks, verified by the SDK', () => {
     expect(deliveries[0]!.headers['webhook-id']).toBe(deliveries[1]!.headers['webhook-id']);
   });
 
+  it('duplicateRate sends seeded optional duplicates under the same webhook-id', async () => {
+    const { client, clock, emu, deliveries } = await setup([], { duplicateRate: 1 });
+    const seen: WebhookAttempt[] = [];
+    emu.on('webhook', (a) => seen.push(a));
+    await client.responses.create({ model: 'm', input: 'x', background: true });
+    await clock.advance(10_000);
+    while (seen.length < 2) await once(emu, 'webhook');
+    expect(deliveries.map((d) => d.headers['webhook-id'])).toEqual([seen[0]!.webhookId, seen[0]!.webhookId]);
+  });
+
   it('a tampered body or a wrong secret fails verification with the SDK error', async () => {
     const { client, clock, emu, deliveries, sdk } = await setup();
     await client.responses.create({ model: 'm', input: 'x', background: true });
