@@ -138,7 +138,8 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
     dropStreams(s) {
       for (const sub of streams.get(s.id) ?? []) {
         sub.cancelPing();
-        sub.res.socket?.destroy();
+        // Ends the socket once what was written is flushed, with the chunked body left unfinished.
+        sub.res.socket?.destroySoon();
       }
       streams.delete(s.id);
     },
