@@ -28,7 +28,9 @@ describe('Claude emulator: resources and the error envelope through the official
 
   it('answers a wrong key with the error envelope as AuthenticationError', async () => {
     const wrong = new Anthropic({ apiKey: 'sk-ant-wrong', baseURL: emu.url, maxRetries: 0 });
-    const err = await wrong.beta.agents.create({ name: 'a', model: 'claude-sonnet-4-6' }).catch((e: unknown) => e);
+    const err = await wrong.beta.agents
+      .create({ name: 'a', model: 'claude-sonnet-4-6' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.AuthenticationError);
     const apiErr = err as InstanceType<typeof Anthropic.AuthenticationError>;
     expect(apiErr.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
@@ -92,20 +94,30 @@ describe('Claude emulator: resources and the error envelope through the official
     const stream = await openStream(client, s.id);
     await client.beta.sessions.events.send(s.id, { events: [text('hold on')] });
     await stream.until((e) => e.type === 'session.status_running');
-    expect(await client.beta.sessions.archive(s.id).catch((e: unknown) => e)).toBeInstanceOf(Anthropic.BadRequestError);
-    expect(await client.beta.sessions.delete(s.id).catch((e: unknown) => e)).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(await client.beta.sessions.archive(s.id).catch((e: unknown) => e)).toBeInstanceOf(
+      Anthropic.BadRequestError,
+    );
+    expect(await client.beta.sessions.delete(s.id).catch((e: unknown) => e)).toBeInstanceOf(
+      Anthropic.BadRequestError,
+    );
     emu.control.release(s.id);
     expect(stopType(await stream.idle())).toBe('end_turn');
 
     const archived = await client.beta.sessions.archive(s.id);
     expect(archived.status).toBe('terminated');
     expect(archived.archived_at).not.toBeNull();
-    const conflict = await client.beta.sessions.events.send(s.id, { events: [text('more')] }).catch((e: unknown) => e);
+    const conflict = await client.beta.sessions.events
+      .send(s.id, { events: [text('more')] })
+      .catch((e: unknown) => e);
     expect(conflict).toBeInstanceOf(Anthropic.ConflictError);
-    expect((conflict as InstanceType<typeof Anthropic.ConflictError>).headers?.get('x-should-retry')).toBe('false');
+    expect((conflict as InstanceType<typeof Anthropic.ConflictError>).headers?.get('x-should-retry')).toBe(
+      'false',
+    );
 
     expect(await client.beta.sessions.delete(s.id)).toEqual({ id: s.id, type: 'session_deleted' });
-    expect(await client.beta.sessions.retrieve(s.id).catch((e: unknown) => e)).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(await client.beta.sessions.retrieve(s.id).catch((e: unknown) => e)).toBeInstanceOf(
+      Anthropic.NotFoundError,
+    );
   });
 
   it('pages event history and filters it by types[]', async () => {
@@ -126,7 +138,8 @@ describe('Claude emulator: resources and the error envelope through the official
     expect(pages[1]!.path).toContain('page=');
 
     const idles = [];
-    for await (const e of client.beta.sessions.events.list(s.id, { types: ['session.status_idle'] })) idles.push(e);
+    for await (const e of client.beta.sessions.events.list(s.id, { types: ['session.status_idle'] }))
+      idles.push(e);
     expect(idles.map((e) => e.type)).toEqual(['session.status_idle', 'session.status_idle']);
     expect(emu.control.requests.at(-1)!.path).toContain('types%5B%5D=session.status_idle');
   });

@@ -87,7 +87,8 @@ export function page<T>(
 ): { data: T[]; next_page: string | null; prev_page: string | null } {
   const limitText = query.get('limit');
   const limit = limitText === null ? defaultLimit : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw badRequest('limit: must be an integer from 1 to 1000');
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+    throw badRequest('limit: must be an integer from 1 to 1000');
   const cursor = query.get('page');
   let offset = 0;
   if (cursor !== null) {

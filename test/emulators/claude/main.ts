@@ -61,7 +61,9 @@ async function main(): Promise<void> {
         ? { url: webhookUrl, secret: webhookSecret, duplicates: intFlag(values, 'webhook-duplicates') ?? 0 }
         : undefined,
   });
-  console.log(`Claude Managed Agents emulator on ${emu.url} (api key ${values['api-key'] ?? 'sk-ant-emulator'})`);
+  console.log(
+    `Claude Managed Agents emulator on ${emu.url} (api key ${values['api-key'] ?? 'sk-ant-emulator'})`,
+  );
   const stop = () => void emu.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -17,7 +17,9 @@ export function clientFor(emu: ClaudeEmulator, auth: 'bearer' | 'x-api-key' = 'b
   });
 }
 
-export async function agentAndEnvironment(client: Anthropic): Promise<{ agentId: string; environmentId: string }> {
+export async function agentAndEnvironment(
+  client: Anthropic,
+): Promise<{ agentId: string; environmentId: string }> {
   const agent = await client.beta.agents.create({ name: 'worker', model: 'claude-sonnet-4-6' });
   const env = await client.beta.environments.create({ name: 'sandbox', config: { type: 'cloud' } });
   return { agentId: agent.id, environmentId: env.id };
@@ -37,7 +39,8 @@ export class StreamReader {
     const out: StreamEvent[] = [];
     for (;;) {
       const next = await this.it.next();
-      if (next.done) throw new Error(`stream ended before the awaited frame; saw ${out.map((e) => e.type).join(',')}`);
+      if (next.done)
+        throw new Error(`stream ended before the awaited frame; saw ${out.map((e) => e.type).join(',')}`);
       const e = next.value as StreamEvent;
       out.push(e);
       this.seen.push(e);
@@ -46,7 +49,9 @@ export class StreamReader {
   }
 
   async idle(): Promise<StreamEvent> {
-    const got = await this.until((e) => e.type === 'session.status_idle' || e.type === 'session.status_terminated');
+    const got = await this.until(
+      (e) => e.type === 'session.status_idle' || e.type === 'session.status_terminated',
+    );
     return got[got.length - 1]!;
   }
 
@@ -63,6 +68,9 @@ export async function openStream(
   return new StreamReader(await client.beta.sessions.events.stream(sessionId, params));
 }
 
-export const text = (t: string) => ({ type: 'user.message' as const, content: [{ type: 'text' as const, text: t }] });
+export const text = (t: string) => ({
+  type: 'user.message' as const,
+  content: [{ type: 'text' as const, text: t }],
+});
 
 export const stopType = (e: StreamEvent) => (e['stop_reason'] as { type: string } | undefined)?.type;

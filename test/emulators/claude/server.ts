@@ -112,7 +112,8 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
         ...event,
         id: typeof event['id'] === 'string' && event['id'] !== '' ? event['id'] : newId('sevt_'),
         type: event['type'] as string,
-        processed_at: event['processed_at'] === null ? null : (event['processed_at'] as string | undefined) ?? iso(),
+        processed_at:
+          event['processed_at'] === null ? null : ((event['processed_at'] as string | undefined) ?? iso()),
       };
       const at = s.events.findIndex((e) => e.id === stored.id);
       if (at >= 0) s.events[at] = stored;
@@ -160,33 +161,45 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
       throw badRequest(`${field}: must be {type:"limit", max_list_cost:{amount, currency}}`);
     const amount = cost['amount'];
     if (typeof amount !== 'string' || !/^(0|[1-9]\d*)$/.test(amount))
-      throw badRequest(`${field}.max_list_cost.amount: must be whole US cents as a string without leading zeros`);
+      throw badRequest(
+        `${field}.max_list_cost.amount: must be whole US cents as a string without leading zeros`,
+      );
     if (cost['currency'] !== 'USD') throw badRequest(`${field}.max_list_cost.currency: must be USD`);
     return { type: 'limit', max_list_cost: { amount, currency: 'USD' } };
   }
 
   function createSession(body: Json): Json {
     const agentRef = body['agent'];
-    const agentId = typeof agentRef === 'string' ? agentRef : ((agentRef as Json | undefined)?.['id'] as unknown);
-    if (typeof agentId !== 'string') throw badRequest('agent: must be an agent id or {type:"agent", id, version}');
+    const agentId =
+      typeof agentRef === 'string' ? agentRef : ((agentRef as Json | undefined)?.['id'] as unknown);
+    if (typeof agentId !== 'string')
+      throw badRequest('agent: must be an agent id or {type:"agent", id, version}');
     const agent = agents.get(agentId);
     if (!agent) throw notFound('agent', agentId);
     const environmentId = requireString(body, 'environment_id');
     if (!environments.has(environmentId)) throw notFound('environment', environmentId);
     const initial = body['initial_events'] ?? [];
-    if (!Array.isArray(initial) || initial.length > 50) throw badRequest('initial_events: must be an array of at most 50 events');
+    if (!Array.isArray(initial) || initial.length > 50)
+      throw badRequest('initial_events: must be an array of at most 50 events');
     initial.forEach((e: unknown, i) => {
       if ((e as Json | null)?.['type'] !== 'user.message')
         throw badRequest(`initial_events[${i}].type: only user.message is accepted here`);
     });
     const metadata = (body['metadata'] ?? {}) as Record<string, string>;
-    if (typeof metadata !== 'object' || Array.isArray(metadata)) throw badRequest('metadata: must be an object');
+    if (typeof metadata !== 'object' || Array.isArray(metadata))
+      throw badRequest('metadata: must be an object');
     const now = iso();
     const s: Session = {
       id: newId('sesn_'),
       status: 'idle',
       title: typeof body['title'] === 'string' ? body['title'] : null,
-      agent: { type: 'agent', id: agent['id'], version: agent['version'], name: agent['name'], model: agent['model'] },
+      agent: {
+        type: 'agent',
+        id: agent['id'],
+        version: agent['version'],
+        name: agent['name'],
+        model: agent['model'],
+      },
       environment_id: environmentId,
       metadata,
       budget: parseBudget(body['budget'], 'budget'),
@@ -216,14 +229,20 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
 
   function updateSession(s: Session, body: Json): Json {
     if (s.archived_at !== null)
-      throw new ApiError(409, 'invalid_request_error', `session ${s.id} is archived`, { 'x-should-retry': 'false' });
+      throw new ApiError(409, 'invalid_request_error', `session ${s.id} is archived`, {
+        'x-should-retry': 'false',
+      });
     if (typeof body['title'] === 'string') s.title = body['title'];
-    if (body['metadata'] !== undefined) s.metadata = { ...s.metadata, ...(body['metadata'] as Record<string, string>) };
+    if (body['metadata'] !== undefined)
+      s.metadata = { ...s.metadata, ...(body['metadata'] as Record<string, string>) };
     if ('budget' in body) {
-      if (s.budget === null && body['budget'] !== null) throw badRequest('budget: budget_create_only, a budget can only be set at create');
+      if (s.budget === null && body['budget'] !== null)
+        throw badRequest('budget: budget_create_only, a budget can only be set at create');
       const budget = parseBudget(body['budget'], 'budget');
       if (budget && Number(budget.max_list_cost.amount) <= s.usage.costCents)
-        throw badRequest('budget.max_list_cost.amount: budget_not_raised, must exceed the cost already consumed');
+        throw badRequest(
+          'budget.max_list_cost.amount: budget_not_raised, must exceed the cost already consumed',
+        );
       s.budget = budget;
       if (s.pausedAtBudget) {
         s.pausedAtBudget = false;
@@ -267,9 +286,17 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
   }
 
   function openStream(s: Session, query: URLSearchParams, res: ServerResponse): void {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     res.flushHeaders();
-    const sub: Subscriber = { res, deltas: new Set(query.getAll('event_deltas[]')), cancelPing: () => undefined };
+    const sub: Subscriber = {
+      res,
+      deltas: new Set(query.getAll('event_deltas[]')),
+      cancelPing: () => undefined,
+    };
     const schedule = () => {
       sub.cancelPing = clock.setTimer(pingIntervalMs, () => {
         frame(res, 'ping', { type: 'ping' });
@@ -287,7 +314,9 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
   }
 
   function listOf(map: Map<string, Json>, query: URLSearchParams): Json {
-    const list = [...map.values()].filter((x) => query.get('include_archived') === 'true' || x['archived_at'] === null);
+    const list = [...map.values()].filter(
+      (x) => query.get('include_archived') === 'true' || x['archived_at'] === null,
+    );
     const { data, next_page } = page(order(query) === 'desc' ? list.reverse() : list, query, 20);
     return { data, next_page };
   }
@@ -315,7 +344,8 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
           updated_at: iso(),
           archived_at: null,
         };
-        if (typeof body['model'] !== 'string' && typeof body['model'] !== 'object') throw badRequest('model: required');
+        if (typeof body['model'] !== 'string' && typeof body['model'] !== 'object')
+          throw badRequest('model: required');
         agents.set(agent['id'] as string, agent);
         return agent;
       }
@@ -324,7 +354,8 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
       if (!agent) throw notFound('agent', id!);
       if (!sub && method === 'GET') return agent;
       if (!sub && method === 'POST') {
-        if (agent['archived_at'] !== null) throw new ApiError(409, 'invalid_request_error', `agent ${id} is archived`);
+        if (agent['archived_at'] !== null)
+          throw new ApiError(409, 'invalid_request_error', `agent ${id} is archived`);
         Object.assign(agent, body, { version: (agent['version'] as number) + 1, updated_at: iso() });
         return agent;
       }
@@ -365,7 +396,9 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
       if (!sub && method === 'POST') return updateSession(s, body);
       if ((!sub && method === 'DELETE') || (sub === 'archive' && method === 'POST')) {
         if (s.status === 'running' || s.status === 'rescheduling')
-          throw badRequest(`session ${s.id} is running; cannot ${sub === 'archive' ? 'archive' : 'delete'} while running`);
+          throw badRequest(
+            `session ${s.id} is running; cannot ${sub === 'archive' ? 'archive' : 'delete'} while running`,
+          );
         if (sub === 'archive') {
           if (s.archived_at !== null) return publicSession(s);
           s.archived_at = iso();
@@ -378,7 +411,11 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
         s.deleted = true;
         wake(s);
         for (const sub of streams.get(s.id) ?? []) {
-          frame(sub.res, 'session.deleted', { type: 'session.deleted', id: newId('sevt_'), processed_at: iso() });
+          frame(sub.res, 'session.deleted', {
+            type: 'session.deleted',
+            id: newId('sevt_'),
+            processed_at: iso(),
+          });
           sub.cancelPing();
           sub.res.end();
         }
@@ -405,15 +442,27 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
   const server = createServer((req, res) => {
     const requestId = newId('req_');
     const url = new URL(req.url ?? '/', 'http://emulator');
-    requests.push({ method: req.method ?? 'GET', path: url.pathname + url.search, headers: { ...req.headers } });
+    requests.push({
+      method: req.method ?? 'GET',
+      path: url.pathname + url.search,
+      headers: { ...req.headers },
+    });
     const answer = async () => {
       if (failures && failures.times > 0) {
         failures.times--;
-        const type = failures.status === 429 ? 'rate_limit_error' : failures.status === 529 ? 'overloaded_error' : 'api_error';
+        const type =
+          failures.status === 429
+            ? 'rate_limit_error'
+            : failures.status === 529
+              ? 'overloaded_error'
+              : 'api_error';
         throw new ApiError(failures.status, type, 'injected failure', failures.headers);
       }
-      if (!authorised(req)) throw new ApiError(401, 'authentication_error', 'invalid x-api-key or Authorization bearer token');
-      const beta = String(req.headers['anthropic-beta'] ?? '').split(',').map((b) => b.trim());
+      if (!authorised(req))
+        throw new ApiError(401, 'authentication_error', 'invalid x-api-key or Authorization bearer token');
+      const beta = String(req.headers['anthropic-beta'] ?? '')
+        .split(',')
+        .map((b) => b.trim());
       if (!beta.includes(BETA)) throw badRequest(`anthropic-beta: must include ${BETA}`);
       const body = await route(req, res, url);
       if (body !== undefined) sendJson(res, 200, body, requestId);

@@ -106,7 +106,8 @@ function scriptOf(message: SessionEvent): Script {
 
 /** Starts the next queued user message if nothing runs. */
 export function pump(engine: Engine, s: Session): void {
-  if (s.turnActive || s.deleted || s.status === 'terminated' || s.pausedAtBudget || s.pending.size > 0) return;
+  if (s.turnActive || s.deleted || s.status === 'terminated' || s.pausedAtBudget || s.pending.size > 0)
+    return;
   const next = s.queue.shift();
   if (!next) return;
   s.turnActive = true;
@@ -183,7 +184,12 @@ async function modelRequest(engine: Engine, s: Session): Promise<void> {
     type: 'span.model_request_end',
     model_request_start_id: start.id,
     is_error: false,
-    model_usage: { input_tokens: 100, output_tokens: 50, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+    model_usage: {
+      input_tokens: 100,
+      output_tokens: 50,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    },
   });
 }
 
@@ -192,10 +198,18 @@ function agentMessage(engine: Engine, s: Session, text: string): void {
 }
 
 /** Emits the blocking events, then idles with whichever are still unanswered until none are. */
-async function requireAction(engine: Engine, s: Session, blocking: Json[], dropAfterFirst = false): Promise<void> {
+async function requireAction(
+  engine: Engine,
+  s: Session,
+  blocking: Json[],
+  dropAfterFirst = false,
+): Promise<void> {
   for (const b of blocking) {
     const event = engine.emit(s, b);
-    s.pending.set(event.id, b['type'] === 'agent.custom_tool_use' ? 'custom_tool_result' : 'tool_confirmation');
+    s.pending.set(
+      event.id,
+      b['type'] === 'agent.custom_tool_use' ? 'custom_tool_result' : 'tool_confirmation',
+    );
     if (dropAfterFirst) engine.dropStreams(s);
   }
   while (s.pending.size > 0) {
@@ -254,7 +268,12 @@ async function runTurn(engine: Engine, s: Session, message: SessionEvent): Promi
         idle(engine, s, { type: 'retries_exhausted' });
         return;
       case 'refusal':
-        idle(engine, s, { type: 'refusal' }, { stop_details: { type: 'refusal', category: 'cyber', explanation: 'Refused.' } });
+        idle(
+          engine,
+          s,
+          { type: 'refusal' },
+          { stop_details: { type: 'refusal', category: 'cyber', explanation: 'Refused.' } },
+        );
         return;
       case 'terminal':
         engine.emit(s, sessionError('billing_error', 'terminal'));
@@ -293,7 +312,9 @@ function sessionError(type: string, retry: 'retrying' | 'exhausted' | 'terminal'
  */
 export function receive(engine: Engine, s: Session, events: unknown): SessionEvent[] {
   if (s.status === 'terminated' && s.archived_at !== null)
-    throw new ApiError(409, 'invalid_request_error', `session ${s.id} is archived`, { 'x-should-retry': 'false' });
+    throw new ApiError(409, 'invalid_request_error', `session ${s.id} is archived`, {
+      'x-should-retry': 'false',
+    });
   if (s.status === 'terminated') throw badRequest(`session ${s.id} is terminated`);
   if (!Array.isArray(events) || events.length === 0) throw badRequest('events: must be a non-empty array');
   events.forEach((e, i) => check(s, e, `events[${i}]`));
@@ -313,7 +334,9 @@ export function receive(engine: Engine, s: Session, events: unknown): SessionEve
         wake(s);
       }
     } else {
-      const ref = (type === 'user.tool_confirmation' ? raw['tool_use_id'] : raw['custom_tool_use_id']) as string;
+      const ref = (
+        type === 'user.tool_confirmation' ? raw['tool_use_id'] : raw['custom_tool_use_id']
+      ) as string;
       echoes.push(engine.emit(s, { ...raw, processed_at: now }));
       s.pending.delete(ref);
       wake(s);

@@ -2,7 +2,14 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../../src/core/clock.ts';
 import { BETA, startClaudeEmulator, type ClaudeEmulator } from './server.ts';
-import { agentAndEnvironment, clientFor, openStream, stopType, text, type StreamEvent } from './sdk-support.ts';
+import {
+  agentAndEnvironment,
+  clientFor,
+  openStream,
+  stopType,
+  text,
+  type StreamEvent,
+} from './sdk-support.ts';
 
 let emu: ClaudeEmulator;
 let client: Anthropic;
@@ -38,7 +45,12 @@ describe('Claude emulator: scripted turns through the official SDK', () => {
     expect(sent.data?.[0]).toMatchObject({ type: 'user.message', processed_at: null });
     const frames = await stream.until((e) => e.type === 'session.status_idle');
     const kinds = types(frames);
-    expect(kinds.slice(0, 4)).toEqual(['user.message', 'session.status_running', 'user.message', 'span.model_request_start']);
+    expect(kinds.slice(0, 4)).toEqual([
+      'user.message',
+      'session.status_running',
+      'user.message',
+      'span.model_request_start',
+    ]);
     expect(frames[2]!.processed_at).toEqual(expect.any(String));
     expect(kinds.indexOf('event_start')).toBeLessThan(kinds.indexOf('agent.message'));
     expect(kinds).toContain('event_delta');
@@ -61,12 +73,20 @@ describe('Claude emulator: scripted turns through the official SDK', () => {
     expect(frames.at(-1)!['stop_reason']).toEqual({ type: 'requires_action', event_ids: [use.id] });
 
     const wrong = await client.beta.sessions.events
-      .send(s.id, { events: [{ type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_nope', content: [] }] })
+      .send(s.id, {
+        events: [{ type: 'user.custom_tool_result', custom_tool_use_id: 'sevt_nope', content: [] }],
+      })
       .catch((e: unknown) => e);
     expect((wrong as Error).message).toContain('events[0].custom_tool_use_id');
 
     const echo = await client.beta.sessions.events.send(s.id, {
-      events: [{ type: 'user.custom_tool_result', custom_tool_use_id: use.id!, content: [{ type: 'text', text: 'sunny' }] }],
+      events: [
+        {
+          type: 'user.custom_tool_result',
+          custom_tool_use_id: use.id!,
+          content: [{ type: 'text', text: 'sunny' }],
+        },
+      ],
     });
     expect(echo.data?.[0]!.processed_at).toEqual(expect.any(String));
     expect(stopType(await stream.idle())).toBe('end_turn');
@@ -127,14 +147,21 @@ describe('Claude emulator: scripted turns through the official SDK', () => {
     expect(paused.status).toBe('idle');
     expect(paused.usage.list_cost).toEqual({ amount: '300', currency: 'USD' });
 
-    const refused = await client.beta.sessions.events.send(s.id, { events: [text('more')] }).catch((e: unknown) => e);
+    const refused = await client.beta.sessions.events
+      .send(s.id, { events: [text('more')] })
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
-    const notRaised = await client.beta.sessions.update(s.id, { budget: budget(300) }).catch((e: unknown) => e);
+    const notRaised = await client.beta.sessions
+      .update(s.id, { budget: budget(300) })
+      .catch((e: unknown) => e);
     expect((notRaised as Error).message).toContain('budget_not_raised');
 
     await client.beta.sessions.update(s.id, { budget: budget(1000) });
     expect(stopType(await stream.idle())).toBe('end_turn');
-    expect((await client.beta.sessions.retrieve(s.id)).usage.list_cost).toEqual({ amount: '500', currency: 'USD' });
+    expect((await client.beta.sessions.retrieve(s.id)).usage.list_cost).toEqual({
+      amount: '500',
+      currency: 'USD',
+    });
   });
 
   it('a budget cannot be added after create', async () => {
@@ -195,7 +222,9 @@ describe('Claude emulator: scripted turns through the official SDK', () => {
       events: [{ type: 'user.custom_tool_result', custom_tool_use_id: pending.event_ids[0]!, content: [] }],
     });
     const seen = new Set(history.map((e) => e.id));
-    const fresh = (await again.until((e) => e.type === 'session.status_idle')).filter((e) => !seen.has(e.id!));
+    const fresh = (await again.until((e) => e.type === 'session.status_idle')).filter(
+      (e) => !seen.has(e.id!),
+    );
     expect(stopType(fresh.at(-1)!)).toBe('end_turn');
   });
 

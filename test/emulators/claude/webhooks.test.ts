@@ -26,7 +26,10 @@ beforeEach(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8') });
+      received.push({
+        headers: req.headers as Record<string, string>,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
       // The very first attempt fails, so one delivery is retried.
       res.writeHead(answered++ === 0 ? 500 : 204).end();
     });

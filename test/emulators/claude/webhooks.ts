@@ -61,10 +61,17 @@ export class WebhookSender {
     void p.finally(() => this.inFlight.delete(p));
   }
 
-  private async attempt(webhookId: string, type: string, sessionId: string, body: string, attempt: number): Promise<void> {
+  private async attempt(
+    webhookId: string,
+    type: string,
+    sessionId: string,
+    body: string,
+    attempt: number,
+  ): Promise<void> {
     const ok = await this.post(webhookId, type, sessionId, body, attempt);
     if (ok) {
-      for (let i = 0; i < (this.options.duplicates ?? 0); i++) await this.post(webhookId, type, sessionId, body, attempt);
+      for (let i = 0; i < (this.options.duplicates ?? 0); i++)
+        await this.post(webhookId, type, sessionId, body, attempt);
       return;
     }
     const delays = this.options.retryDelaysMs ?? [1000, 5000, 30_000];
@@ -74,7 +81,13 @@ export class WebhookSender {
     await this.attempt(webhookId, type, sessionId, body, attempt + 1);
   }
 
-  private async post(webhookId: string, type: string, sessionId: string, body: string, attempt: number): Promise<boolean> {
+  private async post(
+    webhookId: string,
+    type: string,
+    sessionId: string,
+    body: string,
+    attempt: number,
+  ): Promise<boolean> {
     const key = signingKey(this.options.secret, 'webhook.secret');
     const headers = {
       'content-type': 'application/json',
