@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SeededRandom } from '../../../src/core/random.ts';
 import { BETA, startClaudeEmulator, type ClaudeEmulator } from './server.ts';
 import { agentAndEnvironment, clientFor, openStream, stopType, text } from './sdk-support.ts';
 
@@ -142,5 +143,30 @@ describe('Claude emulator: resources and the error envelope through the official
       idles.push(e);
     expect(idles.map((e) => e.type)).toEqual(['session.status_idle', 'session.status_idle']);
     expect(emu.control.requests.at(-1)!.path).toContain('types%5B%5D=session.status_idle');
+  });
+  it('replays ids from its seed', async () => {
+    const other = await startClaudeEmulator({ random: new SeededRandom(7) });
+    const again = await startClaudeEmulator({ random: new SeededRandom(7) });
+    try {
+      const a = await clientFor(other).beta.agents.create({ name: 'a', model: 'claude-sonnet-4-6' });
+      const b = await clientFor(again).beta.agents.create({ name: 'a', model: 'claude-sonnet-4-6' });
+      expect(a.id).toBe(b.id);
+      expect(a.id).toMatch(/^agent_/);
+    } finally {
+      await other.close();
+      await again.close();
+    }
+  });
+
+  it('injects failures the SDK retries on its own (a create answered 529 once, then created)', async () => {
+    emu.control.failNext(529, 1, { 'retry-after-ms': '1' });
+    const retrying = new Anthropic({ apiKey: 'sk-ant-emulator', baseURL: emu.url, maxRetries: 1 });
+    const agent = await retrying.beta.agents.create({ name: 'a', model: 'claude-sonnet-4-6' });
+    expect(agent.type).toBe('agent');
+    const creates = emu.control.requests.filter((r) => r.path === '/v1/agents');
+    expect(creates.map((r) => r.headers['x-stainless-retry-count'])).toEqual(['0', '1']);
+    emu.control.failNext(429, 1);
+    const limited = await client.beta.agents.list().catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
   });
 });
