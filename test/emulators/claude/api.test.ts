@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../../src/core/clock.ts';
 import { SeededRandom } from '../../../src/core/random.ts';
 import { BETA, startClaudeEmulator, type ClaudeEmulator } from './server.ts';
 import { agentAndEnvironment, clientFor, openStream, stopType, text } from './sdk-support.ts';
@@ -168,5 +169,31 @@ describe('Claude emulator: resources and the error envelope through the official
     emu.control.failNext(429, 1);
     const limited = await client.beta.agents.list().catch((e: unknown) => e);
     expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
+  });
+  it('can lose a create response after the session exists, so it is found again by agent and creation time', async () => {
+    const clock = new VirtualClock(Date.UTC(2026, 10, 1));
+    const timed = await startClaudeEmulator({ clock });
+    try {
+      const c = clientFor(timed);
+      const { agentId, environmentId } = await agentAndEnvironment(c);
+      await c.beta.sessions.create({
+        agent: agentId,
+        environment_id: environmentId,
+        metadata: { envelope: 'env-8' },
+      });
+      await clock.advance(1000);
+      const since = new Date(clock.now()).toISOString();
+      timed.control.loseNextResponses(1);
+      const lost = await c.beta.sessions
+        .create({ agent: agentId, environment_id: environmentId, metadata: { envelope: 'env-9' } })
+        .catch((e: unknown) => e);
+      expect(lost).toBeInstanceOf(Anthropic.APIConnectionError);
+      const found = [];
+      for await (const s of c.beta.sessions.list({ agent_id: agentId, 'created_at[gte]': since }))
+        found.push(s);
+      expect(found.map((s) => s.metadata)).toEqual([{ envelope: 'env-9' }]);
+    } finally {
+      await timed.close();
+    }
   });
 });

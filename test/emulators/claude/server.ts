@@ -62,6 +62,8 @@ export interface ClaudeEmulatorControl {
   dropStreams(sessionId: string): void;
   openStreams(sessionId: string): number;
   setCostPerRequestCents(cents: number): void;
+  /** The next `times` API requests take effect, but their answers are lost with the connection. */
+  loseNextResponses(times?: number): void;
   /** The next `times` API requests answer `status` with the error envelope. */
   failNext(status: number, times?: number, headers?: Record<string, string>): void;
   readonly requests: RecordedRequest[];
@@ -94,6 +96,7 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
   const sessions = new Map<string, Session>();
   const streams = new Map<string, Set<Subscriber>>();
   const requests: RecordedRequest[] = [];
+  let losing = 0;
   let failures: { status: number; times: number; headers: Record<string, string> } | null = null;
 
   const newId = (prefix: string) =>
@@ -465,6 +468,11 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
         .map((b) => b.trim());
       if (!beta.includes(BETA)) throw badRequest(`anthropic-beta: must include ${BETA}`);
       const body = await route(req, res, url);
+      if (body !== undefined && losing > 0) {
+        losing--;
+        res.socket?.destroy();
+        return;
+      }
       if (body !== undefined) sendJson(res, 200, body, requestId);
     };
     answer().catch((err: unknown) => {
@@ -490,6 +498,9 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
     openStreams: (sessionId) => streams.get(sessionId)?.size ?? 0,
     setCostPerRequestCents(cents) {
       costCents = cents;
+    },
+    loseNextResponses(times = 1) {
+      losing = times;
     },
     failNext(status, times = 1, headers = {}) {
       failures = { status, times, headers };
