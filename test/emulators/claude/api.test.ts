@@ -196,4 +196,13 @@ describe('Claude emulator: resources and the error envelope through the official
       await timed.close();
     }
   });
+  it('ends an open stream with session.deleted when the session is deleted', async () => {
+    const { agentId, environmentId } = await agentAndEnvironment(client);
+    const s = await client.beta.sessions.create({ agent: agentId, environment_id: environmentId });
+    const stream = await client.beta.sessions.events.stream(s.id);
+    await client.beta.sessions.delete(s.id);
+    const frames = [];
+    for await (const e of stream) frames.push(e.type);
+    expect(frames).toEqual(['session.deleted']);
+  });
 });
