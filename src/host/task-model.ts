@@ -119,8 +119,15 @@ export function statusEvent(task: Task): StreamResponse {
   return { statusUpdate: { taskId: task.id, contextId: task.contextId, status: task.status } };
 }
 
+/**
+ * Status timestamps are the only order A2A gives a client between a task's states, at millisecond
+ * resolution: each new status gets a timestamp past the previous one (1 ms later when the clock has not
+ * moved), so two changes within one millisecond are never seen as one being stale.
+ */
 export function setStatus(task: Task, state: TaskState, at: number, message?: Message): TaskStatus {
-  task.status = { state, timestamp: toIso(at), ...(message ? { message } : {}) };
+  const previous = Date.parse(task.status?.timestamp ?? '');
+  const ms = Number.isFinite(previous) && at <= previous ? previous + 1 : at;
+  task.status = { state, timestamp: toIso(ms), ...(message ? { message } : {}) };
   return task.status;
 }
 

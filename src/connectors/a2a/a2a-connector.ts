@@ -24,7 +24,7 @@ import type {
   StartRequest,
   WebhookSignal,
 } from '../connector.ts';
-import { applyFrame, decodeTask, frameTaskId, taskToSnapshot } from './task-snapshot.ts';
+import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
 import { a2aWireError, isRouteError, routeError, transportError } from './wire-errors.ts';
 
@@ -390,6 +390,7 @@ export class A2AConnector implements Connector {
     const params = this.sendParams(request);
     delete (params.configuration as Record<string, unknown>).returnImmediately;
     let task: Task | null = null;
+    let last: RemoteSnapshot | null = null;
     for await (const { frame, eventId } of this.streamOnRoute('SendStreamingMessage', params, signal)) {
       const f = frame as { message?: unknown };
       if (!task && f && typeof f === 'object' && f.message) {
@@ -399,7 +400,8 @@ export class A2AConnector implements Connector {
       const next = applyFrame(task, frame);
       if (!next) continue;
       task = next;
-      yield { ...taskToSnapshot(task), eventId };
+      last = inStreamOrder(last, { ...taskToSnapshot(task), eventId });
+      yield last;
     }
   }
 
@@ -469,11 +471,13 @@ export class A2AConnector implements Connector {
     signal: AbortSignal,
   ): AsyncGenerator<RemoteSnapshot> {
     let task: Task | null = null;
+    let last: RemoteSnapshot | null = null;
     for await (const { frame, eventId } of this.streamOnRoute('SubscribeToTask', { id: remoteId }, signal)) {
       const next = applyFrame(task, frame);
       if (!next) continue;
       task = next;
-      yield { ...taskToSnapshot(task), eventId };
+      last = inStreamOrder(last, { ...taskToSnapshot(task), eventId });
+      yield last;
     }
   }
 

@@ -116,6 +116,25 @@ export function timestampMs(ts: string | undefined): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
+/**
+ * A2A orders a task's states only by their status timestamps, in milliseconds, and an agent may change
+ * state twice within one (WORKING then INPUT_REQUIRED). Within one stream the frames' order is the
+ * agent's own order, so a frame whose timestamp does not move past the previous frame's still comes
+ * after it: its version is nudged a fraction of a millisecond past the previous one. Without this the
+ * forward-only rule would drop the second state as stale, and a task waiting for input would stay
+ * `running`. A later GetTask of the same status carries the plain timestamp, which compares as older
+ * and changes nothing.
+ */
+export function inStreamOrder(previous: RemoteSnapshot | null, snap: RemoteSnapshot): RemoteSnapshot {
+  const before = previous?.remoteVersion ?? null;
+  if (before === null || snap.remoteVersion === null || snap.remoteVersion > before) return snap;
+  if (previous!.state === snap.state && previous!.nativeState === snap.nativeState) return snap;
+  return { ...snap, remoteVersion: before + STREAM_ORDER_STEP };
+}
+
+/** A thousandth of a millisecond: far below the timestamps' own resolution. */
+const STREAM_ORDER_STEP = 0.001;
+
 export function taskToSnapshot(task: Task): RemoteSnapshot {
   const native = task.status.state;
   const state = normalizeState(native);
