@@ -103,9 +103,10 @@ describe('plane isolation (property)', () => {
             const known = tasks.length > 0 ? tasks[op.target % tasks.length]! : undefined;
             if (op.kind === 'create' || !known) {
               const key = `k-${op.idempotency}`;
+              // Waits for the remote's first answer: later steps use the remote id (forged webhooks).
               const res = await post(
                 op.actor,
-                '/v1/tasks',
+                '/v1/tasks?wait=started',
                 { target: 'fake', input: { key } },
                 { 'idempotency-key': key },
               );

@@ -46,7 +46,7 @@ function finished(schema: Record<string, unknown>, result: unknown): Envelope {
 
 /** Runs a job to success with `result` as its output and returns the stored envelope. */
 async function runWith(tenant: string, schema: Record<string, unknown>, result: unknown, input: unknown) {
-  const { envelope } = await h!.plane.create({ tenant, target: 'fake', input, acceptance: { schema } });
+  const { envelope } = await h!.plane.create({ tenant, target: 'fake', input, acceptance: { schema } }, { wait: 'started' });
   await h!.settle();
   h!.remote.set(envelope.remoteId!, 'succeeded', { artifacts: [{ artifactId: 'a', content: result }] });
   await h!.settle();
@@ -123,7 +123,7 @@ describe('acceptance schema limits', () => {
   it('the limits are plane options, and create refuses by them', async () => {
     h = await harness({ acceptance: { maxSchemaBytes: 200, maxSchemaDepth: 4, maxPatternLength: 8 } });
     const create = (schema: Record<string, unknown>) =>
-      h!.plane.create({ tenant: A, target: 'fake', input: 1, acceptance: { schema } });
+      h!.plane.create({ tenant: A, target: 'fake', input: 1, acceptance: { schema } }, { wait: 'started' });
     await expect(create({ enum: ['x'.repeat(300)] })).rejects.toMatchObject({ field: 'acceptance.schema' });
     await expect(create(nested(5))).rejects.toThrow(/maxSchemaDepth/);
     await expect(create({ pattern: 'abcdefghij' })).rejects.toThrow(/maxPatternLength/);

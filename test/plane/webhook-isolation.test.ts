@@ -23,8 +23,8 @@ function lastPush(envelopeId: string) {
 describe('a webhook delivery is recorded only once processed', () => {
   it('a job whose stored acceptance schema no longer compiles still finishes from its push (rejected, with the reason)', async () => {
     h = await harness(opts);
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 });
-    const other = await h.plane.create({ tenant: 'tenant-b', target: 'fake', input: 2 });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 }, { wait: 'started' });
+    const other = await h.plane.create({ tenant: 'tenant-b', target: 'fake', input: 2 }, { wait: 'started' });
     // A schema stored under older rules, which the compiler refuses now.
     const stored = (await h.store.getEnvelope(envelope.id))!;
     await h.store.updateEnvelope(
@@ -49,7 +49,7 @@ describe('a webhook delivery is recorded only once processed', () => {
 
   it("a delivery whose processing failed is processed on the sender's retry, not absorbed as a duplicate", async () => {
     h = await harness(opts);
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 }, { wait: 'started' });
     h.remote.set(envelope.remoteId!, 'succeeded');
     const delivery = lastPush(envelope.id);
     const store = h.store as { updateEnvelope: typeof h.store.updateEnvelope };
@@ -69,7 +69,7 @@ describe('a webhook delivery is recorded only once processed', () => {
 
   it('a delivery whose state fetch failed is fetched again on retry', async () => {
     h = await harness(opts);
-    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 }, { wait: 'started' });
     h.remote.set(envelope.remoteId!, 'succeeded');
     // A payload without a version cannot stand in for the state the fetch would have returned.
     const push = lastPush(envelope.id);
@@ -88,10 +88,10 @@ describe('a webhook delivery is recorded only once processed', () => {
 describe('a job whose acceptance cannot be checked does not hold up its target', () => {
   it('reconciliation of the target still finishes every job, that one included', async () => {
     h = await harness({ delivery: { stream: false, push: false, poll: false } });
-    const broken = await h.plane.create({ tenant: T, target: 'fake', input: 1 });
+    const broken = await h.plane.create({ tenant: T, target: 'fake', input: 1 }, { wait: 'started' });
     const others = [
-      await h.plane.create({ tenant: 'tenant-b', target: 'fake', input: 2 }),
-      await h.plane.create({ tenant: 'tenant-b', target: 'fake', input: 3 }),
+      await h.plane.create({ tenant: 'tenant-b', target: 'fake', input: 2 }, { wait: 'started' }),
+      await h.plane.create({ tenant: 'tenant-b', target: 'fake', input: 3 }, { wait: 'started' }),
     ];
     const stored = (await h.store.getEnvelope(broken.envelope.id))!;
     await h.store.updateEnvelope(
