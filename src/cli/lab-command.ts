@@ -1,12 +1,11 @@
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { TaskplaneError } from '../core/errors.ts';
+import { isTaskplaneError, TaskplaneError } from '../core/errors.ts';
 import { MISSIONS, missionById, missionSettings } from '../lab/missions.ts';
 import { labPageHandler, readLabAssets } from '../lab/page-assets.ts';
 import {
   DEFAULT_SETTINGS,
-  SettingsError,
   parseFaults,
   validateSettings,
   withSettings,
@@ -63,7 +62,7 @@ const SETTING_FLAGS = [
 ] as const;
 
 function bad(flag: string, message: string): TaskplaneError {
-  return new TaskplaneError('invalid_argument', `--${flag}: ${message}`, { field: flag });
+  return new TaskplaneError('config', `--${flag}: ${message}`, { field: flag });
 }
 
 function num(flag: string, text: string | undefined): number | undefined {
@@ -90,12 +89,15 @@ function patchFromFlags(f: LabFlags): SettingsPatch {
   return patch;
 }
 
-/** Runs `fn`, turning a SettingsError into the CLI's one-line error naming the flag. */
+/** Runs `fn`, turning a settings error (fields named as flags) into the CLI's one-line error. */
 function settingsCall<T>(fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof SettingsError) throw bad(err.field, err.message.slice(err.field.length + 2));
+    if (isTaskplaneError(err) && err.code === 'config' && err.field !== undefined) {
+      const prefix = `${err.field}: `;
+      if (err.message.startsWith(prefix)) throw bad(err.field, err.message.slice(prefix.length));
+    }
     throw err;
   }
 }

@@ -1,3 +1,4 @@
+import { configError } from './errors.ts';
 import type { Random } from './random.ts';
 
 export interface BackoffOptions {
@@ -25,16 +26,6 @@ export interface BackoffPolicy {
   deadlineMs: number | undefined;
 }
 
-export class ConfigError extends Error {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`${field}: ${message}`);
-    this.name = 'ConfigError';
-  }
-}
-
 /** Options → defaults → validated policy; a bad value names its field. */
 export function backoffPolicy(options: BackoffOptions = {}, fieldPrefix = ''): BackoffPolicy {
   const policy: BackoffPolicy = {
@@ -45,15 +36,15 @@ export function backoffPolicy(options: BackoffOptions = {}, fieldPrefix = ''): B
     deadlineMs: options.deadlineMs,
   };
   const f = (name: string) => fieldPrefix + name;
-  if (!(policy.initialIntervalMs > 0)) throw new ConfigError(f('initialIntervalMs'), 'must be > 0');
-  if (!(policy.multiplier >= 1)) throw new ConfigError(f('multiplier'), 'must be >= 1');
+  if (!(policy.initialIntervalMs > 0)) throw configError(f('initialIntervalMs'), 'must be > 0');
+  if (!(policy.multiplier >= 1)) throw configError(f('multiplier'), 'must be >= 1');
   if (!(policy.maximumIntervalMs >= policy.initialIntervalMs)) {
-    throw new ConfigError(f('maximumIntervalMs'), 'must be >= initialIntervalMs');
+    throw configError(f('maximumIntervalMs'), 'must be >= initialIntervalMs');
   }
   if (policy.jitter !== 'full' && policy.jitter !== 'none')
-    throw new ConfigError(f('jitter'), "must be 'full' or 'none'");
+    throw configError(f('jitter'), "must be 'full' or 'none'");
   if (policy.deadlineMs !== undefined && !(policy.deadlineMs > 0))
-    throw new ConfigError(f('deadlineMs'), 'must be > 0');
+    throw configError(f('deadlineMs'), 'must be > 0');
   return policy;
 }
 

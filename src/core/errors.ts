@@ -1,6 +1,10 @@
 /**
  * One small error hierarchy with stable codes (undici style). Translation to JSON-RPC, HTTP, A2A or MCP
  * shapes happens only at the edge (server/, protocols/); a client never sees raw internal text.
+ *
+ * Bad input has two codes, by who supplied it: `config` for the operator's configuration (options, flags,
+ * environment, files read at start), `invalid_argument` for a caller's request. A `config` error that
+ * reaches an HTTP edge is the server's fault, not the caller's, so it answers 500.
  */
 export type ErrorCode =
   | 'invalid_argument'
@@ -45,6 +49,10 @@ export class TaskplaneError extends Error {
 
 export const invalidArgument = (field: string, message: string) =>
   new TaskplaneError('invalid_argument', `${field}: ${message}`, { field });
+
+/** A configuration value is wrong; the message starts with the field (`poll.multiplier: must be >= 1`). */
+export const configError = (field: string, message: string) =>
+  new TaskplaneError('config', `${field}: ${message}`, { field });
 
 export const notFound = (what: string) => new TaskplaneError('not_found', `${what} not found`);
 

@@ -2,6 +2,8 @@
  * One lab run's settings. A run is a pure function of these (seed included): same settings, same
  * figures, in Node and in the browser.
  */
+import { configError } from '../core/errors.ts';
+
 export type Delivery = 'stream' | 'push' | 'poll';
 export type OnDrop = 'resend' | 'reattach';
 export type FaultName = 'flaps' | 'outage' | 'lostacks' | 'restart';
@@ -74,38 +76,27 @@ export function faultsOnly(...names: FaultName[]): Record<FaultName, boolean> {
   };
 }
 
-export class SettingsError extends Error {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`${field}: ${message}`);
-    this.name = 'SettingsError';
-  }
-}
-
-/** Validates a full settings object; the error names the field (as the CLI flag name). */
+/** Validates a full settings object; a `config` error names the field (as the CLI flag name). */
 export function validateSettings(s: LabSettings): LabSettings {
   const int = (field: string, v: number, min: number, max: number) => {
     if (!Number.isInteger(v) || v < min || v > max)
-      throw new SettingsError(field, `must be an integer in ${min}..${max}`);
+      throw configError(field, `must be an integer in ${min}..${max}`);
   };
   int('tasks', s.tasks, 1, 100_000);
   int('seed', s.seed, 0, 0xffffffff);
   int('push-retries', s.pushRetries, 0, 12);
   if (!(Number.isFinite(s.reconcileMin) && s.reconcileMin >= 0 && s.reconcileMin <= 240)) {
-    throw new SettingsError('reconcile-min', 'must be a number of minutes in 0..240 (0 = off)');
+    throw configError('reconcile-min', 'must be a number of minutes in 0..240 (0 = off)');
   }
   if (!(Number.isFinite(s.pollS) && s.pollS >= 1 && s.pollS <= 3600))
-    throw new SettingsError('poll-s', 'must be a number of seconds in 1..3600');
+    throw configError('poll-s', 'must be a number of seconds in 1..3600');
   if (!['stream', 'push', 'poll'].includes(s.delivery))
-    throw new SettingsError('delivery', 'must be stream, push or poll');
-  if (!['resend', 'reattach'].includes(s.onDrop))
-    throw new SettingsError('on-drop', 'must be resend or reattach');
+    throw configError('delivery', 'must be stream, push or poll');
+  if (!['resend', 'reattach'].includes(s.onDrop)) throw configError('on-drop', 'must be resend or reattach');
   if (!['always', 'when-incomplete'].includes(s.webhookFetch))
-    throw new SettingsError('webhook-fetch', 'must be always or when-incomplete');
+    throw configError('webhook-fetch', 'must be always or when-incomplete');
   if (!['auto', 'engine', 'naive'].includes(s.client))
-    throw new SettingsError('client', 'must be auto, engine or naive');
+    throw configError('client', 'must be auto, engine or naive');
   return s;
 }
 
@@ -120,7 +111,7 @@ export function parseFaults(text: string): Record<FaultName, boolean> {
     if (w === 'none') continue;
     if (w === 'all') return faultsOnly(...FAULT_NAMES);
     if (!(FAULT_NAMES as readonly string[]).includes(w)) {
-      throw new SettingsError('faults', `unknown fault "${w}" (use ${FAULT_NAMES.join(', ')}, all or none)`);
+      throw configError('faults', `unknown fault "${w}" (use ${FAULT_NAMES.join(', ')}, all or none)`);
     }
     faults[w as FaultName] = true;
   }

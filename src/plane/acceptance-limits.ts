@@ -1,4 +1,4 @@
-import { ConfigError } from '../core/backoff.ts';
+import { configError } from '../core/errors.ts';
 
 /**
  * Bounds on a caller's acceptance schema. A schema is tenant input that the plane compiles into code and
@@ -28,7 +28,7 @@ export const defaultAcceptanceLimits: AcceptanceLimits = {
 };
 
 function positiveInteger(field: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw new ConfigError(field, 'must be an integer >= 1');
+  if (!Number.isInteger(value) || value < 1) throw configError(field, 'must be an integer >= 1');
   return value;
 }
 

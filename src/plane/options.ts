@@ -3,11 +3,12 @@ import {
   type AcceptanceLimits,
   type AcceptanceLimitsOptions,
 } from './acceptance-limits.ts';
-import { backoffPolicy, ConfigError, type BackoffOptions, type BackoffPolicy } from '../core/backoff.ts';
+import { backoffPolicy, type BackoffOptions, type BackoffPolicy } from '../core/backoff.ts';
+import { configError } from '../core/errors.ts';
 
 /**
  * Engine options → defaults → validated config (STYLE.md). Every default is documented here; units are
- * in the names; a bad value throws ConfigError naming the field (`reconcile.intervalMs: must be > 0`).
+ * in the names; a bad value throws a `config` TaskplaneError naming the field (`reconcile.intervalMs: must be > 0`).
  *
  * Which delivery mechanisms the engine uses is configurable because the lab compares configurations
  * (seed 004, "Choosing the delivery mix"): streams and push give latency, reconciliation gives
@@ -175,17 +176,17 @@ export interface PlaneConfig {
 }
 
 function positive(field: string, value: number): number {
-  if (!(Number.isFinite(value) && value > 0)) throw new ConfigError(field, 'must be a number > 0');
+  if (!(Number.isFinite(value) && value > 0)) throw configError(field, 'must be a number > 0');
   return value;
 }
 
 function nonNegative(field: string, value: number): number {
-  if (!(Number.isFinite(value) && value >= 0)) throw new ConfigError(field, 'must be a number >= 0');
+  if (!(Number.isFinite(value) && value >= 0)) throw configError(field, 'must be a number >= 0');
   return value;
 }
 
 function bool(field: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw new ConfigError(field, 'must be true or false');
+  if (typeof value !== 'boolean') throw configError(field, 'must be true or false');
   return value;
 }
 
@@ -195,8 +196,7 @@ function tenantBudgets(
   const out: Record<string, { limit: number; unit: string }> = {};
   for (const [tenant, b] of Object.entries(input)) {
     const field = `budgets.tenants.${tenant}`;
-    if (!b || typeof b.unit !== 'string' || b.unit === '')
-      throw new ConfigError(field, 'must be {limit, unit}');
+    if (!b || typeof b.unit !== 'string' || b.unit === '') throw configError(field, 'must be {limit, unit}');
     out[tenant] = { limit: positive(`${field}.limit`, b.limit), unit: b.unit };
   }
   return out;
@@ -209,44 +209,44 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
   const r = options.reconcile ?? {};
   const publicUrl = options.publicUrl ?? null;
   if (publicUrl !== null && !/^https?:\/\/[^/]+/.test(publicUrl)) {
-    throw new ConfigError('publicUrl', 'must be an http(s) URL');
+    throw configError('publicUrl', 'must be an http(s) URL');
   }
   const intervalMs = positive('reconcile.intervalMs', r.intervalMs ?? 600_000);
   const lostPolicy = options.lostPolicy ?? 'resubmit';
   if (lostPolicy !== 'resubmit' && lostPolicy !== 'escalate') {
-    throw new ConfigError('lostPolicy', "must be 'resubmit' or 'escalate'");
+    throw configError('lostPolicy', "must be 'resubmit' or 'escalate'");
   }
   const fetchState = options.webhook?.fetchState ?? 'always';
   if (fetchState !== 'always' && fetchState !== 'when-incomplete') {
-    throw new ConfigError('webhook.fetchState', "must be 'always' or 'when-incomplete'");
+    throw configError('webhook.fetchState', "must be 'always' or 'when-incomplete'");
   }
   const jitterRatio = nonNegative('poll.jitterRatio', p.jitterRatio ?? 0.1);
-  if (jitterRatio >= 1) throw new ConfigError('poll.jitterRatio', 'must be < 1');
+  if (jitterRatio >= 1) throw configError('poll.jitterRatio', 'must be < 1');
   const pollInterval = positive('poll.intervalMs', p.intervalMs ?? 15_000);
   const pollMax = positive('poll.maximumIntervalMs', p.maximumIntervalMs ?? 300_000);
-  if (pollMax < pollInterval) throw new ConfigError('poll.maximumIntervalMs', 'must be >= poll.intervalMs');
+  if (pollMax < pollInterval) throw configError('poll.maximumIntervalMs', 'must be >= poll.intervalMs');
   const multiplier = p.multiplier ?? 1.5;
-  if (!(multiplier >= 1)) throw new ConfigError('poll.multiplier', 'must be >= 1');
+  if (!(multiplier >= 1)) throw configError('poll.multiplier', 'must be >= 1');
   const deadlineMs = p.deadlineMs ?? null;
   if (deadlineMs !== null) positive('poll.deadlineMs', deadlineMs);
   const onActorRevoked = options.onActorRevoked ?? 'keep';
   if (onActorRevoked !== 'keep' && onActorRevoked !== 'cancel')
-    throw new ConfigError('onActorRevoked', "must be 'keep' or 'cancel'");
+    throw configError('onActorRevoked', "must be 'keep' or 'cancel'");
   const maxResubmits = options.maxResubmits ?? 3;
   if (!Number.isInteger(maxResubmits) || maxResubmits < 0)
-    throw new ConfigError('maxResubmits', 'must be an integer >= 0');
+    throw configError('maxResubmits', 'must be an integer >= 0');
   const maxObserveRetries = options.maxObserveRetries ?? 20;
   if (!Number.isInteger(maxObserveRetries) || maxObserveRetries < 1) {
-    throw new ConfigError('maxObserveRetries', 'must be an integer >= 1');
+    throw configError('maxObserveRetries', 'must be an integer >= 1');
   }
   const pageSize = r.pageSize ?? 100;
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) {
-    throw new ConfigError('reconcile.pageSize', 'must be an integer in 1..1000');
+    throw configError('reconcile.pageSize', 'must be an integer in 1..1000');
   }
   const w = options.watch ?? {};
   const leases = w.leases ?? 'auto';
   if (leases !== 'auto' && leases !== 'on' && leases !== 'off')
-    throw new ConfigError('watch.leases', "must be 'auto', 'on' or 'off'");
+    throw configError('watch.leases', "must be 'auto', 'on' or 'off'");
   const leaseTtlMs = positive('watch.leaseTtlMs', w.leaseTtlMs ?? 30_000);
   const defaultBackoff: BackoffOptions = { initialIntervalMs: 1000, maximumIntervalMs: 60_000 };
   return {

@@ -2,7 +2,6 @@ import type { Context, Hono } from 'hono';
 import { contentBytes, type ArtifactRef, type ContentPart, type Envelope } from '../core/envelope.ts';
 import type { ArtifactContent } from '../plane/artifact-content.ts';
 import type { Plane } from '../plane/plane.ts';
-import { sendError } from './http-errors.ts';
 import type { ServerEnv } from './task-routes.ts';
 
 /**
@@ -116,23 +115,15 @@ export function registerArtifactRoutes(app: Hono<ServerEnv>, deps: { plane: Plan
   const { plane } = deps;
 
   app.get('/v1/tasks/:id/artifacts', async (c) => {
-    try {
-      const list = await plane.artifacts(c.get('tenant'), c.req.param('id'));
-      return c.json({ artifacts: list.map(contentView) });
-    } catch (err) {
-      return sendError(c, err);
-    }
+    const list = await plane.artifacts(c.get('tenant'), c.req.param('id'));
+    return c.json({ artifacts: list.map(contentView) });
   });
 
   app.get('/v1/tasks/:id/artifacts/:artifactId', async (c: Context<ServerEnv>) => {
-    try {
-      const [a] = await plane.artifacts(c.get('tenant'), c.req.param('id')!, c.req.param('artifactId')!);
-      const headers = { etag: `"${a!.hash}"`, 'x-artifact-from': a!.from };
-      const raw = c.req.query('format') === 'json' ? null : rawBody(a!);
-      if (!raw) return c.json(contentView(a!), 200, headers);
-      return c.body(raw.body, 200, { ...headers, 'content-type': raw.type });
-    } catch (err) {
-      return sendError(c, err);
-    }
+    const [a] = await plane.artifacts(c.get('tenant'), c.req.param('id')!, c.req.param('artifactId')!);
+    const headers = { etag: `"${a!.hash}"`, 'x-artifact-from': a!.from };
+    const raw = c.req.query('format') === 'json' ? null : rawBody(a!);
+    if (!raw) return c.json(contentView(a!), 200, headers);
+    return c.body(raw.body, 200, { ...headers, 'content-type': raw.type });
   });
 }

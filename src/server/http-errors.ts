@@ -1,11 +1,11 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from 'pino';
 import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
-import { ConfigError } from '../core/backoff.ts';
 
 /**
- * Our error codes → HTTP, at the edge only (STYLE.md). The body is always
- * `{"error": {"code", "message", "field"}}`; internal errors never show their text.
+ * Our error codes → HTTP, at the edge only (STYLE.md): the one table the plane server answers from. The
+ * body is always `{"error": {"code", "message", "field"}}`; internal errors never show their text.
  */
 const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_argument: 400,
@@ -36,12 +36,6 @@ export function errorResponse(err: unknown): { status: ContentfulStatusCode; bod
       status >= 500 && err.code !== 'unavailable' && err.code !== 'timeout' ? 'internal error' : err.message;
     return { status, body: { error: { code: err.code, message, field: err.field ?? null } } };
   }
-  if (err instanceof ConfigError) {
-    return {
-      status: 400,
-      body: { error: { code: 'invalid_argument', message: err.message, field: err.field } },
-    };
-  }
   return { status: 500, body: { error: { code: 'internal', message: 'internal error', field: null } } };
 }
 
@@ -50,4 +44,27 @@ export function sendError(c: Context, err: unknown): Response {
   // A refused request body that may still be arriving: close rather than read the rest (request-body.ts).
   if (isTaskplaneError(err) && err.details?.closeConnection === true) c.header('connection', 'close');
   return c.json(body, status);
+}
+
+/**
+ * The plane server's one error handler (hono `app.onError`): routes and middleware throw, this answers
+ * and logs. A 500 (anything not a TaskplaneError, or one whose code maps to 500) is a fault of ours:
+ * logged at error level with its stack, as is a fault an answer hides on purpose (the webhook route
+ * answers 401 whatever went wrong, with the real error as the cause). Everything else is an answer the
+ * caller caused or can retry: debug only, so a client sending bad requests cannot fill the log.
+ */
+export function errorHandler(logger: Logger): (err: Error, c: Context) => Response {
+  const isFault = (e: unknown) => errorResponse(e).status === 500;
+  return (err, c) => {
+    const request = { method: c.req.method, path: c.req.path };
+    const { status } = errorResponse(err);
+    if (status === 500) logger.error({ err, ...request }, 'request failed');
+    else if (err.cause !== undefined && isFault(err.cause))
+      logger.error({ err: err.cause, status, ...request }, 'request failed (answered as a refusal)');
+    else {
+      const cause = err.cause instanceof Error ? { cause: err.cause.message } : {};
+      logger.debug({ err: err.message, ...cause, status, ...request }, 'request refused');
+    }
+    return sendError(c, err);
+  };
 }

@@ -8,7 +8,7 @@ import type { Plane } from '../plane/plane.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
 import { timingSafeEqualString } from '../plane/constant-time.ts';
 import type { KeyRing } from './api-keys.ts';
-import { sendError } from './http-errors.ts';
+import { errorHandler } from './http-errors.ts';
 import type { LabRequestHandler } from './lab-route.ts';
 import { createMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
@@ -116,9 +116,9 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     if (access.kind !== 'open') {
       const given = (c.req.header('authorization') ?? '').replace(/^bearer\s+/i, '');
       if (access.kind === 'closed' || !timingSafeEqualString(given, access.token))
-        return sendError(
-          c,
-          new TaskplaneError('unauthenticated', 'a valid metrics token is required (serve --metrics-token)'),
+        throw new TaskplaneError(
+          'unauthenticated',
+          'a valid metrics token is required (serve --metrics-token)',
         );
     }
     return c.body(await metrics.metrics(), 200, { 'content-type': metrics.contentType });
@@ -129,18 +129,13 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   // It needs no API key, so it must not tell a stranger which targets exist: an unknown target, one that
   // takes no webhooks, a body it cannot read and a bad token all get the same 401.
   app.post('/v1/webhooks/:kind/:target', async (c) => {
-    let raw: string;
+    // The connector parses the body; the scan as it arrives keeps its nesting within what later steps
+    // handle. A body over the size or nesting limit gets its own answer (413, 400): the limits are the
+    // same for every target, so that answer says nothing about which targets exist.
+    const raw = await readBodyText(c.req.raw, maxWebhookBytes, maxJsonDepth);
+    const headers: Record<string, string> = {};
+    c.req.raw.headers.forEach((v, k) => (headers[k] = v));
     try {
-      // The connector parses the body; the scan as it arrives keeps its nesting within what later steps
-      // handle. A body over the size or nesting limit gets its own answer (413, 400): the limits are the
-      // same for every target, so that answer says nothing about which targets exist.
-      raw = await readBodyText(c.req.raw, maxWebhookBytes, maxJsonDepth);
-    } catch (err) {
-      return sendError(c, err);
-    }
-    try {
-      const headers: Record<string, string> = {};
-      c.req.raw.headers.forEach((v, k) => (headers[k] = v));
       const result = await o.plane.handleWebhook(c.req.param('target'), {
         headers,
         rawBody: raw,
@@ -149,12 +144,9 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
       return c.json({ status: result.status }, 200);
     } catch (err) {
       // A store or remote that is down is the same for every target: let the sender retry.
-      if (err instanceof TaskplaneError && (err.code === 'unavailable' || err.code === 'timeout'))
-        return sendError(c, err);
-      const expected = err instanceof TaskplaneError && err.code !== 'internal';
-      if (!expected) o.logger.error({ err }, 'webhook failed');
-      else if (err.code !== 'unauthenticated') o.logger.debug({ err: err.message }, 'webhook refused');
-      return sendError(c, new TaskplaneError('unauthenticated', 'webhook credentials are not valid'));
+      if (err instanceof TaskplaneError && (err.code === 'unavailable' || err.code === 'timeout')) throw err;
+      // The error handler still logs the cause (at error level when it is a fault of ours).
+      throw new TaskplaneError('unauthenticated', 'webhook credentials are not valid', { cause: err });
     }
   });
 
@@ -174,10 +166,9 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
       const hash = o.tickets.verify(ticket);
       key = hash ? await o.keys.authenticateHash(hash) : undefined;
     }
-    if (!key)
-      return sendError(c, new TaskplaneError('unauthenticated', 'a valid bearer API key is required'));
+    if (!key) throw new TaskplaneError('unauthenticated', 'a valid bearer API key is required');
     if (key.readOnly && !READ_METHODS.has(c.req.method) && c.req.path !== '/v1/stream-tickets')
-      return sendError(c, new TaskplaneError('permission_denied', 'this API key is read-only'));
+      throw new TaskplaneError('permission_denied', 'this API key is read-only');
     c.set('tenant', key.tenant);
     c.set('keyId', key.id);
     keyOf.set(c.req.raw, key);
@@ -215,9 +206,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     });
   }
   app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route', field: null } }, 404));
-  app.onError((err, c) => {
-    o.logger.error({ err }, 'request failed');
-    return sendError(c, err);
-  });
+  // Routes and middleware throw; this one handler answers every error and logs it (http-errors.ts).
+  app.onError(errorHandler(o.logger));
   return app;
 }

@@ -6,7 +6,6 @@ import { isNormalizedState, type NormalizedState } from '../core/states.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { Store } from '../store/store.ts';
 import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
-import { sendError } from './http-errors.ts';
 import { readJsonObject, type BodyLimits } from './request-body.ts';
 
 /** Hono variables set by the auth middleware. */
@@ -80,145 +79,109 @@ export function registerTaskRoutes(
   const jsonBody = (req: Request) => readJsonObject(req, deps.limits);
 
   app.post('/v1/tasks', async (c) => {
-    try {
-      const body = await jsonBody(c.req.raw);
-      const idempotencyKey = c.req.header('idempotency-key') ?? str(body, 'idempotencyKey');
-      const acceptance = body.acceptance as { schema?: Record<string, unknown> } | undefined;
-      const wait = createWait(c.req.header('prefer'), c.req.query('wait'));
-      const { envelope, created } = await plane.create(
-        {
-          tenant: c.get('tenant'),
-          target: str(body, 'target') ?? '',
-          input: body.input,
-          idempotencyKey: idempotencyKey ?? null,
-          contextId: str(body, 'contextId') ?? null,
-          workflowId: str(body, 'workflowId') ?? null,
-          actor: str(body, 'actor') ?? null,
-          keyId: c.get('keyId'),
-          expectedDurationMs: (body.expectedDurationMs as number | undefined) ?? null,
-          timeoutMs: (body.timeoutMs as number | undefined) ?? null,
-          ...(acceptance ? { acceptance } : {}),
-          ...(body.budget !== undefined ? { budget: body.budget as { limit: number; unit: string } } : {}),
-        },
-        wait === undefined ? {} : { wait },
-      );
-      // 202 while the remote has not answered yet (the start runs behind the response), 201 once it has.
-      const answered = envelope.remoteId !== null || envelope.state !== 'accepted';
-      c.header('Location', `/v1/tasks/${encodeURIComponent(envelope.id)}`);
-      return c.json(taskView(envelope), !created ? 200 : answered ? 201 : 202);
-    } catch (err) {
-      return sendError(c, err);
-    }
+    const body = await jsonBody(c.req.raw);
+    const idempotencyKey = c.req.header('idempotency-key') ?? str(body, 'idempotencyKey');
+    const acceptance = body.acceptance as { schema?: Record<string, unknown> } | undefined;
+    const wait = createWait(c.req.header('prefer'), c.req.query('wait'));
+    const { envelope, created } = await plane.create(
+      {
+        tenant: c.get('tenant'),
+        target: str(body, 'target') ?? '',
+        input: body.input,
+        idempotencyKey: idempotencyKey ?? null,
+        contextId: str(body, 'contextId') ?? null,
+        workflowId: str(body, 'workflowId') ?? null,
+        actor: str(body, 'actor') ?? null,
+        keyId: c.get('keyId'),
+        expectedDurationMs: (body.expectedDurationMs as number | undefined) ?? null,
+        timeoutMs: (body.timeoutMs as number | undefined) ?? null,
+        ...(acceptance ? { acceptance } : {}),
+        ...(body.budget !== undefined ? { budget: body.budget as { limit: number; unit: string } } : {}),
+      },
+      wait === undefined ? {} : { wait },
+    );
+    // 202 while the remote has not answered yet (the start runs behind the response), 201 once it has.
+    const answered = envelope.remoteId !== null || envelope.state !== 'accepted';
+    c.header('Location', `/v1/tasks/${encodeURIComponent(envelope.id)}`);
+    return c.json(taskView(envelope), !created ? 200 : answered ? 201 : 202);
   });
 
   app.get('/v1/tasks', async (c) => {
-    try {
-      const q = c.req.query();
-      const states = q.state ? q.state.split(',').map((s) => s.trim()) : undefined;
-      if (states && !states.every(isNormalizedState))
-        throw new TaskplaneError('invalid_argument', 'state: unknown state', { field: 'state' });
-      const limit = q.limit ? Number(q.limit) : undefined;
-      if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 500)) {
-        throw new TaskplaneError('invalid_argument', 'limit: integer in 1..500', { field: 'limit' });
-      }
-      const updatedAfter = timeParam('updatedAfter', q.updatedAfter);
-      // Read before the list: tailing /v1/events?after=eventSeq then misses nothing the list missed.
-      const eventSeq = await latestEventSeq(store);
-      const page = await plane.list(c.get('tenant'), {
-        ...(states ? { states: states as NormalizedState[] } : {}),
-        ...(q.target ? { target: q.target } : {}),
-        ...(updatedAfter !== undefined ? { updatedAfter } : {}),
-        ...(q.cursor ? { cursor: q.cursor } : {}),
-        ...(limit ? { limit } : {}),
-      });
-      return c.json({ tasks: page.items.map(taskView), nextCursor: page.nextCursor ?? null, eventSeq });
-    } catch (err) {
-      return sendError(c, err);
+    const q = c.req.query();
+    const states = q.state ? q.state.split(',').map((s) => s.trim()) : undefined;
+    if (states && !states.every(isNormalizedState))
+      throw new TaskplaneError('invalid_argument', 'state: unknown state', { field: 'state' });
+    const limit = q.limit ? Number(q.limit) : undefined;
+    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 500)) {
+      throw new TaskplaneError('invalid_argument', 'limit: integer in 1..500', { field: 'limit' });
     }
+    const updatedAfter = timeParam('updatedAfter', q.updatedAfter);
+    // Read before the list: tailing /v1/events?after=eventSeq then misses nothing the list missed.
+    const eventSeq = await latestEventSeq(store);
+    const page = await plane.list(c.get('tenant'), {
+      ...(states ? { states: states as NormalizedState[] } : {}),
+      ...(q.target ? { target: q.target } : {}),
+      ...(updatedAfter !== undefined ? { updatedAfter } : {}),
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+      ...(limit ? { limit } : {}),
+    });
+    return c.json({ tasks: page.items.map(taskView), nextCursor: page.nextCursor ?? null, eventSeq });
   });
 
   app.get('/v1/tasks/:id', async (c) => {
-    try {
-      return c.json(taskView(await plane.get(c.get('tenant'), c.req.param('id'))));
-    } catch (err) {
-      return sendError(c, err);
-    }
+    return c.json(taskView(await plane.get(c.get('tenant'), c.req.param('id'))));
   });
 
   app.post('/v1/tasks/:id/cancel', async (c) => {
-    try {
-      const body = await jsonBody(c.req.raw);
-      return c.json(
-        taskView(await plane.cancel(c.get('tenant'), c.req.param('id'), str(body, 'actor') ?? null)),
-      );
-    } catch (err) {
-      return sendError(c, err);
-    }
+    const body = await jsonBody(c.req.raw);
+    return c.json(
+      taskView(await plane.cancel(c.get('tenant'), c.req.param('id'), str(body, 'actor') ?? null)),
+    );
   });
 
   app.post('/v1/tasks/:id/input', async (c) => {
-    try {
-      const body = await jsonBody(c.req.raw);
-      const env = await plane.answer(c.get('tenant'), c.req.param('id'), {
-        requestId: str(body, 'requestId') ?? '',
-        value: body.value,
-        actor: str(body, 'actor') ?? null,
-      });
-      return c.json(taskView(env));
-    } catch (err) {
-      return sendError(c, err);
-    }
+    const body = await jsonBody(c.req.raw);
+    const env = await plane.answer(c.get('tenant'), c.req.param('id'), {
+      requestId: str(body, 'requestId') ?? '',
+      value: body.value,
+      actor: str(body, 'actor') ?? null,
+    });
+    return c.json(taskView(env));
   });
 
   app.get('/v1/tasks/:id/history', async (c) => {
-    try {
-      const tenant = c.get('tenant');
-      const id = c.req.param('id');
-      await plane.get(tenant, id);
-      const after = Number(c.req.query('after') ?? '0') || 0;
-      return c.json({ events: await plane.events(tenant, { afterSeq: after, envelopeId: id }) });
-    } catch (err) {
-      return sendError(c, err);
-    }
+    const tenant = c.get('tenant');
+    const id = c.req.param('id');
+    await plane.get(tenant, id);
+    const after = Number(c.req.query('after') ?? '0') || 0;
+    return c.json({ events: await plane.events(tenant, { afterSeq: after, envelopeId: id }) });
   });
 
   app.get('/v1/tasks/:id/events', async (c) => {
-    try {
-      const tenant = c.get('tenant');
-      const id = c.req.param('id');
-      await plane.get(tenant, id);
-      return eventStream(c, {
-        store,
-        tenant,
-        envelopeId: id,
-        afterSeq: await resumePoint(c, store),
-        signal: deps.signal,
-      });
-    } catch (err) {
-      return sendError(c, err);
-    }
+    const tenant = c.get('tenant');
+    const id = c.req.param('id');
+    await plane.get(tenant, id);
+    return eventStream(c, {
+      store,
+      tenant,
+      envelopeId: id,
+      afterSeq: await resumePoint(c, store),
+      signal: deps.signal,
+    });
   });
 
   app.get('/v1/events', async (c) => {
-    try {
-      return eventStream(c, {
-        store,
-        tenant: c.get('tenant'),
-        afterSeq: await resumePoint(c, store),
-        signal: deps.signal,
-      });
-    } catch (err) {
-      return sendError(c, err);
-    }
+    return eventStream(c, {
+      store,
+      tenant: c.get('tenant'),
+      afterSeq: await resumePoint(c, store),
+      signal: deps.signal,
+    });
   });
 
   registerArtifactRoutes(app, { plane });
 
   app.get('/v1/signals', async (c) => {
-    try {
-      return c.json(await plane.signals(c.get('tenant')));
-    } catch (err) {
-      return sendError(c, err);
-    }
+    return c.json(await plane.signals(c.get('tenant')));
   });
 }

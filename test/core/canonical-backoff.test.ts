@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { backoffPolicy, ConfigError, nextBackoff } from '../../src/core/backoff.ts';
+import { backoffPolicy, nextBackoff } from '../../src/core/backoff.ts';
+import { TaskplaneError } from '../../src/core/errors.ts';
 import { canonicalJson, inputHash, sha256Hex } from '../../src/core/canonical-json.ts';
 import { SeededRandom } from '../../src/core/random.ts';
 
@@ -69,7 +70,10 @@ describe('backoff with full jitter', () => {
   });
 
   it('a bad option names its field', () => {
-    expect(() => backoffPolicy({ initialIntervalMs: 0 })).toThrow(ConfigError);
+    expect(() => backoffPolicy({ initialIntervalMs: 0 })).toThrow(TaskplaneError);
+    expect(() => backoffPolicy({ initialIntervalMs: 0 })).toThrow(
+      expect.objectContaining({ code: 'config', field: 'initialIntervalMs' }),
+    );
     expect(() => backoffPolicy({ maximumIntervalMs: 1, initialIntervalMs: 10 }, 'reattach.')).toThrow(
       /reattach\.maximumIntervalMs/,
     );

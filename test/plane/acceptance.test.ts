@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/core/backoff.ts';
+import { TaskplaneError } from '../../src/core/errors.ts';
 import { newEnvelope, type Envelope } from '../../src/core/envelope.ts';
 import {
   COMPILED_SCHEMAS_KEPT,
@@ -131,7 +131,10 @@ describe('acceptance schema limits', () => {
   });
 
   it('a bad limit is a config error naming its field', () => {
-    expect(() => planeConfig({ acceptance: { maxSchemaDepth: 0 } })).toThrow(ConfigError);
+    expect(() => planeConfig({ acceptance: { maxSchemaDepth: 0 } })).toThrow(TaskplaneError);
+    expect(() => planeConfig({ acceptance: { maxSchemaDepth: 0 } })).toThrow(
+      expect.objectContaining({ code: 'config', field: 'acceptance.maxSchemaDepth' }),
+    );
     expect(() => planeConfig({ acceptance: { maxSchemaBytes: 1.5 } })).toThrow(/acceptance\.maxSchemaBytes/);
     expect(planeConfig().acceptance).toEqual({
       maxSchemaBytes: 16_384,

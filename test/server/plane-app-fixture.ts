@@ -1,4 +1,4 @@
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { SystemClock, type Clock } from '../../src/core/clock.ts';
 import type { Connector } from '../../src/connectors/connector.ts';
 import { CryptoRandom } from '../../src/core/random.ts';
@@ -20,6 +20,8 @@ export interface PlaneAppOptions {
   clock?: Clock;
   /** Targets beside `fake`. */
   connectors?: Record<string, Connector>;
+  /** @default a silent logger */
+  logger?: Logger;
 }
 
 /**
@@ -47,7 +49,7 @@ export async function planeApp(o: PlaneAppOptions = {}) {
     store,
     keys: new KeyRing({ store, clock }),
     tickets: await StreamTickets.open({ store, clock, random }),
-    logger: pino({ level: 'silent' }),
+    logger: o.logger ?? pino({ level: 'silent' }),
     signal: shutdown.signal,
     defaultMetrics: false,
     ...o.limits,
