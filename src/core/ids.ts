@@ -28,7 +28,8 @@ function base32Into(bytes: Uint8Array, out: number[], at: number, chars: number)
 
 /**
  * Ids are 10 base32 characters of creation time (ms, sortable until the year 10889) followed by 26
- * characters carrying 130 random bits: unguessable (seed 000 asks for ids that are capabilities) and
+ * characters carrying 130 random bits: unguessable (ids can be capabilities: docs/a2a-notes.md, "The task
+ * control envelope") and
  * sortable by creation. An optional prefix names the kind (`tsk_`, `evt_`).
  *
  * Built as character codes in one scratch array and turned into a string once (base32Into):

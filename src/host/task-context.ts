@@ -51,7 +51,7 @@ export interface TaskContextDeps {
   clock: Clock;
   random: Random;
   logger: Logger;
-  /** @default 900000 (15 min, seed 004's lab figure) */
+  /** @default 900000 (15 min, the lab's figure) */
   inputTimeoutMs: number;
 }
 

@@ -1,6 +1,6 @@
 import type { JobSpec } from './world-model.ts';
 
-/** The figures of one run (the `--json` shape; names fixed by issue 5). */
+/** The figures of one run (the `--json` shape; field names are a public interface). */
 export interface LabMetrics {
   tasks: number;
   /** Side effects done more than once: duplicate remote tasks the client created + completions handled twice. */

@@ -26,7 +26,7 @@ export function bandMisses(
   return row.checks.filter((c) => !c.ok(run.metrics, extras)).map((c) => c.what);
 }
 
-/** One row of the worked example (LAB.md): its settings and the band it must land in. */
+/** One row of the worked example (docs/lab.md): its settings and the band it must land in. */
 export interface ExampleRow {
   name: string;
   label: string;

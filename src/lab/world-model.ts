@@ -1,8 +1,8 @@
 import type { SeededRandom } from '../core/random.ts';
 
 /**
- * The lab's world, fixed by LAB.md ("Lab world (defaults)") and seed 004. Times are virtual epoch ms,
- * starting at 0. Where LAB.md leaves a value open, the choice and its reason are given here.
+ * The lab's world, fixed by the lab's published defaults (docs/lab.md). Times are virtual epoch ms,
+ * starting at 0. Where those leave a value open, the choice and its reason are given here.
  */
 export const MINUTE_MS = 60_000;
 
@@ -35,7 +35,7 @@ export const WORLD = {
   /** Push retry schedule: base 5 s, doubling; after k retries the wait is 5·(2^k − 1) s. */
   pushBaseMs: 5_000,
   /**
-   * Share of webhook responses lost after the receiver processed them. Ours: LAB.md says "a share";
+   * Share of webhook responses lost after the receiver processed them. Ours: the model says "a share";
    * 20 % makes duplicates common enough (≈ 0.3 per task with 1–2 pushes each) that a non-idempotent
    * handler visibly does side effects twice in every run, while most deliveries still succeed first time.
    */

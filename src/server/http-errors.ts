@@ -4,7 +4,7 @@ import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
 import { ConfigError } from '../core/backoff.ts';
 
 /**
- * Our error codes → HTTP, at the edge only (STYLE.md). The body is always
+ * Our error codes → HTTP, at the edge only. The body is always
  * `{"error": {"code", "message", "field"}}`; internal errors never show their text.
  */
 const STATUS: Record<ErrorCode, ContentfulStatusCode> = {

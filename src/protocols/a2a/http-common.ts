@@ -35,7 +35,7 @@ export interface HttpRequest {
   readonly headers: HeaderReader;
   /** The URL path as WHATWG URL serializes it (`new URL(url).pathname`: still percent-encoded). */
   readonly path: string;
-  /** The query parameters (REST filters; the A2A-Version fallback, §1.11). Read lazily. */
+  /** The query parameters (REST filters; the A2A-Version fallback, A2A 1.0, versioning). Read lazily. */
   readonly searchParams: URLSearchParams;
   /** The body as text; rejects with PayloadTooLargeError past `limit` bytes. */
   text(limit: number): Promise<string>;
@@ -147,7 +147,7 @@ const VERSION_HEADER = A2A_VERSION_HEADER.toLowerCase();
 const EXTENSIONS_HEADER = A2A_EXTENSIONS_HEADER.toLowerCase();
 
 /**
- * §1.11: the version comes from the `A2A-Version` header or the `A2A-Version` query parameter; a missing
+ * A2A 1.0, versioning: the version comes from the `A2A-Version` header or the `A2A-Version` query parameter; a missing
  * or empty value MUST be treated as 0.3, which this 1.0-only server answers with VersionNotSupportedError
  * (-32009), as the official JS SDK does. Only Major.Minor counts: `1.0.3` is 1.0 (never reject on patch).
  * The query is parsed only when the header is absent.
