@@ -83,7 +83,7 @@ export function createHostListener(o: HostAppOptions): RequestListener {
   const rpc = jsonRpcNodeBinding(bindingOptions);
   const rest = restNodeBinding({ ...bindingOptions, basePath: REST_PATH });
   // A host's clients nearly all send one Host (its public name). Remembering the last one taken skips
-  // `isPlainHost` (70–200 ns of regexps, measured on node 20) for a string compare (20–30 ns).
+  // `isPlainHost`'s regexps for a string compare (docs/performance.md, "Host header").
   let plainHost = '';
   return (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url;

@@ -63,7 +63,7 @@ export function taskOf(record: AgentTaskRecord): Task {
   return record.task as unknown as Task;
 }
 
-/** A deep copy of JSON data (stored tasks are JSON): about 5× cheaper than structuredClone here. */
+/** A deep copy of JSON data (stored tasks are JSON): cheaper than structuredClone (docs/performance.md). */
 export function jsonCopy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }

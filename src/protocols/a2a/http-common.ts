@@ -39,7 +39,7 @@ export interface HttpRequest {
   readonly searchParams: URLSearchParams;
   /** The body as text; rejects with PayloadTooLargeError past `limit` bytes. */
   text(limit: number): Promise<string>;
-  /** Aborts when the client goes away. Read lazily: creating it costs ~2 % CPU of a unary call. */
+  /** Aborts when the client goes away. Read lazily: creating it has a measurable cost on a unary call. */
   readonly signal: AbortSignal;
 }
 
@@ -193,10 +193,10 @@ export function callContext(req: HttpRequest, owner: string): CallContext {
 
 /**
  * A CallContext whose `signal` is read from the request only when a handler asks for it (creating a
- * request's AbortSignal costs ~2 % CPU on unary calls that never use it). A class, not an object
+ * request's AbortSignal costs CPU on unary calls that never use it). A class, not an object
  * literal with `get signal()`: V8 gives every literal with a fresh accessor closure its own map, which
- * kept ~8 MB of maps and objects surviving each scavenge under load (10 µs/request of GC, measured with
- * --trace-gc on the JSON-RPC binding; a stable 6.5 MB heap with the class).
+ * kept maps and objects surviving each scavenge under load; with the class the heap stays stable
+ * (docs/performance.md, "Lazy AbortSignal and the call context").
  */
 class LazySignalContext implements CallContext {
   declare tenant?: string;
