@@ -13,7 +13,7 @@ export interface LabMetrics {
   lostOutcomes: number;
   /** Input requests the agent timed out on (15 min) because no answer came. */
   missedInputs: number;
-  /** Requests per task, reconciliation charged one request per in-flight task checked (the seed's way). */
+  /** Requests per task, reconciliation charged one request per in-flight task checked (docs/lab.md, "What the figures mean"). */
   requestsPerTask: number;
   /** Requests per task, reconciliation charged as the ListTasks pages it really takes. */
   requestsPerTaskListBased: number;

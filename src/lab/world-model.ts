@@ -9,7 +9,7 @@ export const MINUTE_MS = 60_000;
 export const WORLD = {
   /** 240 tasks arrive uniformly over the first 120 simulated minutes. */
   arrivalWindowMs: 120 * MINUTE_MS,
-  /** Log-normal duration: median 6 min, sigma 0.9 gives a mean of 6·e^(0.9²/2) ≈ 9.0 min (seed: "about 9"). */
+  /** Log-normal duration: median 6 min, sigma 0.9 gives a mean of 6·e^(0.9²/2) ≈ 9.0 min (tasks average about nine minutes). */
   medianDurationMs: 6 * MINUTE_MS,
   durationSigma: 0.9,
   /** Clipped to 1–60 min ("a few minutes to an hour"). The clip moves the mean by under 0.2 min. */
@@ -18,7 +18,7 @@ export const WORLD = {
   /** 15 % of tasks pause once for input. */
   inputShare: 0.15,
   /**
-   * Where in its work a pausing task asks: uniform over 20–80 % of the work. Ours: the seed says only
+   * Where in its work a pausing task asks: uniform over 20–80 % of the work. Ours: the lab's model says only
    * "part-way"; this keeps the pause away from both ends so it is never merged with start or finish.
    */
   inputAtMin: 0.2,
