@@ -26,7 +26,7 @@ export interface HostAppOptions {
 }
 
 /**
- * The HTTP surface: the agent card (public, cacheable, ETag, A2A 1.0, agent card), the JSON-RPC binding at
+ * The HTTP surface: the agent card (public, cacheable, ETag; A2A 1.0, agent card), the JSON-RPC binding at
  * /a2a/jsonrpc and the HTTP+JSON binding under /a2a/rest (with optional `/{tenant}` prefix).
  */
 export function createHostApp(o: HostAppOptions): Hono {

@@ -89,7 +89,7 @@ export function draftOf(record: AgentTaskRecord): { task: Task; executor: Execut
   return { task, executor };
 }
 
-/** A2A 1.0, execution mode historyLength: unset = all, 0 = omit the field, N = the N most recent messages. */
+/** historyLength (A2A 1.0, execution mode): unset = all, 0 = omit the field, N = the N most recent messages. */
 export function withHistoryLength(task: Task, historyLength: number | undefined): Task {
   if (historyLength === undefined) return task;
   const { history, ...rest } = task;

@@ -216,7 +216,7 @@ export class SimAgent {
     task.statusMs = this.clock.now();
     this.sortedCache = null;
     const s = snap(task);
-    // Like our host (src/host/task-streams.ts, A2A 1.0, streaming): streams close at a terminal state and at
+    // Like our host (src/host/task-streams.ts; A2A 1.0, streaming): streams close at a terminal state and at
     // INPUT_REQUIRED; a subscription made while the task already waits stays open.
     const closes = isTerminalA2A(task.state) || task.state === 'TASK_STATE_INPUT_REQUIRED';
     for (const stream of task.streams) {

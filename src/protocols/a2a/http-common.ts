@@ -35,7 +35,7 @@ export interface HttpRequest {
   readonly headers: HeaderReader;
   /** The URL path as WHATWG URL serializes it (`new URL(url).pathname`: still percent-encoded). */
   readonly path: string;
-  /** The query parameters (REST filters; the A2A-Version fallback, A2A 1.0, versioning). Read lazily. */
+  /** The query parameters (REST filters; the A2A-Version fallback: A2A 1.0, versioning). Read lazily. */
   readonly searchParams: URLSearchParams;
   /** The body as text; rejects with PayloadTooLargeError past `limit` bytes. */
   text(limit: number): Promise<string>;

@@ -143,7 +143,7 @@ export function restCore(options: RestBindingOptions): (req: HttpRequest) => Pro
   };
 }
 
-/** google.rpc.Status with the spec's HTTP status (A2A 1.0, operations). */
+/** google.rpc.Status with the spec's HTTP status (docs/a2a-notes.md, "Error table"). */
 function restReply(e: A2AError): { status: number; body: unknown } {
   const { httpStatus, body } = restError(e);
   return { status: httpStatus, body };

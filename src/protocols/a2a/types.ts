@@ -14,7 +14,7 @@
  * ProtoJSON input forms (snake_case aliases, enum integers) and produce these shapes.
  */
 
-/** A2A protocol version this package speaks (Major.Minor only, A2A 1.0, versioning). */
+/** A2A protocol version this package speaks (Major.Minor only; A2A 1.0, versioning). */
 export const A2A_PROTOCOL_VERSION = '1.0';
 export const A2A_VERSION_HEADER = 'A2A-Version';
 export const A2A_EXTENSIONS_HEADER = 'A2A-Extensions';
