@@ -26,8 +26,8 @@ import {
 } from '../lab/suite.ts';
 
 /**
- * `taskplane lab`: the failure lab (seed 004) on the terminal. With no options it prints the worked
- * example (five rows, each against LAB.md's band) and the four missions solved by the default engine
+ * `taskplane lab`: the failure lab (docs/lab.md) on the terminal. With no options it prints the worked
+ * example (five rows, each against its band in docs/lab.md) and the four missions solved by the default engine
  * configuration, with stars. Rows marked `engine` ran the real plane/ engine on virtual time.
  */
 interface LabFlags {

@@ -35,7 +35,7 @@ export function sha256Hex(data: string | Uint8Array): string {
   return bytesToHex(sha256(typeof data === 'string' ? utf8ToBytes(data) : data));
 }
 
-/** The immutable input hash of a request (seed 000: "canonical input hash"): `sha256:<hex>`. */
+/** The immutable input hash of a request (docs/a2a-notes.md, "The task control envelope"): `sha256:<hex>`. */
 export function inputHash(value: unknown): string {
   return 'sha256:' + sha256Hex(canonicalJson(value));
 }

@@ -1,6 +1,6 @@
 /**
  * The Clock port. Everything timed in core/, store/ and plane/ reads time and waits through it, so the
- * lab can run the real engine on virtual time (DESIGN.md, "The engine is sans-I/O").
+ * lab can run the real engine on virtual time (the engine is sans-I/O).
  */
 export interface Clock {
   /** Milliseconds since the Unix epoch. */

@@ -1,8 +1,8 @@
 import type { NormalizedState } from './states.ts';
 
 /**
- * The task control envelope: one durable record per tracked job (seed 000, "Persist a task control
- * envelope"; DESIGN.md). All times are epoch milliseconds. No secrets, tokens or credentials in it:
+ * The task control envelope: one durable record per tracked job (docs/a2a-notes.md, "The task
+ * control envelope"). All times are epoch milliseconds. No secrets, tokens or credentials in it:
  * push tokens are kept as hashes, API keys never.
  */
 export interface Envelope {

@@ -1,5 +1,5 @@
 /**
- * Terminology (seed 000, "Normalize state without pretending the objects are identical"):
+ * Terminology (docs/a2a-notes.md, "Terms and normalized states"):
  *
  * - native state: the remote system's own word for where a job is (`TASK_STATE_WORKING`, `in_progress`,
  *   `idle/end_turn`), kept verbatim beside the normalized one.
@@ -76,7 +76,7 @@ export type TransitionDecision =
   { apply: true; next: StateRecord } | { apply: false; reason: 'terminal' | 'stale' | 'duplicate' };
 
 /**
- * The ONE forward-only transition rule (DESIGN.md, "The envelope"):
+ * The ONE forward-only transition rule (docs/plane.md, "The truth rule"):
  *
  * 1. A terminal record never changes.
  * 2. An observation older than what we hold (smaller remote version) is stale and ignored, so a delayed

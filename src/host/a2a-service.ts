@@ -55,8 +55,8 @@ function scope(ctx: CallContext): AgentScope {
 }
 
 /**
- * The A2A 1.0 operations over the Store: the behaviour behind both bindings. Section numbers (§1.6…)
- * refer to the spec digest ../shared/spec/a2a-1.0.md, which cites the spec and proto clauses.
+ * The A2A 1.0 operations over the Store: the behaviour behind both bindings. "A2A 1.0, <topic>" names the
+ * part of the specification a rule comes from.
  */
 export class A2AService implements A2ARequestHandler {
   private readonly push: PushConfigs;
@@ -72,7 +72,7 @@ export class A2AService implements A2ARequestHandler {
   async sendMessage(req: SendMessageRequest, ctx: CallContext): Promise<SendMessageResponse> {
     const { record } = await this.accept(req, ctx);
     const historyLength = req.configuration?.historyLength;
-    // §1.6: blocking is the default; wait for a terminal or interrupted state.
+    // A2A 1.0, execution mode: blocking is the default; wait for a terminal or interrupted state.
     if (req.configuration?.returnImmediately || isStopped(record.state)) {
       return { task: wireTask(taskOf(record), historyLength) };
     }
@@ -118,7 +118,7 @@ export class A2AService implements A2ARequestHandler {
       throw err;
     }
     return {
-      // §1.7: the `artifacts` key is absent unless includeArtifacts, present (maybe []) when it is.
+      // A2A 1.0, ListTasks: the `artifacts` key is absent unless includeArtifacts, present (maybe []) when it is.
       tasks: page.tasks.map((r) => wireTask(taskOf(r), req.historyLength, req.includeArtifacts === true)),
       nextPageToken: page.nextCursor ?? '',
       pageSize,
@@ -129,7 +129,7 @@ export class A2AService implements A2ARequestHandler {
   async cancelTask(req: { id: string }, ctx: CallContext): Promise<Task> {
     const record = await this.o.store.getAgentTask(req.id, scope(ctx));
     if (!record) throw taskNotFound(req.id);
-    // §1.5: cancel of a canceled task is idempotent; other terminal states are not cancelable.
+    // A2A 1.0, task states: cancel of a canceled task is idempotent; other terminal states are not cancelable.
     const result = await this.o.writer.update(record.id, (d) => {
       const state = d.task.status.state;
       if (state === 'TASK_STATE_CANCELED') return null;
@@ -153,7 +153,7 @@ export class A2AService implements A2ARequestHandler {
         ctx.signal,
       );
     }
-    // §1.5: SubscribeToTask on a terminal task → UnsupportedOperationError.
+    // A2A 1.0, task states: SubscribeToTask on a terminal task → UnsupportedOperationError.
     if (isTerminalTaskState(record.state))
       throw new A2AError('UnsupportedOperationError', `Task is ${record.state}; use GetTask`);
     return this.o.streams.snapshotThenLive(record.id, record, ctx.signal, (t) => wireTask(t));
@@ -197,7 +197,7 @@ export class A2AService implements A2ARequestHandler {
   };
 
   async getExtendedAgentCard(): Promise<AgentCard> {
-    // §3.3.4: capabilities.extendedAgentCard is false on our card → UnsupportedOperationError.
+    // A2A 1.0 §3.3.4: capabilities.extendedAgentCard is false on our card → UnsupportedOperationError.
     throw new A2AError('UnsupportedOperationError', 'This agent has no extended agent card');
   }
 
@@ -273,7 +273,7 @@ export class A2AService implements A2ARequestHandler {
   }
 
   /**
-   * A message with a taskId (§1.4): the task must exist for this caller, contextIds must match, a
+   * A message with a taskId (A2A 1.0, data model): the task must exist for this caller, contextIds must match, a
    * terminal task refuses it (UnsupportedOperationError), an INPUT_REQUIRED task takes it as the answer.
    */
   private async followUp(message: Message, caller: AgentScope): Promise<AgentTaskRecord> {

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { AgentSkill, Artifact, JsonObject, Message, Part, Task } from '../protocols/a2a/types.ts';
 
 /**
- * The public API for writing an agent the host runs (issue 3: "executors are user code").
+ * The public API for writing an agent the host runs (executors are user code).
  *
  * ```ts
  * import { defineAgent } from 'taskplane/host';

@@ -8,7 +8,7 @@ export const JSONRPC_PATH = '/a2a/jsonrpc';
 export const REST_PATH = '/a2a/rest';
 
 /**
- * The card (§1.2): both bindings, capabilities that say exactly what the host enforces (streaming and
+ * The card (A2A 1.0, agent card): both bindings, capabilities that say exactly what the host enforces (streaming and
  * push on, no extended card), the Last-Event-ID extension, and the bearer scheme when keys are on.
  */
 export function buildAgentCard(info: AgentCardInfo, baseUrl: string, auth: 'none' | 'keys'): AgentCard {

@@ -2,7 +2,8 @@ import type { Random } from '../core/random.ts';
 
 /**
  * Draws random bytes from `source` 4 KiB at a time. Every task, message, artifact and delivery id takes
- * 17 random bytes; one getRandomValues call per id showed up at ~3 % of host CPU under load.
+ * 17 random bytes; one getRandomValues call per id showed up in host profiles
+ * under load (docs/performance.md, "Random bytes").
  */
 export class BufferedRandom implements Random {
   private pool: Uint8Array = new Uint8Array(0);

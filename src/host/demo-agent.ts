@@ -2,7 +2,7 @@ import { defineAgent, type ExecutionContext } from './agent-api.ts';
 
 /**
  * The built-in demo agent, scriptable from a data part of the user message so tests and the lab can
- * drive it (issue 3):
+ * drive it:
  *
  * `{"durationMs": 3000, "steps": 3, "askInput": "Which edition?", "fail": false, "artifactChunks": 2}`
  *

@@ -26,7 +26,7 @@ export interface HostAppOptions {
 }
 
 /**
- * The HTTP surface: the agent card (public, cacheable, ETag, §1.2), the JSON-RPC binding at
+ * The HTTP surface: the agent card (public, cacheable, ETag; A2A 1.0, agent card), the JSON-RPC binding at
  * /a2a/jsonrpc and the HTTP+JSON binding under /a2a/rest (with optional `/{tenant}` prefix).
  */
 export function createHostApp(o: HostAppOptions): Hono {
@@ -83,7 +83,7 @@ export function createHostListener(o: HostAppOptions): RequestListener {
   const rpc = jsonRpcNodeBinding(bindingOptions);
   const rest = restNodeBinding({ ...bindingOptions, basePath: REST_PATH });
   // A host's clients nearly all send one Host (its public name). Remembering the last one taken skips
-  // `isPlainHost` (70–200 ns of regexps, measured on node 20) for a string compare (20–30 ns).
+  // `isPlainHost`'s regexps for a string compare (docs/performance.md, "Host header").
   let plainHost = '';
   return (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url;

@@ -88,7 +88,7 @@ export class PushConfigs {
     return { configs: page.map(toWire), nextPageToken: next };
   }
 
-  /** Idempotent (§1.6: Delete MUST be idempotent). */
+  /** Idempotent (A2A 1.0, execution mode: Delete MUST be idempotent). */
   async delete(taskId: string, id: string, scope: AgentScope): Promise<void> {
     const record = await this.store.getPushConfig(taskId, id);
     if (record && inScope(record, scope)) await this.store.deletePushConfig(taskId, id);

@@ -10,7 +10,7 @@ export interface PushOutboxOptions {
   logger: Logger;
   /** Lease owner name for this process. */
   owner: string;
-  /** First retry delay; doubles per attempt (seed 004: 5 s base). @default 5000 */
+  /** First retry delay; doubles per attempt (a 5 s base: docs/a2a-notes.md, "Delivery mix"). @default 5000 */
   baseMs: number;
   /** Attempts before a row is dead-lettered (8 attempts ≈ 10.6 min of retries at 5 s). @default 8 */
   attempts: number;

@@ -18,7 +18,7 @@ export const NOT_RESUMABLE_REASON =
   'The agent host restarted while this task was in progress and this agent cannot resume work; send the request again.';
 
 /**
- * Restart recovery (issue 3): every non-terminal task whose host is gone (this process before a
+ * Restart recovery: every non-terminal task whose host is gone (this process before a
  * restart, or another host whose lease expired) is taken over and either resumed (the agent is
  * resumable: execute runs again with the stored task) or failed with a reason a client can read, so
  * nothing stays WORKING forever. A task waiting for input keeps waiting, its timeout re-armed from the

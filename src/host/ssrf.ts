@@ -32,7 +32,7 @@ export function isPublicAddress(address: string): boolean {
 }
 
 /**
- * The dispatch-time webhook check (spec §13.2; a2a-python#1164, a2a-js#645): http(s) only, the host
+ * The dispatch-time webhook check (A2A 1.0 §13.2; a2a-python#1164, a2a-js#645): http(s) only, the host
  * resolved now, and EVERY resolved address public (one private answer refuses the URL, so a name with
  * a public and a loopback record cannot be used to rebind). The caller connects to the returned
  * address, not to a second lookup, closing the DNS-rebinding window. `allowPrivate` (the host's

@@ -37,8 +37,8 @@ export interface Live {
   controller: AbortController;
   /**
    * Why the execute was stopped, set just before the controller aborts. Checked instead of
-   * `controller.signal.aborted`: Node creates a controller's AbortSignal on first access, about 1 % of
-   * the host's CPU under the send bench for a signal a quick execute never looks at.
+   * `controller.signal.aborted`: Node creates a controller's AbortSignal on first access, a cost visible
+   * in the host's send bench for a signal a quick execute never looks at.
    */
   stopped?: TaskClosedError;
   waiting?: { index: number; resolve: (m: Message) => void; reject: (e: unknown) => void };
@@ -51,7 +51,7 @@ export interface TaskContextDeps {
   clock: Clock;
   random: Random;
   logger: Logger;
-  /** @default 900000 (15 min, seed 004's lab figure) */
+  /** @default 900000 (15 min, the lab's figure) */
   inputTimeoutMs: number;
 }
 

@@ -15,8 +15,8 @@ interface Channel {
 }
 
 /**
- * Live task events for subscribers, fed by the Store's change feed (issue 3: "events reach subscribers
- * from the Store's change feed, not an in-process bus only"): a notice only wakes a channel, which then
+ * Live task events for subscribers, fed by the Store's change feed (events reach subscribers
+ * from the Store's change feed, not an in-process bus only): a notice only wakes a channel, which then
  * reads the events after its cursor from the store, so a missed notice loses nothing and a subscriber
  * on one process sees work committed by another (PostgreSQL LISTEN/NOTIFY).
  *

@@ -16,7 +16,7 @@ import type {
  *
  * Every stored event is a StreamResponse plus `_v`, the task version the write produced. A subscriber
  * that sent a snapshot of version V skips events with `_v <= V`: that is how SubscribeToTask's "current
- * Task first, then updates" stays gap- and duplicate-free (§1.8) without the store exposing the seq of
+ * Task first, then updates" stays gap- and duplicate-free (A2A 1.0, streaming) without the store exposing the seq of
  * the write that produced a record.
  */
 export interface ExecutorState {
@@ -29,7 +29,7 @@ export interface ExecutorState {
   /** How many times execute has been started for this task. */
   runs: number;
   /**
-   * The message that started the task, on tasks stored before 2026-11-29. Now it is not stored twice:
+   * The message that started the task, on tasks stored by earlier versions. Now it is not stored twice:
    * it is the task's first history message (see triggerOf).
    */
   trigger?: Message;
@@ -63,7 +63,7 @@ export function taskOf(record: AgentTaskRecord): Task {
   return record.task as unknown as Task;
 }
 
-/** A deep copy of JSON data (stored tasks are JSON): about 5× cheaper than structuredClone here. */
+/** A deep copy of JSON data (stored tasks are JSON): cheaper than structuredClone (docs/performance.md). */
 export function jsonCopy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
@@ -89,7 +89,7 @@ export function draftOf(record: AgentTaskRecord): { task: Task; executor: Execut
   return { task, executor };
 }
 
-/** §1.6 historyLength: unset = all, 0 = omit the field, N = the N most recent messages. */
+/** historyLength (A2A 1.0, execution mode): unset = all, 0 = omit the field, N = the N most recent messages. */
 export function withHistoryLength(task: Task, historyLength: number | undefined): Task {
   if (historyLength === undefined) return task;
   const { history, ...rest } = task;

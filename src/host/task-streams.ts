@@ -5,7 +5,7 @@ import { isTerminalTaskState, type Task } from '../protocols/a2a/types.ts';
 import { type StoredEvent, payloadState, taskOf, wirePayload } from './task-model.ts';
 import type { TaskFeed } from './task-feed.ts';
 
-/** Streams close at a terminal state and at INPUT_REQUIRED (§1.8; parity with the JS and Python SDKs). */
+/** Streams close at a terminal state and at INPUT_REQUIRED (A2A 1.0, streaming; parity with the JS and Python SDKs). */
 export function endsStream(state: string | undefined): boolean {
   return state !== undefined && (isTerminalTaskState(state) || state === 'TASK_STATE_INPUT_REQUIRED');
 }
@@ -40,7 +40,7 @@ export class TaskStreams {
   ) {}
 
   /**
-   * Every event of a task from its creation (`{task}` first, as §1.8 requires of a new stream), until
+   * Every event of a task from its creation (`{task}` first, as A2A 1.0 requires of a new stream), until
    * the stream-ending state. Used for SendStreamingMessage of a new task.
    */
   async *fromCreation(taskId: string, signal: AbortSignal): AsyncGenerator<StreamItem[]> {
@@ -52,7 +52,7 @@ export class TaskStreams {
   }
 
   /**
-   * SubscribeToTask: the current Task first (§1.8 MUST), then the updates after it, without the gap
+   * SubscribeToTask: the current Task first (a MUST of A2A 1.0, streaming), then the updates after it, without the gap
    * between a read and a subscription: events already contained in the snapshot (by task version) are
    * skipped. A subscription to a task already in INPUT_REQUIRED stays open until its next stop.
    */

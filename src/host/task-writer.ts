@@ -47,8 +47,8 @@ const MAX_FOLD = 256;
 
 /**
  * The one path by which the host changes a stored task. Each write is one Store call carrying the new
- * task, its events and the push outbox rows for those events (issue 3: "in the same transaction as the
- * state change"). Changes to one task are serialized in process; changes queued while a write is in
+ * task, its events and the push outbox rows for those events (in the same transaction as the
+ * state change). Changes to one task are serialized in process; changes queued while a write is in
  * flight are folded into the next write (a per-task group commit: an agent that publishes 1,000 status
  * updates without awaiting each pays a handful of fsyncs, not 1,000). Across processes the record
  * version guards every write (CAS; a conflict re-reads and re-applies the changes).

@@ -8,7 +8,7 @@ import { SimConnector, webhookBody } from './sim-connector.ts';
 import { MINUTE_MS, WORLD } from './world-model.ts';
 
 /**
- * The REAL plane/ engine as the lab's client (DESIGN.md, "The engine is sans-I/O"): the lab's
+ * The REAL plane/ engine as the lab's client (the engine is sans-I/O): the lab's
  * VirtualClock, a SeededRandom stream, the pure-TS MemoryStore and a SimConnector over the simulated
  * agent and network. Everything the figures say about the engine is read from the outside: requests on
  * the wire (the connector), outcomes from the envelopes it writes (the store), deliveries it absorbs

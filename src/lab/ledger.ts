@@ -1,6 +1,6 @@
 import type { JobSpec } from './world-model.ts';
 
-/** The figures of one run (the `--json` shape; names fixed by issue 5). */
+/** The figures of one run (the `--json` shape; field names are a public interface). */
 export interface LabMetrics {
   tasks: number;
   /** Side effects done more than once: duplicate remote tasks the client created + completions handled twice. */
@@ -13,7 +13,7 @@ export interface LabMetrics {
   lostOutcomes: number;
   /** Input requests the agent timed out on (15 min) because no answer came. */
   missedInputs: number;
-  /** Requests per task, reconciliation charged one request per in-flight task checked (the seed's way). */
+  /** Requests per task, reconciliation charged one request per in-flight task checked (docs/lab.md, "What the figures mean"). */
   requestsPerTask: number;
   /** Requests per task, reconciliation charged as the ListTasks pages it really takes. */
   requestsPerTaskListBased: number;

@@ -26,7 +26,7 @@ export function bandMisses(
   return row.checks.filter((c) => !c.ok(run.metrics, extras)).map((c) => c.what);
 }
 
-/** One row of the worked example (LAB.md): its settings and the band it must land in. */
+/** One row of the worked example (docs/lab.md): its settings and the band it must land in. */
 export interface ExampleRow {
   name: string;
   label: string;
@@ -165,7 +165,7 @@ export const MISSIONS: readonly Mission[] = [
     },
     // Reattach alone costs ≈ 2.6 requests per task on seed 4 (one send, ≈ 1.3 resubscribes after drops,
     // 0.17 answers and 0.17 resubscribes after them; 2.3–2.6 over seeds 1–20). A 10-min reconciliation on
-    // top adds ≈ 0.15 (GetTasks for long jobs, and the seed-style charge, small here because reattaching
+    // top adds ≈ 0.15 (GetTasks for long jobs, and the per-task GetTask charge, small here because reattaching
     // after flaps hears from most tasks within the interval): 2.79 on seed 4, 2.4–2.8 over seeds 1–20.
     // Three stars for a fast path that stays lean and learns in seconds.
     thresholds: [

@@ -24,10 +24,10 @@ interface ClientJob {
 }
 
 /**
- * The baseline clients that live in lab/ only (LAB.md): what teams write before they meet the failure
+ * The baseline clients that live in lab/ only: what teams write before they meet the failure
  * modes. One class, switched by the settings:
- * - stream + `resend`: on a drop, SendStreamingMessage again with the original message (seed 004's
- *   "common mistake"): the agent starts a second task while the first keeps running.
+ * - stream + `resend`: on a drop, SendStreamingMessage again with the original message (a
+ *   common mistake): the agent starts a second task while the first keeps running.
  * - stream + `reattach`: SubscribeToTask on the same task id; GetTask if it already ended.
  * - push: register a webhook in the send and wait for the agent to speak; no reconciliation unless
  *   `reconcileMin` > 0, and then one GetTask per in-flight task not heard from for an interval.

@@ -19,7 +19,7 @@ export type ClientChoice = 'auto' | 'engine' | 'naive';
 export interface LabSettings {
   /** Number of delegated jobs. @default 240 */
   tasks: number;
-  /** @default 4 (seed 004) */
+  /** @default 4 (the worked example) */
   seed: number;
   /** How the client receives updates. @default 'push' */
   delivery: Delivery;
@@ -36,7 +36,7 @@ export interface LabSettings {
   faults: Record<FaultName, boolean>;
   /**
    * Engine only: whether a verified push is followed by a GetTask (`always`, the engine's default,
-   * seed 000's "wake-up signal") or its versioned payload is used (`when-incomplete`). The lab's agent
+   * a push is a wake-up signal, docs/a2a-notes.md) or its versioned payload is used (`when-incomplete`). The lab's agent
    * pushes the whole versioned Task, so the lab uses the payload: with `always` every push costs one
    * more request (seed 4, push-reconcile row: 1.5 → 2.9 requests per task). @default 'when-incomplete'
    */

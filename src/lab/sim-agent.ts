@@ -30,7 +30,7 @@ interface AgentTask extends AgentSnapshot {
 /**
  * A simulated remote A2A agent that keeps its tasks in process memory, like many real ones:
  * - SendMessage always creates a new task. The spec says Send "MAY be idempotent"; this agent is not,
- *   which is the seed's premise for resend-on-drop duplicates (and, after the restart, it could not be).
+ *   which is the premise for resend-on-drop duplicates (and, after the restart, it could not be).
  * - A task works for its job's duration, pausing once for input when the job says so; an input request
  *   unanswered for 15 min fails the task.
  * - Every status change goes to the task's open streams and, when a push config exists, is POSTed with
@@ -216,7 +216,7 @@ export class SimAgent {
     task.statusMs = this.clock.now();
     this.sortedCache = null;
     const s = snap(task);
-    // Like our host (src/host/task-streams.ts, spec §1.8): streams close at a terminal state and at
+    // Like our host (src/host/task-streams.ts; A2A 1.0, streaming): streams close at a terminal state and at
     // INPUT_REQUIRED; a subscription made while the task already waits stays open.
     const closes = isTerminalA2A(task.state) || task.state === 'TASK_STATE_INPUT_REQUIRED';
     for (const stream of task.streams) {

@@ -55,7 +55,7 @@ export interface SimConnectorOptions {
 
 /**
  * The Connector port over the simulated agent and network: what the real A2A connector does on the
- * wire, one request per call (counted in the ledger exactly as LAB.md defines a request), one network
+ * wire, one request per call (counted in the ledger exactly as docs/lab.md defines a request), one network
  * latency each way, TaskNotFound as `not_found`, UnsupportedOperation as `failed_precondition`, a stream
  * drop as `unavailable`. The agent is not idempotent on messageId (`idempotentStart: false`).
  */

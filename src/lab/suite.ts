@@ -10,7 +10,7 @@ import {
 import { runLab, type RunResult } from './run.ts';
 import { describeFaults, usesEngine, type LabSettings } from './settings.ts';
 
-/** One entry of `taskplane lab --json` (names fixed by issue 5). */
+/** One entry of `taskplane lab --json` (field names are a public interface). */
 export interface JsonRun {
   name: string;
   settings: Omit<LabSettings, 'client'> & { client: 'engine' | 'naive' };

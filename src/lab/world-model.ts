@@ -1,15 +1,15 @@
 import type { SeededRandom } from '../core/random.ts';
 
 /**
- * The lab's world, fixed by LAB.md ("Lab world (defaults)") and seed 004. Times are virtual epoch ms,
- * starting at 0. Where LAB.md leaves a value open, the choice and its reason are given here.
+ * The lab's world, fixed by the lab's published defaults (docs/lab.md). Times are virtual epoch ms,
+ * starting at 0. Where those leave a value open, the choice and its reason are given here.
  */
 export const MINUTE_MS = 60_000;
 
 export const WORLD = {
   /** 240 tasks arrive uniformly over the first 120 simulated minutes. */
   arrivalWindowMs: 120 * MINUTE_MS,
-  /** Log-normal duration: median 6 min, sigma 0.9 gives a mean of 6·e^(0.9²/2) ≈ 9.0 min (seed: "about 9"). */
+  /** Log-normal duration: median 6 min, sigma 0.9 gives a mean of 6·e^(0.9²/2) ≈ 9.0 min (tasks average about nine minutes). */
   medianDurationMs: 6 * MINUTE_MS,
   durationSigma: 0.9,
   /** Clipped to 1–60 min ("a few minutes to an hour"). The clip moves the mean by under 0.2 min. */
@@ -18,7 +18,7 @@ export const WORLD = {
   /** 15 % of tasks pause once for input. */
   inputShare: 0.15,
   /**
-   * Where in its work a pausing task asks: uniform over 20–80 % of the work. Ours: the seed says only
+   * Where in its work a pausing task asks: uniform over 20–80 % of the work. Ours: the lab's model says only
    * "part-way"; this keeps the pause away from both ends so it is never merged with start or finish.
    */
   inputAtMin: 0.2,
@@ -35,7 +35,7 @@ export const WORLD = {
   /** Push retry schedule: base 5 s, doubling; after k retries the wait is 5·(2^k − 1) s. */
   pushBaseMs: 5_000,
   /**
-   * Share of webhook responses lost after the receiver processed them. Ours: LAB.md says "a share";
+   * Share of webhook responses lost after the receiver processed them. Ours: the model says "a share";
    * 20 % makes duplicates common enough (≈ 0.3 per task with 1–2 pushes each) that a non-idempotent
    * handler visibly does side effects twice in every run, while most deliveries still succeed first time.
    */

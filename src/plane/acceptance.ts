@@ -6,8 +6,8 @@ import { defaultAcceptanceLimits, type AcceptanceLimits } from './acceptance-lim
 import { linearRegExp } from './linear-regexp.ts';
 
 /**
- * Business acceptance, kept apart from task completion (seed 000, "Separate task completion from
- * business acceptance"): a job can succeed remotely and still be rejected here because its output does
+ * Business acceptance, kept apart from task completion (docs/a2a-notes.md,
+ * "Completion is not acceptance"): a job can succeed remotely and still be rejected here because its output does
  * not match the schema the caller gave at creation.
  *
  * A schema is one tenant's input compiled into code that runs on the shared event loop, so:

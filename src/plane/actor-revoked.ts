@@ -12,8 +12,8 @@ export interface ActorRevokedReport {
 }
 
 /**
- * The API key that created some jobs was revoked while they run (seed 000's failure matrix, "permission
- * revoked"). The configured policy decides: `keep` lets them finish (their results stay readable by the
+ * The API key that created some jobs was revoked while they run (docs/a2a-notes.md, "Failure matrix":
+ * permission revoked). The configured policy decides: `keep` lets them finish (their results stay readable by the
  * tenant's other keys), `cancel` asks the remote to stop them. Either way each open job gets an
  * `actor_revoked` event saying which, so nobody has to guess why a job stopped or carried on. A job
  * already terminal is left alone: its outcome is the remote's word, not ours to change.

@@ -88,7 +88,7 @@ export function childSignal(parent: AbortSignal, ...others: AbortSignal[]): Abor
 }
 
 /**
- * Every remote call goes through here: counted as one request (seed 004's cost unit), bounded by the
+ * Every remote call goes through here: counted as one request (docs/a2a-notes.md, "Cost unit"), bounded by the
  * per-call timeout, and cut short by stop(). A timeout surfaces as a retryable `timeout` error.
  */
 export async function remoteCall<T>(

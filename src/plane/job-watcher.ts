@@ -275,7 +275,7 @@ export class JobWatcher {
       const connector = connectorFor(ctx, env.target);
       if (interval === null) interval = Math.max(cfg.intervalMs, connector.capabilities.pollIntervalMs ?? 0);
       if (cfg.deadlineMs !== null && ctx.clock.now() - env.createdAt > cfg.deadlineMs) {
-        // Past the deadline the poller stops; reconciliation still covers the job (seed 000: never invent an outcome).
+        // Past the deadline the poller stops; reconciliation still covers the job (never invent an outcome).
         ctx.logger.info({ envelopeId: env.id }, 'poll deadline reached');
         return;
       }

@@ -15,7 +15,7 @@ import { decideAcceptance } from './acceptance.ts';
 import type { PlaneContext } from './context.ts';
 
 /**
- * THE observe path (DESIGN.md, "The envelope"): every observation from every source (create, stream,
+ * THE observe path (docs/plane.md, "The truth rule"): every observation from every source (create, stream,
  * push, poll, reconcile, api) comes through `observe`. It re-reads the envelope, asks the one
  * forward-only rule (core/states.ts decideTransition), and writes the result with its event in one
  * CAS transaction, retrying from a fresh read when another path wrote first.
@@ -173,7 +173,8 @@ export async function observe(
         });
       }
       if (isTerminal(next.state) && next.cancel && next.cancel.outcome === null) {
-        // The true outcome, including "completed after cancel was requested" (seed 000).
+        // The true outcome, including "completed after cancel was requested" (docs/a2a-notes.md,
+        // "Completion is not acceptance").
         next.cancel = { ...next.cancel, outcome: next.state, pending: null };
         event('cancel_outcome', { outcome: next.state });
       }

@@ -7,11 +7,11 @@ import { backoffPolicy, type BackoffOptions, type BackoffPolicy } from '../core/
 import { configError } from '../core/errors.ts';
 
 /**
- * Engine options → defaults → validated config (STYLE.md). Every default is documented here; units are
+ * Engine options → defaults → validated config. Every default is documented here; units are
  * in the names; a bad value throws a `config` TaskplaneError naming the field (`reconcile.intervalMs: must be > 0`).
  *
  * Which delivery mechanisms the engine uses is configurable because the lab compares configurations
- * (seed 004, "Choosing the delivery mix"): streams and push give latency, reconciliation gives
+ * (docs/a2a-notes.md, "Delivery mix"): streams and push give latency, reconciliation gives
  * completeness, polling is the fallback when neither fast path is available.
  */
 export interface PlaneOptions {
@@ -60,7 +60,7 @@ export interface PlaneOptions {
   reconcile?: {
     /** Run reconciliation at all. @default true */
     enabled?: boolean;
-    /** One paged list call per target per interval (seed 004 recommends 10–15 min). @default 600000 */
+    /** One paged list call per target per interval (ten to fifteen minutes is the usual advice). @default 600000 */
     intervalMs?: number;
     /** Page size asked of listChanged. @default 100 */
     pageSize?: number;
@@ -102,8 +102,9 @@ export interface PlaneOptions {
   startDeadlineMs?: number | null;
   webhook?: {
     /**
-     * `always`: every new delivery fetches authoritative state with get() (seed 000: webhooks are wake-up
-     * signals). `when-incomplete`: use the verified payload when it carries a versioned snapshot, fetch
+     * `always`: every new delivery fetches authoritative state with get() (webhooks are wake-up
+     * signals: docs/a2a-notes.md, "Delivery mix").
+     * `when-incomplete`: use the verified payload when it carries a versioned snapshot, fetch
      * otherwise; saves one request per delivery, safe because stale snapshots lose on version. @default 'always'
      */
     fetchState?: 'always' | 'when-incomplete';

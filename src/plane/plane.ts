@@ -1,5 +1,5 @@
 /**
- * The control plane engine, sans-I/O (DESIGN.md): it reaches time, randomness, storage and remotes only
+ * The control plane engine, sans-I/O: it reaches time, randomness, storage and remotes only
  * through the ports it is given, so production, tests and the lab run the same code.
  *
  * ```ts
@@ -464,7 +464,7 @@ export class Plane {
     return collectSignals(this.ctx, tenant);
   }
 
-  /** Requests made for one job so far (seed 004's cost unit). */
+  /** Requests made for one job so far (docs/a2a-notes.md, "Cost unit"). */
   requestsFor(envelopeId: string): number {
     return this.ctx.counters.requestsFor(envelopeId);
   }

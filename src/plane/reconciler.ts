@@ -8,8 +8,8 @@ import { observe, updateLocal } from './observe.ts';
 import { cancelUndelivered, ensureStarted, handleLost, sendCancel } from './start-remote.ts';
 
 /**
- * Reconciliation: the slow path that catches everything the fast path dropped (seed 004, "Polling and
- * reconciliation"). Per target and round: ONE paged listChanged(since the previous round) where the
+ * Reconciliation: the slow path that catches everything the fast path dropped (docs/a2a-notes.md,
+ * "Delivery mix"). Per target and round: ONE paged listChanged(since the previous round) where the
  * connector can list, then one get() per job that the list did not mention and that is past its
  * expected duration plus a margin (or every job, where there is no list). TaskNotFound on our own job
  * → lost → policy. Jobs whose start was never confirmed are started again with the same messageId.

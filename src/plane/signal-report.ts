@@ -3,7 +3,10 @@ import type { PlaneContext } from './context.ts';
 import { listActiveEnvelopes } from './reconciler.ts';
 import type { CounterSignals } from './signals.ts';
 
-/** Age buckets for jobs waiting on a person (seed 004: "anything older than a few minutes is a missed notification"). */
+/**
+ * Age buckets for jobs waiting on a person (anything older than a few minutes is a missed notification:
+ * docs/a2a-notes.md, "Lifecycle signals").
+ */
 export interface AgeBuckets {
   under1m: number;
   under5m: number;

@@ -1,7 +1,7 @@
 import type { ObservationSource } from '../core/envelope.ts';
 
 /**
- * Lifecycle signals (seed 004, "Detecting lifecycle failures in production"): the failures that are
+ * Lifecycle signals (docs/a2a-notes.md, "Lifecycle signals"): the failures that are
  * invisible in request metrics because every single call succeeds. Counters live in memory and start
  * at zero with the process, per process and per tenant; the store-derived ones (orphans, input waiting by age) are computed by
  * Plane.signals() from the envelopes themselves, so they survive restarts.

@@ -369,7 +369,8 @@ async function cancelBeforeStart(ctx: PlaneContext, env: Envelope, connector: Co
 }
 
 /**
- * TaskNotFound on a job we created (seed 004, "When the agent forgets"): the remote lost it. Policy
+ * TaskNotFound on a job we created (docs/a2a-notes.md, "Failure matrix": the agent forgets the task): the
+ * remote lost it. Policy
  * `resubmit` starts it again with the SAME messageId (a forgetful agent has no memory of it, so this
  * makes one new remote job, not a duplicate of a live one) and keeps tracking it on the same envelope;
  * `escalate`, a job being cancelled, or too many resubmissions mark it `lost` for a person.

@@ -6,8 +6,8 @@ import { describeError, type PlaneContext } from './context.ts';
 /**
  * The caller's `timeoutMs`, acting on its own timer: at createdAt + timeoutMs the job gets a remote
  * cancel (`cancel.requestedBy = "timeout"`), and its true outcome is still recorded by the usual paths.
- * Reconciliation used to be the only place that looked, so a 5-minute timeout fired up to one interval
- * (10 min by default) late. Reconciliation still checks, as the backstop for a timer lost with a crash.
+ * A timer of its own, because if only reconciliation looked, a 5-minute timeout would fire up to one
+ * interval (10 min by default) late. Reconciliation still checks, as the backstop for a timer lost with a crash.
  *
  * Armed by the plane that watches the job (created it, recovered it, adopted it), so with watch leases
  * one plane fires it. Timers live in memory and are re-armed on recovery from the envelope.

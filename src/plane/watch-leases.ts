@@ -6,7 +6,7 @@ import { WorkerLoop } from './worker-loop.ts';
 
 /**
  * Per-job watch leases, so several planes sharing one database (PostgreSQL) do not all stream or poll
- * the same job (DESIGN.md "Scale": work is leased, no home-made cluster protocol).
+ * the same job (work is leased, no home-made cluster protocol).
  *
  * - A plane watches a job only while it holds the lease `watch:<envelope id>` (Store.acquireLease: an
  *   owner, an expiry, one atomic statement). The plane that creates a job takes its lease, so load

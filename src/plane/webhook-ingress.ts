@@ -8,7 +8,7 @@ import { observe } from './observe.ts';
 import { handleLost, tokenHash } from './start-remote.ts';
 
 /**
- * Push ingress (seed 004, "Push notifications"; seed 000, "Use wake-up signals"): a delivery is a
+ * Push ingress (docs/a2a-notes.md, "Delivery mix"): a delivery is a
  * wake-up signal, not a command. Verify the token against the envelope's stored hash, check the job is
  * ours, fetch authoritative state and observe it, then record the delivery durably (the dedup table).
  * The caller answers 2xx only after this resolves, i.e. after the delivery is processed and recorded; a

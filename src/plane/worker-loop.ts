@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.ts';
 import { WakeSignal } from './wake-signal.ts';
 
 /**
- * A worker loop in the graphile-worker / pg-boss shape (STYLE.md): it is given its fetch, handle and
+ * A worker loop in the graphile-worker / pg-boss shape: it is given its fetch, handle and
  * error functions, keeps an explicit state, and waits in a way stop() and wake() cut short.
  *
  *   idle → fetching → handling (per item) → waiting → fetching … → stopped

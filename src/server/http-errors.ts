@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
 
 /**
- * Our error codes → HTTP, at the edge only (STYLE.md): the one table the plane server answers from. The
+ * Our error codes → HTTP, at the edge only: the one table the plane server answers from. The
  * body is always `{"error": {"code", "message", "field"}}`; internal errors never show their text.
  */
 const STATUS: Record<ErrorCode, ContentfulStatusCode> = {

@@ -3,7 +3,7 @@ import type { Plane } from '../plane/plane.ts';
 
 /**
  * /metrics in Prometheus text format. Values are read from plane.signals() at scrape time (one store
- * scan of active envelopes), so the lifecycle signals of seed 004 are what Prometheus sees: orphans,
+ * scan of active envelopes), so the lifecycle signals (docs/a2a-notes.md) are what Prometheus sees: orphans,
  * observation delay per mechanism, input/auth-required by age, duplicates absorbed, reused messageIds,
  * TaskNotFound on own tasks, and requests per task. This is the operator's view: the process scope, all
  * tenants together (plane.signals() without a tenant); /v1/signals shows a tenant only its own jobs.

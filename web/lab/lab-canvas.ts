@@ -2,7 +2,7 @@ import type { RunResult } from '../../src/lab/run.ts';
 import { MINUTE_MS, WORLD } from '../../src/lab/world-model.ts';
 
 /**
- * Draws the sixteen shown tasks as horizontal bars over the run's time (LAB.md, "The page"): blue
+ * Draws the sixteen shown tasks as horizontal bars over the run's time (docs/lab.md, "The page"): blue
  * working, amber waiting for input, pink duplicate tasks (the lower half of a row), a green dot where
  * the client learned the outcome, a white cross at each stream drop, a question mark when never learned.
  */

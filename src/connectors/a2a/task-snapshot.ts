@@ -6,7 +6,8 @@ import type { Artifact, Part, Task, TaskState } from '../../protocols/a2a/types.
 import type { RemoteArtifact, RemoteSnapshot } from '../connector.ts';
 
 /**
- * A2A Task ⇄ RemoteSnapshot. Normalized states (issue 4): SUBMITTED→accepted, WORKING→running,
+ * A2A Task ⇄ RemoteSnapshot. Normalized states (docs/a2a-notes.md, "Terms and normalized states"):
+ * SUBMITTED→accepted, WORKING→running,
  * INPUT_REQUIRED and AUTH_REQUIRED→waiting_for_input (the native state is kept, so the signals can tell
  * them apart), COMPLETED→succeeded, FAILED and REJECTED→failed, CANCELED→cancelled. The remote version
  * is the status timestamp in ms: A2A 1.0 has no sequence numbers (A2A#1986).
@@ -171,7 +172,7 @@ export function taskToSnapshot(task: Task): RemoteSnapshot {
 
 /**
  * Applies one StreamResponse frame to the task a stream is following (the first frame is the Task,
- * spec §1.8). Returns the updated task, or null for frames that change nothing we track (messages).
+ * A2A 1.0, streaming). Returns the updated task, or null for frames that change nothing we track (messages).
  */
 export function applyFrame(current: Task | null, rawFrame: unknown): Task | null {
   const frame = normalizeKeys(rawFrame);

@@ -11,7 +11,7 @@ import { a2aWireError, routeError, transportError } from './wire-errors.ts';
 /**
  * The two A2A 1.0 HTTP bindings behind one interface: JSON-RPC (POST the envelope to the interface URL)
  * and HTTP+JSON (REST routes under the interface URL). Every request carries `A2A-Version: 1.0`
- * (§1.11: a 1.0 server treats a missing header as 0.3 and refuses), a per-call timeout and the caller's
+ * (A2A 1.0, versioning: a 1.0 server treats a missing header as 0.3 and refuses), a per-call timeout and the caller's
  * AbortSignal. A stream's timeout covers only the time to the response headers.
  */
 export interface A2ATransport {
@@ -33,7 +33,7 @@ export interface StreamFrame {
 
 export interface TransportOptions {
   url: string;
-  /** Copied into every request when the chosen AgentInterface names one (1.0.1 §8.3.2). */
+  /** Copied into every request when the chosen AgentInterface names one (A2A 1.0.1 §8.3.2). */
   tenant?: string;
   /** Extra headers (e.g. `authorization` for an agent that wants a key). */
   headers?: Record<string, string>;
@@ -159,7 +159,7 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
       const { response, done } = await post(method, params, signal, 'text/event-stream');
       try {
         if (!isSse(response)) {
-          // Pre-stream errors come back as a plain JSON-RPC error (spec §1.8).
+          // Pre-stream errors come back as a plain JSON-RPC error (A2A 1.0, streaming).
           await rpcResult(await readJson(response), response.status);
           throw a2aWireError({ httpStatus: response.status, message: 'expected an event stream' });
         }

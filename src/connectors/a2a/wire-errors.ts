@@ -3,7 +3,7 @@ import { TaskplaneError } from '../../core/errors.ts';
 /**
  * A2A wire errors → our stable codes (connector.ts contract). Mapped by ErrorInfo reason or JSON-RPC
  * code first and by HTTP status last, because the HTTP column changed between 1.0.0 and 1.0.1
- * (spec/a2a-1.0.md §1.13 item 6). Remote message text is kept short and never trusted as ours.
+ * (docs/a2a-notes.md, "Error table"). Remote message text is kept short and never trusted as ours.
  *
  * `not_found` comes only from the protocol's own TaskNotFoundError (JSON-RPC -32001, or ErrorInfo
  * reason TASK_NOT_FOUND in a REST google.rpc.Status body). A bare HTTP 404, an HTML page or a gateway's

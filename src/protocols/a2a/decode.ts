@@ -22,8 +22,9 @@ import {
 } from './types.ts';
 
 /**
- * Lenient ProtoJSON decoders (spec/a2a-1.0.md §1.3: "accept snake_case aliases and enum integers on
- * input; unknown fields SHOULD be ignored; REQUIRED fields SHOULD be validated"). Each returns the strict
+ * Lenient ProtoJSON decoders (docs/a2a-notes.md, "ProtoJSON input": accept snake_case
+ * aliases and enum integers on input; unknown fields SHOULD be ignored; REQUIRED fields SHOULD be validated).
+ * Each returns the strict
  * camelCase shape from types.ts or throws A2AError InvalidParamsError naming the field. They never
  * throw anything else, whatever the input (fuzzed in test/protocols).
  */
@@ -102,7 +103,7 @@ function bool(o: Obj, key: string, field: string): boolean | undefined {
   const v = o[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v === 'boolean') return v;
-  // REST query parameters arrive as strings (§1.7: booleans `true`/`false`).
+  // REST query parameters arrive as strings (A2A 1.0, ListTasks: booleans `true`/`false`).
   if (v === 'true') return true;
   if (v === 'false') return false;
   throw invalidParams(field, 'must be a boolean');
@@ -236,7 +237,7 @@ export function checkPushHeaderFields(cfg: TaskPushNotificationConfig, prefix = 
 function decodeAuthentication(v: unknown, field: string): AuthenticationInfo | undefined {
   if (v === undefined || v === null) return undefined;
   const o = asObject(v, field);
-  // 0.3 had `schemes[]`; take the first, as the JS SDK's compat layer does (§2.9).
+  // 0.3 had `schemes[]`; take the first, as the JS SDK's compat layer does (`@a2a-js/sdk`).
   let scheme = str(o, 'scheme', `${field}.scheme`);
   if (scheme === undefined && Array.isArray(o.schemes) && typeof o.schemes[0] === 'string')
     scheme = o.schemes[0];
@@ -270,7 +271,7 @@ function decodeConfiguration(v: unknown, field: string): SendMessageConfiguratio
   const cfg: SendMessageConfiguration = {};
   const modes = stringArray(o, 'acceptedOutputModes', `${field}.acceptedOutputModes`);
   if (modes?.length) cfg.acceptedOutputModes = modes;
-  // RC spelling `pushNotificationConfig` accepted as an alias (§1.4).
+  // RC spelling `pushNotificationConfig` accepted as an alias (A2A 1.0, data model).
   const push = o.taskPushNotificationConfig ?? o.pushNotificationConfig;
   if (push !== undefined && push !== null)
     cfg.taskPushNotificationConfig = decodePushConfig(push, `${field}.taskPushNotificationConfig`);
@@ -344,7 +345,7 @@ export const decodeListTasksRequest = decoder<ListTasksRequest>((o) => {
   if (contextId) req.contextId = contextId;
   const status = decodeTaskState(o.status, 'status');
   if (status) req.status = status;
-  // pageSize 0 = unset (proto3 default), accepted leniently (§3.6); max 100 (§1.7).
+  // pageSize 0 = unset (proto3 default), accepted leniently (clients send it); max 100 (A2A 1.0, ListTasks).
   const pageSize = int(o, 'pageSize', 'pageSize', 0, 100);
   if (pageSize) req.pageSize = pageSize;
   const pageToken = str(o, 'pageToken', 'pageToken');

@@ -1,5 +1,5 @@
 /**
- * The A2A 1.0 error table (spec/a2a-1.0.md §1.10, the 1.0.1 mapping) and the standard JSON-RPC errors,
+ * The A2A 1.0 error table (the 1.0.1 mapping: docs/a2a-notes.md, "Error table") and the standard JSON-RPC errors,
  * with builders for both wire shapes:
  * - JSON-RPC: `{code, message, data: [ErrorInfo, BadRequest?]}` (1.0.1: details as an `@type` array).
  * - REST: google.rpc.Status `{"error": {code, status, message, details}}` with the HTTP status.
@@ -38,7 +38,7 @@ export interface A2AErrorSpec {
 /**
  * Every error this package emits. The first nine are the A2A errors (-32001…-32009); then the standard
  * JSON-RPC errors, then the two auth errors, which A2A leaves without a JSON-RPC code ("custom error",
- * §1.10): we use -32040/-32041 inside the A2A-reserved range -32001…-32099 so clients can tell them apart.
+ * A2A 1.0, errors): we use -32040/-32041 inside the A2A-reserved range -32001…-32099 so clients can tell them apart.
  */
 export const A2A_ERRORS = {
   TaskNotFoundError: {
@@ -140,7 +140,7 @@ export const A2A_ERRORS = {
     reason: 'INTERNAL',
     message: 'Internal error',
   },
-  // Auth (§1.10: 401/UNAUTHENTICATED, 403/PERMISSION_DENIED).
+  // Auth (A2A 1.0, errors: 401/UNAUTHENTICATED, 403/PERMISSION_DENIED).
   UnauthenticatedError: {
     code: -32040,
     http: 401,

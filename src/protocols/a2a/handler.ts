@@ -22,7 +22,7 @@ import type {
  * throw A2AError for anything a client should see; anything else becomes InternalError at the edge.
  */
 export interface CallContext {
-  /** The authenticated caller; every operation is scoped to it (§1.12). */
+  /** The authenticated caller; every operation is scoped to it (A2A 1.0, security). */
   owner: string;
   /** REST `/{tenant}` prefix or the request's `tenant` field. */
   tenant?: string;

@@ -35,11 +35,11 @@ export interface HttpRequest {
   readonly headers: HeaderReader;
   /** The URL path as WHATWG URL serializes it (`new URL(url).pathname`: still percent-encoded). */
   readonly path: string;
-  /** The query parameters (REST filters; the A2A-Version fallback, §1.11). Read lazily. */
+  /** The query parameters (REST filters; the A2A-Version fallback: A2A 1.0, versioning). Read lazily. */
   readonly searchParams: URLSearchParams;
   /** The body as text; rejects with PayloadTooLargeError past `limit` bytes. */
   text(limit: number): Promise<string>;
-  /** Aborts when the client goes away. Read lazily: creating it costs ~2 % CPU of a unary call. */
+  /** Aborts when the client goes away. Read lazily: creating it has a measurable cost on a unary call. */
   readonly signal: AbortSignal;
 }
 
@@ -147,7 +147,7 @@ const VERSION_HEADER = A2A_VERSION_HEADER.toLowerCase();
 const EXTENSIONS_HEADER = A2A_EXTENSIONS_HEADER.toLowerCase();
 
 /**
- * §1.11: the version comes from the `A2A-Version` header or the `A2A-Version` query parameter; a missing
+ * A2A 1.0, versioning: the version comes from the `A2A-Version` header or the `A2A-Version` query parameter; a missing
  * or empty value MUST be treated as 0.3, which this 1.0-only server answers with VersionNotSupportedError
  * (-32009), as the official JS SDK does. Only Major.Minor counts: `1.0.3` is 1.0 (never reject on patch).
  * The query is parsed only when the header is absent.
@@ -193,10 +193,10 @@ export function callContext(req: HttpRequest, owner: string): CallContext {
 
 /**
  * A CallContext whose `signal` is read from the request only when a handler asks for it (creating a
- * request's AbortSignal costs ~2 % CPU on unary calls that never use it). A class, not an object
+ * request's AbortSignal costs CPU on unary calls that never use it). A class, not an object
  * literal with `get signal()`: V8 gives every literal with a fresh accessor closure its own map, which
- * kept ~8 MB of maps and objects surviving each scavenge under load (10 µs/request of GC, measured with
- * --trace-gc on the JSON-RPC binding; a stable 6.5 MB heap with the class).
+ * kept maps and objects surviving each scavenge under load; with the class the heap stays stable
+ * (docs/performance.md, "Lazy AbortSignal and the call context").
  */
 class LazySignalContext implements CallContext {
   declare tenant?: string;

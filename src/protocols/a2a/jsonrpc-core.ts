@@ -35,7 +35,7 @@ type StreamCall = (
   ctx: CallContext,
 ) => Promise<AsyncIterable<StreamItem[]>>;
 
-/** JSON-RPC method table (§1.1). DeleteTaskPushNotificationConfig returns Empty → `result: null`. */
+/** JSON-RPC method table (A2A 1.0, operations). DeleteTaskPushNotificationConfig returns Empty → `result: null`. */
 const UNARY = new Map<string, Call>([
   ['SendMessage', (h, p, c) => h.sendMessage(decodeSendMessageRequest(p), c)],
   ['GetTask', (h, p, c) => h.getTask(decodeGetTaskRequest(p), c)],
@@ -101,7 +101,7 @@ export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Prom
       if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
         throw new A2AError('InvalidParamsError', 'params must be an object');
       }
-      // JSON-RPC carries the tenant in every request message (§1.1); REST has it in the path.
+      // JSON-RPC carries the tenant in every request message (A2A 1.0, operations); REST has it in the path.
       const tenant = (params as Record<string, unknown> | undefined)?.tenant;
       if (typeof tenant === 'string' && tenant !== '') ctx.tenant = tenant;
       const method = env.method;

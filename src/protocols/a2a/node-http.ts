@@ -8,8 +8,8 @@ import { pumpSse, type SseSink } from './sse.ts';
 /**
  * A binding core served straight on node:http: the body is read from the socket stream and the answer
  * written with one `writeHead(...).end(body)`, with no web Request, Headers or Response built in between.
- * That layer cost ~15–25 µs CPU per request (hono on @hono/node-server vs a bare node:http server
- * answering the same JSON, measured with wrk), a fifth of a GetTask. The bytes on the wire match the
+ * That layer cost a fifth of a GetTask's CPU (hono on @hono/node-server vs a bare node:http server
+ * answering the same JSON: docs/performance.md, "Bindings on node:http"). The bytes on the wire match the
  * web-standard adapter's as @hono/node-server writes them (status, headers, bodies, SSE framing).
  */
 export function nodeListener(

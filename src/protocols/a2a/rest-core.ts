@@ -45,7 +45,7 @@ export interface RestBindingOptions extends BindingOptions {
   basePath: string;
 }
 
-/** First path segments that name a route; any other first segment is a `/{tenant}` prefix (§1.1). */
+/** First path segments that name a route; any other first segment is a `/{tenant}` prefix (A2A 1.0, operations). */
 const ROUTE_ROOTS = new Set(['message:send', 'message:stream', 'tasks', 'extendedAgentCard']);
 
 /**
@@ -107,7 +107,7 @@ const NO_CONTENT: JsonReply = Object.freeze({
 });
 
 /**
- * The HTTP+JSON binding (§1.1 routes) for everything under the interface URL, transport-neutral.
+ * The HTTP+JSON binding (routes: A2A 1.0, operations) for everything under the interface URL, transport-neutral.
  * Paths are parsed by hand because route segments contain colons (`/message:send`), which most routers
  * read as parameters. `:subscribe` is served on GET (proto) and POST (prose), A2A#1574. Errors are
  * google.rpc.Status bodies with the spec's HTTP status. Never rejects.
@@ -143,7 +143,7 @@ export function restCore(options: RestBindingOptions): (req: HttpRequest) => Pro
   };
 }
 
-/** google.rpc.Status with the spec's HTTP status (§1.1). */
+/** google.rpc.Status with the spec's HTTP status (docs/a2a-notes.md, "Error table"). */
 function restReply(e: A2AError): { status: number; body: unknown } {
   const { httpStatus, body } = restError(e);
   return { status: httpStatus, body };

@@ -1,5 +1,5 @@
 /**
- * A2A 1.0 wire types: the ProtoJSON shapes of `lf.a2a.v1` (spec/a2a-1.0.md §1.3, §1.4; ADR-001).
+ * A2A 1.0 wire types: the ProtoJSON shapes of `lf.a2a.v1` (A2A 1.0, JSON conventions and data model).
  *
  * Terminology:
  * - ProtoJSON: lowerCamelCase field names, enums as SCREAMING_SNAKE names, proto3 defaults omitted on
@@ -7,13 +7,14 @@
  * - StreamResponse: the one envelope for every SSE frame and every push-notification body.
  * - Interrupted state: INPUT_REQUIRED / AUTH_REQUIRED; terminal: COMPLETED, FAILED, CANCELED, REJECTED.
  *
- * Section numbers (§1.3…) in protocols/ and host/ refer to the spec digest ../shared/spec/a2a-1.0.md.
+ * "A2A 1.0, <topic>" in protocols/ and host/ names the part of the A2A 1.0 specification a rule comes from;
+ * docs/a2a-notes.md restates the ones a reader needs.
  *
  * These types describe what we WRITE (strict camelCase). Decoders in `decode.ts` accept the lenient
  * ProtoJSON input forms (snake_case aliases, enum integers) and produce these shapes.
  */
 
-/** A2A protocol version this package speaks (Major.Minor only, §1.11). */
+/** A2A protocol version this package speaks (Major.Minor only; A2A 1.0, versioning). */
 export const A2A_PROTOCOL_VERSION = '1.0';
 export const A2A_VERSION_HEADER = 'A2A-Version';
 export const A2A_EXTENSIONS_HEADER = 'A2A-Extensions';
@@ -113,13 +114,13 @@ export interface Task {
   id: string;
   contextId: string;
   status: TaskStatus;
-  /** Absent in ListTasks results unless `includeArtifacts` (§1.7). */
+  /** Absent in ListTasks results unless `includeArtifacts` (A2A 1.0, ListTasks). */
   artifacts?: Artifact[];
   history?: Message[];
   metadata?: JsonObject;
 }
 
-/** No `final` field in 1.0: end of stream is the transport close (§1.8). */
+/** No `final` field in 1.0: end of stream is the transport close (A2A 1.0, streaming). */
 export interface TaskStatusUpdateEvent {
   taskId: string;
   contextId: string;
@@ -172,7 +173,7 @@ export interface SendMessageConfiguration {
   taskPushNotificationConfig?: TaskPushNotificationConfig;
   /** Presence matters: unset = server default (all), 0 = none, N = at most N most recent. */
   historyLength?: number;
-  /** Default false: blocking until terminal or interrupted (§1.6). */
+  /** Default false: blocking until terminal or interrupted (A2A 1.0, execution mode). */
   returnImmediately?: boolean;
 }
 
@@ -207,7 +208,7 @@ export interface ListTasksRequest {
   tenant?: string;
   contextId?: string;
   status?: TaskState;
-  /** 1..100, default 50 (0 accepted leniently as "default", §3.6). */
+  /** 1..100, default 50 (0 accepted leniently as "default": clients send it). */
   pageSize?: number;
   pageToken?: string;
   historyLength?: number;
@@ -388,7 +389,7 @@ export type JsonRpcResponse =
   | { jsonrpc: '2.0'; id: JsonRpcId; result: unknown }
   | { jsonrpc: '2.0'; id: JsonRpcId; error: JsonRpcErrorObject };
 
-/** JSON-RPC method names (= gRPC rpc names, §1.1). Note the plural `ListTaskPushNotificationConfigs`. */
+/** JSON-RPC method names (= gRPC rpc names; A2A 1.0, operations). Note the plural `ListTaskPushNotificationConfigs`. */
 export const A2A_METHODS = [
   'SendMessage',
   'SendStreamingMessage',

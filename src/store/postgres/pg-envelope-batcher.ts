@@ -52,8 +52,8 @@ interface Pending {
 /**
  * Group commit for envelope writes on PostgreSQL. Envelope events must commit in seq order, so every
  * event-writing transaction holds one advisory lock through its COMMIT, which also serializes the
- * fsync: one durable envelope write per fsync, about 300/s with 16 writers in flight on this machine's
- * disk. Writes that queue up while a batch is running therefore share the next transaction: one
+ * fsync: one durable envelope write per fsync (docs/performance.md, "PostgreSQL: one durable envelope write per
+ * fsync"). Writes that queue up while a batch is running therefore share the next transaction: one
  * statement each (no SAVEPOINT round trips: a version conflict is a 0-row UPDATE, which wrote nothing
  * and fails alone), all their events in one INSERT at the end, then one lock, one NOTIFY round, one
  * COMMIT. Every write still resolves only after its COMMIT. One batch runs at a time per store, so

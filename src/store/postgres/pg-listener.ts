@@ -16,7 +16,7 @@ const RECONNECT_MAX_MS = 10_000;
 
 /**
  * One dedicated connection per store that LISTENs on the schema's channel and feeds the ChangeHub.
- * NOTIFY only wakes readers early (STYLE.md): a notice lost while this connection is down costs latency,
+ * NOTIFY only wakes readers early: a notice lost while this connection is down costs latency,
  * not data, because readers list events after their last seq. So on error it just reconnects with
  * capped exponential backoff, forever, until closed.
  */

@@ -52,8 +52,8 @@ export abstract class SqliteAgentHost {
     events: NewAgentTaskEvent[],
     outbox: NewOutboxRow[],
   ): Promise<{ created: boolean; task: AgentTaskRecord }> {
-    // The JSON text is the copy taken at the call (what structuredClone gave before, at a fifth of the
-    // cost: 11 µs vs 2 µs for a host task record here). The returned record shares the caller's
+    // The JSON text is the copy taken at the call (what structuredClone gives, at a fraction of the
+    // cost: docs/performance.md, "JSON copies instead of structuredClone"). The returned record shares the caller's
     // documents (Store contract): parsing them back cost two JSON.parse per write.
     const row = serializeTask(task, 1);
     const created: AgentTaskRecord = { ...task, version: 1 };

@@ -120,7 +120,7 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     // Two costs on every host send, measured with a throwaway benchmark of the send's own statements
     // (batches of 32 tasks, CPU per task created and completed; the store-level figure is
     // test/bench/store-agent-bench.ts): AUTOINCREMENT reads and rewrites its sqlite_sequence row on every
-    // event insert (38.9 → 36.5 µs), and agent_tasks_state was updated by every state change (36.5 → 34.2 µs) for
+    // event insert, and agent_tasks_state was updated by every state change (docs/performance.md, "SQLite: migration 2") for
     // a query that does not need it: listActiveAgentTasks' `state NOT IN (…)` never used it, and ListTasks'
     // state filter runs on agent_tasks_owner like the rest of the listing (its COUNT already scans the
     // owner's range).

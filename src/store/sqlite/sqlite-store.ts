@@ -46,8 +46,8 @@ export interface SqliteStoreOptions {
    * disk.
    * - `NORMAL`: COMMIT writes the WAL without fsync; the store then fsyncs the WAL on the libuv thread
    *   pool and resolves the batch's writes after it (see `walFsync` and write-batcher.ts). The event
-   *   loop never waits on the disk, where a commit's fsync took p50 2.8 ms, p90 11 ms on the shared
-   *   build machine while other jobs ran (docs/host.md, "Performance").
+   *   loop never waits on the disk, where a commit's fsync takes milliseconds when the disk is busy
+   *   (docs/performance.md, "SQLite: fsync on the event loop").
    * - `FULL`: SQLite fsyncs the WAL inside every COMMIT, on the event loop.
    * The write worker (the default) always runs FULL, which costs the event loop nothing, unless
    * `walFsync` is false.
@@ -113,9 +113,8 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       if (!inMemory) {
         // 8 KiB pages for a new file (an existing one keeps its size; a VACUUM would change it). A host
         // send writes a task row of 1–2 KiB twice and its events: with 8 KiB each commit writes fewer WAL
-        // frames (two pwrite calls each). `npx tsx test/bench/store-agent-bench.ts` (create + complete,
-        // 32 in flight), alternating trees that differ only here: 4 KiB pages 117–130 µs CPU per task,
-        // 8 KiB 92–121 (lower in each of 7 pairs); 16 KiB did worse than 4 KiB (more bytes per frame).
+        // frames (two pwrite calls each). Measured cheaper per task than 4 KiB; 16 KiB did worse than 4 KiB
+        // (more bytes per frame): docs/performance.md, "SQLite: page size".
         this.db.pragma('page_size = 8192');
         this.db.pragma('journal_mode = WAL');
       }

@@ -37,7 +37,7 @@ export class WalFileSyncer implements WalSyncer {
   sync(done: (err: Error | null) => void): void {
     let unlinked: boolean;
     try {
-      unlinked = fstatSync(this.fd).nlink === 0; // ~1 µs, once per fsync, not per write
+      unlinked = fstatSync(this.fd).nlink === 0; // once per fsync, not per write
     } catch (err) {
       done(err as Error);
       return;

@@ -51,8 +51,8 @@ interface Pending {
  *
  * Why a worker: on the host's send path the event loop spent about a third of its time in SQLite's write
  * path (statements, COMMIT's WAL writes, checkpoints) and in handing the fsync to the thread pool, while
- * the machine's second core sat partly idle. Measured with `test/bench/host-ab.sh` (see docs/host.md,
- * "Performance").
+ * the machine's second core sat partly idle. Measured with `test/bench/host-ab.sh` (see docs/performance.md,
+ * "Host").
  *
  * Durability: the worker's connection runs synchronous=FULL, and SQLite makes a commit visible to readers
  * (the wal-index header) only after the WAL's fsync inside COMMIT. So every reader, the store's own

@@ -44,10 +44,9 @@ export interface WriteBatcherOptions {
    * when SQLite syncs inside COMMIT itself (FULL) or nothing needs syncing (`:memory:`, opted out).
    *
    * One fsync runs at a time, covering every commit made before it started; commits made meanwhile wait
-   * and share the next. Two at a time once beat one on a slow disk (a create's latency p50 3.4 vs 4.0 ms),
-   * but with cheaper writes each fsync's own CPU (ext4 work on the pool thread, ~9 % of the host's)
-   * mattered more: `test/bench/host-ab.sh` over trees with 2 in flight, 1, and 1 plus minSyncGapMs,
-   * 7 rounds: CPU per durable send medians 184, 175 and 159 µs, p99 alike.
+   * and share the next. Two at a time once gave lower latency on a slow disk, but with cheaper writes
+   * each fsync's own CPU mattered more: one at a time, plus minSyncGapMs, measured cheapest per durable
+   * send (docs/performance.md, "SQLite: one fsync at a time and the sync gap").
    */
   syncer?: WalSyncer;
   /** Turns a failed fsync into the error every later write and read gets. */
@@ -56,8 +55,8 @@ export interface WriteBatcherOptions {
    * Least time between the starts of two fsyncs, in ms, under load: when two or more writes are queued,
    * the commit waits out the rest of it (writes queued meanwhile join it), so each fsync and each WAL
    * frame of a shared page covers more writes. A lone write commits and syncs at once, so a client that
-   * awaits each write one after another pays nothing (the store bench's single-writer row fell from
-   * 2,774 to 456 writes/s when the gap applied to it too). @default 0
+   * awaits each write one after another pays nothing (the store bench's single-writer rate fell several
+   * times over when the gap applied to it too: docs/performance.md). @default 0
    */
   minSyncGapMs?: number;
 }
@@ -117,9 +116,8 @@ class BatchWaiter implements Waiter {
  * batch runs first with no savepoints, and only if one of its writes throws is the transaction rolled
  * back and the batch run again with each write inside its own SAVEPOINT, so the failing one rolls back
  * alone (see WriteOp: every op may run twice). Savepoints cost: every page a write changes inside one is
- * first copied to the sub-journal. With and without savepoints, CPU per task created and completed:
- * 58 vs 39 µs on the send's statements alone (a throwaway benchmark, 32 tasks a batch, medians of 5),
- * 155 vs 125 µs through the store (`npx tsx test/bench/store-agent-bench.ts`, alternating checkouts).
+ * first copied to the sub-journal, measured as a clear share of a send's CPU (docs/performance.md, "SQLite:
+ * savepoints only when a write fails").
  * Failures are rare on the hot paths (a duplicate SendMessage is a result, not an error; a version
  * conflict needs a second process), so the second run is the exception. The queue is drained on
  * setImmediate, so a lone awaited write pays one event-loop turn, not a timer.
@@ -128,8 +126,8 @@ class BatchWaiter implements Waiter {
  * a file) or the event loop (event-loop-writes.ts).
  *
  * Durability. With synchronous=FULL SQLite fsyncs the WAL inside COMMIT, on that thread: on the event
- * loop every request waits behind it (0.15 ms on an idle disk here, p50 2.8 ms and p90 11 ms while other
- * jobs used it), which is why the event loop uses a syncer and the worker, which has nothing else to do,
+ * loop every request waits behind it (milliseconds on a busy disk: docs/performance.md, "SQLite: fsync on the event
+ * loop"), which is why the event loop uses a syncer and the worker, which has nothing else to do,
  * uses FULL.
  * With a `syncer` (synchronous=NORMAL) COMMIT only write()s the WAL frames, and the batch's writes resolve
  * after an fsync of the WAL that started after that COMMIT returned, run on the libuv thread pool.
