@@ -196,7 +196,7 @@ async function runLabCommand(f: LabFlags): Promise<void> {
   } else {
     plan = planExample(base);
     if (!f.example) plan.push(...planMissionsSolved(base));
-    title = `Worked example (seed 004's world: ${base.tasks} tasks over 2 h, seed ${base.seed})`;
+    title = `Worked example (the lab's reference world: ${base.tasks} tasks over 2 h, seed ${base.seed})`;
   }
   for (const p of plan) check(p.settings);
 

@@ -64,7 +64,7 @@ describe('backoff with full jitter', () => {
     });
     const random = new SeededRandom(1);
     const waits = Array.from({ length: 8 }, (_, k) => nextBackoff(policy, k, random)!);
-    // Cumulative wait after k retries is 5·(2^k − 1) s: 7 retries ≈ 10.6 min, 8 ≈ 21 min (seed 004).
+    // Cumulative wait after k retries is 5·(2^k − 1) s: 7 retries ≈ 10.6 min, 8 ≈ 21 min.
     expect(waits.slice(0, 7).reduce((a, b) => a + b, 0)).toBe(5_000 * (2 ** 7 - 1));
     expect(waits.reduce((a, b) => a + b, 0)).toBe(5_000 * (2 ** 8 - 1));
   });

@@ -9,7 +9,7 @@ import {
 import { runLab } from '../../src/lab/run.ts';
 import { DEFAULT_SETTINGS, usesEngine } from '../../src/lab/settings.ts';
 
-/** LAB.md's worked example, with the default seed (4, for seed 004): every row inside its band. */
+/** The lab's worked example (docs/lab.md), with the default seed (4): every row inside its band. */
 describe('worked example (seed 4)', () => {
   for (const row of EXAMPLE_ROWS) {
     it(`${row.name}: ${row.band}`, async () => {
@@ -26,7 +26,7 @@ describe('worked example (seed 4)', () => {
 
 describe('missions', () => {
   for (const mission of MISSIONS) {
-    // Mission 4 starts from 15-s polling, which "works but costs dozens of requests per task" (seed 004):
+    // Mission 4 starts from 15-s polling, which "works but costs dozens of requests per task":
     // it meets the goal for one star; the others start from setups that fail their goal.
     it(`mission ${mission.id}: the default engine solution earns more stars than the broken start`, async () => {
       const broken = missionSettings(mission, 'broken');
