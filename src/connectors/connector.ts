@@ -91,6 +91,13 @@ export interface Connector {
    * payload's snapshot (informational only: the engine fetches authoritative state).
    */
   parseWebhook?(request: InboundWebhook): Promise<WebhookSignal>;
+
+  /**
+   * The credential a delivery presents, read from its headers alone. Optional; with it the ingress
+   * refuses a delivery whose credential does not match the job named in its URL before anything parses
+   * the body, so a stranger's body never reaches a parser.
+   */
+  webhookToken?(headers: Record<string, string>): string | null;
 }
 
 export interface ConnectorCapabilities {

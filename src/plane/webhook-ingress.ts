@@ -30,6 +30,12 @@ export async function handleWebhook(
     ctx.counters.count('webhooksRejected', null);
     return new TaskplaneError('unauthenticated', 'webhook credentials are not valid');
   };
+  // Credentials first, from the headers alone: a delivery that names its job in the URL (ours always do)
+  // is refused before its body is parsed unless it carries that job's token.
+  if (request.envelopeId && connector.webhookToken) {
+    const named = await ctx.store.getEnvelope(request.envelopeId);
+    if (!tokenMatches(named, target, connector.webhookToken(request.headers))) throw unauthenticated();
+  }
   let signal;
   try {
     signal = await connector.parseWebhook(request);
@@ -42,16 +48,7 @@ export async function handleWebhook(
   const env = request.envelopeId
     ? await ctx.store.getEnvelope(request.envelopeId)
     : await ctx.store.findEnvelopeByRemoteId(target, signal.remoteId);
-  const expected = env?.subscription?.tokenHash;
-  if (
-    !env ||
-    env.target !== target ||
-    !expected ||
-    signal.token === null ||
-    !timingSafeEqualString(tokenHash(signal.token), expected)
-  ) {
-    throw unauthenticated();
-  }
+  if (!env || !tokenMatches(env, target, signal.token)) throw unauthenticated();
   const source = `${connector.kind}-push:${target}`;
   const record = () =>
     ctx.store.recordDelivery({
@@ -78,6 +75,18 @@ export async function handleWebhook(
   // processed again instead of being absorbed as a duplicate of a delivery that never took effect.
   await processDelivery(ctx, connector, env, signal);
   return (await record()) ? { status: 'observed', envelopeId: env.id } : duplicate();
+}
+
+/** The job is on this target and the token is the one registered for it (compared in constant time). */
+function tokenMatches(env: Envelope | undefined | null, target: string, token: string | null): boolean {
+  const expected = env?.subscription?.tokenHash;
+  return (
+    !!env &&
+    env.target === target &&
+    !!expected &&
+    token !== null &&
+    timingSafeEqualString(tokenHash(token), expected)
+  );
 }
 
 /** Fetches authoritative state (or takes the verified payload) and observes it. */

@@ -285,7 +285,11 @@ export class FakeRemote {
         if (remote.cancelCompletes) remote.set(id, 'cancelled');
         return remote.snapshot(job);
       },
+      webhookToken(headers: Record<string, string>): string | null {
+        return (headers['authorization'] ?? '').replace(/^Bearer /, '') || null;
+      },
       async parseWebhook(req: InboundWebhook): Promise<WebhookSignal> {
+        remote.calls.push({ method: 'parseWebhook' });
         const auth = req.headers['authorization'] ?? '';
         const body = JSON.parse(req.rawBody) as { deliveryId: string; snapshot: RemoteSnapshot };
         return {

@@ -110,3 +110,23 @@ describe('a job whose acceptance cannot be checked does not hold up its target',
       expect((await h.plane.get('tenant-b', envelope.id)).state).toBe('succeeded');
   });
 });
+
+describe('webhook credentials come before the body', () => {
+  it("a delivery without the job's token is refused before anything parses its body", async () => {
+    h = await harness(opts);
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 1 }, { wait: 'started' });
+    const parses = () => h!.remote.calls.filter((c) => c.method === 'parseWebhook').length;
+    const before = parses();
+    const forged = {
+      headers: { authorization: 'Bearer forged' },
+      rawBody: '{"not": ',
+      envelopeId: envelope.id,
+    };
+    await expect(h.plane.handleWebhook('fake', forged)).rejects.toMatchObject({ code: 'unauthenticated' });
+    expect(parses()).toBe(before);
+    // The job's own token still gets its body parsed and processed.
+    h.remote.set(envelope.remoteId!, 'succeeded');
+    expect((await h.plane.handleWebhook('fake', lastPush(envelope.id))).status).toBe('observed');
+    expect(parses()).toBe(before + 1);
+  });
+});

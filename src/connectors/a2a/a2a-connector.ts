@@ -522,6 +522,11 @@ export class A2AConnector implements Connector {
    * delivery id is the sender's `A2A-Delivery-Id`, else its `webhook-id`, else a hash of the body, so
    * a byte-identical retry is still recognised. With a signing secret the signature is checked first.
    */
+  webhookToken(headers: Record<string, string>): string | null {
+    const auth = Object.entries(headers).find(([k]) => k.toLowerCase() === 'authorization')?.[1] ?? '';
+    return /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() || null : null;
+  }
+
   async parseWebhook(request: InboundWebhook): Promise<WebhookSignal> {
     const h = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     if (this.signingKey) {
@@ -529,8 +534,7 @@ export class A2AConnector implements Connector {
       const refused = verifySignature(this.signingKey, h, request.rawBody, now);
       if (refused) throw new TaskplaneError('unauthenticated', `webhook signature: ${refused}`);
     }
-    const auth = h['authorization'] ?? '';
-    const token = /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : null;
+    const token = this.webhookToken(request.headers);
     let body: unknown;
     try {
       body = JSON.parse(request.rawBody);
@@ -555,6 +559,6 @@ export class A2AConnector implements Connector {
       if (task && !['succeeded', 'failed'].includes(taskToSnapshot(task).state))
         snapshot = taskToSnapshot(task);
     }
-    return { remoteId, deliveryId, token: token || null, snapshot };
+    return { remoteId, deliveryId, token, snapshot };
   }
 }
