@@ -55,5 +55,22 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  {
+    // Wire formats describe bytes; the servers that carry them live with their users (host/http/).
+    files: ['src/protocols/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(node:)?(http|https|http2|net)$|^hono$|^@hono/',
+              message: 'protocols/ are wire formats only: HTTP servers belong in host/http/ or server/',
+            },
+          ],
+        },
+      ],
+    },
+  },
   { files: ['src/cli/**/*.ts', 'test/**/*.ts'], rules: { 'no-console': 'off' } },
 );

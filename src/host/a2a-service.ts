@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
-import type { AgentScope, AgentTaskRecord, Store } from '../store/store.ts';
+import type { AgentScope, AgentTaskRecord, AgentTaskStore } from '../store/store.ts';
 import { A2AError, invalidParams, taskNotFound } from '../protocols/a2a/errors.ts';
 import type { A2ARequestHandler, CallContext, StreamItem } from '../protocols/a2a/handler.ts';
 import {
@@ -34,7 +34,7 @@ import type { TaskFeed } from './task-feed.ts';
 import type { TaskWriter } from './task-writer.ts';
 
 export interface A2AServiceOptions {
-  store: Store;
+  store: AgentTaskStore;
   clock: Clock;
   random: Random;
   writer: TaskWriter;

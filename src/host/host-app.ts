@@ -6,12 +6,12 @@ import type { Clock } from '../core/clock.ts';
 import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
 import type { A2ARequestHandler, Authenticate } from '../protocols/a2a/handler.ts';
 import { jsonRpcBinding, type BindingOptions } from '../protocols/a2a/jsonrpc-binding.ts';
-import { jsonRpcNodeBinding } from '../protocols/a2a/jsonrpc-node.ts';
-import { headerLines, isPlainTarget } from '../protocols/a2a/node-http.ts';
 import { restBinding } from '../protocols/a2a/rest-binding.ts';
-import { restNodeBinding } from '../protocols/a2a/rest-node.ts';
 import { AGENT_CARD_PATH } from '../protocols/a2a/types.ts';
 import { JSONRPC_PATH, REST_PATH } from './agent-card.ts';
+import { jsonRpcNodeBinding } from './http/jsonrpc-node.ts';
+import { headerLines, isPlainTarget } from './http/node-http.ts';
+import { restNodeBinding } from './http/rest-node.ts';
 
 export interface HostAppOptions {
   handler: A2ARequestHandler;

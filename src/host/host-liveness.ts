@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import type { Store } from '../store/store.ts';
+import type { AgentTaskStore } from '../store/store.ts';
 
 /**
  * Which host process is alive, over the Store's leases: every host renews `agent-host:<hostId>` every
@@ -15,7 +15,7 @@ export class HostLiveness {
 
   constructor(
     readonly hostId: string,
-    private readonly store: Store,
+    private readonly store: AgentTaskStore,
     private readonly clock: Clock,
     private readonly logger: Logger,
     /** @default 30000 */

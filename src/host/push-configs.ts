@@ -1,7 +1,7 @@
 import type { Clock } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
-import type { AgentScope, PushConfigRecord, Store } from '../store/store.ts';
+import type { AgentScope, AgentTaskStore, PushConfigRecord } from '../store/store.ts';
 import { inScope } from '../store/store-query.ts';
 import { checkPushHeaderFields } from '../protocols/a2a/decode.ts';
 import { A2AError, invalidParams } from '../protocols/a2a/errors.ts';
@@ -16,7 +16,7 @@ import type {
  */
 export class PushConfigs {
   constructor(
-    private readonly store: Store,
+    private readonly store: AgentTaskStore,
     private readonly clock: Clock,
     private readonly random: Random,
   ) {}

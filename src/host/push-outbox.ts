@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import type { OutboxRow, Store } from '../store/store.ts';
+import type { AgentTaskStore, OutboxRow } from '../store/store.ts';
 import type { PushSender } from './push-sender.ts';
 
 export interface PushOutboxOptions {
-  store: Store;
+  store: AgentTaskStore;
   clock: Clock;
   send: PushSender;
   logger: Logger;

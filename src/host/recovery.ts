@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import type { Store } from '../store/store.ts';
+import type { AgentTaskStore } from '../store/store.ts';
 import { isTerminalTaskState } from '../protocols/a2a/types.ts';
 import type { AgentDefinition } from './agent-api.ts';
 import type { Executions } from './executions.ts';
@@ -33,7 +33,7 @@ export class Recovery {
 
   constructor(
     private readonly o: {
-      store: Store;
+      store: AgentTaskStore;
       writer: TaskWriter;
       clock: Clock;
       executions: Executions;

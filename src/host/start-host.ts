@@ -7,7 +7,7 @@ import { SystemClock, type Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { CryptoRandom, type Random } from '../core/random.ts';
-import type { Store } from '../store/store.ts';
+import type { AgentTaskStore } from '../store/store.ts';
 import type { Authenticate } from '../protocols/a2a/handler.ts';
 import { signingKey } from '../protocols/standard-webhooks.ts';
 import { hostname } from 'node:os';
@@ -36,7 +36,7 @@ export interface HostOptions {
   /** Interface to bind. @default '127.0.0.1' */
   bind?: string;
   /** `sqlite:PATH`, `postgres://…`, `memory:`, or a Store you own (not closed by close()). @default 'sqlite:./data/host.db' */
-  db?: string | Store;
+  db?: string | AgentTaskStore;
   /** An agent definition, or a path to a module whose default export is one. @default the demo agent */
   agent?: AgentDefinition | string;
   /** `keys` requires bearer keys (owner → key). @default 'none' */
@@ -91,7 +91,7 @@ export interface RunningHost {
   cardUrl: string;
   jsonRpcUrl: string;
   restUrl: string;
-  store: Store;
+  store: AgentTaskStore;
   /** What restart recovery did on start. */
   recovered: RecoveryCounts;
   /** Live numbers for dashboards and tests. */

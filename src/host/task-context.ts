@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
-import type { Store } from '../store/store.ts';
+import type { AgentTaskStore } from '../store/store.ts';
 import {
   isTerminalTaskState,
   type Artifact,
@@ -46,7 +46,7 @@ export interface Live {
 
 /** What a TaskContext needs of the host (ExecutionsOptions is one). */
 export interface TaskContextDeps {
-  store: Store;
+  store: AgentTaskStore;
   writer: TaskWriter;
   clock: Clock;
   random: Random;

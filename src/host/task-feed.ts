@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AgentTaskEvent, ChangeNotice, Store } from '../store/store.ts';
+import type { AgentTaskEvent, AgentTaskStore, ChangeNotice } from '../store/store.ts';
 
 const PAGE = 500;
 
@@ -28,7 +28,7 @@ export class TaskFeed {
   private unsubscribe: (() => void) | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: AgentTaskStore,
     private readonly logger: Logger,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { AgentScope, AgentTaskEvent, Store } from '../store/store.ts';
+import type { AgentScope, AgentTaskEvent, AgentTaskStore } from '../store/store.ts';
 import { A2AError, invalidParams } from '../protocols/a2a/errors.ts';
 import type { StreamItem } from '../protocols/a2a/handler.ts';
 import { isTerminalTaskState, type Task } from '../protocols/a2a/types.ts';
@@ -35,7 +35,7 @@ function toItems(
  */
 export class TaskStreams {
   constructor(
-    private readonly store: Store,
+    private readonly store: AgentTaskStore,
     private readonly feed: TaskFeed,
   ) {}
 

@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.ts';
 import { VersionConflictError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
-import type { AgentTaskRecord, NewAgentTaskEvent, NewOutboxRow, Store } from '../store/store.ts';
+import type { AgentTaskRecord, AgentTaskStore, NewAgentTaskEvent, NewOutboxRow } from '../store/store.ts';
 import { isTerminalTaskState, type Task } from '../protocols/a2a/types.ts';
 import { type ExecutorState, type StoredEvent, draftOf, wirePayload } from './task-model.ts';
 
@@ -59,7 +59,7 @@ export class TaskWriter {
   private readonly cache = new Map<string, AgentTaskRecord>();
 
   constructor(
-    private readonly store: Store,
+    private readonly store: AgentTaskStore,
     private readonly clock: Clock,
     private readonly random: Random,
     /** Called after a write that queued push outbox rows (wakes the outbox worker). */

@@ -2,7 +2,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Random } from '../core/random.ts';
 import type { Envelope } from '../core/envelope.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
-import type { Store } from '../store/store.ts';
+import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
@@ -24,7 +24,7 @@ export type ConnectorResolver = (target: string) => Connector | undefined;
 export interface PlaneContext {
   clock: Clock;
   random: Random;
-  store: Store;
+  store: EnvelopeStore;
   connectors: ConnectorResolver;
   logger: PlaneLogger;
   config: PlaneConfig;

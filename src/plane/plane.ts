@@ -30,7 +30,7 @@ import { newEnvelope, type Envelope, type EnvelopeEvent, type ObservationSource 
 import { TaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { inputHash } from '../core/canonical-json.ts';
-import type { EnvelopeQuery, Page, Store } from '../store/store.ts';
+import type { EnvelopeQuery, EnvelopeStore, Page } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
 import { readArtifacts, type ArtifactContent } from './artifact-content.ts';
 import { checkAcceptanceSchema } from './acceptance.ts';
@@ -74,7 +74,7 @@ import { WorkerLoop } from './worker-loop.ts';
 export interface PlanePorts {
   clock: Clock;
   random: Random;
-  store: Store;
+  store: EnvelopeStore;
   connectors: ConnectorResolver;
   logger?: PlaneLogger;
   options?: PlaneOptions;

@@ -1,7 +1,7 @@
 import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
 import { NORMALIZED_STATES, isTerminal, type NormalizedState } from '../core/states.ts';
-import type { Store } from '../store/store.ts';
+import type { EnvelopeStore } from '../store/store.ts';
 import { connectorFor, describeError, isRouteTrouble, remoteCall, type PlaneContext } from './context.ts';
 import { answerInDoubt, cancelTask, resendAnswer } from './answer-and-cancel.ts';
 import { observe, updateLocal } from './observe.ts';
@@ -29,7 +29,7 @@ export interface ReconcileReport {
 
 /** Every non-terminal envelope, optionally of one target and/or tenant, oldest first. */
 export async function listActiveEnvelopes(
-  store: Store,
+  store: EnvelopeStore,
   filter: { target?: string; tenant?: string } = {},
 ): Promise<Envelope[]> {
   const out: Envelope[] = [];

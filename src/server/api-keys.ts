@@ -4,7 +4,7 @@ import type { Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { newId, newToken } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
-import type { ApiKeyRecord, Store } from '../store/store.ts';
+import type { ApiKeyRecord, EnvelopeStore } from '../store/store.ts';
 
 /**
  * Bearer API keys → tenants, kept as data in the store (`api_keys`: id, tenant, SHA-256 of the secret,
@@ -111,7 +111,7 @@ export interface SeededKeys {
 export async function seedApiKeys(options: {
   env?: string;
   file?: string;
-  store: Store;
+  store: EnvelopeStore;
   clock: Clock;
   random: Random;
 }): Promise<SeededKeys> {
@@ -151,7 +151,7 @@ export async function seedApiKeys(options: {
 }
 
 export interface KeyRingOptions {
-  store: Store;
+  store: EnvelopeStore;
   clock: Clock;
   /**
    * How long a looked-up key is trusted before the store is asked again, and how often the store is

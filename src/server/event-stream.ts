@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { EnvelopeEvent } from '../core/envelope.ts';
-import type { ChangeNotice, Store } from '../store/store.ts';
+import type { ChangeNotice, EnvelopeStore } from '../store/store.ts';
 
 /**
  * Server-sent events from the durable event log: every event has `id: <seq>`, so a client that
@@ -10,7 +10,7 @@ import type { ChangeNotice, Store } from '../store/store.ts';
  * nothing (and a periodic keep-alive read covers even that).
  */
 export interface EventStreamOptions {
-  store: Store;
+  store: EnvelopeStore;
   tenant: string;
   envelopeId?: string;
   afterSeq: number;
@@ -28,7 +28,7 @@ export interface EventStreamOptions {
  * scan: gallop up from a known seq until nothing lies beyond, then bisect. Across tenants on purpose:
  * it is only a starting point, and another tenant's events below it are never sent anyway.
  */
-export async function latestEventSeq(store: Store): Promise<number> {
+export async function latestEventSeq(store: EnvelopeStore): Promise<number> {
   const after = async (k: number) => (await store.listEvents({ afterSeq: k, limit: 1 }))[0]?.seq;
   let known = await after(0);
   if (known === undefined) return 0;
@@ -54,7 +54,7 @@ export async function latestEventSeq(store: Store): Promise<number> {
  * `?from=now` (only what happens from here on: a client that loaded the current state by the API
  * needs no replay of the whole log), else the beginning of the log.
  */
-export async function resumePoint(c: Context, store: Store): Promise<number> {
+export async function resumePoint(c: Context, store: EnvelopeStore): Promise<number> {
   const raw = c.req.header('last-event-id') ?? c.req.query('after');
   if (raw === undefined && c.req.query('from') === 'now') return latestEventSeq(store);
   const n = Number(raw ?? '0');
@@ -134,7 +134,7 @@ class StreamWakeups {
 
   private readonly reads = new Map<string, Promise<EnvelopeEvent[]>>();
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: EnvelopeStore) {}
 
   /**
    * The next page of the log after `afterSeq` for a tenant (or one envelope of it). Streams woken by
@@ -236,9 +236,9 @@ function wakeAll(set: Set<() => void> | undefined): void {
   for (const wake of set) wake();
 }
 
-const wakeupsByStore = new WeakMap<Store, StreamWakeups>();
+const wakeupsByStore = new WeakMap<EnvelopeStore, StreamWakeups>();
 
-function streamWakeups(store: Store): StreamWakeups {
+function streamWakeups(store: EnvelopeStore): StreamWakeups {
   let w = wakeupsByStore.get(store);
   if (!w) wakeupsByStore.set(store, (w = new StreamWakeups(store)));
   return w;

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_MAX_JSON_DEPTH } from '../core/bounded-json.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Plane } from '../plane/plane.ts';
-import type { ApiKeyRecord, Store } from '../store/store.ts';
+import type { ApiKeyRecord, EnvelopeStore } from '../store/store.ts';
 import { timingSafeEqualString } from '../plane/constant-time.ts';
 import type { KeyRing } from './api-keys.ts';
 import { errorHandler } from './http-errors.ts';
@@ -23,7 +23,7 @@ import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
 
 export interface ServerAppOptions {
   plane: Plane;
-  store: Store;
+  store: EnvelopeStore;
   keys: KeyRing;
   tickets: StreamTickets;
   logger: Logger;

@@ -9,7 +9,7 @@ import { TaskplaneError } from '../core/errors.ts';
 import { CryptoRandom, type Random } from '../core/random.ts';
 import { newId } from '../core/ids.ts';
 import { openStore } from '../store/open-store.ts';
-import type { Store } from '../store/store.ts';
+import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-connector.ts';
 import { Plane } from '../plane/plane.ts';
@@ -26,7 +26,7 @@ export interface ServerOptions {
   /** @default '127.0.0.1' */
   bind?: string;
   /** `sqlite:PATH`, `postgres://…`, `memory:`, or a Store you own (not closed by close()). @default 'sqlite:./data/taskplane.db' */
-  db?: string | Store;
+  db?: string | EnvelopeStore;
   /**
    * Base URL agents reach this plane at, for push webhooks. `'self'` uses the listening URL (loopback:
    * only for agents on this machine). Without it the plane uses streams, polling and reconciliation.
@@ -82,7 +82,7 @@ export interface RunningServer {
   /** The API key created on this first start (print it once), else null. */
   generatedApiKey: string | null;
   plane: Plane;
-  store: Store;
+  store: EnvelopeStore;
   /** Adds (or replaces) a target after start (the demo registers its host this way). */
   addTarget(name: string, connector: Connector): void;
   close(): Promise<void>;

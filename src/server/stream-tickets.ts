@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../core/clock.ts';
 import { newToken } from '../core/ids.ts';
 import type { Random } from '../core/random.ts';
-import type { ApiKeyRecord, Store } from '../store/store.ts';
+import type { ApiKeyRecord, EnvelopeStore } from '../store/store.ts';
 
 /**
  * Short-lived stream tickets: what a browser puts in an EventSource URL (which cannot carry a header)
@@ -24,7 +24,7 @@ export class StreamTickets {
   ) {}
 
   static async open(o: {
-    store: Store;
+    store: EnvelopeStore;
     clock: Clock;
     random: Random;
     ttlMs?: number;

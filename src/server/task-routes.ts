@@ -4,7 +4,7 @@ import { artifactView, outputSummary, registerArtifactRoutes } from './artifact-
 import { TaskplaneError } from '../core/errors.ts';
 import { isNormalizedState, type NormalizedState } from '../core/states.ts';
 import type { Plane } from '../plane/plane.ts';
-import type { Store } from '../store/store.ts';
+import type { EnvelopeStore } from '../store/store.ts';
 import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
 import { readJsonObject, type BodyLimits } from './request-body.ts';
 
@@ -73,7 +73,7 @@ function createWait(prefer: string | undefined, query: string | undefined): 'sta
 
 export function registerTaskRoutes(
   app: Hono<ServerEnv>,
-  deps: { plane: Plane; store: Store; signal: AbortSignal; limits: BodyLimits },
+  deps: { plane: Plane; store: EnvelopeStore; signal: AbortSignal; limits: BodyLimits },
 ): void {
   const { plane, store } = deps;
   const jsonBody = (req: Request) => readJsonObject(req, deps.limits);

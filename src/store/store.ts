@@ -2,9 +2,10 @@ import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../core/envelope
 import type { NormalizedState } from '../core/states.ts';
 
 /**
- * The Store port: everything durable that the control plane (envelopes, events, deliveries, leases)
- * and the agent host (agent tasks, push configs, the push outbox) keep. Three implementations share one
- * behaviour suite: memory (pure TS, runs in a browser for the lab), sqlite (default) and postgres.
+ * A Store backend: everything durable that the control plane (envelopes, events, deliveries, leases)
+ * and the agent host (agent tasks, push configs, the push outbox) keep. Each user sees only its port,
+ * EnvelopeStore or AgentTaskStore; three backends implement both, and each port has one behaviour suite
+ * they all run: memory (pure TS, runs in a browser for the lab), sqlite (default) and postgres.
  *
  * Rules every backend keeps:
  * - "now" is always a parameter (from the Clock port), never SQL now(), so the lab can replay.
@@ -21,9 +22,34 @@ import type { NormalizedState } from '../core/states.ts';
  *   change them afterwards, through the arguments or the result; to edit a task, edit a copy (TaskWriter's
  *   draft). The memory store copies anyway.
  */
-export interface Store {
+export interface Store extends EnvelopeStore, AgentTaskStore {}
+
+/** What both users of a store need: its capabilities, leases, the change feed and closing it. */
+export interface StoreCommon {
   readonly capabilities: StoreCapabilities;
 
+  // --- leases: one owner at a time for a named piece of work (reconciliation, host liveness)
+  /**
+   * Takes or renews the lease `name` for `owner` until now + ttlMs when it is free, expired or already
+   * held by `owner`. Returns true when `owner` holds it afterwards.
+   */
+  acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
+  releaseLease(name: string, owner: string): Promise<void>;
+
+  // --- change feed ----------------------------------------------------------------------------
+  /**
+   * Calls `listener` soon after envelope events or agent-task events are committed by ANY process
+   * sharing this store (in-process for memory/sqlite, LISTEN/NOTIFY for postgres). It only wakes:
+   * readers then list events after their last seq, so a missed wake-up loses nothing. One notice per
+   * write, carrying that write's last seq; writes without events notify nothing.
+   */
+  onChange(listener: (change: ChangeNotice) => void): () => void;
+
+  close(): Promise<void>;
+}
+
+/** What the control plane keeps: envelopes, their event log, inbound deliveries, settings and API keys. */
+export interface EnvelopeStore extends StoreCommon {
   // --- control plane: envelopes -------------------------------------------------------------
   /**
    * Inserts a new envelope (version 1) and its first events. When `(tenant, idempotencyKey)` already
@@ -62,14 +88,6 @@ export interface Store {
    */
   recordDelivery(delivery: InboundDelivery): Promise<boolean>;
 
-  // --- leases: one owner at a time for a named piece of work (a target's reconciliation) ----
-  /**
-   * Takes or renews the lease `name` for `owner` until now + ttlMs when it is free, expired or already
-   * held by `owner`. Returns true when `owner` holds it afterwards.
-   */
-  acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
-  releaseLease(name: string, owner: string): Promise<void>;
-
   // --- settings (first-start API key, instance id) ------------------------------------------
   getSetting(key: string): Promise<string | undefined>;
   /** Sets `key` only if absent; returns the value now stored (so two processes agree). */
@@ -89,7 +107,10 @@ export interface Store {
    * stored record, undefined when there is no such id.
    */
   revokeApiKey(id: string, now: number): Promise<ApiKeyRecord | undefined>;
+}
 
+/** What the agent host keeps: its A2A tasks and their events, push configs and the push outbox. */
+export interface AgentTaskStore extends StoreCommon {
   // --- agent host: tasks ----------------------------------------------------------------------
   /**
    * Creates an agent task at version 1 (whatever `task.version` says). When `(owner, tenant, messageId)` was
@@ -164,17 +185,6 @@ export interface Store {
    * orders by the event inside, deduplicates by delivery id).
    */
   requeueDeadOutbox(now: number, taskId?: string): Promise<number>;
-
-  // --- change feed ----------------------------------------------------------------------------
-  /**
-   * Calls `listener` soon after envelope events or agent-task events are committed by ANY process
-   * sharing this store (in-process for memory/sqlite, LISTEN/NOTIFY for postgres). It only wakes:
-   * readers then list events after their last seq, so a missed wake-up loses nothing. One notice per
-   * write, carrying that write's last seq; writes without events notify nothing.
-   */
-  onChange(listener: (change: ChangeNotice) => void): () => void;
-
-  close(): Promise<void>;
 }
 
 /** What a backend can do; code branches on these flags, never on backend names (pg-boss). */

@@ -1,14 +1,16 @@
 import { beforeEach, describe, it, type TestContext } from 'vitest';
-import type { Store } from '../../src/store/store.ts';
+import type { AgentTaskStore, EnvelopeStore, Store, StoreCommon } from '../../src/store/store.ts';
 import { apiKeyCases } from './suite/api-key-cases.ts';
-import { concurrencyCases } from './suite/concurrency-cases.ts';
+import { agentTaskConcurrencyCases, envelopeConcurrencyCases } from './suite/concurrency-cases.ts';
 import { envelopeCases } from './suite/envelope-cases.ts';
 import { hostCases } from './suite/host-cases.ts';
 
 /**
- * The ONE Store behaviour suite (STYLE.md, "Tests"): every backend runs exactly these cases. A backend
- * gives a harness that makes an isolated store per test (its own file or schema) and can open a second
- * instance on the same data, which is how cross-instance races and notifications are tested.
+ * The Store behaviour suites (STYLE.md, "Tests"): one per port, EnvelopeStore (what the control plane
+ * uses) and AgentTaskStore (what the agent host uses), and every backend runs both. A backend gives a
+ * harness that makes an isolated store per test (its own file or schema) and can open a second instance
+ * on the same data, which is how cross-instance races and notifications are tested. The cases see only
+ * their port, so a case cannot lean on a method its users do not have.
  */
 export interface StoreHarness {
   /** Backend name; every test title starts with it (CI greps for "postgres"). */
@@ -24,16 +26,43 @@ export interface StoreFixture {
   dispose(failed: boolean): Promise<void>;
 }
 
-export interface SuiteContext {
+export interface SuiteContext<S extends StoreCommon = Store> {
   /** The store for the current test. */
-  store(): Store;
-  peer(): Promise<Store>;
+  store(): S;
+  peer(): Promise<S>;
   /** `it` with the backend name in the title. */
   test(title: string, fn: () => Promise<void>): void;
 }
 
+/** Both port suites on one backend. */
 export function storeSuite(harness: StoreHarness): void {
-  describe(`store suite on ${harness.name}`, () => {
+  envelopeStoreSuite(harness);
+  agentTaskStoreSuite(harness);
+}
+
+/** The EnvelopeStore suite: envelopes, the event log, deliveries, leases, settings, API keys. */
+export function envelopeStoreSuite(harness: StoreHarness): void {
+  portSuite<EnvelopeStore>('EnvelopeStore', harness, (context) => {
+    envelopeCases(context);
+    envelopeConcurrencyCases(context);
+    apiKeyCases(context);
+  });
+}
+
+/** The AgentTaskStore suite: agent tasks and their events, push configs, the push outbox. */
+export function agentTaskStoreSuite(harness: StoreHarness): void {
+  portSuite<AgentTaskStore>('AgentTaskStore', harness, (context) => {
+    hostCases(context);
+    agentTaskConcurrencyCases(context);
+  });
+}
+
+function portSuite<S extends StoreCommon>(
+  port: string,
+  harness: StoreHarness,
+  cases: (context: SuiteContext<S>) => void,
+): void {
+  describe(`${port} suite on ${harness.name}`, () => {
     let fixture: StoreFixture | undefined;
     let peers: Store[] = [];
 
@@ -48,18 +77,14 @@ export function storeSuite(harness: StoreHarness): void {
       });
     });
 
-    const context: SuiteContext = {
-      store: () => fixture!.store,
+    cases({
+      store: () => fixture!.store as Store & S,
       peer: async () => {
         const peer = await fixture!.openPeer();
         peers.push(peer);
-        return peer;
+        return peer as Store & S;
       },
       test: (title, fn) => it(`${harness.name}: ${title}`, fn),
-    };
-    envelopeCases(context);
-    hostCases(context);
-    concurrencyCases(context);
-    apiKeyCases(context);
+    });
   });
 }

@@ -1,15 +1,10 @@
 import type Database from 'better-sqlite3';
 import { TaskplaneError } from '../../core/errors.ts';
 import type { ChangeNotice } from '../store.ts';
-import {
-  runWrite,
-  translate,
-  type SqlConn,
-  type StoreWrites,
-  type WriteArgs,
-  type WriteName,
-  type WriteResult,
-} from './sqlite-writes.ts';
+import { translate } from './sqlite-errors.ts';
+import type { SqlConn } from './statement-cache.ts';
+import type { StoreWrites } from './store-writes.ts';
+import { runWrite, type WriteArgs, type WriteName, type WriteResult } from './write-ops.ts';
 import { WalFileSyncer } from './wal-syncer.ts';
 import { WriteBatcher } from './write-batcher.ts';
 

@@ -22,15 +22,10 @@ import {
   outboxLimit,
 } from '../store-query.ts';
 import { where } from '../sql-where.ts';
-import {
-  readTask,
-  serializeTask,
-  taskIdForMessage,
-  type SqlConn,
-  type WriteArgs,
-  type WriteName,
-  type WriteResult,
-} from './sqlite-writes.ts';
+import { readTask, taskIdForMessage } from './shared-reads.ts';
+import type { SqlConn } from './statement-cache.ts';
+import type { WriteArgs, WriteName, WriteResult } from './write-ops.ts';
+import { serializeTask } from './write-rows.ts';
 
 /**
  * The agent-host half of the SQLite Store (tasks, their events, push configs, the push outbox), split
@@ -39,7 +34,7 @@ import {
 export abstract class SqliteAgentHost {
   /** The store's connection (statements cached): reads run on it, and on the event loop writes too. */
   protected abstract readonly conn: SqlConn;
-  /** Runs write `name` (sqlite-writes.ts) inside a (group-committed) BEGIN IMMEDIATE transaction. */
+  /** Runs write `name` (write-ops.ts) inside a (group-committed) BEGIN IMMEDIATE transaction. */
   protected abstract write<K extends WriteName>(name: K, ...args: WriteArgs<K>): Promise<WriteResult<K>>;
   /** A value just read, once every commit it may include is durable (write-batcher.ts). */
   protected abstract visible<T>(value: T): Promise<T>;

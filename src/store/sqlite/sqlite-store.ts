@@ -24,18 +24,12 @@ import { SQLITE_MIGRATIONS } from './sqlite-schema.ts';
 import { SqliteAgentHost } from './sqlite-agent-host.ts';
 import { EventLoopWrites } from './event-loop-writes.ts';
 import { WorkerWrites } from './worker-writes.ts';
-import {
-  findEnvelopeByKey,
-  statementCache,
-  serializeEnvelope,
-  serializeEnvelopeEvent,
-  translate,
-  type SqlConn,
-  type StoreWrites,
-  type WriteArgs,
-  type WriteName,
-  type WriteResult,
-} from './sqlite-writes.ts';
+import { findEnvelopeByKey } from './shared-reads.ts';
+import { translate } from './sqlite-errors.ts';
+import { statementCache, type SqlConn } from './statement-cache.ts';
+import type { StoreWrites } from './store-writes.ts';
+import type { WriteArgs, WriteName, WriteResult } from './write-ops.ts';
+import { serializeEnvelope, serializeEnvelopeEvent } from './write-rows.ts';
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a private in-process database. */
@@ -80,7 +74,7 @@ export interface SqliteStoreOptions {
 }
 
 /**
- * The embedded default Store on better-sqlite3 12. Every write is a named op (sqlite-writes.ts) run in a
+ * The embedded default Store on better-sqlite3 12. Every write is a named op (write-ops.ts) run in a
  * WriteBatcher (BEGIN IMMEDIATE, group commit), by default on the write worker's connection
  * (worker-writes.ts), else on this thread's. Reads run here, directly, and return only durable data:
  * with the worker every commit a reader can see is already durable; on this thread WriteBatcher.visible

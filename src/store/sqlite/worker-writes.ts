@@ -1,14 +1,9 @@
 import { Worker } from 'node:worker_threads';
 import { TaskplaneError } from '../../core/errors.ts';
 import type { ChangeNotice } from '../store.ts';
-import {
-  errorFromData,
-  type ErrorData,
-  type StoreWrites,
-  type WriteArgs,
-  type WriteName,
-  type WriteResult,
-} from './sqlite-writes.ts';
+import { errorFromData, type ErrorData } from './sqlite-errors.ts';
+import type { StoreWrites } from './store-writes.ts';
+import type { WriteArgs, WriteName, WriteResult } from './write-ops.ts';
 
 /** What the write worker is started with (write-worker.ts). */
 export interface WorkerOptions {
@@ -42,7 +37,7 @@ interface Pending {
 }
 
 /**
- * The event loop's side of the SQLite write worker: writes are sent to it as `[name, args]` (sqlite-writes.ts)
+ * The event loop's side of the SQLite write worker: writes are sent to it as `[name, args]` (write-ops.ts)
  * and resolve with its answer. Writes issued in one event-loop turn go as one message, sent at once: the
  * worker's WriteBatcher puts every message that arrived while it was busy (in COMMIT's fsync, say) into
  * its next transaction, so group commit happens there, and the worker never waits on this thread to hear

@@ -10,7 +10,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ChangeNotice } from '../store.ts';
-import { errorToData, runWrite, statementCache, translate } from './sqlite-writes.ts';
+import { errorToData, translate } from './sqlite-errors.ts';
+import { statementCache } from './statement-cache.ts';
+import { runWrite } from './write-ops.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { WorkerBatch, WorkerOptions, WorkerReply } from './worker-writes.ts';
 

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { ApiKeyRecord } from '../../../src/store/store.ts';
+import type { ApiKeyRecord, EnvelopeStore } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
 
 function key(id: string, fields: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
@@ -16,7 +16,7 @@ function key(id: string, fields: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
 }
 
 /** API keys: only hashes, seeded by several processes at once, revoked for every process sharing the store. */
-export function apiKeyCases({ store, peer, test }: SuiteContext): void {
+export function apiKeyCases({ store, peer, test }: SuiteContext<EnvelopeStore>): void {
   test('api keys: stored by hash, listed oldest first, read back by hash', async () => {
     await store().putApiKeyIfAbsent(key('key_b', { createdAt: 2000, readOnly: true, name: 'ci' }));
     await store().putApiKeyIfAbsent(key('key_a'));

@@ -1,11 +1,11 @@
 import { expect } from 'vitest';
 import { VersionConflictError } from '../../../src/core/errors.ts';
 import type { EnvelopeEvent } from '../../../src/core/envelope.ts';
-import type { ChangeNotice, Store } from '../../../src/store/store.ts';
+import type { AgentTaskStore, ChangeNotice, EnvelopeStore } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
 import { ALICE, event, makeEnvelope, makeTask } from './fixtures.ts';
 
-export function concurrencyCases({ store, peer, test }: SuiteContext): void {
+export function envelopeConcurrencyCases({ store, peer, test }: SuiteContext<EnvelopeStore>): void {
   test('a reader tailing listEvents while two instances write concurrently sees every event once', async () => {
     const other = await peer();
     const writers = [store(), other];
@@ -77,6 +77,28 @@ export function concurrencyCases({ store, peer, test }: SuiteContext): void {
     ]);
   });
 
+  test('concurrent creates with one idempotency key create one envelope', async () => {
+    const other = await peer();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => {
+        const env = makeEnvelope({ idempotencyKey: 'once' });
+        return (i % 2 ? other : store()).createEnvelope(env, [event(env, 'created')]);
+      }),
+    );
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+    expect(new Set(results.map((r) => r.envelope.id)).size).toBe(1);
+    expect(await store().listEvents({ afterSeq: 0 })).toHaveLength(1);
+  });
+
+  test('a closed store refuses writes with unavailable', async () => {
+    const other = await peer();
+    if (other === store()) return; // one shared object: closing it would end the test's store too
+    await other.close();
+    await expect(other.putSettingIfAbsent('k', 'v')).rejects.toMatchObject({ code: 'unavailable' });
+  });
+}
+
+export function agentTaskConcurrencyCases({ store, peer, test }: SuiteContext<AgentTaskStore>): void {
   test('agent-task writes issued together: a stale update and a taken id fail alone, neighbours commit once', async () => {
     // On SQLite these share one transaction; a failing write makes the batch run again with a savepoint
     // per write (write-batcher.ts), so this also checks that nothing of the first run leaks out.
@@ -119,8 +141,9 @@ export function concurrencyCases({ store, peer, test }: SuiteContext): void {
     expect((await store().getAgentTask(stale.id))!.version).toBe(1);
     expect(await store().findAgentTaskByMessageId(ALICE, 'm-b')).toBeUndefined();
     // The neighbours committed, and what they returned is what is stored.
-    const update = (results[1] as PromiseFulfilledResult<Awaited<ReturnType<Store['updateAgentTask']>>>)
-      .value;
+    const update = (
+      results[1] as PromiseFulfilledResult<Awaited<ReturnType<AgentTaskStore['updateAgentTask']>>>
+    ).value;
     expect(update.task).toEqual(await store().getAgentTask(updated.id));
     expect(update.events).toEqual(await store().listAgentTaskEvents(updated.id, 0));
     expect(await store().findAgentTaskByMessageId(ALICE, 'm-c')).toBe(fresh[1]!.id);
@@ -135,19 +158,6 @@ export function concurrencyCases({ store, peer, test }: SuiteContext): void {
     expect(notices.sort(bySeq)).toEqual(expected.sort(bySeq));
   });
 
-  test('concurrent creates with one idempotency key create one envelope', async () => {
-    const other = await peer();
-    const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => {
-        const env = makeEnvelope({ idempotencyKey: 'once' });
-        return (i % 2 ? other : store()).createEnvelope(env, [event(env, 'created')]);
-      }),
-    );
-    expect(results.filter((r) => r.created)).toHaveLength(1);
-    expect(new Set(results.map((r) => r.envelope.id)).size).toBe(1);
-    expect(await store().listEvents({ afterSeq: 0 })).toHaveLength(1);
-  });
-
   test('concurrent SendMessage retries with one (owner, messageId) create one task', async () => {
     const other = await peer();
     const results = await Promise.all(
@@ -158,12 +168,5 @@ export function concurrencyCases({ store, peer, test }: SuiteContext): void {
     expect(results.filter((r) => r.created)).toHaveLength(1);
     expect(new Set(results.map((r) => r.task.id)).size).toBe(1);
     expect((await store().listAgentTasks(ALICE)).totalSize).toBe(1);
-  });
-
-  test('a closed store refuses writes with unavailable', async () => {
-    const other = await peer();
-    if (other === store()) return; // one shared object: closing it would end the test's store too
-    await other.close();
-    await expect(other.putSettingIfAbsent('k', 'v')).rejects.toMatchObject({ code: 'unavailable' });
   });
 }

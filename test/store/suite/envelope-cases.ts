@@ -1,10 +1,10 @@
 import { expect } from 'vitest';
 import { TaskplaneError, VersionConflictError } from '../../../src/core/errors.ts';
-import type { ChangeNotice } from '../../../src/store/store.ts';
+import type { ChangeNotice, EnvelopeStore } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
 import { event, incrementUsage, makeEnvelope, nextChange } from './fixtures.ts';
 
-export function envelopeCases({ store, peer, test }: SuiteContext): void {
+export function envelopeCases({ store, peer, test }: SuiteContext<EnvelopeStore>): void {
   test('creates an envelope at version 1 and reads it back by id, key and remote id', async () => {
     const env = makeEnvelope({ idempotencyKey: 'k1', remoteId: 'r-1', version: 7 });
     const res = await store().createEnvelope(env, [event(env, 'created')]);

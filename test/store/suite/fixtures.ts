@@ -1,6 +1,6 @@
 import { newEnvelope, type Envelope, type NewEnvelopeEvent } from '../../../src/core/envelope.ts';
 import { VersionConflictError } from '../../../src/core/errors.ts';
-import type { AgentScope, AgentTaskRecord, NewOutboxRow, Store } from '../../../src/store/store.ts';
+import type { AgentScope, AgentTaskRecord, EnvelopeStore, NewOutboxRow } from '../../../src/store/store.ts';
 
 let counter = 0;
 /** Unique, sortable-enough ids for one test run. */
@@ -54,7 +54,7 @@ export function outboxRow(taskId: string, configId: string, n: number, nextAttem
 }
 
 /** Read-modify-write with a retry loop on version conflicts: the pattern every caller uses. */
-export async function incrementUsage(store: Store, id: string, times: number): Promise<number> {
+export async function incrementUsage(store: EnvelopeStore, id: string, times: number): Promise<number> {
   let conflicts = 0;
   for (let i = 0; i < times; i++) {
     for (;;) {

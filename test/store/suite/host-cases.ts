@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { VersionConflictError } from '../../../src/core/errors.ts';
-import type { ChangeNotice, PushConfigRecord } from '../../../src/store/store.ts';
+import type { AgentTaskStore, ChangeNotice, PushConfigRecord } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
 import { ALICE, BOB, makeTask, nextChange, outboxRow } from './fixtures.ts';
 
@@ -10,7 +10,7 @@ const statusEvent = (taskId: string, state: string, at = 1000) => ({
   payload: { statusUpdate: { taskId, status: { state } } },
 });
 
-export function hostCases({ store, peer, test }: SuiteContext): void {
+export function hostCases({ store, peer, test }: SuiteContext<AgentTaskStore>): void {
   test('createAgentTask is idempotent on (owner, messageId) and not across owners', async () => {
     const task = makeTask({ version: 3 });
     const res = await store().createAgentTask(

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../../core/clock.ts';
-import { payloadTooLarge } from './errors.ts';
-import type { HeaderReader } from './handler.ts';
-import type { BindingOptions, HttpReply, HttpRequest } from './http-common.ts';
-import { pumpSse, type SseSink } from './sse.ts';
+import { payloadTooLarge } from '../../protocols/a2a/errors.ts';
+import type { HeaderReader } from '../../protocols/a2a/handler.ts';
+import type { BindingOptions, HttpReply, HttpRequest } from '../../protocols/a2a/http-common.ts';
+import { pumpSse, type SseSink } from '../../protocols/a2a/sse.ts';
 
 /**
  * A binding core served straight on node:http: the body is read from the socket stream and the answer

@@ -1,11 +1,11 @@
 import { Agent, request } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../src/core/clock.ts';
-import { A2AError } from '../../src/protocols/a2a/errors.ts';
-import type { A2ARequestHandler, CallContext } from '../../src/protocols/a2a/handler.ts';
-import { jsonRpcBinding, type BindingOptions } from '../../src/protocols/a2a/jsonrpc-binding.ts';
-import { jsonRpcNodeBinding } from '../../src/protocols/a2a/jsonrpc-node.ts';
-import type { AgentCard } from '../../src/protocols/a2a/types.ts';
+import { VirtualClock } from '../../../src/core/clock.ts';
+import { A2AError } from '../../../src/protocols/a2a/errors.ts';
+import type { A2ARequestHandler, CallContext } from '../../../src/protocols/a2a/handler.ts';
+import { jsonRpcBinding, type BindingOptions } from '../../../src/protocols/a2a/jsonrpc-binding.ts';
+import { jsonRpcNodeBinding } from '../../../src/host/http/jsonrpc-node.ts';
+import type { AgentCard } from '../../../src/protocols/a2a/types.ts';
 import {
   CallLog,
   Sockets,

@@ -1,6 +1,5 @@
-import type Database from 'better-sqlite3';
-import type { Envelope, NewEnvelopeEvent } from '../../core/envelope.ts';
-import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
+import type { Envelope } from '../../core/envelope.ts';
+import { VersionConflictError, notFound } from '../../core/errors.ts';
 import { envelopeNotices, taskNotices } from '../change-hub.ts';
 import * as rows from '../sql-rows.ts';
 import type {
@@ -12,6 +11,20 @@ import type {
   OutboxRow,
   PushConfigRecord,
 } from '../store.ts';
+import { findEnvelopeByKey, readTask, taskIdForMessage } from './shared-reads.ts';
+import type { SqlConn } from './statement-cache.ts';
+import {
+  ENVELOPE_ID,
+  ID,
+  OWNER,
+  TENANT,
+  UPDATED_AT,
+  type EnvelopeEventRow,
+  type EnvelopeRow,
+  type EventRow,
+  type OutboxInsert,
+  type TaskRow,
+} from './write-rows.ts';
 
 /**
  * Every write the SQLite Store makes, as a named function of a connection and plain arguments. Named and
@@ -21,37 +34,6 @@ import type {
  * objects), never functions or class instances, and each op follows the WriteOp rules (write-batcher.ts):
  * it may run twice, and reports change notices only through `notices`.
  */
-
-/** What an op needs of a connection: cached prepared statements. */
-export interface SqlConn {
-  q(sql: string): Database.Statement;
-}
-
-/** A connection's statements, prepared once per text: the hot paths prepare once per store. */
-export function statementCache(db: Database.Database): SqlConn {
-  const statements = new Map<string, Database.Statement>();
-  return {
-    q(sql) {
-      let statement = statements.get(sql);
-      if (!statement) statements.set(sql, (statement = db.prepare(sql)));
-      return statement;
-    },
-  };
-}
-
-/**
- * Where a SqliteStore's writes run: on the write worker (worker-writes.ts) or on the event loop's own
- * connection (event-loop-writes.ts). The store holds one and never asks which.
- */
-export interface StoreWrites {
-  run<K extends WriteName>(name: K, args: WriteArgs<K>): Promise<WriteResult<K>>;
-  /** `value` (read just now on the store's connection) once every commit it may include is durable. */
-  visible<T>(value: T): Promise<T>;
-  /** Settles once writes can run (the worker has its connection), or rejects when they never can. */
-  readonly ready: Promise<void>;
-  /** Waits for the writes made so far, then lets go of the connection or thread. */
-  close(): Promise<void>;
-}
 
 const OPEN_STATES = `('pending', 'leased')`;
 
@@ -337,27 +319,6 @@ export function runWrite(c: SqlConn, notices: ChangeNotice[], name: WriteName, a
   );
 }
 
-// --- reads the writes share with the store ---------------------------------------------------------
-
-export function readTask(c: SqlConn, id: string): AgentTaskRecord | undefined {
-  const row = c.q('SELECT * FROM agent_tasks WHERE id = ?').get(id);
-  return row === undefined ? undefined : rows.toAgentTask(row as rows.AgentTaskRow);
-}
-
-export function taskIdForMessage(c: SqlConn, scope: AgentScope, messageId: string): string | undefined {
-  const row = c
-    .q('SELECT task_id FROM agent_task_messages WHERE owner = ? AND tenant = ? AND message_id = ?')
-    .get(scope.owner, scope.tenant, messageId);
-  return (row as { task_id: string } | undefined)?.task_id;
-}
-
-export function findEnvelopeByKey(c: SqlConn, tenant: string, key: string): Envelope | undefined {
-  const row = c
-    .q('SELECT doc, version FROM envelopes WHERE tenant = ? AND idempotency_key = ?')
-    .get(tenant, key);
-  return row === undefined ? undefined : rows.toEnvelope(row as rows.EnvelopeRow);
-}
-
 function appendTaskEvents(c: SqlConn, events: EventRow[]): Array<{ seq: number }> {
   const insert = c.q('INSERT INTO agent_task_events (task_id, at, payload) VALUES (?, ?, ?)');
   return events.map((e) => ({ seq: Number(insert.run(e).lastInsertRowid) }));
@@ -376,134 +337,4 @@ function appendEnvelopeEvents(c: SqlConn, events: EnvelopeEventRow[]): Array<{ s
     'INSERT INTO envelope_events (envelope_id, tenant, type, at, data) VALUES (?, ?, ?, ?, ?)',
   );
   return events.map((e) => ({ seq: Number(insert.run(e).lastInsertRowid) }));
-}
-
-// --- rows as the writes take them: JSON documents as text, taken at the call -------------------------
-// Tuples in column order, not objects: they cross to the write worker as arrays of strings and numbers,
-// which structured clone copies without building an object and its map per row.
-
-/** agent_tasks columns, in the INSERT's order. */
-export type TaskRow = [
-  owner: string,
-  tenant: string,
-  contextId: string,
-  state: string,
-  statusTimestamp: number,
-  createdAt: number,
-  updatedAt: number,
-  version: number,
-  task: string,
-  executorState: string | null,
-  id: string,
-];
-const OWNER = 0;
-const TENANT = 1;
-const UPDATED_AT = 6;
-const ID = 10;
-
-export type EventRow = rows.TaskEventColumns;
-export type OutboxInsert = rows.OutboxColumns;
-
-/** envelopes columns, in the INSERT's order: rows.envelopeColumns, then id. */
-export type EnvelopeRow = [
-  tenant: string,
-  idempotencyKey: string | null,
-  connector: string,
-  target: string,
-  remoteId: string | null,
-  state: string,
-  updatedAt: number,
-  version: number,
-  doc: string,
-  id: string,
-];
-const ENVELOPE_ID = 9;
-
-/** envelope_events columns after seq. */
-export type EnvelopeEventRow = [envelopeId: string, tenant: string, type: string, at: number, data: string];
-
-export function serializeEnvelope(e: Envelope): EnvelopeRow {
-  return [...rows.envelopeColumns(e), e.id] as EnvelopeRow;
-}
-
-export function serializeEnvelopeEvent(e: NewEnvelopeEvent): EnvelopeEventRow {
-  return [e.envelopeId, e.tenant, e.type, e.at, JSON.stringify(e.data)];
-}
-
-export function serializeTask(t: AgentTaskRecord, version: number): TaskRow {
-  return [...rows.agentTaskColumns(t, version), t.id];
-}
-
-// --- errors ------------------------------------------------------------------------------------------
-
-/** Driver errors to the port's codes; a TaskplaneError passes through. */
-export function translate(err: unknown): unknown {
-  if (err instanceof TaskplaneError) return err;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') {
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
-      return new TaskplaneError('unavailable', 'sqlite database is locked by another writer', { cause: err });
-    }
-    if (code.startsWith('SQLITE_CONSTRAINT')) {
-      return new TaskplaneError('conflict', 'a record with this key already exists', { cause: err });
-    }
-    if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
-      return new TaskplaneError('unavailable', 'file is not a readable sqlite database', {
-        cause: err,
-        retryable: false,
-      });
-    }
-    if (code === 'SQLITE_CANTOPEN') {
-      return new TaskplaneError('unavailable', 'sqlite database file cannot be opened', {
-        cause: err,
-        retryable: false,
-      });
-    }
-  }
-  return new TaskplaneError('internal', 'sqlite store error', { cause: err });
-}
-
-/** A TaskplaneError as data, to cross from the write worker (a class instance would not). */
-export interface ErrorData {
-  code: TaskplaneError['code'];
-  message: string;
-  field: string | undefined;
-  retryable: boolean;
-  details: Record<string, unknown> | undefined;
-  /** The driver error underneath (SQLITE_… code, message, stack), for the logs. */
-  cause: { code: string | undefined; message: string; stack: string | undefined } | undefined;
-}
-
-export function errorToData(err: unknown): ErrorData {
-  const e = translate(err) as TaskplaneError;
-  const cause = e.cause as { code?: unknown; message?: unknown; stack?: unknown } | undefined;
-  return {
-    code: e.code,
-    message: e.message,
-    field: e.field,
-    retryable: e.retryable,
-    details: e.details,
-    cause:
-      cause === undefined
-        ? undefined
-        : {
-            code: typeof cause.code === 'string' ? cause.code : undefined,
-            message: String(cause.message ?? cause),
-            stack: typeof cause.stack === 'string' ? cause.stack : undefined,
-          },
-  };
-}
-
-export function errorFromData(d: ErrorData): TaskplaneError {
-  // The subclass callers branch on: a version conflict is retried (`instanceof VersionConflictError`).
-  if (d.code === 'version_conflict')
-    return Object.assign(new VersionConflictError(''), { message: d.message });
-  const cause =
-    d.cause && Object.assign(new Error(d.cause.message), { code: d.cause.code, stack: d.cause.stack });
-  return new TaskplaneError(d.code, d.message, {
-    retryable: d.retryable,
-    ...(d.field !== undefined ? { field: d.field } : {}),
-    ...(d.details !== undefined ? { details: d.details } : {}),
-    ...(cause ? { cause } : {}),
-  });
 }

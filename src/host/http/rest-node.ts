@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { restCore, type RestBindingOptions } from '../../protocols/a2a/rest-core.ts';
 import { nodeListener } from './node-http.ts';
-import { restCore, type RestBindingOptions } from './rest-core.ts';
 
 /**
  * The HTTP+JSON binding straight on node:http (`node-http.ts`), for the host's requests under the

@@ -2,13 +2,13 @@ import { Agent, request } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VirtualClock } from '../../src/core/clock.ts';
-import { createHostApp, createHostListener } from '../../src/host/host-app.ts';
-import { A2AError } from '../../src/protocols/a2a/errors.ts';
-import type { A2ARequestHandler, CallContext } from '../../src/protocols/a2a/handler.ts';
-import { restBinding, type RestBindingOptions } from '../../src/protocols/a2a/rest-binding.ts';
-import { restNodeBinding } from '../../src/protocols/a2a/rest-node.ts';
-import type { AgentCard } from '../../src/protocols/a2a/types.ts';
+import { VirtualClock } from '../../../src/core/clock.ts';
+import { createHostApp, createHostListener } from '../../../src/host/host-app.ts';
+import { A2AError } from '../../../src/protocols/a2a/errors.ts';
+import type { A2ARequestHandler, CallContext } from '../../../src/protocols/a2a/handler.ts';
+import { restBinding, type RestBindingOptions } from '../../../src/protocols/a2a/rest-binding.ts';
+import { restNodeBinding } from '../../../src/host/http/rest-node.ts';
+import type { AgentCard } from '../../../src/protocols/a2a/types.ts';
 import {
   CallLog,
   Sockets,

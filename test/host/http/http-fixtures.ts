@@ -10,9 +10,9 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { A2AError } from '../../src/protocols/a2a/errors.ts';
-import type { CallContext, HeaderReader, StreamItem } from '../../src/protocols/a2a/handler.ts';
-import type { Task } from '../../src/protocols/a2a/types.ts';
+import { A2AError } from '../../../src/protocols/a2a/errors.ts';
+import type { CallContext, HeaderReader, StreamItem } from '../../../src/protocols/a2a/handler.ts';
+import type { Task } from '../../../src/protocols/a2a/types.ts';
 
 /** What the adapter tests of both bindings (jsonrpc-node, rest-node) share: stubs and raw requests. */
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BindingOptions } from './http-common.ts';
-import { jsonRpcCore } from './jsonrpc-core.ts';
+import type { BindingOptions } from '../../protocols/a2a/http-common.ts';
+import { jsonRpcCore } from '../../protocols/a2a/jsonrpc-core.ts';
 import { nodeListener } from './node-http.ts';
 
 /**
