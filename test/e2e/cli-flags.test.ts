@@ -55,6 +55,18 @@ describe('CLI flag values', () => {
       ['tasks', 'create', '--target', 't', '--input', 'x', '--expected-duration-ms', '-1'],
       "option '--expected-duration-ms <ms>' argument '-1' is invalid. Expected a positive integer.",
     ],
+    [
+      ['lab', '--delivery', 'pigeon'],
+      "option '--delivery <how>' argument 'pigeon' is invalid. Allowed choices are stream, push, poll.",
+    ],
+    [
+      ['lab', '--mission', '7'],
+      "option '--mission <n>' argument '7' is invalid. Allowed choices are 1, 2, 3, 4.",
+    ],
+    [
+      ['lab', '--serve', '--port', 'x'],
+      "option '--port <port>' argument 'x' is invalid. Expected an integer in 0..65535.",
+    ],
   ])('%j → one line naming the flag and what it accepts', async (args, line) => {
     const r = await run(args);
     expect([r.code, r.stdout, r.stderr]).toEqual([2, '', `taskplane: ${line}\n`]);
