@@ -1,7 +1,6 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import pino from 'pino';
-import { TaskplaneError } from '../core/errors.ts';
-import { intOption } from './cli-options.ts';
+import { intOption, LOG_LEVELS } from './cli-options.ts';
 import { loadKeys } from '../host/auth.ts';
 import { startHost } from '../host/start-host.ts';
 import { registerHostOutboxCommand } from './host-outbox-command.ts';
@@ -15,14 +14,18 @@ export function registerHostCommand(program: Command): void {
   const host = program
     .command('host')
     .description('Run the durable A2A 1.0 agent host')
-    .option('--port <port>', 'TCP port (0 = any free port)', intOption('port'), 4100)
+    .option('--port <port>', 'TCP port (0 = any free port)', intOption(0, 65535), 4100)
     .option('--bind <address>', 'interface to bind (default 127.0.0.1)')
     .option('--db <url>', 'sqlite:PATH | postgres://… | memory:', 'sqlite:./data/host.db')
     .option(
       '--agent <path>',
       'module whose default export is defineAgent({card, execute}) (default: demo agent)',
     )
-    .option('--auth <mode>', 'none | keys (keys from TASKPLANE_HOST_KEYS=owner:key,… or --keys-file)', 'none')
+    .addOption(
+      new Option('--auth <mode>', 'who may call: keys from TASKPLANE_HOST_KEYS=owner:key,… or --keys-file')
+        .choices(['none', 'keys'])
+        .default('none'),
+    )
     .option('--keys-file <path>', 'file with one owner:key per line')
     .option('--public-url <url>', 'base URL to publish in the agent card')
     .option(
@@ -30,19 +33,18 @@ export function registerHostCommand(program: Command): void {
       'stable name of this host process for task ownership (default <hostname>:<port>)',
     )
     .option('--allow-private-webhooks', 'allow push to private, loopback and link-local addresses', false)
-    .option('--push-base-ms <ms>', 'first push retry delay, doubling', intOption('push-base-ms'), 5000)
-    .option('--push-attempts <n>', 'push attempts before dead-lettering', intOption('push-attempts'), 8)
-    .option('--push-timeout-ms <ms>', 'timeout of one push call', intOption('push-timeout-ms'), 15000)
-    .option(
-      '--input-timeout-ms <ms>',
-      'INPUT_REQUIRED longer than this fails the task',
-      intOption('input-timeout-ms'),
-      900000,
+    .option('--push-base-ms <ms>', 'first push retry delay, doubling', intOption(1), 5000)
+    .option('--push-attempts <n>', 'push attempts before dead-lettering', intOption(1), 8)
+    .option('--push-timeout-ms <ms>', 'timeout of one push call', intOption(1), 15000)
+    .option('--input-timeout-ms <ms>', 'INPUT_REQUIRED longer than this fails the task', intOption(1), 900000)
+    .addOption(
+      new Option('--log-level <level>', 'JSON log level on stderr')
+        .choices(LOG_LEVELS)
+        .default('info')
+        .env('LOG_LEVEL'),
     )
     .action(async (opts: Record<string, unknown>) => {
-      const auth = opts.auth as string;
-      if (auth !== 'none' && auth !== 'keys')
-        throw new TaskplaneError('config', '--auth must be none or keys', { field: 'auth' });
+      const auth = opts.auth as 'none' | 'keys';
       // --auth none serves anyone who can connect, so it binds to loopback unless told otherwise.
       const bind = (opts.bind as string | undefined) ?? '127.0.0.1';
       const host = await startHost({
@@ -66,7 +68,7 @@ export function registerHostCommand(program: Command): void {
           : {}),
         inputTimeoutMs: opts.inputTimeoutMs as number,
         // Logs go to stderr so stdout carries only the ready lines scripts wait for.
-        logger: pino({ level: process.env.LOG_LEVEL ?? 'info' }, pino.destination(2)),
+        logger: pino({ level: opts.logLevel as string }, pino.destination(2)),
       });
       console.log(`taskplane host ready ${host.url}`);
       console.log(`  agent card: ${host.cardUrl}`);

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { openStore } from '../store/open-store.ts';
 import type { OutboxRow, OutboxStatus } from '../store/store.ts';
@@ -45,9 +45,9 @@ export function registerHostOutboxCommand(host: Command): void {
     .command('outbox')
     .configureHelp({ showGlobalOptions: true })
     .description('List the push deliveries in a host database: pending, delivered, dead-lettered')
-    .option('--status <status>', `only rows in this state: ${STATUSES.join(' | ')}`)
+    .addOption(new Option('--status <status>', 'only rows in this state').choices(STATUSES))
     .option('--task <id>', 'only deliveries of this task')
-    .option('--limit <n>', 'most rows to print (oldest first)', intOption('limit', 1), 50)
+    .option('--limit <n>', 'most rows to print (oldest first)', intOption(1), 50)
     .option(
       '--requeue-dead',
       'give every dead-lettered row (of --task, if given) a fresh set of attempts; takes no --status or --limit',
@@ -60,10 +60,6 @@ export function registerHostOutboxCommand(host: Command): void {
       ) => {
         // `--db` is `taskplane host`'s own flag (same default, same meaning), given before or after `outbox`.
         const db = cmd.optsWithGlobals<{ db: string }>().db;
-        if (o.status !== undefined && !STATUSES.includes(o.status as OutboxStatus))
-          throw new TaskplaneError('config', `--status must be one of ${STATUSES.join(', ')}`, {
-            field: 'status',
-          });
         if (o.requeueDead && (o.status !== undefined || cmd.getOptionValueSource('limit') === 'cli'))
           throw new TaskplaneError(
             'config',

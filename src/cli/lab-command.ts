@@ -1,7 +1,8 @@
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { isTaskplaneError, TaskplaneError } from '../core/errors.ts';
+import { intOption, numberOption } from './cli-options.ts';
 import { MISSIONS, missionById, missionSettings } from '../lab/missions.ts';
 import { labPageHandler, readLabAssets } from '../lab/page-assets.ts';
 import {
@@ -33,21 +34,27 @@ import {
 interface LabFlags {
   example?: boolean;
   mission?: string;
-  delivery?: string;
-  onDrop?: string;
-  pushRetries?: string;
-  reconcileMin?: string;
-  pollS?: string;
+  delivery?: LabSettings['delivery'];
+  onDrop?: LabSettings['onDrop'];
+  pushRetries?: number;
+  reconcileMin?: number;
+  pollS?: number;
   idempotent?: boolean;
   faults?: string;
-  tasks?: string;
-  seed?: string;
-  webhookFetch?: string;
-  client?: string;
+  tasks?: number;
+  seed?: number;
+  webhookFetch?: LabSettings['webhookFetch'];
+  client?: LabSettings['client'];
   json?: boolean;
   serve?: boolean;
-  port?: string;
+  port: number;
 }
+
+/** The values commander accepts for the enum flags; the ranges of numbers are the settings' to check. */
+const DELIVERIES: ReadonlyArray<LabSettings['delivery']> = ['stream', 'push', 'poll'];
+const ON_DROP: ReadonlyArray<LabSettings['onDrop']> = ['resend', 'reattach'];
+const WEBHOOK_FETCH: ReadonlyArray<LabSettings['webhookFetch']> = ['always', 'when-incomplete'];
+const CLIENTS: ReadonlyArray<LabSettings['client']> = ['auto', 'engine', 'naive'];
 
 /** Flags that make a one-off run; --tasks, --seed and --webhook-fetch apply to every run instead. */
 const SETTING_FLAGS = [
@@ -65,27 +72,17 @@ function bad(flag: string, message: string): TaskplaneError {
   return new TaskplaneError('config', `--${flag}: ${message}`, { field: flag });
 }
 
-function num(flag: string, text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const n = Number(text);
-  if (text.trim() === '' || !Number.isFinite(n)) throw bad(flag, `not a number: "${text}"`);
-  return n;
-}
-
 /** The flags as a settings patch; every bad value names its flag. */
 function patchFromFlags(f: LabFlags): SettingsPatch {
   const patch: SettingsPatch = {};
-  if (f.delivery !== undefined) patch.delivery = f.delivery as LabSettings['delivery'];
-  if (f.onDrop !== undefined) patch.onDrop = f.onDrop as LabSettings['onDrop'];
-  const retries = num('push-retries', f.pushRetries);
-  if (retries !== undefined) patch.pushRetries = retries;
-  const reconcile = num('reconcile-min', f.reconcileMin);
-  if (reconcile !== undefined) patch.reconcileMin = reconcile;
-  const poll = num('poll-s', f.pollS);
-  if (poll !== undefined) patch.pollS = poll;
+  if (f.delivery !== undefined) patch.delivery = f.delivery;
+  if (f.onDrop !== undefined) patch.onDrop = f.onDrop;
+  if (f.pushRetries !== undefined) patch.pushRetries = f.pushRetries;
+  if (f.reconcileMin !== undefined) patch.reconcileMin = f.reconcileMin;
+  if (f.pollS !== undefined) patch.pollS = f.pollS;
   if (f.idempotent !== undefined) patch.idempotent = f.idempotent;
   if (f.faults !== undefined) patch.faults = settingsCall(() => parseFaults(f.faults!));
-  if (f.client !== undefined) patch.client = f.client as LabSettings['client'];
+  if (f.client !== undefined) patch.client = f.client;
   return patch;
 }
 
@@ -160,27 +157,21 @@ async function runLabCommand(f: LabFlags): Promise<void> {
     throw err;
   });
   if (f.serve) {
-    const port = num('port', f.port ?? '8090')!;
-    if (!Number.isInteger(port) || port < 0 || port > 65535)
-      throw bad('port', 'must be an integer in 0..65535');
-    await serve(port);
+    await serve(f.port);
     return;
   }
   const patch = patchFromFlags(f);
   const base = withSettings(DEFAULT_SETTINGS, {});
-  const tasks = num('tasks', f.tasks);
-  if (tasks !== undefined) base.tasks = tasks;
-  const seed = num('seed', f.seed);
-  if (seed !== undefined) base.seed = seed;
-  if (f.webhookFetch !== undefined) base.webhookFetch = f.webhookFetch as LabSettings['webhookFetch'];
+  if (f.tasks !== undefined) base.tasks = f.tasks;
+  if (f.seed !== undefined) base.seed = f.seed;
+  if (f.webhookFetch !== undefined) base.webhookFetch = f.webhookFetch;
   check(base);
   const oneOff = SETTING_FLAGS.some((k) => f[k] !== undefined);
 
   let plan: PlannedRun[] = [];
   let title = '';
   if (f.mission !== undefined) {
-    const id = num('mission', f.mission);
-    const mission = id === undefined ? undefined : missionById(id);
+    const mission = missionById(Number(f.mission));
     if (!mission) throw bad('mission', `must be one of ${MISSIONS.map((m) => m.id).join(', ')}`);
     const start = withSettings(missionSettings(mission, 'broken', base), patch);
     plan = oneOff
@@ -239,25 +230,32 @@ export function registerLabCommand(program: Command): void {
       'Run the failure lab: the real engine against a simulated A2A agent under flaps, an outage, lost acks and a restart',
     )
     .option('--example', 'only the worked example (five rows against their bands)')
-    .option(
-      '--mission <n>',
-      'mission 1-4: its broken start and the default engine solution; with setting flags, your attempt',
+    .addOption(
+      new Option(
+        '--mission <n>',
+        'a mission: its broken start and the default engine solution; with setting flags, your attempt',
+      ).choices(MISSIONS.map((m) => String(m.id))),
     )
-    .option('--delivery <how>', 'stream | push | poll')
-    .option('--on-drop <what>', 'resend | reattach (streams)')
-    .option('--push-retries <k>', "the agent's push retries (base 5 s, doubling)")
-    .option('--reconcile-min <m>', 'reconciliation interval in minutes, 0 = none')
-    .option('--poll-s <p>', 'polling interval in seconds (delivery poll)')
+    .addOption(new Option('--delivery <how>', 'how the client receives updates').choices(DELIVERIES))
+    .addOption(new Option('--on-drop <what>', 'what the client does when a stream drops').choices(ON_DROP))
+    .option('--push-retries <k>', "the agent's push retries (base 5 s, doubling)", numberOption)
+    .option('--reconcile-min <m>', 'reconciliation interval in minutes, 0 = none', numberOption)
+    .option('--poll-s <p>', 'polling interval in seconds (delivery poll)', numberOption)
     .option('--idempotent', 'the completion handler absorbs repeats (default)')
     .option('--no-idempotent', 'the completion handler acts on every delivery')
     .option('--faults <list>', 'flaps,outage,lostacks,restart (or all, none)')
-    .option('--webhook-fetch <mode>', 'engine: always | when-incomplete (default) GetTask after a push')
-    .option('--client <which>', 'auto (default) | engine | naive')
-    .option('--tasks <n>', 'number of tasks (default 240)')
-    .option('--seed <s>', 'random seed (default 4)')
+    .addOption(
+      new Option(
+        '--webhook-fetch <mode>',
+        'engine: when to GetTask after a push (default when-incomplete)',
+      ).choices(WEBHOOK_FETCH),
+    )
+    .addOption(new Option('--client <which>', 'which client runs (default auto)').choices(CLIENTS))
+    .option('--tasks <n>', 'number of tasks (default 240)', numberOption)
+    .option('--seed <s>', 'random seed (default 4)', numberOption)
     .option('--json', 'print {"runs":[…]} as JSON')
     .option('--serve', 'serve the lab page')
-    .option('--port <port>', 'port for --serve (default 8090)')
+    .option('--port <port>', 'port for --serve', intOption(0, 65535), 8090)
     .action(async (flags: LabFlags, cmd: Command) => {
       // Commander gives `idempotent: true` by default because of --no-idempotent; only count it when typed.
       const typed = cmd.getOptionValueSource('idempotent') === 'cli';

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
+import { cliErrors, commanderExit } from './cli-options.ts';
 import { registerHostCommand } from './host-command.ts';
 import { registerKeysCommand } from './keys-command.ts';
 import { registerLabCommand } from './lab-command.ts';
@@ -17,12 +18,10 @@ const { version } = JSON.parse(readFileSync(new URL('../../package.json', import
   version: string;
 };
 
-const program = new Command();
-program
+const program = cliErrors(new Command())
   .name('taskplane')
   .description('Durable control plane and agent host for long-running AI-agent work')
-  .version(version)
-  .showHelpAfterError('(add --help for usage)');
+  .version(version);
 
 const commands: Array<(program: Command) => void> = [
   // commands register here, one line each
@@ -37,7 +36,11 @@ for (const register of commands) register(program);
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  if (err instanceof CommanderError) process.exit(err.exitCode);
+  if (err instanceof CommanderError) {
+    const { status, hint } = commanderExit(err);
+    if (hint) console.error('(add --help for usage)');
+    process.exit(status);
+  }
   if (err instanceof TaskplaneError) {
     console.error(`taskplane: ${err.message}`);
     process.exit(2);

@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import pino from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
-import { intOption } from './cli-options.ts';
+import { intOption, LOG_LEVELS } from './cli-options.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
 import { demoTarget, seedDemoTasks, startDemoHost } from '../server/demo.ts';
@@ -29,8 +29,6 @@ function mergePlaneOptions(base: PlaneOptions, json: string | undefined): PlaneO
   return out as PlaneOptions;
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
 /**
  * The JSON log level: `--log-level`, else LOG_LEVEL, else `warn` for the demo and `info` otherwise.
  * The demo is what a newcomer runs in a terminal: at info its JSON lines (every push delivery, every
@@ -38,7 +36,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  */
 export function serveLogLevel(flag: string | undefined, env: string | undefined, demo: boolean): string {
   const level = flag ?? env ?? (demo ? 'warn' : 'info');
-  if (!LOG_LEVELS.includes(level))
+  if (!(LOG_LEVELS as readonly string[]).includes(level))
     throw new TaskplaneError('config', `--log-level must be one of ${LOG_LEVELS.join(', ')}`, {
       field: 'log-level',
     });
@@ -72,7 +70,7 @@ export function registerServeCommand(program: Command): void {
   program
     .command('serve')
     .description('Run the control plane: API under /v1, dashboard at /, /metrics')
-    .option('--port <port>', 'TCP port (0 = any free port)', intOption('port'), 8080)
+    .option('--port <port>', 'TCP port (0 = any free port)', intOption(0, 65535), 8080)
     .option('--bind <address>', 'interface to bind', '127.0.0.1')
     .option('--db <url>', 'sqlite:PATH | postgres://… | memory:', 'sqlite:./data/taskplane.db')
     .option(
@@ -86,34 +84,31 @@ export function registerServeCommand(program: Command): void {
       [],
     )
     .option('--keys-file <path>', 'API keys, one tenant:key per line (else TASKPLANE_API_KEYS=tenant:key,…)')
-    .option(
-      '--reconcile-interval-ms <ms>',
-      'reconciliation interval per target',
-      intOption('reconcile-interval-ms'),
-      600_000,
-    )
+    .option('--reconcile-interval-ms <ms>', 'reconciliation interval per target', intOption(1), 600_000)
     .option(
       '--metrics-token <token>',
       'bearer token /metrics requires (also TASKPLANE_METRICS_TOKEN); without one /metrics is open on loopback and refused beyond it',
     )
     .option('--no-stream', 'do not watch tasks over streams')
     .option('--poll', 'poll every task (fallback mechanism)', false)
-    .option('--lost-policy <policy>', 'resubmit | escalate, for tasks the agent no longer knows', 'resubmit')
+    .addOption(
+      new Option('--lost-policy <policy>', 'what to do with tasks the agent no longer knows')
+        .choices(['resubmit', 'escalate'])
+        .default('resubmit'),
+    )
     .option(
       '--plane-options <json>',
       'engine options as JSON (see docs/plane.md; also TASKPLANE_PLANE_OPTIONS), merged over the flags',
     )
     .option('--demo', 'also run the demo agent host as target "demo" and start sample tasks', false)
-    .option(
-      '--log-level <level>',
-      'JSON log level on stderr: fatal|error|warn|info|debug|trace|silent (default: warn with --demo, else info; also LOG_LEVEL)',
+    .addOption(
+      new Option('--log-level <level>', 'JSON log level on stderr (default: warn with --demo, else info)')
+        .choices(LOG_LEVELS)
+        .env('LOG_LEVEL'),
     )
     .action(async (opts: Record<string, unknown>) => {
-      const level = serveLogLevel(
-        opts.logLevel as string | undefined,
-        process.env.LOG_LEVEL,
-        opts.demo === true,
-      );
+      // Commander has read LOG_LEVEL into the flag's value already, and checked it.
+      const level = serveLogLevel(opts.logLevel as string | undefined, undefined, opts.demo === true);
       const logger = pino({ level }, pino.destination(2));
       const db = opts.db as string;
       const parsed = parseStoreUrl(db);
@@ -138,11 +133,7 @@ export function registerServeCommand(program: Command): void {
         host = await startDemoHost({ logger });
         targets.demo = demoTarget(host);
       }
-      const lostPolicy = opts.lostPolicy as string;
-      if (lostPolicy !== 'resubmit' && lostPolicy !== 'escalate')
-        throw new TaskplaneError('config', '--lost-policy must be resubmit or escalate', {
-          field: 'lost-policy',
-        });
+      const lostPolicy = opts.lostPolicy as 'resubmit' | 'escalate';
       const server = await startServer({
         port: opts.port as number,
         bind: opts.bind as string,

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { createParser } from 'eventsource-parser';
 import { TaskplaneError } from '../core/errors.ts';
-import { table } from './cli-options.ts';
+import { NORMALIZED_STATES } from '../core/states.ts';
+import { intOption, listOption, table } from './cli-options.ts';
 
 /**
  * `taskplane tasks create|get|list|cancel|answer|watch|result`: a thin client of the /v1 API. Readable
@@ -178,17 +179,21 @@ export function registerTasksCommand(program: Command): void {
     .requiredOption('--target <name>', 'target agent name')
     .requiredOption('--input <json|text>', 'the request: JSON (e.g. a demo script) or plain text')
     .option('--idempotency-key <key>', 'same key + same input returns the same task')
-    .option('--expected-duration-ms <ms>', 'after this plus a margin the task counts as an orphan')
+    .option(
+      '--expected-duration-ms <ms>',
+      'after this plus a margin the task counts as an orphan',
+      intOption(1),
+    )
     .action(
       async (
-        o: { target: string; input: string; idempotencyKey?: string; expectedDurationMs?: string },
+        o: { target: string; input: string; idempotencyKey?: string; expectedDurationMs?: number },
         cmd: Command,
       ) => {
         const c = conn(cmd);
         const body = {
           target: o.target,
           input: parseValue(o.input),
-          ...(o.expectedDurationMs ? { expectedDurationMs: Number(o.expectedDurationMs) } : {}),
+          ...(o.expectedDurationMs !== undefined ? { expectedDurationMs: o.expectedDurationMs } : {}),
         };
         const t = (await call(
           c,
@@ -226,14 +231,14 @@ export function registerTasksCommand(program: Command): void {
 
   tasks
     .command('list')
-    .option('--state <states>', 'comma-separated states')
+    .option('--state <states>', 'comma-separated states', listOption(NORMALIZED_STATES))
     .option('--target <name>')
-    .option('--limit <n>', 'page size', '50')
-    .action(async (o: { state?: string; target?: string; limit: string }, cmd: Command) => {
+    .option('--limit <n>', 'page size', intOption(1, 500), 50)
+    .action(async (o: { state?: string[]; target?: string; limit: number }, cmd: Command) => {
       const c = conn(cmd);
       const q = new URLSearchParams({
-        limit: o.limit,
-        ...(o.state ? { state: o.state } : {}),
+        limit: String(o.limit),
+        ...(o.state ? { state: o.state.join(',') } : {}),
         ...(o.target ? { target: o.target } : {}),
       });
       const page = (await call(c, 'GET', `/v1/tasks?${q}`)) as {

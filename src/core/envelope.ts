@@ -212,12 +212,37 @@ export interface AcceptanceRecord {
 
 export type ObservationSource = 'create' | 'stream' | 'push' | 'poll' | 'reconcile' | 'api' | 'local';
 
+/**
+ * Every type the event log holds: the SSE event names, the OpenAPI `Event.type` enum and the list the
+ * dashboard subscribes to all come from here, so a new type cannot be written without them seeing it.
+ */
+export const ENVELOPE_EVENT_TYPES = [
+  'created',
+  'bound',
+  'state_changed',
+  'artifact',
+  'acceptance',
+  'input_requested',
+  'input_answered',
+  'input_answer_failed',
+  'cancel_requested',
+  'cancel_acknowledged',
+  'cancel_outcome',
+  'lost',
+  'resubmitted',
+  'budget_refused',
+  'card_changed',
+  'actor_revoked',
+] as const;
+
+export type EnvelopeEventType = (typeof ENVELOPE_EVENT_TYPES)[number];
+
 /** One entry of the append-only event log; `seq` is global and monotonic (SSE `Last-Event-ID`). */
 export interface EnvelopeEvent {
   seq: number;
   envelopeId: string;
   tenant: string;
-  type: string;
+  type: EnvelopeEventType;
   at: number;
   data: Record<string, unknown>;
 }

@@ -2,14 +2,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { resolve as resolvePath } from 'node:path';
-import pino, { type Logger } from 'pino';
-import { SystemClock, type Clock } from '../core/clock.ts';
+import pino from 'pino';
+import { SystemClock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import { CryptoRandom, type Random } from '../core/random.ts';
+import { CryptoRandom } from '../core/random.ts';
 import type { AgentTaskStore } from '../store/store.ts';
 import type { Authenticate } from '../protocols/a2a/handler.ts';
-import { signingKey } from '../protocols/standard-webhooks.ts';
 import { hostname } from 'node:os';
 import { A2AService } from './a2a-service.ts';
 import { BufferedRandom } from './buffered-random.ts';
@@ -18,72 +17,19 @@ import { JSONRPC_PATH, REST_PATH, buildAgentCard } from './agent-card.ts';
 import { ANONYMOUS_OWNER, bearerKeyAuth, noAuth } from './auth.ts';
 import { demoAgent } from './demo-agent.ts';
 import { Executions } from './executions.ts';
+import { hostConfig, type HostConfig, type HostOptions } from './host-options.ts';
 import { HostLiveness } from './host-liveness.ts';
 import { Recovery, type RecoveryCounts } from './recovery.ts';
 import { createHostListener } from './host-app.ts';
 import { openHostStore } from './host-store.ts';
 import { PushOutbox } from './push-outbox.ts';
-import { createPushSender, type PushSender } from './push-sender.ts';
-import { systemResolver, type Resolver } from './ssrf.ts';
+import { createPushSender } from './push-sender.ts';
+import { systemResolver } from './ssrf.ts';
 import { TaskFeed } from './task-feed.ts';
 import { TaskStreams } from './task-streams.ts';
 import { TaskWriter } from './task-writer.ts';
 
-/** Options of `startHost`; every default is the CLI's. */
-export interface HostOptions {
-  /** TCP port; 0 picks a free one (the returned url has the real one). @default 4100 */
-  port?: number;
-  /** Interface to bind. @default '127.0.0.1' */
-  bind?: string;
-  /** `sqlite:PATH`, `postgres://…`, `memory:`, or a Store you own (not closed by close()). @default 'sqlite:./data/host.db' */
-  db?: string | AgentTaskStore;
-  /** An agent definition, or a path to a module whose default export is one. @default the demo agent */
-  agent?: AgentDefinition | string;
-  /** `keys` requires bearer keys (owner → key). @default 'none' */
-  auth?: 'none' | 'keys';
-  /** SHA-256 digest (hex) of each key → its owner, required with auth 'keys' (auth.ts parseKeys/loadKeys). */
-  keys?: Map<string, string>;
-  /** Let push go to private/loopback addresses (tests, sidecars). @default false */
-  allowPrivateWebhooks?: boolean;
-  /** First push retry delay, doubling. @default 5000 */
-  pushBaseMs?: number;
-  /** Push attempts before dead-lettering. @default 8 */
-  pushAttempts?: number;
-  /** Per push call timeout. @default 15000 */
-  pushTimeoutMs?: number;
-  /**
-   * Standard Webhooks secret (`whsec_<base64>`, at least 16 bytes) to sign every push with
-   * (`webhook-id`, `webhook-timestamp`, `webhook-signature`); receivers are given it out of band.
-   * @default unsigned
-   */
-  pushSigningSecret?: string;
-  /** INPUT_REQUIRED longer than this fails the task. @default 900000 */
-  inputTimeoutMs?: number;
-  /** Public base URL for the card when it differs from http://bind:port. */
-  publicUrl?: string;
-  /** SSE keep-alive interval. @default 15000 */
-  keepAliveMs?: number;
-  /** Request body limit in bytes, counted while the body streams in. @default 1048576 */
-  maxBodyBytes?: number;
-  /** Nesting levels a JSON request body may have. @default 64 */
-  maxJsonDepth?: number;
-  clock?: Clock;
-  random?: Random;
-  logger?: Logger;
-  /** Level of the JSON logger on stdout made when no `logger` is given. @default 'info' */
-  logLevel?: pino.LevelWithSilent;
-  /** DNS for the webhook SSRF check. @default node:dns lookup */
-  resolver?: Resolver;
-  /** Replace the HTTP push sender (tests). */
-  pushSender?: PushSender;
-  /**
-   * Names this host process for task ownership (host-liveness.ts). Keep it stable across restarts so a
-   * restarted host takes its tasks back at once. @default `<hostname>:<port>`, or a random id with port 0
-   */
-  hostId?: string;
-  /** Host lease time-to-live: a crashed host's tasks are taken over this long after its last renewal. @default 30000 */
-  hostLeaseMs?: number;
-}
+export type { HostOptions } from './host-options.ts';
 
 export interface RunningHost {
   /** Base URL, e.g. http://127.0.0.1:4100 */
@@ -97,13 +43,6 @@ export interface RunningHost {
   /** Live numbers for dashboards and tests. */
   stats(): { executions: number; subscribers: number };
   close(): Promise<void>;
-}
-
-function positive(name: string, value: number | undefined, dflt: number, min = 1): number {
-  const v = value ?? dflt;
-  if (!Number.isFinite(v) || v < min)
-    throw new TaskplaneError('config', `${name} must be a number >= ${min}`, { field: name });
-  return v;
 }
 
 /** Node's answers for a TypeScript file it cannot run itself. */
@@ -141,7 +80,7 @@ async function importAgentModule<T>(href: string): Promise<T> {
   }
 }
 
-async function loadAgent(agent: HostOptions['agent']): Promise<AgentDefinition> {
+async function loadAgent(agent: HostConfig['agent']): Promise<AgentDefinition> {
   if (agent === undefined) return demoAgent;
   if (typeof agent !== 'string') return agent;
   let mod: { default?: AgentDefinition; agent?: AgentDefinition };
@@ -178,38 +117,19 @@ async function loadAgent(agent: HostOptions['agent']): Promise<AgentDefinition> 
  * the next start) and the outbox, and closes the store if it opened it.
  */
 export async function startHost(options: HostOptions = {}): Promise<RunningHost> {
+  const config = hostConfig(options);
   const clock = options.clock ?? new SystemClock();
   const random = options.random ?? new BufferedRandom(new CryptoRandom());
-  const logger = options.logger ?? pino({ level: options.logLevel ?? 'info' });
-  const port = positive('port', options.port, 4100, 0);
-  const bind = options.bind ?? '127.0.0.1';
-  const authMode = options.auth ?? 'none';
-  let authenticate: Authenticate = noAuth;
-  if (authMode === 'keys') {
-    if (!options.keys || options.keys.size === 0)
-      throw new TaskplaneError('config', 'auth keys needs keys', { field: 'keys' });
-    authenticate = bearerKeyAuth(options.keys);
-  }
-  const inputTimeoutMs = positive('inputTimeoutMs', options.inputTimeoutMs, 900_000);
-  const pushBaseMs = positive('pushBaseMs', options.pushBaseMs, 5000);
-  const pushAttempts = positive('pushAttempts', options.pushAttempts, 8);
-  const pushTimeoutMs = positive('pushTimeoutMs', options.pushTimeoutMs, 15_000);
-  if (options.pushSigningSecret !== undefined) signingKey(options.pushSigningSecret, 'pushSigningSecret');
-  const agent = await loadAgent(options.agent);
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const { port, bind, inputTimeoutMs, pushBaseMs, pushAttempts, pushTimeoutMs } = config;
+  const authMode = config.auth;
+  const authenticate: Authenticate = config.keys ? bearerKeyAuth(config.keys) : noAuth;
+  const agent = await loadAgent(config.agent);
 
-  const ownsStore = typeof options.db !== 'object';
-  const store =
-    typeof options.db === 'object'
-      ? options.db
-      : await openHostStore(options.db ?? 'sqlite:./data/host.db', logger);
-  const hostId = options.hostId ?? (port !== 0 ? `${hostname()}:${port}` : newId(clock, random, 'host_'));
-  const liveness = new HostLiveness(
-    hostId,
-    store,
-    clock,
-    logger,
-    positive('hostLeaseMs', options.hostLeaseMs, 30_000),
-  );
+  const ownsStore = typeof config.db !== 'object';
+  const store = typeof config.db === 'object' ? config.db : await openHostStore(config.db, logger);
+  const hostId = config.hostId ?? (port !== 0 ? `${hostname()}:${port}` : newId(clock, random, 'host_'));
+  const liveness = new HostLiveness(hostId, store, clock, logger, config.hostLeaseMs);
   if (!(await liveness.start())) {
     if (ownsStore) await store.close();
     throw new TaskplaneError('config', `another live host process uses the host id ${hostId}`, {
@@ -232,7 +152,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     feed,
   });
   const recovery = new Recovery({ store, writer, clock, executions, liveness, agent, logger });
-  let baseUrl = options.publicUrl?.replace(/\/+$/, '') ?? '';
+  let baseUrl = config.publicUrl ?? '';
   const service = new A2AService({
     store,
     clock,
@@ -251,9 +171,9 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     authenticate,
     clock,
     logger,
-    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-    ...(options.maxJsonDepth !== undefined ? { maxJsonDepth: options.maxJsonDepth } : {}),
-    ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
+    maxBodyBytes: config.maxBodyBytes,
+    maxJsonDepth: config.maxJsonDepth,
+    keepAliveMs: config.keepAliveMs,
   });
 
   const server = await new Promise<Server>((resolveServer, reject) => {
@@ -282,9 +202,9 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
       createPushSender({
         clock,
         resolve: options.resolver ?? systemResolver,
-        allowPrivate: options.allowPrivateWebhooks ?? false,
+        allowPrivate: config.allowPrivateWebhooks,
         timeoutMs: pushTimeoutMs,
-        ...(options.pushSigningSecret !== undefined ? { signingSecret: options.pushSigningSecret } : {}),
+        ...(config.pushSigningSecret !== undefined ? { signingSecret: config.pushSigningSecret } : {}),
       }),
   });
   outboxRef.outbox = outbox;

@@ -2,6 +2,7 @@ import {
   contentBytes,
   type ArtifactRef,
   type Envelope,
+  type EnvelopeEventType,
   type NewEnvelopeEvent,
   type ObservationSource,
   type PendingInput,
@@ -127,7 +128,7 @@ export async function observe(
     const fresh = decision.apply || decision.reason === 'duplicate';
     const next: Envelope = { ...env };
     const events: NewEnvelopeEvent[] = [];
-    const event = (type: string, data: Record<string, unknown>) =>
+    const event = (type: EnvelopeEventType, data: Record<string, unknown>) =>
       events.push({ envelopeId: env.id, tenant: env.tenant, type, at: now, data: { source, ...data } });
 
     if (fresh && !isTerminal(env.state)) {
@@ -243,7 +244,7 @@ export async function updateLocal(
   mutate: (
     env: Envelope,
     now: number,
-  ) => { next: Envelope; events: Array<{ type: string; data: Record<string, unknown> }> } | null,
+  ) => { next: Envelope; events: Array<{ type: EnvelopeEventType; data: Record<string, unknown> }> } | null,
 ): Promise<{ envelope: Envelope; written: boolean }> {
   for (let attempt = 0; attempt < ctx.config.maxObserveRetries; attempt++) {
     const env = await ctx.store.getEnvelope(envelopeId);

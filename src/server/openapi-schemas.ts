@@ -1,3 +1,4 @@
+import { ENVELOPE_EVENT_TYPES } from '../core/envelope.ts';
 import { NORMALIZED_STATES } from '../core/states.ts';
 
 /**
@@ -234,7 +235,10 @@ export const schemas: Record<string, unknown> = {
     seq: { type: 'integer', description: 'global and increasing; the SSE `id:`' },
     envelopeId: str,
     tenant: str,
-    type: { type: 'string', description: 'created, bound, state_changed, artifact, input_requested, …' },
+    type: {
+      enum: [...ENVELOPE_EVENT_TYPES],
+      description: 'what happened; also the SSE `event:` name, so a client subscribes to each of these',
+    },
     at: ms('epoch ms'),
     data: { type: 'object', description: 'depends on the type; `source` says which path observed it' },
   }),

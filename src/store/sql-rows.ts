@@ -1,4 +1,4 @@
-import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
+import type { Envelope, EnvelopeEvent, EnvelopeEventType } from '../core/envelope.ts';
 import type {
   AgentTaskEvent,
   ApiKeyRecord,
@@ -200,7 +200,7 @@ export function toEvent(row: EventRow): EnvelopeEvent {
     seq: row.seq,
     envelopeId: row.envelope_id,
     tenant: row.tenant,
-    type: row.type,
+    type: row.type as EnvelopeEventType,
     at: row.at,
     data: json<Record<string, unknown>>(row.data),
   };

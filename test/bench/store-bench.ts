@@ -51,7 +51,7 @@ async function transitions(store: Store, count: number, deadline = Infinity): Pr
     const event = {
       envelopeId: next.id,
       tenant: next.tenant,
-      type: 'state',
+      type: 'state_changed' as const,
       at: next.updatedAt,
       data: { v: done },
     };

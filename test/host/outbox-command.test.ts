@@ -109,10 +109,14 @@ describe('taskplane host outbox', () => {
   it('bad flags are one-line errors naming the flag', async () => {
     const bad = await cli('--status', 'lost');
     expect(bad.code).toBe(2);
-    expect(bad.err.trim()).toBe('taskplane: --status must be one of pending, leased, delivered, dead');
+    expect(bad.err.trim()).toBe(
+      "taskplane: option '--status <status>' argument 'lost' is invalid. Allowed choices are pending, leased, delivered, dead.",
+    );
     const limit = await cli('--limit', '0');
     expect(limit.code).toBe(2);
-    expect(limit.err).toContain('--limit must be a positive integer');
+    expect(limit.err.trim()).toBe(
+      "taskplane: option '--limit <n>' argument '0' is invalid. Expected a positive integer.",
+    );
     // --requeue-dead acts on every dead row (of --task): a filter it would ignore is refused.
     const requeue = await cli('--requeue-dead', '--limit', '3');
     expect([requeue.code, requeue.err.trim()]).toEqual([

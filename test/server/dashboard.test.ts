@@ -129,6 +129,37 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.close();
   });
 
+  it('shows live every event type the API describes, a refused answer included', async () => {
+    const { envelope } = await server.plane.create(
+      {
+        tenant: 'default',
+        target: 'fake',
+        input: 'spend',
+        budget: { limit: 100, unit: 'tokens' },
+      },
+      { wait: 'started' },
+    );
+    const rid = envelope.remoteId!;
+    remote.set(rid, 'waiting_for_input', { inputRequest: { requestId: 'b1', prompt: 'more?' } });
+    await server.plane.observe(
+      envelope.id,
+      { ...remote.snapshot(remote.jobs.get(rid)!), usage: { tokens: 120 } },
+      'poll',
+    );
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator('#live[data-state="live"]').waitFor();
+    await page.locator(`tr[data-id="${envelope.id}"]`).click();
+    await page.locator('#timeline li[data-type="input_requested"]').waitFor();
+    const refused = await server.plane
+      .answer('default', envelope.id, { requestId: 'b1', value: 'yes' })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(Error);
+    // Arrives over SSE: the timeline was loaded before the refusal was written.
+    await page.locator('#timeline li[data-type="budget_refused"]').waitFor();
+    await page.close();
+  });
+
   it('asks for a key when none is given', async () => {
     const page = await browser.newPage();
     await page.goto(`${server.url}/`);

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createParser } from 'eventsource-parser';
+import { ENVELOPE_EVENT_TYPES } from '../../src/core/envelope.ts';
 import { isTerminal, type NormalizedState } from '../../src/core/states.ts';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
 import { openApiDocument } from '../../src/server/openapi.ts';
@@ -289,6 +290,16 @@ describe('the OpenAPI document', () => {
     const validate = ajv.compile({ $ref: 'openapi.json#/components/schemas/Task' });
     expect(validate(task)).toBe(true);
     expect(validate({ ...task, somethingNew: 1 })).toBe(false);
+  });
+
+  it('lists every event type the log holds, so an SSE client can subscribe to each by name', () => {
+    const doc = openApiDocument() as unknown as {
+      components: { schemas: { Event: { properties: { type: { enum: string[] } } } } };
+    };
+    const listed = doc.components.schemas.Event.properties.type.enum;
+    expect(listed).toEqual([...ENVELOPE_EVENT_TYPES]);
+    expect(listed).toContain('budget_refused');
+    expect(listed).toContain('card_changed');
   });
 });
 

@@ -3,7 +3,7 @@ import pino from 'pino';
 import fc from 'fast-check';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { SystemClock } from '../../src/core/clock.ts';
-import type { Envelope } from '../../src/core/envelope.ts';
+import type { Envelope, EnvelopeEventType } from '../../src/core/envelope.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
@@ -53,10 +53,10 @@ async function seedEvents(store: MemoryStore, n: number): Promise<void> {
     webhookIds: [],
     artifacts: [],
   } as unknown as Envelope;
-  const ev = (type: string) => ({ envelopeId: env.id, tenant: 'seed', type, at: 0, data: {} });
+  const ev = (type: EnvelopeEventType) => ({ envelopeId: env.id, tenant: 'seed', type, at: 0, data: {} });
   let { envelope } = await store.createEnvelope(env, [ev('created')]);
   for (let i = 1; i < n; i++)
-    envelope = (await store.updateEnvelope(envelope, envelope.version, [ev('tick')])).envelope;
+    envelope = (await store.updateEnvelope(envelope, envelope.version, [ev('state_changed')])).envelope;
 }
 
 /** Reads SSE events from a response until `want` events arrived (waits on frames, not on time). */

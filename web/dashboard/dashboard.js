@@ -10,6 +10,8 @@ const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']
 const tasks = new Map();
 let selected = null;
 let key = null;
+/** SSE event names to listen for, from the API description (see loadEventTypes). */
+let eventTypes = [];
 
 const $ = (sel) => document.querySelector(sel);
 const el = (tag, attrs = {}, ...children) => {
@@ -265,24 +267,19 @@ async function connectLive(afterSeq) {
       await refreshSignals();
     }, 200);
   };
-  for (const type of [
-    'created',
-    'bound',
-    'state_changed',
-    'input_requested',
-    'input_answered',
-    'input_answer_failed',
-    'artifact',
-    'cancel_requested',
-    'cancel_acknowledged',
-    'cancel_outcome',
-    'acceptance',
-    'lost',
-    'resubmitted',
-    'actor_revoked',
-  ]) {
-    source.addEventListener(type, onEvent);
-  }
+  for (const type of eventTypes) source.addEventListener(type, onEvent);
+}
+
+/**
+ * The event types to subscribe to, as the server's API description lists them: SSE delivers a named
+ * event only to a listener for that name, so a list kept here would miss every type added later.
+ */
+async function loadEventTypes() {
+  const doc = await api('GET', '/v1/openapi.json');
+  const types = doc?.components?.schemas?.Event?.properties?.type?.enum;
+  if (!Array.isArray(types) || types.length === 0)
+    throw new Error('the API description lists no event types');
+  return types;
 }
 
 async function main() {
@@ -293,6 +290,7 @@ async function main() {
     location.reload();
   });
   if (!key) return askForKey();
+  eventTypes = await loadEventTypes();
   const seq = await loadTasks();
   await refreshSignals();
   await connectLive(seq);

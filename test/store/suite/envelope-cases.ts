@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { TaskplaneError, VersionConflictError } from '../../../src/core/errors.ts';
+import type { EnvelopeEventType } from '../../../src/core/envelope.ts';
 import type { ChangeNotice, EnvelopeStore } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
 import { event, incrementUsage, makeEnvelope, nextChange } from './fixtures.ts';
@@ -44,7 +45,7 @@ export function envelopeCases({ store, peer, test }: SuiteContext<EnvelopeStore>
     const events = [event(env, 'created')];
     const creating = store().createEnvelope(env, events);
     env.state = 'failed';
-    events[0]!.type = 'mutated';
+    events[0]!.type = 'mutated' as EnvelopeEventType;
     await creating;
     expect((await store().getEnvelope(env.id))!.state).toBe('accepted');
     expect((await store().listEvents({ afterSeq: 0 })).map((e) => e.type)).toEqual(['created']);

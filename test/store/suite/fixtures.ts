@@ -1,4 +1,9 @@
-import { newEnvelope, type Envelope, type NewEnvelopeEvent } from '../../../src/core/envelope.ts';
+import {
+  newEnvelope,
+  type Envelope,
+  type EnvelopeEventType,
+  type NewEnvelopeEvent,
+} from '../../../src/core/envelope.ts';
 import { VersionConflictError } from '../../../src/core/errors.ts';
 import type { AgentScope, AgentTaskRecord, EnvelopeStore, NewOutboxRow } from '../../../src/store/store.ts';
 
@@ -23,8 +28,15 @@ export function makeEnvelope(overrides: Partial<Envelope> = {}): Envelope {
   });
 }
 
+/** The store keeps an event's type as given, so the cases name their events freely to tell them apart. */
 export function event(envelope: Envelope, type: string, at = envelope.updatedAt): NewEnvelopeEvent {
-  return { envelopeId: envelope.id, tenant: envelope.tenant, type, at, data: { type } };
+  return {
+    envelopeId: envelope.id,
+    tenant: envelope.tenant,
+    type: type as EnvelopeEventType,
+    at,
+    data: { type },
+  };
 }
 
 /** The scopes the host cases use: owner alice or bob, no tenant. */

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { spawnTaskplane } from '../support/process.ts';
+
+/**
+ * A bad flag value, given to the real CLI, is refused before anything starts: one line on stderr that
+ * names the flag, the value and what it accepts, exit status 2, nothing on stdout.
+ */
+async function run(args: string[], env: Record<string, string | undefined> = {}) {
+  const proc = await spawnTaskplane(args, { env });
+  const exit = await proc.exited;
+  return { code: exit.code, stdout: proc.stdout, stderr: proc.stderr };
+}
+
+const LEVELS = 'fatal, error, warn, info, debug, trace, silent';
+
+describe('CLI flag values', () => {
+  it.each([
+    [
+      ['serve', '--log-level', 'loud'],
+      `option '--log-level <level>' argument 'loud' is invalid. Allowed choices are ${LEVELS}.`,
+    ],
+    [
+      ['serve', '--lost-policy', 'maybe'],
+      "option '--lost-policy <policy>' argument 'maybe' is invalid. Allowed choices are resubmit, escalate.",
+    ],
+    [
+      ['serve', '--port', '99999'],
+      "option '--port <port>' argument '99999' is invalid. Expected an integer in 0..65535.",
+    ],
+    [
+      ['serve', '--reconcile-interval-ms', 'soon'],
+      "option '--reconcile-interval-ms <ms>' argument 'soon' is invalid. Expected a positive integer.",
+    ],
+    [
+      ['host', '--auth', 'basic'],
+      "option '--auth <mode>' argument 'basic' is invalid. Allowed choices are none, keys.",
+    ],
+    [
+      ['host', '--push-attempts', '2.5'],
+      "option '--push-attempts <n>' argument '2.5' is invalid. Expected a positive integer.",
+    ],
+    [
+      ['host', '--log-level', 'chatty'],
+      `option '--log-level <level>' argument 'chatty' is invalid. Allowed choices are ${LEVELS}.`,
+    ],
+    [
+      ['tasks', 'list', '--state', 'running,bogus'],
+      "option '--state <states>' argument 'running,bogus' is invalid. 'bogus' not allowed. Allowed choices are accepted, running, waiting_for_input, cancel_requested, succeeded, failed, cancelled, expired, unknown, lost.",
+    ],
+    [
+      ['tasks', 'list', '--limit', '0'],
+      "option '--limit <n>' argument '0' is invalid. Expected an integer in 1..500.",
+    ],
+    [
+      ['tasks', 'create', '--target', 't', '--input', 'x', '--expected-duration-ms', '-1'],
+      "option '--expected-duration-ms <ms>' argument '-1' is invalid. Expected a positive integer.",
+    ],
+    [
+      ['lab', '--delivery', 'pigeon'],
+      "option '--delivery <how>' argument 'pigeon' is invalid. Allowed choices are stream, push, poll.",
+    ],
+    [
+      ['lab', '--mission', '7'],
+      "option '--mission <n>' argument '7' is invalid. Allowed choices are 1, 2, 3, 4.",
+    ],
+    [
+      ['lab', '--serve', '--port', 'x'],
+      "option '--port <port>' argument 'x' is invalid. Expected an integer in 0..65535.",
+    ],
+  ])('%j → one line naming the flag and what it accepts', async (args, line) => {
+    const r = await run(args);
+    expect([r.code, r.stdout, r.stderr]).toEqual([2, '', `taskplane: ${line}\n`]);
+  });
+
+  it('checks LOG_LEVEL from the environment the same way, naming the variable', async () => {
+    const r = await run(['serve', '--port', '0', '--db', 'memory:'], { LOG_LEVEL: 'loud' });
+    expect([r.code, r.stdout, r.stderr]).toEqual([
+      2,
+      '',
+      `taskplane: option '--log-level <level>' value 'loud' from env 'LOG_LEVEL' is invalid. Allowed choices are ${LEVELS}.\n`,
+    ]);
+  });
+
+  it('points at --help for a flag it does not know', async () => {
+    const r = await run(['serve', '--bogus']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("taskplane: unknown option '--bogus'\n(add --help for usage)\n");
+  });
+});
