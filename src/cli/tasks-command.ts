@@ -26,6 +26,9 @@ interface TaskRow {
   statusMessage?: string | null;
   error?: { code: string; message: string } | null;
   output?: OutputSummary;
+  lastError?: { code: string; message: string; at: number; during: string } | null;
+  startAttempts?: number;
+  nextRetryAt?: number | null;
   [k: string]: unknown;
 }
 
@@ -90,6 +93,18 @@ async function call(
       `${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? res.statusText}`,
     );
   return json;
+}
+
+/** Why a job has no remote answer yet: the last failed attempt, how many starts, when the next is due. */
+function attemptLines(t: TaskRow): string[] {
+  const lines: string[] = [];
+  if (t.lastError)
+    lines.push(
+      `last error:  ${t.lastError.during}, ${age(t.lastError.at)} ago: ${t.lastError.code}: ${indent(t.lastError.message)}`,
+    );
+  if (t.lastError || (t.startAttempts ?? 0) > 1) lines.push(`start calls: ${t.startAttempts ?? 0}`);
+  if (t.nextRetryAt) lines.push(`next retry:  ${new Date(t.nextRetryAt).toLocaleTimeString()}`);
+  return lines;
 }
 
 function age(ms: number): string {
@@ -219,6 +234,7 @@ export function registerTasksCommand(program: Command): void {
       ];
       if (t.error) lines.push(`failure:     ${t.error.code}: ${indent(t.error.message)}`);
       if (t.statusMessage) lines.push(`message:     ${indent(t.statusMessage)}`);
+      lines.push(...attemptLines(t));
       lines.push(...outputLines(t.output, t.id));
       const arts = (t.artifacts as Array<{ artifactId: string; hash: string }>) ?? [];
       for (const a of arts) lines.push(`artifact:    ${a.artifactId} ${a.hash}`);

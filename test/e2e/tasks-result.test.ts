@@ -36,6 +36,9 @@ describe('taskplane tasks result', () => {
         '0',
         '--db',
         `sqlite:${dir}/plane.db`,
+        // Nothing listens on the discard port: starts there are refused before anything is sent.
+        '--target',
+        'nowhere=http://127.0.0.1:9',
       ],
       {
         cwd: dir,
@@ -80,6 +83,18 @@ describe('taskplane tasks result', () => {
     const failedResult = await cli(url, 'result', failing);
     expect(failedResult.code).toBe(1);
     expect(failedResult.err).toContain('task failed: The demo agent was asked to fail.');
+
+    // A start that cannot reach its target says so, instead of a silent `accepted`.
+    const unreachable = await fetch(`${url}/v1/tasks?wait=started`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ target: 'nowhere', input: 'hello' }),
+    });
+    const stuck = ((await unreachable.json()) as { id: string }).id;
+    const stuckGet = await cli(url, 'get', stuck);
+    expect(stuckGet.out).toMatch(/^last error: +start, \d+s ago: unavailable: /m);
+    expect(stuckGet.out).toMatch(/^start calls: +\d+$/m);
+    expect(stuckGet.out).toMatch(/^next retry: +\S/m);
 
     await serve.stop();
   }, 90_000);

@@ -198,6 +198,17 @@ function outputBlock(t) {
   const out = [];
   if (t.error) out.push(el('p', { class: 'failure' }, `${t.error.code}: ${t.error.message}`));
   else if (t.statusMessage && TERMINAL.has(t.state)) out.push(el('p', { class: 'message' }, t.statusMessage));
+  // A start or cancel that cannot reach the agent: say so, instead of a silent `accepted`.
+  if (t.lastError && !TERMINAL.has(t.state)) {
+    const retry = t.nextRetryAt ? `; next try ${new Date(t.nextRetryAt).toLocaleTimeString()}` : '';
+    out.push(
+      el(
+        'p',
+        { class: 'failure' },
+        `${t.lastError.during} failed (${t.startAttempts ?? 0} start calls${retry}): ${t.lastError.code}: ${t.lastError.message}`,
+      ),
+    );
+  }
   const o = t.output;
   if (!o) return out;
   if (o.text !== null) out.push(el('pre', { class: 'output' }, o.text));
