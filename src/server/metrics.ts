@@ -38,9 +38,14 @@ export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean 
   gauge('taskplane_orphans', 'Non-terminal tasks past expected duration plus margin', [], (g, s) =>
     g.set(s.orphans),
   );
-  gauge('taskplane_requests_total', 'Remote calls made, by kind (requests per task is the cost unit the lab reports)', ['kind'], (g, s) => {
-    for (const [kind, n] of Object.entries(s.requests.byKind)) g.set({ kind }, n);
-  });
+  gauge(
+    'taskplane_requests_total',
+    'Remote calls made, by kind (requests per task is the cost unit the lab reports)',
+    ['kind'],
+    (g, s) => {
+      for (const [kind, n] of Object.entries(s.requests.byKind)) g.set({ kind }, n);
+    },
+  );
   gauge('taskplane_requests_per_task', 'Remote calls per tracked task', [], (g, s) =>
     g.set(s.requests.perTask ?? 0),
   );

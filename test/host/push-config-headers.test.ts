@@ -93,11 +93,15 @@ describe('push config header fields are checked at creation', () => {
 
   it('accepts ordinary tokens and credentials (inner spaces allowed in credentials)', async () => {
     const configs = new PushConfigs(new MemoryStore(), new VirtualClock(0), new SeededRandom(1));
-    const made = await configs.create('t1', { owner: 'o', tenant: '' }, {
-      url: 'http://127.0.0.1:9/hook',
-      token: 'tok_AZaz09-._~+/=',
-      authentication: { scheme: 'Digest', credentials: 'username="a", realm="b"' },
-    });
+    const made = await configs.create(
+      't1',
+      { owner: 'o', tenant: '' },
+      {
+        url: 'http://127.0.0.1:9/hook',
+        token: 'tok_AZaz09-._~+/=',
+        authentication: { scheme: 'Digest', credentials: 'username="a", realm="b"' },
+      },
+    );
     expect(made).toMatchObject({ token: 'tok_AZaz09-._~+/=', authentication: { scheme: 'Digest' } });
   });
 });

@@ -46,7 +46,10 @@ function finished(schema: Record<string, unknown>, result: unknown): Envelope {
 
 /** Runs a job to success with `result` as its output and returns the stored envelope. */
 async function runWith(tenant: string, schema: Record<string, unknown>, result: unknown, input: unknown) {
-  const { envelope } = await h!.plane.create({ tenant, target: 'fake', input, acceptance: { schema } }, { wait: 'started' });
+  const { envelope } = await h!.plane.create(
+    { tenant, target: 'fake', input, acceptance: { schema } },
+    { wait: 'started' },
+  );
   await h!.settle();
   h!.remote.set(envelope.remoteId!, 'succeeded', { artifacts: [{ artifactId: 'a', content: result }] });
   await h!.settle();

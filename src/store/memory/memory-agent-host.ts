@@ -88,7 +88,12 @@ export abstract class MemoryAgentHost {
       return { duplicate: true, task: clone(current), events: [] };
     }
     if (current.version !== expectedVersion) throw new VersionConflictError(`agent task ${next.id}`);
-    const stored = { ...clone(next), owner: current.owner, tenant: current.tenant, version: expectedVersion + 1 };
+    const stored = {
+      ...clone(next),
+      owner: current.owner,
+      tenant: current.tenant,
+      version: expectedVersion + 1,
+    };
     this.agentTasks.set(stored.id, stored);
     if (messageId !== undefined) this.messageIds.set(messageKey(current, messageId), stored.id);
     const appended = this.appendTaskEvents(events);

@@ -91,7 +91,8 @@ export abstract class PgAgentHost {
   }
 
   async findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined> {
-    const sql = 'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND tenant = $2 AND message_id = $3';
+    const sql =
+      'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND tenant = $2 AND message_id = $3';
     return (await this.query<{ task_id: string }>(sql, [scope.owner, scope.tenant, messageId]))[0]?.task_id;
   }
 
@@ -247,7 +248,12 @@ export abstract class PgAgentHost {
     return found.rows[0] && rows.toAgentTask(found.rows[0]);
   }
 
-  private async recordMessage(c: Client, scope: AgentScope, messageId: string, taskId: string): Promise<boolean> {
+  private async recordMessage(
+    c: Client,
+    scope: AgentScope,
+    messageId: string,
+    taskId: string,
+  ): Promise<boolean> {
     const result = await c.query(
       `INSERT INTO agent_task_messages (owner, tenant, message_id, task_id) VALUES ($1, $2, $3, $4)
        ON CONFLICT DO NOTHING`,
