@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { sha256Hex } from '../core/canonical-json.ts';
 import type { Clock } from '../core/clock.ts';
@@ -214,6 +215,9 @@ export class KeyRing {
     let controller = this.streams.get(keyId);
     if (!controller) {
       controller = new AbortController();
+      // Every stream opened with the key listens on this one signal: a key with many open streams (a
+      // dashboard in several tabs, a service tailing many tasks) is expected, not a listener leak.
+      setMaxListeners(0, controller.signal);
       this.streams.set(keyId, controller);
     }
     return controller.signal;

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import pino, { type Logger } from 'pino';
 import { SystemClock, type Clock } from '../../src/core/clock.ts';
 import type { Connector } from '../../src/connectors/connector.ts';
@@ -42,6 +43,8 @@ export async function planeApp(o: PlaneAppOptions = {}) {
   });
   await plane.start();
   const shutdown = new AbortController();
+  // As startServer does: each open SSE stream listens on the shutdown signal.
+  setMaxListeners(0, shutdown.signal);
   const random = new CryptoRandom();
   await seedApiKeys({ env: `alpha:${KEY_A},beta:${KEY_B}`, store, clock, random });
   const app = createServerApp({
