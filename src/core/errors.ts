@@ -9,6 +9,7 @@
 export type ErrorCode =
   | 'invalid_argument'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'not_found'
   | 'conflict'
   | 'version_conflict'

@@ -10,6 +10,7 @@ import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
 const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_argument: 400,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   not_found: 404,
   conflict: 409,
   version_conflict: 409,

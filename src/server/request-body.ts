@@ -80,8 +80,25 @@ export function parseJsonBody(text: string, maxJsonDepth: number): unknown {
   }
 }
 
+/**
+ * A body sent as something other than JSON (`curl -d` sends `application/x-www-form-urlencoded`) is
+ * refused with 415 before it is read, saying what to send. No Content-Type at all is taken as JSON.
+ */
+function requireJsonContentType(req: Request): void {
+  const type = req.headers.get('content-type');
+  if (type === null) return;
+  const media = type.split(';')[0]!.trim().toLowerCase();
+  if (media === 'application/json' || /^application\/[\w.+-]+\+json$/.test(media)) return;
+  throw new TaskplaneError(
+    'unsupported_media_type',
+    `body: Content-Type ${media || '(empty)'} is not JSON; send Content-Type: application/json`,
+    { field: 'content-type', details: { closeConnection: true } },
+  );
+}
+
 /** A JSON object body within the limits; an empty body is `{}`. */
 export async function readJsonObject(req: Request, limits: BodyLimits): Promise<Record<string, unknown>> {
+  requireJsonContentType(req);
   const text = await readBodyText(req, limits.maxBytes, limits.maxJsonDepth);
   if (!text) return {};
   const body = parseJsonBody(text, limits.maxJsonDepth);

@@ -118,3 +118,30 @@ describe('JSON nesting is limited at parse time', () => {
     }
   });
 });
+
+describe('request bodies are JSON', () => {
+  it('a body sent as a form (curl -d) is refused with 415 naming the content type, and nothing is stored', async () => {
+    const before = (await app.store.listEnvelopes({ tenant: 'alpha' })).items.length;
+    const res = await app.fetch('/v1/tasks', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+      body: JSON.stringify({ target: 'fake', input: 'form' }),
+    });
+    expect(res.status).toBe(415);
+    const error = await errorOf(res);
+    expect(error).toMatchObject({ code: 'unsupported_media_type', field: 'content-type' });
+    expect((await app.store.listEnvelopes({ tenant: 'alpha' })).items.length).toBe(before);
+  });
+
+  it('JSON with parameters or a +json type is taken', async () => {
+    for (const type of ['application/json; charset=utf-8', 'application/vnd.example+json']) {
+      const headers = { authorization: auth.authorization, 'content-type': type };
+      const res = await app.fetch('/v1/tasks', {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ target: 'fake', input: `typed ${type}` }),
+      });
+      expect(res.status, type).toBe(202);
+    }
+  });
+});
