@@ -5,7 +5,8 @@ import { decideLocalTransition, isTerminal } from '../core/states.ts';
 import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
 import { observe, updateLocal } from './observe.ts';
 import { jobBudgetExhausted, refuseForBudget } from './budgets.ts';
-import { cancelUndelivered, handleLost, sendCancel } from './start-remote.ts';
+import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
+import { handleLost } from './lost-policy.ts';
 
 /**
  * Answering input and cancelling: both are local intents recorded durably BEFORE the remote call, so

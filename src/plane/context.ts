@@ -52,7 +52,18 @@ export interface PlaneContext {
    */
   startsInFlight: Set<string>;
   onRevision(target: string, from: string | null, to: string | null): void;
+  /**
+   * Starts a lost job again with its same messageId (start-remote.ts startOnce); when that attempt
+   * cannot tell, keeps retrying in the background (ensureStarted). Wired by the Plane, so the lost
+   * policy reaches the start path without importing it.
+   */
+  startAgain(envelope: Envelope): Promise<StartOutcome>;
 }
+
+export type StartOutcome =
+  | { kind: 'started'; envelope: Envelope }
+  | { kind: 'retry'; error: { code: string; message: string } }
+  | { kind: 'refused'; envelope: Envelope };
 
 export function connectorFor(ctx: PlaneContext, target: string): Connector {
   const connector = ctx.connectors(target);

@@ -11,15 +11,12 @@ import {
   remoteCall,
   wasNotSent,
   type PlaneContext,
+  type StartOutcome,
 } from './context.ts';
 import { observe } from './observe.ts';
-import {
-  deliverPendingCancel,
-  ensureStarted,
-  handleLost,
-  startOnce,
-  type StartOutcome,
-} from './start-remote.ts';
+import { deliverPendingCancel } from './cancel-delivery.ts';
+import { handleLost } from './lost-policy.ts';
+import { ensureStarted, startOnce } from './start-remote.ts';
 import {
   noteStartAttempt,
   noteStartFailed,

@@ -51,6 +51,7 @@ import {
   type ConnectorResolver,
   type PlaneContext,
   type PlaneLogger,
+  type StartOutcome,
 } from './context.ts';
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
 import { observe, type ObserveResult } from './observe.ts';
@@ -58,13 +59,8 @@ import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
 import { Reconciler, listActiveEnvelopes, recordCardChanged, type ReconcileReport } from './reconciler.ts';
 import { SignalCounters } from './signals.ts';
 import { collectSignals, type PlaneSignals } from './signal-report.ts';
-import {
-  cancelUndelivered,
-  ensureStarted,
-  sendCancel,
-  startOnce,
-  type StartOutcome,
-} from './start-remote.ts';
+import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
+import { ensureStarted, startOnce } from './start-remote.ts';
 import { noteStartFailed, prepareConnector } from './start-attempts.ts';
 import { handleWebhook, type WebhookResult } from './webhook-ingress.ts';
 import { TimeoutTimers } from './timeouts.ts';
@@ -163,6 +159,12 @@ export class Plane {
       revisions: new Map(),
       startsInFlight: new Set(),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
+      startAgain: async (envelope) => {
+        const outcome = await startOnce(this.ctx, envelope, { resend: true });
+        // The remote id is null now: ensureStarted keeps trying with the same messageId.
+        if (outcome.kind === 'retry') this.spawn(ensureStarted(this.ctx, envelope.id, { waitFirst: true }));
+        return outcome;
+      },
     };
     this.reconciler = new Reconciler(this.ctx, instanceId);
     this.leases = new WatchLeases(this.ctx, instanceId);

@@ -5,7 +5,9 @@ import type { EnvelopeStore } from '../store/store.ts';
 import { connectorFor, describeError, isRouteTrouble, remoteCall, type PlaneContext } from './context.ts';
 import { answerInDoubt, cancelTask, resendAnswer } from './answer-and-cancel.ts';
 import { observe, updateLocal } from './observe.ts';
-import { cancelUndelivered, ensureStarted, handleLost, sendCancel } from './start-remote.ts';
+import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
+import { handleLost } from './lost-policy.ts';
+import { ensureStarted } from './start-remote.ts';
 
 /**
  * Reconciliation: the slow path that catches everything the fast path dropped (docs/a2a-notes.md,

@@ -9,7 +9,6 @@ import {
 } from './start-attempts.ts';
 import { preparePush } from './push-tokens.ts';
 import { nextBackoff } from '../core/backoff.ts';
-import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
 import type { Connector, RemoteSnapshot } from '../connectors/connector.ts';
 import {
   connectorFor,
@@ -19,22 +18,16 @@ import {
   waitFor,
   wasNotSent,
   type PlaneContext,
+  type StartOutcome,
 } from './context.ts';
-import { jobBudgetExhausted } from './budgets.ts';
+import { deliverPendingCancel } from './cancel-delivery.ts';
 import { observe, updateLocal } from './observe.ts';
-
-export { newPushRegistration, preparePush, pushEnabled, tokenHash } from './push-tokens.ts';
 
 /**
  * Starting a remote job, and starting it again. The envelope (with its messageId and contextId) is
  * always written before the first call, so a crash or a lost response is recovered by sending the SAME
  * messageId again or by finding the job by contextId, never by inventing a second request.
  */
-
-export type StartOutcome =
-  | { kind: 'started'; envelope: Envelope }
-  | { kind: 'retry'; error: { code: string; message: string } }
-  | { kind: 'refused'; envelope: Envelope };
 
 /**
  * One start attempt. On success the first snapshot goes through observe (source `create`), which binds
@@ -73,96 +66,6 @@ export async function startOnce(
   const result = await observe(ctx, env.id, snapshot, 'create');
   await noteStarted(ctx, env.id);
   return { kind: 'started', envelope: await deliverPendingCancel(ctx, env.id, result.envelope) };
-}
-
-/**
- * A cancel asked before the remote id was known (or not yet acknowledged) is sent now that it is:
- * cancel intent is durable and re-driven until the remote acknowledges it or the job is terminal.
- */
-export async function deliverPendingCancel(
-  ctx: PlaneContext,
-  envelopeId: string,
-  known?: Envelope,
-): Promise<Envelope> {
-  const env = known ?? (await ctx.store.getEnvelope(envelopeId));
-  if (!env) throw new TaskplaneError('not_found', 'task not found');
-  if (!cancelUndelivered(env)) return env;
-  return sendCancel(ctx, envelopeId);
-}
-
-/** Cancel intent recorded, the remote job known, and no acknowledgement yet. */
-export function cancelUndelivered(env: Envelope): boolean {
-  return (
-    env.state === 'cancel_requested' &&
-    env.remoteId !== null &&
-    !!env.cancel &&
-    env.cancel.acknowledgedAt === null
-  );
-}
-
-/**
- * Asks the remote to cancel a job whose cancel intent is recorded, keeps observing, and records the
- * acknowledgement. Not cancelable (already finished) → read and record what it really ended as.
- */
-export async function sendCancel(ctx: PlaneContext, envelopeId: string): Promise<Envelope> {
-  const envelope = await ctx.store.getEnvelope(envelopeId);
-  if (!envelope?.remoteId) throw new TaskplaneError('not_found', 'task not found');
-  const connector = connectorFor(ctx, envelope.target);
-  if (!connector.cancel) return envelope;
-  const remoteId = envelope.remoteId;
-  await updateLocal(ctx, envelopeId, (env) =>
-    env.cancel && env.cancel.acknowledgedAt === null
-      ? {
-          next: {
-            ...env,
-            cancel: { ...env.cancel, attempts: (env.cancel.attempts ?? 0) + 1, pending: 'delivery' },
-          },
-          events: [],
-        }
-      : null,
-  );
-  try {
-    const snap = await remoteCall(ctx, 'cancel', envelope, (signal) => connector.cancel!(remoteId, signal));
-    await updateLocal(ctx, envelopeId, (env, now) =>
-      env.cancel && env.cancel.acknowledgedAt === null
-        ? {
-            next: {
-              ...env,
-              cancel: {
-                ...env.cancel,
-                acknowledgedAt: now,
-                pending: isTerminal(env.state) ? null : 'outcome',
-              },
-              lastError: env.lastError?.during === 'cancel' ? null : (env.lastError ?? null),
-            },
-            events: [{ type: 'cancel_acknowledged', data: { remoteId } }],
-          }
-        : null,
-    );
-    ctx.logger.info({ envelopeId, target: envelope.target, remoteId }, 'cancel delivered');
-    const result = await observe(ctx, envelopeId, snap, 'api');
-    ctx.wake(envelopeId);
-    return result.envelope;
-  } catch (err) {
-    if (isTaskplaneError(err) && err.code === 'failed_precondition') {
-      const snap = await remoteCall(ctx, 'get', envelope, (signal) => connector.get(remoteId, signal));
-      return (await observe(ctx, envelopeId, snap, 'api')).envelope;
-    }
-    if (isTaskplaneError(err) && err.code === 'not_found') {
-      await handleLost(ctx, envelopeId, remoteId, 'api');
-      return (await ctx.store.getEnvelope(envelopeId)) ?? envelope;
-    }
-    // Transport trouble: the intent stays recorded and undelivered; recovery and reconciliation send
-    // it again, and the job is still watched, so its outcome will be learned.
-    const error = describeError(err);
-    ctx.logger.warn({ envelopeId, err: error }, 'cancel call failed; will be sent again');
-    const { envelope: after } = await updateLocal(ctx, envelopeId, (env, now) =>
-      isTerminal(env.state)
-        ? null
-        : { next: { ...env, lastError: { ...error, at: now, during: 'cancel' } }, events: [] },
-    );
-    return after;
-  }
 }
 
 /**
@@ -366,109 +269,4 @@ async function cancelBeforeStart(ctx: PlaneContext, env: Envelope, connector: Co
         }
       : null,
   );
-}
-
-/**
- * TaskNotFound on a job we created (docs/a2a-notes.md, "Failure matrix": the agent forgets the task): the
- * remote lost it. Policy
- * `resubmit` starts it again with the SAME messageId (a forgetful agent has no memory of it, so this
- * makes one new remote job, not a duplicate of a live one) and keeps tracking it on the same envelope;
- * `escalate`, a job being cancelled, or too many resubmissions mark it `lost` for a person.
- */
-export async function handleLost(
-  ctx: PlaneContext,
-  envelopeId: string,
-  lostRemoteId: string,
-  source: string,
-): Promise<void> {
-  ctx.counters.count('taskNotFoundOwn', { id: envelopeId });
-  let resubmit = false;
-  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
-    // Only the job we believe is current can be lost; an older remote id was already replaced.
-    if (isTerminal(env.state) || env.remoteId !== lostRemoteId) return null;
-    const attempts = (env.reconciliation?.attempts ?? 0) + 1;
-    // A resubmission is new remote work: a job whose budget is used up is escalated instead, saying why.
-    const overBudget = jobBudgetExhausted(env);
-    resubmit =
-      ctx.config.lostPolicy === 'resubmit' &&
-      env.state !== 'cancel_requested' &&
-      attempts <= ctx.config.maxResubmits &&
-      !overBudget;
-    if (!resubmit) {
-      const cancel = env.cancel
-        ? { ...env.cancel, outcome: env.cancel.outcome ?? ('lost' as const) }
-        : env.cancel;
-      const note =
-        overBudget && ctx.config.lostPolicy === 'resubmit'
-          ? `not found (${source}); not resubmitted: ${overBudget}`
-          : `not found (${source})`;
-      return {
-        next: {
-          ...env,
-          state: 'lost',
-          cancel,
-          pendingInput: null,
-          reconciliation: { result: 'escalated', at: now, attempts, note },
-        },
-        events: [
-          {
-            type: 'lost',
-            data: {
-              source,
-              remoteId: lostRemoteId,
-              policy: 'escalate',
-              from: env.state,
-              ...(overBudget ? { budget: overBudget } : {}),
-            },
-          },
-        ],
-      };
-    }
-    // Rebind: forget the lost remote job so the new one's first snapshot applies from a clean version.
-    return {
-      next: {
-        ...env,
-        remoteId: null,
-        remoteVersion: null,
-        streamCursor: null,
-        pendingInput: null,
-        reconciliation: { result: 'lost', at: now, attempts, note: `not found (${source})` },
-      },
-      events: [
-        { type: 'lost', data: { source, remoteId: lostRemoteId, policy: 'resubmit', attempt: attempts } },
-      ],
-    };
-  });
-  if (!written) return;
-  ctx.logger.info(
-    {
-      envelopeId,
-      target: envelope.target,
-      remoteId: lostRemoteId,
-      source,
-      policy: resubmit ? 'resubmit' : 'escalate',
-    },
-    'remote no longer knows the job: lost',
-  );
-  if (!resubmit) {
-    ctx.counters.count('escalated', envelope);
-    ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job escalated');
-    return;
-  }
-  const outcome = await startOnce(ctx, envelope, { resend: true });
-  if (outcome.kind === 'started') {
-    ctx.counters.count('resubmitted', envelope);
-    await updateLocal(ctx, envelopeId, (env, now) => ({
-      next: {
-        ...env,
-        reconciliation: { ...(env.reconciliation ?? { attempts: 1 }), result: 'resubmitted', at: now },
-      },
-      events: [{ type: 'resubmitted', data: { remoteId: env.remoteId, messageId: env.messageId } }],
-    }));
-    ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job resubmitted');
-    ctx.wake(envelopeId);
-  } else if (outcome.kind === 'retry') {
-    // remoteId is null now: ensureStarted keeps trying with the same messageId.
-    ctx.spawn(ensureStarted(ctx, envelopeId, { waitFirst: true }));
-  }
 }

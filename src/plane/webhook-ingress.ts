@@ -5,7 +5,8 @@ import type { Envelope } from '../core/envelope.ts';
 import type { Connector, InboundWebhook, RemoteSnapshot, WebhookSignal } from '../connectors/connector.ts';
 import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
 import { observe } from './observe.ts';
-import { handleLost, tokenHash } from './start-remote.ts';
+import { handleLost } from './lost-policy.ts';
+import { tokenHash } from './push-tokens.ts';
 
 /**
  * Push ingress (docs/a2a-notes.md, "Delivery mix"): a delivery is a

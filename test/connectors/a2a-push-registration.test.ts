@@ -4,7 +4,7 @@ import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import type { PushRegistration } from '../../src/connectors/connector.ts';
 import { SeededRandom } from '../../src/core/random.ts';
 import type { PlaneContext } from '../../src/plane/context.ts';
-import { newPushRegistration, tokenHash } from '../../src/plane/start-remote.ts';
+import { newPushRegistration, tokenHash } from '../../src/plane/push-tokens.ts';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
 import { PushReceiver } from '../host/helpers.ts';
 
