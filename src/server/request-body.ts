@@ -1,5 +1,6 @@
 import { JsonDepthScanner, JsonTooDeepError, parseBoundedJson } from '../core/bounded-json.ts';
 import { TaskplaneError } from '../core/errors.ts';
+import { readLimitedBody } from '../protocols/http-body.ts';
 
 /**
  * The one way the plane's routes read a request body: counted in bytes while it streams in, so a body
@@ -46,28 +47,13 @@ export function tooDeep(maxDepth: number): TaskplaneError {
  * `maxJsonDepth`, nesting is scanned as the chunks arrive and a body past it is refused there too.
  */
 export async function readBodyText(req: Request, maxBytes: number, maxJsonDepth?: number): Promise<string> {
-  const declared = Number(req.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > maxBytes) throw payloadTooLarge(maxBytes);
-  if (!req.body) return '';
-  const reader = req.body.getReader();
   const depth = maxJsonDepth === undefined ? null : new JsonDepthScanner(maxJsonDepth);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw payloadTooLarge(maxBytes);
-    }
-    if (depth && !depth.feed(value)) {
-      await reader.cancel().catch(() => undefined);
-      throw tooDeep(depth.maxDepth);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks, size).toString('utf8');
+  return readLimitedBody(
+    req,
+    maxBytes,
+    () => payloadTooLarge(maxBytes),
+    depth ? (chunk) => (depth.feed(chunk) ? null : tooDeep(depth.maxDepth)) : undefined,
+  );
 }
 
 /** Parses `text` as JSON within the depth limit; bad or too deep JSON is a 400 naming `body`. */
