@@ -5,6 +5,7 @@ import { signatureHeaders, signingKey } from '../../src/protocols/standard-webho
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import { untilStored } from '../support/until-stored.ts';
 
 /**
  * A plane and a host as an operator runs them: the host signs its pushes, the plane's target is given
@@ -53,25 +54,13 @@ const api = (path: string, init: RequestInit = {}) =>
 
 /** Resolves when the plane's envelope reaches `state`, woken by the plane store's change feed. */
 function waitForState(id: string, state: string, timeoutMs = 20_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let done = false;
-    const finish = (err?: Error) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      off();
-      if (err) reject(err);
-      else resolve();
-    };
-    const check = async () => {
-      if ((await plane.store.getEnvelope(id))?.state === state) finish();
-    };
-    const off = plane.store.onChange((n) => {
-      if (n.id === id) void check();
-    });
-    const timer = setTimeout(() => finish(new Error(`task ${id} never reached ${state}`)), timeoutMs);
-    void check();
-  });
+  return untilStored(
+    plane.store,
+    id,
+    async () => (await plane.store.getEnvelope(id))?.state === state,
+    `task ${id} reaching ${state}`,
+    timeoutMs,
+  );
 }
 
 describe('signed pushes from the host to the plane', () => {

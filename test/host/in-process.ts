@@ -3,6 +3,7 @@ import type { Clock } from '../../src/core/clock.ts';
 import type { AgentDefinition } from '../../src/host/agent-api.ts';
 import { startHost, type HostOptions, type RunningHost } from '../../src/host/start-host.ts';
 import type { Store } from '../../src/store/store.ts';
+import { untilStored } from '../support/until-stored.ts';
 
 export const silent = pino({ level: 'silent' });
 
@@ -25,29 +26,16 @@ export function waitForTask(
   check: (task: { state: string; task: Record<string, unknown> }) => boolean,
   timeoutMs = 20_000,
 ): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let done = false;
-    const finish = (err?: Error) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      off();
-      if (err) reject(err);
-      else resolve();
-    };
-    const test = async () => {
+  return untilStored(
+    store,
+    taskId,
+    async () => {
       const t = await store.getAgentTask(taskId);
-      if (t && check(t)) finish();
-    };
-    const off = store.onChange((n) => {
-      if (n.id === taskId) void test();
-    });
-    const timer = setTimeout(
-      () => finish(new Error(`task ${taskId}: condition not met within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
-    void test();
-  });
+      return !!t && check(t);
+    },
+    `task ${taskId}: condition`,
+    timeoutMs,
+  );
 }
 
 export async function call(
