@@ -33,7 +33,7 @@ import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, EnvelopeStore, Page } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
 import { readArtifacts, type ArtifactContent } from './artifact-content.ts';
-import { checkAcceptanceSchema } from './acceptance.ts';
+import { checkAcceptanceSchema, checkTargetInput } from './acceptance.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
 import {
@@ -293,6 +293,8 @@ export class Plane {
       req.acceptance?.schema === undefined
         ? undefined
         : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
+    // Every field is valid; whether the target takes this input is the next question (422, not 400).
+    if (connector.inputSchema) checkTargetInput(target, connector.inputSchema, req.input);
     const overBudget = await tenantBudgetExhausted(ctx, tenant);
     if (overBudget) {
       // Nothing to record it on yet: the refusal (409 with the reason) and a log line say why.
