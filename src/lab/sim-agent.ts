@@ -40,6 +40,7 @@ interface AgentTask extends AgentSnapshot {
  * Faults the default lab world never uses, for tests that schedule them (test/lab/truth-property-sim.test.ts):
  * - cancel() is CancelTask: acknowledged at once (`cancelDelayMs` 0) or after a delay during which the
  *   task may still complete; a terminal task answers TaskNotCancelable (`failed_precondition`).
+ * - refuseNextSend() makes the agent itself refuse the next SendMessage (A2A InvalidParamsError).
  * - forget() loses one task (TaskNotFound from then on), redeploy() moves the agent to another interface
  *   (its old route answers 404 pages, not A2A), pageNext() and pagesUntil() make a gateway answer 404
  *   pages with the card unchanged, refuseUntil() refuses connections, `startDelayMs` makes SendMessage
@@ -64,6 +65,8 @@ export class SimAgent {
   private pagesUntilMs = -1;
   private refusedUntilMs = -1;
   private readonly pagesNext: string[] = [];
+  private refuseSends = 0;
+  private readonly refusedMessages = new Set<string>();
   /** SendMessage answers this long after the task was created (a slow agent). */
   startDelayMs = 0;
   /** CancelTask is acknowledged at once and the task ends CANCELED this long after (0: at once). */
@@ -90,6 +93,12 @@ export class SimAgent {
     const now = this.clock.now();
     const job = this.jobs[req.job];
     if (!job) throw new TaskplaneError('invalid_argument', 'unknown job');
+    if (this.refuseSends > 0) {
+      // The agent's own refusal (A2A InvalidParamsError), not a transport failure: no task is created.
+      this.refuseSends--;
+      this.refusedMessages.add(req.messageId);
+      throw new TaskplaneError('invalid_argument', 'InvalidParams: the agent refuses this message');
+    }
     const dup = (this.liveByJob.get(job.index) ?? 0) > 0 || this.completedJobs.has(job.index);
     if (dup) this.ledger.duplicateTasks++;
     this.liveByJob.set(job.index, (this.liveByJob.get(job.index) ?? 0) + 1);
@@ -252,6 +261,16 @@ export class SimAgent {
       for (const s of task.streams) s.crash();
       task.streams = [];
     }
+  }
+
+  /** The next SendMessage is refused by the agent itself (A2A InvalidParamsError). */
+  refuseNextSend(): void {
+    this.refuseSends++;
+  }
+
+  /** Whether the agent itself refused a SendMessage with this message id. */
+  refused(messageId: string): boolean {
+    return this.refusedMessages.has(messageId);
   }
 
   /** The next request of this kind meets a gateway's 404 page (the card is unchanged). */
