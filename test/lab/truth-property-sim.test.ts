@@ -24,6 +24,7 @@ import type { JobSpec } from '../../src/lab/world-model.ts';
  * policy (start deadline, lost → escalate) or our own cancel of a job that never reached the agent.
  *
  * test/plane/truth-property.test.ts holds the same rule over the engine tests' fake remote.
+ * `TRUTH_SEED=… TRUTH_RUNS=…` run other seeds or more schedules (a sweep by hand, not for CI).
  */
 
 const TENANT = 'lab';
