@@ -46,13 +46,12 @@ import {
 import {
   connectorFor,
   describeError,
-  silentLogger,
   waitFor,
   type ConnectorResolver,
   type PlaneContext,
-  type PlaneLogger,
   type StartOutcome,
 } from './context.ts';
+import { silentLogger, type Logger } from '../core/logger.ts';
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
 import { observe, type ObserveResult } from './observe.ts';
 import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
@@ -72,7 +71,7 @@ export interface PlanePorts {
   random: Random;
   store: EnvelopeStore;
   connectors: ConnectorResolver;
-  logger?: PlaneLogger;
+  logger?: Logger;
   options?: PlaneOptions;
   /** Lease owner name; unique per process. @default a random id */
   instanceId?: string;

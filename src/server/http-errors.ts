@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
 
 /**
