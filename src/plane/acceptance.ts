@@ -156,6 +156,21 @@ export interface InputViolation {
  * does not take this input. The error names each failing instance path and keyword, in its message and
  * in `details.violations`. A schema that does not compile is the operator's configuration error.
  */
+/**
+ * Checks a target's input schema when it is configured (it must be an object that compiles), so a bad
+ * one stops the start with a `config` error naming `field` instead of failing each create later.
+ */
+export function checkInputSchema(field: string, schema: unknown): Record<string, unknown> {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    throw new TaskplaneError('config', `${field}: must be a JSON Schema object`, { field });
+  try {
+    compiledFor(schema as Record<string, unknown>);
+  } catch (err) {
+    throw new TaskplaneError('config', `${field}: ${(err as Error).message}`, { field });
+  }
+  return schema as Record<string, unknown>;
+}
+
 export function checkTargetInput(target: string, schema: Record<string, unknown>, input: unknown): void {
   let validate: ValidateFunction;
   try {
