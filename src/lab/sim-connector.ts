@@ -58,7 +58,8 @@ export interface SimConnectorOptions {
  * wire, one request per call (counted in the ledger exactly as docs/lab.md defines a request), one network
  * latency each way, TaskNotFound as `not_found`, UnsupportedOperation and TaskNotCancelable as
  * `failed_precondition`, a stream drop as `unavailable`, a 404 page as `unavailable` with
- * `details.route = 'not_protocol'`, a refused connection as `unavailable` with `details.notSent`. The agent is not idempotent on messageId (`idempotentStart: false`).
+ * `details.route = 'not_protocol'`, a refused connection as `unavailable` with `details.notSent`. The
+ * agent is not idempotent on messageId (`idempotentStart: false`).
  */
 export class SimConnector implements Connector {
   readonly kind = 'a2a';
