@@ -54,6 +54,7 @@ export function mcpHttp(o: McpHttpOptions): (req: Request, tenant: string) => Pr
       );
     }
     let id: JsonRpcId | null = null;
+    let legacy = false;
     try {
       let text: string;
       try {
@@ -76,6 +77,7 @@ export function mcpHttp(o: McpHttpOptions): (req: Request, tenant: string) => Pr
       id = peekId(body);
       const headers = checkHeaders(req.headers, body);
       if (!headers.ok) throw headers.error;
+      legacy = headers.era === 'legacy';
       const message = decodeMessage(body);
       if (message.kind === 'notification') return new Response(null, { status: 202 });
       id = message.id;
@@ -98,7 +100,14 @@ export function mcpHttp(o: McpHttpOptions): (req: Request, tenant: string) => Pr
       }
       return sse(answer.stream, o.keepAliveMs, () => gone.abort());
     } catch (err) {
-      if (err instanceof McpError) return json(err.httpStatus, errorResponse(id, err));
+      if (err instanceof McpError) {
+        // 2025-11-25 Streamable HTTP answers a JSON-RPC error to a well-formed request with 200 (a client
+        // such as the v1 SDK reads any other status as a transport failure); the error table's statuses
+        // are 2026-07-28's.
+        const status =
+          legacy && err.code !== 'ParseError' && err.code !== 'InvalidRequest' ? 200 : err.httpStatus;
+        return json(status, errorResponse(id, err));
+      }
       if (err instanceof RpcFailure) return json(200, { jsonrpc: '2.0', id, error: err.error });
       o.logger.error({ err }, 'MCP request failed');
       return json(500, errorResponse(id, internalError()));
