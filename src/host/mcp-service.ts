@@ -50,6 +50,7 @@ import {
   type InputResponses,
   type JsonObject,
   type JsonRpcErrorObject,
+  type JsonRpcId,
   type RequestMeta,
 } from '../protocols/mcp/types.ts';
 import type { AgentDefinition } from './agent-api.ts';
@@ -102,6 +103,10 @@ export interface McpCall {
   protocolVersion: string;
   /** Fires when the client goes away. */
   signal: AbortSignal;
+  /** The request's JSON-RPC id (a stream that ends with the response carries it). */
+  id: JsonRpcId;
+  /** The client accepts an SSE answer (`Accept: text/event-stream`). */
+  acceptsStream: boolean;
 }
 
 /** A JSON-RPC error the remote work itself produced (a synchronous tool call that failed). */
@@ -530,8 +535,13 @@ export class McpService {
         const { record, mcp } = await this.own(decodeTaskIdParams(params, false).taskId, call);
         return { result: legacyTaskOf(record, mcp) };
       }
-      case 'tasks/result':
-        return { result: await this.legacyResult(decodeTaskIdParams(params, false).taskId, call) };
+      case 'tasks/result': {
+        const taskId = decodeTaskIdParams(params, false).taskId;
+        const { record } = await this.own(taskId, call);
+        if (call.acceptsStream && !isTerminalTaskState(record.state))
+          return { stream: this.legacyResultStream(taskId, call) };
+        return { result: await this.legacyResult(taskId, call) };
+      }
       case 'tasks/list':
         return { result: await this.legacyList(params, call) };
       case 'tasks/cancel': {
@@ -569,6 +579,43 @@ export class McpService {
     if (!isTerminalTaskState(record.state))
       throw new RpcFailure({ code: -32603, message: 'The request was aborted' });
     throw new RpcFailure(failedError(record, mcp));
+  }
+
+  /**
+   * tasks/result on an SSE answer: `notifications/tasks/status` for each status the task takes while
+   * the client waits (2025-11-25 sends them where it can; a stateless server can only on a response
+   * stream), then the response itself.
+   */
+  private async *legacyResultStream(taskId: string, call: McpCall): AsyncGenerator<object> {
+    let last = '';
+    const status = async (): Promise<AgentTaskRecord | undefined> => {
+      const record = await this.o.store.getAgentTask(taskId);
+      const frame = record && this.statusNotification(record);
+      const text = JSON.stringify(frame);
+      if (frame && text !== last) {
+        last = text;
+        pending.push(frame);
+      }
+      return record;
+    };
+    const pending: object[] = [];
+    await status();
+    yield* pending.splice(0);
+    for await (const event of this.o.feed.events(taskId, 0, call.signal)) {
+      const state = payloadState(event.payload as StoredEvent);
+      if (!state) continue;
+      await status();
+      yield* pending.splice(0);
+      if (isTerminalTaskState(state)) break;
+    }
+    if (call.signal.aborted) return;
+    try {
+      yield { jsonrpc: '2.0', id: call.id, result: await this.legacyResult(taskId, call) };
+    } catch (err) {
+      if (err instanceof RpcFailure) yield { jsonrpc: '2.0', id: call.id, error: err.error };
+      else if (err instanceof McpError) yield { jsonrpc: '2.0', id: call.id, error: err.toJsonRpc() };
+      else throw err;
+    }
   }
 
   /** tasks/list: the caller's MCP tasks, newest first, paged with the store's cursor. */

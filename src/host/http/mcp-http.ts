@@ -93,6 +93,8 @@ export function mcpHttp(o: McpHttpOptions): (req: Request, tenant: string) => Pr
         era: headers.era,
         protocolVersion: headers.protocolVersion,
         signal,
+        id: message.id,
+        acceptsStream: (req.headers.get('accept') ?? '').includes('text/event-stream'),
       });
       if ('result' in answer) {
         req.signal.removeEventListener('abort', onAbort);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { RunningHost } from '../../../src/host/start-host.ts';
 import { MemoryStore } from '../../../src/store/memory/memory-store.ts';
 import { startTestHost } from '../in-process.ts';
@@ -79,6 +79,24 @@ describe('MCP 2025-11-25 with the v1 SDK client', () => {
     expect((await client.experimental.tasks.getTask(taskId)).status).toBe('failed');
     const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
     expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'The job failed' }] });
+  });
+
+  it('tasks/result on a running task streams notifications/tasks/status, then the result', async () => {
+    const statuses: string[] = [];
+    client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+      statuses.push(`${n.params.taskId}:${n.params.status}`);
+    });
+    const stream = client.experimental.tasks.callToolStream(
+      { name: 'slow_compute', arguments: { seconds: 0.5, label: 'streamed' } },
+      CallToolResultSchema,
+    );
+    const first = await stream.next();
+    const taskId = first.value?.type === 'taskCreated' ? first.value.task.taskId : '';
+    await stream.return(undefined);
+    const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(result).toMatchObject({ content: [{ type: 'text', text: 'Computed streamed after 0.5s' }] });
+    expect(statuses[0]).toBe(`${taskId}:working`);
+    expect(statuses.at(-1)).toBe(`${taskId}:completed`);
   });
 
   it('cancels a running task, and refuses to cancel it again (2025-11-25: -32602 on a terminal task)', async () => {
