@@ -6,7 +6,7 @@ import type { RunningHost } from '../../../src/host/start-host.ts';
 import { MemoryStore } from '../../../src/store/memory/memory-store.ts';
 import { TASKS_EXTENSION } from '../../../src/protocols/mcp/types.ts';
 import { tempDb } from '../helpers.ts';
-import { startTestHost, type Wire } from '../in-process.ts';
+import { call, startTestHost, type Wire } from '../in-process.ts';
 import agent from './conformance-agent.ts';
 import { mcp, pollTask } from './mcp-client.ts';
 
@@ -231,6 +231,25 @@ describe('MCP 2026-07-28 at /mcp', () => {
     await mcp(h.mcpUrl, 'tasks/update', { taskId: t.taskId, inputResponses: { second: accept } });
     const done = await pollTask(h.mcpUrl, t.taskId, terminal);
     expect(done.result.content[0].text).toBe('Received first and second');
+  });
+
+  it('an MCP task waiting for input takes no A2A message as its answer', async () => {
+    const h = await host();
+    const t = (await mcp(h.mcpUrl, 'tools/call', { name: 'confirm_delete', arguments: { filename: 'f' } }))
+      .body.result;
+    await pollTask(h.mcpUrl, t.taskId, (x) => x.status === 'input_required');
+    const followUp = await call(h.url, 'SendMessage', {
+      message: {
+        messageId: 'm-1',
+        role: 'ROLE_USER',
+        taskId: t.taskId,
+        parts: [{ data: { 'elicit-1': { action: 'accept' } } }],
+      },
+    });
+    expect(followUp.body.error?.code).toBe(-32001);
+    expect((await mcp(h.mcpUrl, 'tasks/get', { taskId: t.taskId })).body.result.status).toBe(
+      'input_required',
+    );
   });
 
   it('MRTR rounds come before the task, and requestState never reaches the task', async () => {
