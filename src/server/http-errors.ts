@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
+import { bodyLeftUnread } from './request-body.ts';
 
 /**
  * Our error codes → HTTP, at the edge only: the one table the plane server answers from. The
@@ -11,6 +12,7 @@ const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_argument: 400,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  resource_exhausted: 429,
   not_found: 404,
   conflict: 409,
   version_conflict: 409,
@@ -44,6 +46,9 @@ export function sendError(c: Context, err: unknown): Response {
   const { status, body } = errorResponse(err);
   // A refused request body that may still be arriving: close rather than read the rest (request-body.ts).
   if (isTaskplaneError(err) && err.details?.closeConnection === true) c.header('connection', 'close');
+  else if (bodyLeftUnread(c.req.raw)) c.header('connection', 'close');
+  const retryAfter = isTaskplaneError(err) ? err.details?.retryAfterSeconds : undefined;
+  if (typeof retryAfter === 'number') c.header('retry-after', String(retryAfter));
   return c.json(body, status);
 }
 

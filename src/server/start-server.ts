@@ -18,6 +18,7 @@ import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
 import { labRoute } from './lab-route.ts';
 import { createServerApp, type MetricsAccess, type ServerAppOptions } from './server-app.ts';
+import type { TenantLimitsOptions } from './tenant-limits.ts';
 
 /** Options of `startServer`; every default is the CLI's. */
 export interface ServerOptions {
@@ -66,8 +67,11 @@ export interface ServerOptions {
   random?: Random;
   /** prom-client process metrics (off in tests that start many servers). @default true */
   defaultMetrics?: boolean;
-  /** Request body limits and JSON nesting limit (server-app.ts and docs/security.md give the defaults). */
-  limits?: Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>;
+  /**
+   * Request body limits, the JSON nesting limit and the per-tenant limits (server-app.ts,
+   * tenant-limits.ts; docs/security.md gives the defaults).
+   */
+  limits?: Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'> & TenantLimitsOptions;
   /**
    * Names this plane process as the owner of its leases; unique per process sharing a database.
    * @default `plane@<hostname>:<port>`, or a random id with port 0
@@ -188,13 +192,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
 
   // Listen first: the plane's public URL may be the listening address, known only now.
-  let handler: ((req: Request) => Response | Promise<Response>) | null = null;
+  let handler: ((req: Request, env: unknown) => Response | Promise<Response>) | null = null;
   const port = options.port ?? 8080;
   const bind = options.bind ?? '127.0.0.1';
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
       {
-        fetch: (req) => (handler ? handler(req) : new Response('starting', { status: 503 })),
+        // The node objects go through as hono's `c.env`: SSE streams write to the response directly.
+        fetch: (req, env) => (handler ? handler(req, env) : new Response('starting', { status: 503 })),
         port,
         hostname: bind,
       },
@@ -266,8 +271,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     ...(options.lab === false ? {} : { lab: labRoute(ROOT_DIR, logger.child({ part: 'lab-page' })) }),
     ...(options.defaultMetrics !== undefined ? { defaultMetrics: options.defaultMetrics } : {}),
     ...options.limits,
+    clock,
   });
-  handler = (req) => app.fetch(req);
+  handler = (req, env) => app.fetch(req, env);
   await plane.start();
   await keys.start((err) =>
     logger.warn({ err: err instanceof Error ? err.message : 'error' }, 'API key sweep failed'),

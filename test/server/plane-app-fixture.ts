@@ -7,6 +7,7 @@ import { Plane } from '../../src/plane/plane.ts';
 import { KeyRing, seedApiKeys } from '../../src/server/api-keys.ts';
 import { StreamTickets } from '../../src/server/stream-tickets.ts';
 import { createServerApp, type ServerAppOptions } from '../../src/server/server-app.ts';
+import type { TenantLimitsOptions } from '../../src/server/tenant-limits.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
@@ -15,7 +16,10 @@ export const KEY_A = 'key-aaaaaaaaaaaaaaaa';
 export const KEY_B = 'key-bbbbbbbbbbbbbbbb';
 
 export interface PlaneAppOptions {
-  limits?: Partial<Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>>;
+  limits?: Partial<Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>> &
+    TenantLimitsOptions;
+  /** The clock of the per-tenant write rate (server-app.ts); @default a SystemClock */
+  limitsClock?: Clock;
   store?: Store;
   /** @default a SystemClock; a VirtualClock keeps the engine's timed work (polls, retries) from running. */
   clock?: Clock;
@@ -56,6 +60,7 @@ export async function planeApp(o: PlaneAppOptions = {}) {
     signal: shutdown.signal,
     defaultMetrics: false,
     ...o.limits,
+    ...(o.limitsClock ? { clock: o.limitsClock } : {}),
   });
   const fetch = (path: string, init: RequestInit = {}) =>
     app.fetch(new Request(`http://plane.test${path}`, { duplex: 'half', ...init } as RequestInit));
