@@ -1,3 +1,4 @@
+import type { SchemaCompiler } from './acceptance.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Random } from '../core/random.ts';
 import type { Envelope } from '../core/envelope.ts';
@@ -58,6 +59,8 @@ export interface PlaneContext {
    * policy reaches the start path without importing it.
    */
   startAgain(envelope: Envelope): Promise<StartOutcome>;
+  /** Compiles acceptance schemas off the event loop, when the plane was given one (PlanePorts). */
+  schemaCompiler?: SchemaCompiler;
 }
 
 export type StartOutcome =

@@ -33,7 +33,7 @@ import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, EnvelopeStore, Page } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
 import { readArtifacts, type ArtifactContent } from './artifact-content.ts';
-import { checkAcceptanceSchema } from './acceptance.ts';
+import { checkAcceptanceSchema, checkAcceptanceSchemaOffLoop, type SchemaCompiler } from './acceptance.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
 import {
@@ -76,6 +76,11 @@ export interface PlanePorts {
   options?: PlaneOptions;
   /** Lease owner name; unique per process. @default a random id */
   instanceId?: string;
+  /**
+   * Where acceptance schemas are compiled (worker-schema-compiler.ts: a worker thread with a deadline,
+   * which the server wires). @default in process, on the event loop (the lab, tests)
+   */
+  schemaCompiler?: SchemaCompiler;
 }
 
 /**
@@ -158,6 +163,7 @@ export class Plane {
       streamAttached: (id) => this.watchers.get(id)?.state === 'attached',
       revisions: new Map(),
       startsInFlight: new Set(),
+      ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
       startAgain: async (envelope) => {
         const outcome = await startOnce(this.ctx, envelope, { resend: true });
@@ -289,10 +295,13 @@ export class Plane {
       if (existing) return sameOrConflict(existing);
     }
     // After the idempotency lookup: a repeat returns its envelope without compiling the schema again.
+    const compiler = this.ports.schemaCompiler;
     const schema =
       req.acceptance?.schema === undefined
         ? undefined
-        : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
+        : compiler
+          ? await checkAcceptanceSchemaOffLoop(req.acceptance.schema, compiler, this.config.acceptance)
+          : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
     const overBudget = await tenantBudgetExhausted(ctx, tenant);
     if (overBudget) {
       // Nothing to record it on yet: the refusal (409 with the reason) and a log line say why.

@@ -13,6 +13,7 @@ import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-connector.ts';
 import { Plane } from '../plane/plane.ts';
+import { WorkerSchemaCompiler } from '../plane/worker-schema-compiler.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
@@ -216,10 +217,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // reconciliation leases) back at once instead of waiting out its dead predecessor's.
   const instanceId =
     options.instanceId ?? (port !== 0 ? `plane@${hostname()}:${port}` : newId(clock, random, 'pln_'));
+  // Acceptance schemas compile in a worker thread with a deadline, never on the event loop.
+  const schemaCompiler = new WorkerSchemaCompiler({ clock });
   const plane = new Plane({
     clock,
     random,
     store,
+    schemaCompiler,
     connectors: (target) => connectors.get(target),
     logger: logger.child({ part: 'plane' }),
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
@@ -296,6 +300,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
         await Promise.allSettled([...revocations]);
         await plane.stop();
+        await schemaCompiler.close();
         await closed;
         if (ownsStore) await store.close();
       })()),
