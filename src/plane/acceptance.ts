@@ -12,7 +12,7 @@ import { linearRegExp } from './linear-regexp.ts';
  * "Completion is not acceptance"): a job can succeed remotely and still be rejected here because its output does
  * not match the schema the caller gave at creation.
  *
- * A schema is one tenant's input compiled into code that runs on the shared event loop, so:
+ * A schema is one tenant's input compiled into code that runs in the shared process, so:
  * - each schema is compiled by an Ajv instance of its own: nothing it declares (`$id`, nested `$id`s,
  *   definitions) is visible to another tenant's schema, and two tenants may use the same `$id`;
  * - every regular expression (`pattern`, `patternProperties`, `propertyNames.pattern`) runs in RE2
@@ -20,6 +20,8 @@ import { linearRegExp } from './linear-regexp.ts';
  * - `format` is an annotation, as JSON Schema 2020-12 makes it by default: no format validator (each a
  *   hand-written regular expression) ever runs on an output;
  * - size, depth and pattern length are capped before anything is kept (acceptance-limits.ts);
+ * - with a SchemaCompiler (the server wires worker-schema-compiler.ts) the compile runs in a worker thread
+ *   within a deadline, and the event loop only validates, which RE2 keeps linear in the output;
  * - compiled validators are cached by the schema's canonical hash in a bounded LRU, so repeats of one
  *   schema (idempotent retries parse a fresh object each time) compile once and memory stays flat.
  */
