@@ -3,6 +3,8 @@ import { VirtualClock, SystemClock } from '../../src/core/clock.ts';
 import { TaskplaneError } from '../../src/core/errors.ts';
 import { newEnvelope, type Envelope } from '../../src/core/envelope.ts';
 import {
+  COMPILED_SCHEMAS_KEPT,
+  checkAcceptanceSchema,
   checkAcceptanceSchemaOffLoop,
   compiledSchemaCount,
   decideAcceptance,
@@ -12,6 +14,8 @@ import {
 } from '../../src/plane/acceptance.ts';
 import { acceptanceLimits } from '../../src/plane/acceptance-limits.ts';
 import { WorkerSchemaCompiler } from '../../src/plane/worker-schema-compiler.ts';
+import { planeApp } from '../server/plane-app-fixture.ts';
+import { untilStored } from '../support/until-stored.ts';
 
 /**
  * Acceptance schemas compiled off the event loop: in a worker thread (the server's compiler), within a
@@ -163,5 +167,36 @@ describe('acceptance schemas compile in a worker thread', () => {
     await prepareAcceptance(structuredClone(schema), workers);
     expect(workers.calls).toBe(1);
     expect(decideAcceptance(finished(schema, 'x'), [], 1)?.status).toBe('rejected');
+  });
+
+  it('through the plane: the create compiles in the worker, and so does a job decided after the cache let its schema go', async () => {
+    const workers = counting(compiler());
+    const app = await planeApp({ schemaCompiler: workers });
+    try {
+      const schema = fresh({
+        type: 'object',
+        required: ['total'],
+        properties: { total: { type: 'number' } },
+      });
+      const { envelope } = await app.plane.create(
+        { tenant: 'alpha', target: 'fake', input: 1, acceptance: { schema } },
+        { wait: 'started' },
+      );
+      expect(workers.calls).toBe(1);
+      // Other schemas push this one out of the validator cache.
+      for (let i = 0; i < COMPILED_SCHEMAS_KEPT; i++) checkAcceptanceSchema(fresh({ const: i }));
+      app.remote.set(envelope.remoteId!, 'succeeded', {
+        artifacts: [{ artifactId: 'a', content: { total: 'no' } }],
+      });
+      const decided = async () =>
+        (await app.store.getEnvelope(envelope.id))?.acceptance?.status !== 'pending';
+      await untilStored(app.store, envelope.id, decided, 'acceptance decided');
+      const env = await app.plane.get('alpha', envelope.id);
+      expect(env.acceptance?.status).toBe('rejected');
+      expect(env.acceptance?.reasons.join(' ')).toMatch(/must be number/);
+      expect(workers.calls).toBe(2);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -3,6 +3,7 @@ import pino, { type Logger } from 'pino';
 import { SystemClock, type Clock } from '../../src/core/clock.ts';
 import type { Connector } from '../../src/connectors/connector.ts';
 import { CryptoRandom } from '../../src/core/random.ts';
+import type { SchemaCompiler } from '../../src/plane/acceptance.ts';
 import { Plane } from '../../src/plane/plane.ts';
 import { KeyRing, seedApiKeys } from '../../src/server/api-keys.ts';
 import { StreamTickets } from '../../src/server/stream-tickets.ts';
@@ -27,6 +28,8 @@ export interface PlaneAppOptions {
   connectors?: Record<string, Connector>;
   /** @default a silent logger */
   logger?: Logger;
+  /** Where acceptance schemas compile (PlanePorts.schemaCompiler). @default in process */
+  schemaCompiler?: SchemaCompiler;
 }
 
 /**
@@ -44,6 +47,7 @@ export async function planeApp(o: PlaneAppOptions = {}) {
     store,
     connectors: (t) => (Object.hasOwn(connectors, t) ? connectors[t] : undefined),
     options: { publicUrl: 'http://plane.test' },
+    ...(o.schemaCompiler ? { schemaCompiler: o.schemaCompiler } : {}),
   });
   await plane.start();
   const shutdown = new AbortController();
