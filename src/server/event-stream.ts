@@ -26,6 +26,8 @@ export interface EventStreamOptions {
   revoked?: AbortSignal;
   /** Called once when the stream has ended, however it ended (frees the tenant's stream slot). */
   onEnd?: () => void;
+  /** Least time between two sends of a busy stream; events in between go out together. @default 250 */
+  batchMs?: number;
 }
 
 /**
@@ -146,10 +148,26 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
     if (s.aborted) closed = true;
     else s.addEventListener('abort', close, { once: true });
   }
+  // When this stream last sent: a wake-up soon after waits out the rest of BATCH_MS (see below).
+  let sentAt = Number.NEGATIVE_INFINITY;
   try {
     while (!closed) {
       if (dirty) {
+        const rest = sentAt + (o.batchMs ?? BATCH_MS) - performance.now();
+        if (rest > 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, rest);
+            wake = () => {
+              if (!closed) return;
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = null;
+          if (closed) break;
+        }
         dirty = false;
+        sentAt = performance.now();
         for (;;) {
           const events = await streamWakeups(o.store).read(o.tenant, o.envelopeId ?? null, last);
           if (events.length > 0 && !closed) {
@@ -184,6 +202,14 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
 }
 
 const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
+
+/**
+ * A stream sends at once when it has been quiet, and at most once per this interval while its tenant
+ * keeps writing: what happened in between goes out in one write. Each send costs a log read and a
+ * socket write per stream, so without it a tenant's write rate times its stream count was work for the
+ * event loop; with it the work is bounded by the stream count alone (docs/performance.md, "Abuse").
+ */
+const BATCH_MS = 250;
 
 /**
  * The change fan-out of a store's open streams: one store subscription, and each change wakes only the
