@@ -56,12 +56,31 @@ export default tseslint.config(
     },
   },
   {
+    // Only the CLI reads the environment and builds the logger; library code takes the logger port
+    // (src/core/logger.ts) and its settings as arguments.
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'pino', message: 'take a Logger (src/core/logger.ts); only src/cli/ builds pino' }],
+        },
+      ],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'only src/cli/ reads the environment' },
+      ],
+    },
+  },
+  {
     // Wire formats describe bytes; the servers that carry them live with their users (host/http/).
     files: ['src/protocols/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
+          paths: [{ name: 'pino', message: 'take a Logger (src/core/logger.ts); only src/cli/ builds pino' }],
           patterns: [
             {
               regex: '^(node:)?(http|https|http2|net)$|^hono$|^@hono/',

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import pino from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
@@ -6,7 +6,13 @@ import { intOption, LOG_LEVELS } from './cli-options.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
 import { demoTarget, seedDemoTasks, startDemoHost } from '../server/demo.ts';
-import { parseTargetSigningSecrets, parseTargets, startServer } from '../server/start-server.ts';
+import { startServer } from '../server/start-server.ts';
+import {
+  parseTargetSigningSecrets,
+  parseTargets,
+  parseTargetsFile,
+  type TargetConfig,
+} from '../server/targets.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 
 /** Flags first, then the JSON options over them, one level deep per section (delivery, stream, poll, …). */
@@ -57,6 +63,20 @@ function printForPeople(lines: string[]): void {
   console.log(tty ? `\x1b[2m${rule}\x1b[0m` : rule);
 }
 
+function readTargetsFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new TaskplaneError(
+      'config',
+      `--targets-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      {
+        field: 'targets-file',
+      },
+    );
+  }
+}
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -79,9 +99,13 @@ export function registerServeCommand(program: Command): void {
     )
     .option(
       '--target <name=url>',
-      'an A2A agent to track tasks on (repeatable; also TASKPLANE_TARGETS=name=url,…)',
+      'a target to track tasks on; the URL scheme picks its kind (http(s):// = A2A agent; repeatable; also TASKPLANE_TARGETS=name=url,…)',
       collect,
       [],
+    )
+    .option(
+      '--targets-file <path>',
+      'targets as JSON {"name": {"kind": …, …settings}}; secrets as {"env": "VAR"} (docs/plane.md; also TASKPLANE_TARGETS_FILE)',
     )
     .option('--keys-file <path>', 'API keys, one tenant:key per line (else TASKPLANE_API_KEYS=tenant:key,…)')
     .option('--reconcile-interval-ms <ms>', 'reconciliation interval per target', intOption(1), 600_000)
@@ -114,19 +138,18 @@ export function registerServeCommand(program: Command): void {
       const parsed = parseStoreUrl(db);
       if (parsed.kind === 'sqlite' && parsed.path.includes('/'))
         mkdirSync(parsed.path.slice(0, parsed.path.lastIndexOf('/')), { recursive: true });
-      const targets: Record<
-        string,
-        string | { baseUrl: string; idempotentStart?: boolean; webhookSigningSecret?: string }
-      > = {
+      const targetsFile = (opts.targetsFile as string | undefined) ?? process.env.TASKPLANE_TARGETS_FILE;
+      const targets: Record<string, TargetConfig> = {
+        ...(targetsFile ? parseTargetsFile(readTargetsFile(targetsFile), targetsFile) : {}),
         ...parseTargets(process.env.TASKPLANE_TARGETS),
         ...parseTargets((opts.target as string[]).join(',')),
       };
       const secrets = parseTargetSigningSecrets(
         process.env.TASKPLANE_TARGET_SIGNING_SECRETS,
-        new Set(Object.keys(targets)),
+        new Set(Object.keys(targets).filter((name) => targets[name]!.kind === 'a2a')),
       );
       for (const [name, webhookSigningSecret] of Object.entries(secrets))
-        targets[name] = { baseUrl: targets[name] as string, webhookSigningSecret };
+        targets[name] = { ...targets[name]!, webhookSigningSecret };
       let host: RunningHost | null = null;
       if (opts.demo) {
         mkdirSync('data', { recursive: true });
@@ -139,6 +162,7 @@ export function registerServeCommand(program: Command): void {
         bind: opts.bind as string,
         db,
         targets,
+        env: process.env,
         ...(process.env.TASKPLANE_API_KEYS ? { apiKeys: process.env.TASKPLANE_API_KEYS } : {}),
         ...(opts.keysFile ? { apiKeysFile: opts.keysFile as string } : {}),
         ...(((opts.metricsToken as string | undefined) ?? process.env.TASKPLANE_METRICS_TOKEN)

@@ -2,6 +2,9 @@
  * One small error hierarchy with stable codes (undici style). Translation to JSON-RPC, HTTP, A2A or MCP
  * shapes happens only at the edge (server/, protocols/); a client never sees raw internal text.
  *
+ * A request whose every field is valid can still be one the target does not take: `unprocessable` (its
+ * input fails the target's input schema), apart from `invalid_argument` (a field is wrong).
+ *
  * Bad input has two codes, by who supplied it: `config` for the operator's configuration (options, flags,
  * environment, files read at start), `invalid_argument` for a caller's request. A `config` error that
  * reaches an HTTP edge is the server's fault, not the caller's, so it answers 500.
@@ -11,6 +14,7 @@
  */
 export type ErrorCode =
   | 'invalid_argument'
+  | 'unprocessable'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'resource_exhausted'

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import type { AgentSkill, Artifact, JsonObject, Message, Part, Task } from '../protocols/a2a/types.ts';
 
 /**

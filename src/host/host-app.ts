@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
 import type { A2ARequestHandler, Authenticate } from '../protocols/a2a/handler.ts';

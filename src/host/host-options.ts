@@ -1,5 +1,4 @@
-import type pino from 'pino';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../core/bounded-json.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -52,9 +51,8 @@ export interface HostOptions {
   maxJsonDepth?: number;
   clock?: Clock;
   random?: Random;
+  /** Where the host logs (a pino logger fits; the CLI passes one). @default silent */
   logger?: Logger;
-  /** Level of the JSON logger on stdout made when no `logger` is given. @default 'info' */
-  logLevel?: pino.LevelWithSilent;
   /** DNS for the webhook SSRF check. @default node:dns lookup */
   resolver?: Resolver;
   /** Replace the HTTP push sender (tests). */
@@ -88,13 +86,11 @@ export interface HostConfig {
   keepAliveMs: number;
   maxBodyBytes: number;
   maxJsonDepth: number;
-  logLevel: pino.LevelWithSilent;
   /** undefined: derived from the hostname and port once the port is known. */
   hostId: string | undefined;
   hostLeaseMs: number;
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 function bad(field: string, message: string): TaskplaneError {
   return new TaskplaneError('config', `${field}: ${message}`, { field });
@@ -174,7 +170,6 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
     keepAliveMs: positive('keepAliveMs', options.keepAliveMs, DEFAULT_KEEPALIVE_MS),
     maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 1),
     maxJsonDepth: integer('maxJsonDepth', options.maxJsonDepth, DEFAULT_MAX_JSON_DEPTH, 1),
-    logLevel: oneOf('logLevel', options.logLevel, LOG_LEVELS, 'info'),
     hostId: text('hostId', options.hostId),
     hostLeaseMs: positive('hostLeaseMs', options.hostLeaseMs, 30_000),
   };

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import { openStore } from '../store/open-store.ts';
 import type { AgentTaskStore } from '../store/store.ts';
 
@@ -8,5 +8,5 @@ import type { AgentTaskStore } from '../store/store.ts';
  * pool, or `?synchronous=FULL`), so a 2xx is sent only after the task is on disk.
  */
 export function openHostStore(url: string, logger: Logger): Promise<AgentTaskStore> {
-  return openStore(url, { logger: { info: (msg) => logger.info(msg), warn: (msg) => logger.warn(msg) } });
+  return openStore(url, { logger: logger.child({ part: 'store' }) });
 }

@@ -13,3 +13,4 @@ export {
 } from './agent-api.ts';
 export { startHost, type HostOptions, type RunningHost } from './start-host.ts';
 export type { AgentSkill, JsonObject, Message, Part, Task } from '../protocols/a2a/types.ts';
+export type { Logger, LogFn } from '../core/logger.ts';

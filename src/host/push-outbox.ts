@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import type { AgentTaskStore, OutboxRow } from '../store/store.ts';
 import type { PushSender } from './push-sender.ts';

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import type { AgentTaskStore } from '../store/store.ts';
 import { isTerminalTaskState } from '../protocols/a2a/types.ts';

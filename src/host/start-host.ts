@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { resolve as resolvePath } from 'node:path';
-import pino from 'pino';
 import { SystemClock } from '../core/clock.ts';
+import { silentLogger } from '../core/logger.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { CryptoRandom } from '../core/random.ts';
@@ -120,7 +120,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const config = hostConfig(options);
   const clock = options.clock ?? new SystemClock();
   const random = options.random ?? new BufferedRandom(new CryptoRandom());
-  const logger = options.logger ?? pino({ level: config.logLevel });
+  const logger = options.logger ?? silentLogger;
   const { port, bind, inputTimeoutMs, pushBaseMs, pushAttempts, pushTimeoutMs } = config;
   const authMode = config.auth;
   const authenticate: Authenticate = config.keys ? bearerKeyAuth(config.keys) : noAuth;

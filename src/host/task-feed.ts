@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import type { AgentTaskEvent, AgentTaskStore, ChangeNotice } from '../store/store.ts';
 
 const PAGE = 500;

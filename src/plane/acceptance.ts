@@ -292,6 +292,71 @@ export async function prepareAcceptance(
   await compileOffLoop(key, schema, compiler, limits.compileTimeoutMs).catch(() => undefined);
 }
 
+/** How many failing places a refusal names: the first few are what a person acts on. */
+export const INPUT_VIOLATIONS_NAMED = 5;
+
+/** One place where a job's input fails its target's input schema (JSON Pointer paths, as Ajv gives them). */
+export interface InputViolation {
+  /** Where in `input` (`""` is the input itself). */
+  instancePath: string;
+  /** The schema keyword that failed (`required`, `type`, `minimum`, …). */
+  keyword: string;
+  /** Where in the schema that keyword is (`#/properties/amount/minimum`). */
+  schemaPath: string;
+  message: string;
+}
+
+/**
+ * Checks a job's input against its target's input schema (Connector.inputSchema), compiled and cached
+ * like an acceptance schema (own Ajv instance, RE2 patterns, no format validators). A mismatch is
+ * `unprocessable` (HTTP 422, not 400): the request is well-formed and every field valid, but the target
+ * does not take this input. The error names each failing instance path and keyword, in its message and
+ * in `details.violations`. A schema that does not compile is the operator's configuration error.
+ */
+/**
+ * Checks a target's input schema when it is configured (it must be an object that compiles), so a bad
+ * one stops the start with a `config` error naming `field` instead of failing each create later.
+ */
+export function checkInputSchema(field: string, schema: unknown): Record<string, unknown> {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    throw new TaskplaneError('config', `${field}: must be a JSON Schema object`, { field });
+  try {
+    compiledFor(schema as Record<string, unknown>);
+  } catch (err) {
+    throw new TaskplaneError('config', `${field}: ${(err as Error).message}`, { field });
+  }
+  return schema as Record<string, unknown>;
+}
+
+export function checkTargetInput(target: string, schema: Record<string, unknown>, input: unknown): void {
+  let validate: ValidateFunction;
+  try {
+    validate = compiledFor(schema).validate;
+  } catch (err) {
+    throw new TaskplaneError('config', `targets.${target}.inputSchema: ${(err as Error).message}`, {
+      field: `targets.${target}.inputSchema`,
+    });
+  }
+  if (validate(input) === true) return;
+  const errors = validate.errors ?? [];
+  const violations: InputViolation[] = errors.slice(0, INPUT_VIOLATIONS_NAMED).map((e) => ({
+    instancePath: e.instancePath,
+    keyword: e.keyword,
+    schemaPath: e.schemaPath,
+    message: e.message ?? 'is not valid',
+  }));
+  const named = violations.map(
+    (v) => `input${v.instancePath} ${v.message} (${v.keyword} at ${v.schemaPath})`,
+  );
+  if (errors.length > INPUT_VIOLATIONS_NAMED)
+    named.push(`… and ${errors.length - INPUT_VIOLATIONS_NAMED} more`);
+  throw new TaskplaneError(
+    'unprocessable',
+    `target ${target} does not take this input: ${named.join('; ') || 'it does not match the input schema'}`,
+    { field: 'input', details: { violations } },
+  );
+}
+
 /** The output the schema is checked against: the remote's result when it gave one, else its artifacts' contents. */
 function outputOf(envelope: Envelope, artifactContents: unknown[]): unknown {
   if (envelope.result !== undefined && envelope.result !== null) return envelope.result;

@@ -1,5 +1,6 @@
 import type { SchemaCompiler } from './acceptance.ts';
 import type { Clock } from '../core/clock.ts';
+import type { Logger } from '../core/logger.ts';
 import type { Random } from '../core/random.ts';
 import type { Envelope } from '../core/envelope.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
@@ -7,16 +8,6 @@ import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
-
-/** The subset of pino the engine uses; pass a pino logger or anything shaped like it. */
-export interface PlaneLogger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-export const silentLogger: PlaneLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** Resolves a target name to its connector; throws `not_found` (or returns undefined) for unknown targets. */
 export type ConnectorResolver = (target: string) => Connector | undefined;
@@ -27,7 +18,7 @@ export interface PlaneContext {
   random: Random;
   store: EnvelopeStore;
   connectors: ConnectorResolver;
-  logger: PlaneLogger;
+  logger: Logger;
   config: PlaneConfig;
   counters: SignalCounters;
   /** Aborted by Plane.stop(); every wait and remote call is tied to it. */

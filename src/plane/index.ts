@@ -1,7 +1,8 @@
 /** Public surface of the control plane engine. */
 export { Plane, type PlanePorts, type CreateTaskRequest } from './plane.ts';
 export { planeConfig, type PlaneOptions, type PlaneConfig } from './options.ts';
-export type { PlaneLogger, ConnectorResolver } from './context.ts';
+export type { ConnectorResolver } from './context.ts';
+export type { Logger, LogFn } from '../core/logger.ts';
 export type { PlaneSignals, AgeBuckets } from './signal-report.ts';
 export type { CounterSignals, DelayStats, RequestKind } from './signals.ts';
 export type { ReconcileReport } from './reconciler.ts';

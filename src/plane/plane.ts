@@ -33,7 +33,12 @@ import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, EnvelopeStore, Page } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
 import { readArtifacts, type ArtifactContent } from './artifact-content.ts';
-import { checkAcceptanceSchema, checkAcceptanceSchemaOffLoop, type SchemaCompiler } from './acceptance.ts';
+import {
+  checkAcceptanceSchema,
+  checkAcceptanceSchemaOffLoop,
+  checkTargetInput,
+  type SchemaCompiler,
+} from './acceptance.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
 import {
@@ -46,13 +51,12 @@ import {
 import {
   connectorFor,
   describeError,
-  silentLogger,
   waitFor,
   type ConnectorResolver,
   type PlaneContext,
-  type PlaneLogger,
   type StartOutcome,
 } from './context.ts';
+import { silentLogger, type Logger } from '../core/logger.ts';
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
 import { observe, type ObserveResult } from './observe.ts';
 import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
@@ -72,7 +76,7 @@ export interface PlanePorts {
   random: Random;
   store: EnvelopeStore;
   connectors: ConnectorResolver;
-  logger?: PlaneLogger;
+  logger?: Logger;
   options?: PlaneOptions;
   /** Lease owner name; unique per process. @default a random id */
   instanceId?: string;
@@ -302,6 +306,8 @@ export class Plane {
         : compiler
           ? await checkAcceptanceSchemaOffLoop(req.acceptance.schema, compiler, this.config.acceptance)
           : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
+    // Every field is valid; whether the target takes this input is the next question (422, not 400).
+    if (connector.inputSchema) checkTargetInput(target, connector.inputSchema, req.input);
     const overBudget = await tenantBudgetExhausted(ctx, tenant);
     if (overBudget) {
       // Nothing to record it on yet: the refusal (409 with the reason) and a log line say why.

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import { startHost, type RunningHost } from '../host/start-host.ts';
 import type { RunningServer } from './start-server.ts';
 
@@ -43,8 +43,8 @@ export function startDemoHost(o: { logger: Logger; db?: string; port?: number })
 }
 
 /** Our host deduplicates SendMessage on messageId, so a lost start can simply be resent. */
-export function demoTarget(host: RunningHost): { baseUrl: string; idempotentStart: true } {
-  return { baseUrl: host.url, idempotentStart: true };
+export function demoTarget(host: RunningHost): { kind: 'a2a'; baseUrl: string; idempotentStart: true } {
+  return { kind: 'a2a', baseUrl: host.url, idempotentStart: true };
 }
 
 /** Starts the sample tasks; returns their ids. */

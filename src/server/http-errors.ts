@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
 import { bodyLeftUnread } from './request-body.ts';
 
@@ -10,6 +10,7 @@ import { bodyLeftUnread } from './request-body.ts';
  */
 const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_argument: 400,
+  unprocessable: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,
   resource_exhausted: 429,
@@ -29,7 +30,13 @@ const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
 };
 
 export interface ErrorBody {
-  error: { code: string; message: string; field: string | null };
+  error: {
+    code: string;
+    message: string;
+    field: string | null;
+    /** 422 only: where the input fails the target's input schema (plane/acceptance.ts InputViolation). */
+    violations?: unknown[];
+  };
 }
 
 export function errorResponse(err: unknown): { status: ContentfulStatusCode; body: ErrorBody } {
@@ -37,7 +44,11 @@ export function errorResponse(err: unknown): { status: ContentfulStatusCode; bod
     const status = STATUS[err.code] ?? 500;
     const message =
       status >= 500 && err.code !== 'unavailable' && err.code !== 'timeout' ? 'internal error' : err.message;
-    return { status, body: { error: { code: err.code, message, field: err.field ?? null } } };
+    const body: ErrorBody = { error: { code: err.code, message, field: err.field ?? null } };
+    // Only this code's details are shown: they are built from the caller's own input and the schema.
+    if (err.code === 'unprocessable' && Array.isArray(err.details?.violations))
+      body.error.violations = err.details.violations;
+    return { status, body };
   }
   return { status: 500, body: { error: { code: 'internal', message: 'internal error', field: null } } };
 }

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import { labPageHandler, readLabAssets } from '../lab/page-assets.ts';
 
 /**

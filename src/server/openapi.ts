@@ -18,7 +18,6 @@ const withBody = {
   '400': err('BadRequest'),
   '413': err('TooLarge'),
   '415': err('UnsupportedMediaType'),
-  '422': err('Unprocessable'),
 };
 /** Routes a per-tenant limit applies to (server/tenant-limits.ts): writes and streams. */
 const limited = { '429': err('TooManyRequests') };
@@ -86,6 +85,7 @@ export function openApiDocument(): Record<string, unknown> {
             ...limited,
             '403': err('Forbidden'),
             '409': err('Conflict'),
+            '422': err('Unprocessable'),
             ...upstream,
           },
         },
@@ -287,7 +287,7 @@ export function openApiDocument(): Record<string, unknown> {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       responses: {
         BadRequest: errorResponse(
-          '400: malformed request (not JSON, too deep, a query parameter or field wrong)',
+          '400 invalid_argument: malformed request (not JSON, too deep, a query parameter or field wrong, an acceptance schema that is not a valid JSON Schema); `error.field` names the field',
         ),
         Unauthenticated: errorResponse(
           '401: no valid API key (or, on the webhook route, no valid push token)',
@@ -312,7 +312,9 @@ export function openApiDocument(): Record<string, unknown> {
             },
           },
         },
-        Unprocessable: errorResponse('422: the body is JSON but a field is not acceptable'),
+        Unprocessable: errorResponse(
+          "422 unprocessable: the body is well-formed and every field valid, but the target's input schema refuses `input`; `error.violations` names each failing place (instancePath in the input, the schema keyword and its schemaPath), and so does the message",
+        ),
         RemoteError: errorResponse('502: the remote agent answered something unusable'),
         Unavailable: errorResponse('503: the remote agent cannot be reached now; retry'),
         Timeout: errorResponse('504: the remote agent did not answer in time; retry'),

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { Hono, type Context } from 'hono';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../core/bounded-json.ts';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';

@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
-import pino, { type Logger } from 'pino';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
+import { silentLogger, type Logger } from '../core/logger.ts';
 import { CryptoRandom, type Random } from '../core/random.ts';
 import { newId } from '../core/ids.ts';
 import { openStore } from '../store/open-store.ts';
@@ -18,6 +18,7 @@ import type { PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
 import { labRoute } from './lab-route.ts';
+import { connectTarget, type ConnectorDeps, type TargetConfig } from './targets.ts';
 import { createServerApp, type MetricsAccess, type ServerAppOptions } from './server-app.ts';
 import type { TenantLimitsOptions } from './tenant-limits.ts';
 
@@ -34,8 +35,13 @@ export interface ServerOptions {
    * only for agents on this machine). Without it the plane uses streams, polling and reconciliation.
    */
   publicUrl?: string | 'self' | null;
-  /** A2A targets: name → base URL (card at /.well-known/agent-card.json) or connector options. */
-  targets?: Record<string, string | Omit<A2AConnectorOptions, 'target'>>;
+  /**
+   * Targets by name: an A2A agent's base URL (card at /.well-known/agent-card.json), a target config of
+   * any kind (`{kind, …settings}`, see targets.ts and docs/plane.md), or A2A connector options.
+   */
+  targets?: Record<string, string | TargetConfig | Omit<A2AConnectorOptions, 'target'>>;
+  /** Values for target settings written as `{ "env": "VAR" }` (the CLI passes its environment). @default {} */
+  env?: Readonly<Record<string, string | undefined>>;
   /** Ready-made connectors by target name (tests, other protocols). */
   connectors?: Record<string, Connector>;
   /** `tenant:key,…` (TASKPLANE_API_KEYS). */
@@ -61,9 +67,8 @@ export interface ServerOptions {
   dashboard?: boolean;
   /** Serve the failure lab page at `/lab` (bundled on first request). @default true */
   lab?: boolean;
+  /** Where the plane logs (a pino logger fits; the CLI passes one). @default silent */
   logger?: Logger;
-  /** Level of the JSON logger on stdout made when no `logger` is given. @default 'info' */
-  logLevel?: pino.LevelWithSilent;
   clock?: Clock;
   random?: Random;
   /** prom-client process metrics (off in tests that start many servers). @default true */
@@ -108,59 +113,13 @@ export function metricsAccessFor(bind: string, token: string | undefined): Metri
   return loopback ? { kind: 'open' } : { kind: 'closed' };
 }
 
-/** Parses `name=url,name=url` (TASKPLANE_TARGETS, --target). */
-export function parseTargets(text: string | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of (text ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    const i = entry.indexOf('=');
-    const name = entry.slice(0, i).trim();
-    const url = entry.slice(i + 1).trim();
-    if (i <= 0 || !/^https?:\/\//.test(url))
-      throw new TaskplaneError('config', `target '${entry}': expected name=http(s)://url`, {
-        field: 'target',
-      });
-    out[name] = url;
-  }
-  return out;
-}
-
-/**
- * Parses `name=whsec_…,name=whsec_…` (TASKPLANE_TARGET_SIGNING_SECRETS): each target's Standard
- * Webhooks secret, for agents that sign their pushes. Every name must be a configured target.
- */
-export function parseTargetSigningSecrets(
-  text: string | undefined,
-  targets: ReadonlySet<string>,
-): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of (text ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    const i = entry.indexOf('=');
-    const name = entry.slice(0, i).trim();
-    // Never echo the entry, nor its name part: a malformed entry may be all secret.
-    if (i <= 0 || !targets.has(name))
-      throw new TaskplaneError(
-        'config',
-        `TASKPLANE_TARGET_SIGNING_SECRETS: expected target=whsec_… with target one of: ${[...targets].join(', ') || '(none configured)'}`,
-        { field: 'TASKPLANE_TARGET_SIGNING_SECRETS' },
-      );
-    out[name] = entry.slice(i + 1).trim();
-  }
-  return out;
-}
-
 /**
  * Starts the control plane in this process: store, API keys, connectors, the engine (with restart
  * recovery) and the HTTP server. `close()` stops the engine's loops, ends SSE streams, closes the
  * server and the store if it opened it.
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? pino({ level: options.logLevel ?? 'info' });
+  const logger = options.logger ?? silentLogger;
   const clock = options.clock ?? new SystemClock();
   const random = options.random ?? new CryptoRandom();
   const ownsStore = typeof options.db !== 'object';
@@ -185,10 +144,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     throw new TaskplaneError('config', 'metricsToken: at least 16 characters', { field: 'metricsToken' });
 
   const connectors = new Map<string, Connector>(Object.entries(options.connectors ?? {}));
+  const deps: ConnectorDeps = { clock, random, logger, env: options.env ?? {} };
   for (const [name, t] of Object.entries(options.targets ?? {})) {
     connectors.set(
       name,
-      new A2AConnector({ target: name, clock, ...(typeof t === 'string' ? { baseUrl: t } : t) }),
+      typeof t === 'string'
+        ? connectTarget(name, { kind: 'a2a', baseUrl: t }, deps)
+        : 'kind' in t && typeof t.kind === 'string'
+          ? connectTarget(name, t as TargetConfig, deps)
+          : new A2AConnector({ target: name, clock, ...(t as Omit<A2AConnectorOptions, 'target'>) }),
     );
   }
 

@@ -4,4 +4,4 @@
  */
 export { openStore, type OpenStoreOptions } from './open-store.ts';
 export type * from './store.ts';
-export type { StoreLogger } from './store-logger.ts';
+export type { Logger, LogFn } from '../core/logger.ts';

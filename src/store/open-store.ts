@@ -1,12 +1,12 @@
 import { TaskplaneError } from '../core/errors.ts';
 import { MemoryStore } from './memory/memory-store.ts';
 import type { Store } from './store.ts';
-import { silentLogger, type StoreLogger } from './store-logger.ts';
+import { silentLogger, type Logger } from '../core/logger.ts';
 import { parseStoreUrl } from './store-url.ts';
 
 export interface OpenStoreOptions {
   /** Where the store says what it opened; never given credentials. @default silent */
-  logger?: StoreLogger;
+  logger?: Logger;
 }
 
 /**

@@ -36,7 +36,6 @@ const BAD: Array<[field: keyof HostOptions, value: unknown]> = [
   ['maxBodyBytes', -1],
   ['maxBodyBytes', 1.5],
   ['maxJsonDepth', 0],
-  ['logLevel', 'loud'],
   ['hostId', ''],
   ['hostLeaseMs', Number.POSITIVE_INFINITY],
 ];
@@ -60,7 +59,6 @@ describe('host options', () => {
       keepAliveMs: 15_000,
       maxBodyBytes: 1024 * 1024,
       maxJsonDepth: 64,
-      logLevel: 'info',
       hostId: undefined,
       hostLeaseMs: 30_000,
     });

@@ -1,7 +1,8 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.ts';
-import { remoteCall, silentLogger, type PlaneContext } from '../../src/plane/context.ts';
+import { remoteCall, type PlaneContext } from '../../src/plane/context.ts';
+import { silentLogger } from '../../src/core/logger.ts';
 import { planeConfig } from '../../src/plane/options.ts';
 import { SignalCounters } from '../../src/plane/signals.ts';
 import { harness, type Harness } from './harness.ts';

@@ -47,7 +47,19 @@ beforeAll(async () => {
   server = await startServer({
     port: 0,
     db: 'memory:',
-    targets: { agent: { baseUrl: host.url, idempotentStart: true } },
+    targets: {
+      agent: { baseUrl: host.url, idempotentStart: true },
+      // The same agent behind a target that takes only report requests of a known kind.
+      strict: {
+        baseUrl: host.url,
+        idempotentStart: true,
+        inputSchema: {
+          type: 'object',
+          required: ['kind'],
+          properties: { kind: { enum: ['report', 'fail'] }, pages: { type: 'integer', minimum: 1 } },
+        },
+      },
+    },
     apiKeys: `alpha:${KEY_A},beta:${KEY_B}`,
     dashboard: false,
     lab: false,
@@ -186,6 +198,29 @@ async function exercise(): Promise<void> {
   await call('post', '/v1/tasks', {}, { body: JSON.stringify({ target: 'agent', input: 'other' }), headers });
   await call('post', '/v1/tasks', {}, { body: '{not json' });
   await call('post', '/v1/tasks', {}, { body: JSON.stringify({ target: 'nowhere', input: 1 }) });
+  // Every field valid, but the target's input schema refuses the input: 422 naming where and why.
+  const refused = await call(
+    'post',
+    '/v1/tasks',
+    {},
+    { body: JSON.stringify({ target: 'strict', input: { kind: 'report', pages: 0 } }) },
+  );
+  expect(refused.status).toBe(422);
+  expect(refused.body).toMatchObject({
+    error: {
+      code: 'unprocessable',
+      field: 'input',
+      violations: [{ instancePath: '/pages', keyword: 'minimum', schemaPath: '#/properties/pages/minimum' }],
+    },
+  });
+  expect((refused.body as { error: { message: string } }).error.message).toContain('input/pages');
+  const takes = await call(
+    'post',
+    '/v1/tasks',
+    {},
+    { body: JSON.stringify({ target: 'strict', input: { kind: 'report', pages: 2 } }) },
+  );
+  expect(takes.status).toBe(202);
   await call('get', '/v1/tasks/{id}', { id: report });
 
   const accepted = await create({ kind: 'report' }, { acceptance: { schema: { type: 'string' } } });
@@ -315,7 +350,7 @@ describe('the OpenAPI document', () => {
 
     // The answers covered what the contract is about.
     const statuses = new Set(answers.map((a) => a.status));
-    for (const s of [200, 201, 202, 400, 401, 404, 409]) expect(statuses).toContain(s);
+    for (const s of [200, 201, 202, 400, 401, 404, 409, 422]) expect(statuses).toContain(s);
     const limitedRoutes = answers.filter((a) => a.status === 429).map((a) => `${a.method} ${a.template}`);
     expect(new Set(limitedRoutes)).toEqual(
       new Set([

@@ -1,20 +1,22 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import type { ChangeNotice } from '../../src/store/store.ts';
-import type { StoreLogger } from '../../src/store/store-logger.ts';
+import { silentLogger, type Logger } from '../../src/core/logger.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
 import { event, makeEnvelope, nextChange } from './suite/fixtures.ts';
 
 /** A logger that lets a test wait for a message: the listener's reconnect is an event, not a timeout. */
-function waitingLogger(): StoreLogger & { next(fragment: string): Promise<string> } {
+function waitingLogger(): Logger & { next(fragment: string): Promise<string> } {
   const waiters: { fragment: string; resolve: (msg: string) => void }[] = [];
-  const log = (msg: string) => {
+  const log = (objOrMsg: object | string, text?: string) => {
+    const msg = typeof objOrMsg === 'string' ? objOrMsg : `${text ?? ''} ${JSON.stringify(objOrMsg)}`;
     for (const w of waiters.filter((x) => msg.includes(x.fragment))) {
       waiters.splice(waiters.indexOf(w), 1);
       w.resolve(msg);
     }
   };
   return {
+    ...silentLogger,
     info: log,
     warn: log,
     next: (fragment) => new Promise((resolve) => waiters.push({ fragment, resolve })),

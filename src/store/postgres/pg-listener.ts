@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { ChangeHub } from '../change-hub.ts';
 import type { ChangeNotice } from '../store.ts';
-import type { StoreLogger } from '../store-logger.ts';
+import type { Logger } from '../../core/logger.ts';
 
 /** What travels in a NOTIFY payload: the notice plus the sending store instance, so it can skip its own. */
 export interface WirePayload {
@@ -31,7 +31,7 @@ export class PgListener {
     private readonly channel: string,
     private readonly instanceId: string,
     private readonly hub: ChangeHub,
-    private readonly logger: StoreLogger,
+    private readonly logger: Logger,
   ) {}
 
   /** Resolves once LISTEN is in place; rejects if the first connection fails. */

@@ -16,7 +16,7 @@ import type {
   Store,
   StoreCapabilities,
 } from '../store.ts';
-import { silentLogger, type StoreLogger } from '../store-logger.ts';
+import { silentLogger, type Logger } from '../../core/logger.ts';
 import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
 import { clientConfig, parsePgUrl, translatePgError, type PgTarget } from './pg-connect.ts';
 import { PgAgentHost } from './pg-agent-host.ts';
@@ -36,7 +36,7 @@ export interface PostgresStoreOptions {
   groupCommit?: boolean;
   /** Keep a LISTEN connection so other processes' commits reach onChange. @default true */
   listen?: boolean;
-  logger?: StoreLogger;
+  logger?: Logger;
   /** "now" for the migrations table only. @default Date.now */
   nowMs?: () => number;
 }
