@@ -37,6 +37,16 @@ export function createHostApp(o: HostAppOptions): Hono {
   const rpc = jsonRpcBinding(bindingOptions);
   const rest = restBinding({ ...bindingOptions, basePath: REST_PATH });
   const app = new Hono();
+  // An answer that leaves a request body unread (refused before it was read: 401, 404, 413) closes the
+  // connection rather than have @hono/node-server read and discard up to 64 MiB of it to keep it.
+  app.use(async (c, next) => {
+    await next();
+    const req = c.req.raw;
+    if (req.method === 'GET' || req.method === 'HEAD') return;
+    const declared = req.headers.get('content-length');
+    const hasBody = declared !== null ? Number(declared) > 0 : req.headers.has('transfer-encoding');
+    if (hasBody && (!req.bodyUsed || c.res.status === 413)) c.res.headers.set('connection', 'close');
+  });
   app.get(AGENT_CARD_PATH, (c) => {
     const body = canonicalJson(o.handler.agentCard());
     const etag = `"${sha256Hex(body).slice(0, 32)}"`;

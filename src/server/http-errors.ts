@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from '../core/logger.ts';
 import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
+import { bodyLeftUnread } from './request-body.ts';
 
 /**
  * Our error codes → HTTP, at the edge only: the one table the plane server answers from. The
@@ -12,6 +13,7 @@ const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   unprocessable: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  resource_exhausted: 429,
   not_found: 404,
   conflict: 409,
   version_conflict: 409,
@@ -55,6 +57,9 @@ export function sendError(c: Context, err: unknown): Response {
   const { status, body } = errorResponse(err);
   // A refused request body that may still be arriving: close rather than read the rest (request-body.ts).
   if (isTaskplaneError(err) && err.details?.closeConnection === true) c.header('connection', 'close');
+  else if (bodyLeftUnread(c.req.raw)) c.header('connection', 'close');
+  const retryAfter = isTaskplaneError(err) ? err.details?.retryAfterSeconds : undefined;
+  if (typeof retryAfter === 'number') c.header('retry-after', String(retryAfter));
   return c.json(body, status);
 }
 

@@ -141,10 +141,14 @@ describe('acceptance schema limits', () => {
       expect.objectContaining({ code: 'config', field: 'acceptance.maxSchemaDepth' }),
     );
     expect(() => planeConfig({ acceptance: { maxSchemaBytes: 1.5 } })).toThrow(/acceptance\.maxSchemaBytes/);
+    expect(() => planeConfig({ acceptance: { compileTimeoutMs: 0 } })).toThrow(
+      /acceptance\.compileTimeoutMs/,
+    );
     expect(planeConfig().acceptance).toEqual({
       maxSchemaBytes: 16_384,
       maxSchemaDepth: 32,
       maxPatternLength: 1024,
+      compileTimeoutMs: 2000,
     });
   });
 });
