@@ -7,6 +7,7 @@ import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
 import type { A2ARequestHandler, Authenticate } from '../protocols/a2a/handler.ts';
 import { jsonRpcBinding, type BindingOptions } from '../protocols/a2a/jsonrpc-binding.ts';
 import { restBinding } from '../protocols/a2a/rest-binding.ts';
+import { A2AError, jsonRpcErrorResponse, restError } from '../protocols/a2a/errors.ts';
 import { AGENT_CARD_PATH } from '../protocols/a2a/types.ts';
 import { JSONRPC_PATH, REST_PATH } from './agent-card.ts';
 import { jsonRpcNodeBinding } from './http/jsonrpc-node.ts';
@@ -33,7 +34,8 @@ export function createHostApp(o: HostAppOptions): Hono {
   const bindingOptions = hostBindingOptions(o);
   const rpc = jsonRpcBinding(bindingOptions);
   const rest = restBinding({ ...bindingOptions, basePath: REST_PATH });
-  const app = new Hono();
+  // strict: false serves every route with a trailing slash too (clients append one to the card's URLs).
+  const app = new Hono({ strict: false });
   app.get(AGENT_CARD_PATH, (c) => {
     const body = canonicalJson(o.handler.agentCard());
     const etag = `"${sha256Hex(body).slice(0, 32)}"`;
@@ -45,6 +47,7 @@ export function createHostApp(o: HostAppOptions): Hono {
   app.all(JSONRPC_PATH, (c) => rpc(c.req.raw));
   app.all(REST_PATH, (c) => rest(c.req.raw));
   app.all(`${REST_PATH}/*`, (c) => rest(c.req.raw));
+  app.notFound((c) => notFoundReply(c.req.path));
   app.onError((err, c) => {
     o.logger.error({ err }, 'unhandled request error');
     return c.json(statusError(500, 'INTERNAL', 'Internal error'), 500);
@@ -94,7 +97,7 @@ export function createHostListener(o: HostAppOptions): RequestListener {
       if (host === plainHost || isPlainHost(host)) {
         plainHost = host;
         if (url !== undefined) {
-          if (req.method === 'POST' && isUnder(url, JSONRPC_PATH, false)) return rpc(req, res);
+          if (req.method === 'POST' && isJsonRpcTarget(url)) return rpc(req, res);
           if (req.method !== 'HEAD' && isUnder(url, REST_PATH, true) && isPlainTarget(url))
             return rest(req, res);
         }
@@ -102,6 +105,12 @@ export function createHostListener(o: HostAppOptions): RequestListener {
     }
     void hono(req, res);
   };
+}
+
+/** The JSON-RPC URL, with or without a trailing slash (what the TCK's client posts to) and a query. */
+function isJsonRpcTarget(url: string): boolean {
+  if (isUnder(url, JSONRPC_PATH, false)) return true;
+  return isUnder(url, `${JSONRPC_PATH}/`, false);
 }
 
 /** `path` itself, with or without a query string, or (`subpaths`) anything below it. */
@@ -163,6 +172,20 @@ function refuseHost(res: ServerResponse): void {
 const BAD_HOST_BODY = Buffer.from(
   JSON.stringify(statusError(400, 'INVALID_ARGUMENT', 'Invalid Host header')),
 );
+
+/**
+ * No route: a JSON answer in the shape of the binding the path is under (a JSON-RPC error envelope with
+ * MethodNotFound below the JSON-RPC URL, else a google.rpc.Status), never hono's plain-text 404: a JSON
+ * API answers JSON.
+ */
+function notFoundReply(path: string): Response {
+  const err = new A2AError('MethodNotFoundError', `No route for ${path.slice(0, 100)}`);
+  const body = path.startsWith(`${JSONRPC_PATH}/`) ? jsonRpcErrorResponse(null, err) : restError(err).body;
+  return new Response(JSON.stringify(body), {
+    status: 404,
+    headers: { 'content-type': 'application/json' },
+  });
+}
 
 /** A google.rpc.Status body for the host's own errors, made before any binding read the request. */
 function statusError(code: number, status: string, message: string) {
