@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../core/canonical-json.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -216,9 +218,10 @@ export class A2AService implements A2ARequestHandler {
   ): Promise<{ record: AgentTaskRecord; created: boolean }> {
     const caller = scope(ctx);
     const message = req.message;
-    if (message.taskId) return { record: await this.followUp(message, caller), created: false };
+    const key = messageKey(message);
+    if (message.taskId) return { record: await this.followUp(message, caller, key), created: false };
 
-    // Idempotency on (caller, messageId) is decided by createAgentTask itself (one store call).
+    // Idempotency on (caller, messageId, content) is decided by createAgentTask itself (one store call).
     const { clock, random } = this.o;
     const now = clock.now();
     const id = newId(clock, random, 'task_');
@@ -258,7 +261,7 @@ export class A2AService implements A2ARequestHandler {
     const outbox = configId ? await this.o.writer.outboxRows(id, [first], now) : [];
     const result = await this.o.store.createAgentTask(
       record,
-      message.messageId,
+      key,
       [{ taskId: id, at: now, payload: first }],
       outbox,
     );
@@ -276,7 +279,7 @@ export class A2AService implements A2ARequestHandler {
    * A message with a taskId (A2A 1.0, data model): the task must exist for this caller, contextIds must match, a
    * terminal task refuses it (UnsupportedOperationError), an INPUT_REQUIRED task takes it as the answer.
    */
-  private async followUp(message: Message, caller: AgentScope): Promise<AgentTaskRecord> {
+  private async followUp(message: Message, caller: AgentScope, key: string): Promise<AgentTaskRecord> {
     const taskId = message.taskId!;
     const current = await this.o.store.getAgentTask(taskId, caller);
     if (!current) throw taskNotFound(taskId);
@@ -312,7 +315,7 @@ export class A2AService implements A2ARequestHandler {
         }
         return { events: [] };
       },
-      message.messageId,
+      key,
     );
     if (answered && result.written && (result.record.executorState as unknown as ExecutorState).host === me) {
       this.o.executions.answered(result.record, executorAnswer(result.record));
@@ -328,6 +331,23 @@ export class A2AService implements A2ARequestHandler {
       if (isStopped(payloadState(stored))) return;
     }
   }
+}
+
+/**
+ * The key a send is deduplicated on, per caller (the store's `messageId` argument): the message's
+ * content hash and its `messageId`. The same message sent again (a retry, on either binding, in any
+ * spelling the decoder accepts) has the same key and gets the task it created; a different message
+ * that reuses a `messageId` has another key and is processed as a new message. "Content" is the decoded
+ * message minus `messageId`: role, parts, contextId, taskId, referenceTaskIds, extensions and metadata,
+ * as canonical JSON (RFC 8785). The request around it (configuration, request metadata) is not content:
+ * a retry may change `returnImmediately` or its push config and is still the same message
+ * (docs/host.md, "Idempotent sends"). The hash is fixed-length and goes first, so no two pairs spell
+ * one key.
+ */
+export function messageKey(message: Message): string {
+  const { messageId, ...content } = message;
+  const hash = createHash('sha256').update(canonicalJson(content)).digest('base64url');
+  return `${hash}:${messageId}`;
 }
 
 function isStopped(state: string | undefined): boolean {
