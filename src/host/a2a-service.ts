@@ -18,9 +18,11 @@ import {
   type SendMessageResponse,
   type Task,
 } from '../protocols/a2a/types.ts';
+import type { AgentDefinition } from './agent-api.ts';
 import type { Executions } from './executions.ts';
 import type { HostLiveness } from './host-liveness.ts';
 import { PushConfigs } from './push-configs.ts';
+import { answerData, answerText } from './task-context.ts';
 import type { TaskStreams } from './task-streams.ts';
 import {
   type ExecutorState,
@@ -45,6 +47,8 @@ export interface A2AServiceOptions {
   executions: Executions;
   liveness: HostLiveness;
   card: () => AgentCard;
+  /** The agent, for its direct replies (`reply`); execute runs through `executions`. */
+  agent?: Pick<AgentDefinition, 'reply'>;
   logger: Logger;
 }
 
@@ -72,6 +76,8 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async sendMessage(req: SendMessageRequest, ctx: CallContext): Promise<SendMessageResponse> {
+    const message = await this.directReply(req, ctx);
+    if (message) return { message };
     const { record } = await this.accept(req, ctx);
     const historyLength = req.configuration?.historyLength;
     // A2A 1.0, execution mode: blocking is the default; wait for a terminal or interrupted state.
@@ -87,6 +93,9 @@ export class A2AService implements A2ARequestHandler {
     req: SendMessageRequest,
     ctx: CallContext,
   ): Promise<AsyncIterable<StreamItem[]>> {
+    const message = await this.directReply(req, ctx);
+    // A2A 1.0, SendStreamingMessage: a stream may be one Message, then it ends.
+    if (message) return single([{ id: '0', payload: { message } }]);
     const { record, created } = await this.accept(req, ctx);
     if (created) return this.o.streams.fromCreation(record.id, ctx.signal);
     // A follow-up (or a retried send): the current task first, then what follows.
@@ -211,7 +220,52 @@ export class A2AService implements A2ARequestHandler {
     return record;
   }
 
-  /** Creates the task or applies a follow-up; idempotent on (caller, messageId). */
+  /**
+   * The agent's direct reply to a new message (agent-api.ts `reply`), or undefined when the message
+   * goes to a task: it continues one, the agent has no `reply`, its send already created a task, or
+   * `reply` declined. A reply is stored before it is returned, under the key a task would take, so a
+   * retry gets the stored Message and `reply` runs once per message.
+   */
+  private async directReply(req: SendMessageRequest, ctx: CallContext): Promise<Message | undefined> {
+    const reply = this.o.agent?.reply;
+    const message = req.message;
+    if (!reply || message.taskId) return undefined;
+    const caller = scope(ctx);
+    const key = messageKey(message);
+    const earlier = await this.o.store.getDirectReply(caller, key);
+    if (earlier) return earlier as unknown as Message;
+    if ((await this.o.store.findAgentTaskByMessageId(caller, key)) !== undefined) return undefined;
+    const { clock, random } = this.o;
+    const contextId = message.contextId ?? newId(clock, random, 'ctx_');
+    const own = structuredClone(message);
+    const parts = await reply.call(this.o.agent, {
+      message: own,
+      text: answerText(own),
+      data: answerData(own),
+      contextId,
+      signal: ctx.signal,
+      logger: this.o.logger.child({ messageId: message.messageId.slice(0, 100) }),
+    });
+    if (parts === undefined || parts === null) return undefined;
+    // A2A 1.0, data model: a Message has at least one part.
+    if (typeof parts !== 'string' && (!Array.isArray(parts) || parts.length === 0))
+      throw new Error('reply resolved to neither a string, a non-empty Part[] nor undefined');
+    const answer: Message = {
+      messageId: newId(clock, random, 'msg_'),
+      role: 'ROLE_AGENT',
+      parts: typeof parts === 'string' ? [{ text: parts }] : parts,
+      contextId,
+    };
+    const stored = await this.o.store.putDirectReply(
+      caller,
+      key,
+      answer as unknown as Record<string, unknown>,
+      clock.now(),
+    );
+    return stored as unknown as Message;
+  }
+
+  /** Creates the task or applies a follow-up; idempotent on (caller, messageId, content). */
   private async accept(
     req: SendMessageRequest,
     ctx: CallContext,

@@ -32,6 +32,16 @@ export interface AgentDefinition {
    */
   resumable?: boolean;
   /**
+   * Answers a new message directly, with a Message and no task (A2A 1.0: SendMessage answers with a
+   * Task or a Message). Called for each new message (not for one that continues a task) before any
+   * task exists; resolve to a string or Part[] and the client gets a Message with those parts, or to
+   * `undefined` and a task is created and `execute` runs. The reply is stored before it is sent: the
+   * same message sent again (a retry) gets the same Message back, after a host restart too, and
+   * `reply` is not called again for it. Keep the decision a function of the message, so a retry is
+   * answered the same way. Throwing answers the client with an internal error (details go to the log).
+   */
+  reply?(ctx: ReplyContext): Promise<string | Part[] | undefined>;
+  /**
    * Runs the task. Resolve to finish it: a string or Part[] becomes the completing status message.
    * Throwing fails the task (the client sees a generic reason; details go to the host log).
    */
@@ -66,6 +76,20 @@ export interface ArtifactChunk {
   metadata?: JsonObject;
   append?: boolean;
   lastChunk?: boolean;
+}
+
+/** What `reply` sees of a new message. */
+export interface ReplyContext {
+  /** The message (its own copy). */
+  readonly message: Message;
+  /** Its text parts joined with newlines, and its first data part's value. */
+  readonly text: string;
+  readonly data: unknown;
+  /** The message's contextId, or a new one: the reply carries it. */
+  readonly contextId: string;
+  /** Fires when the client goes away. */
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
 }
 
 export interface ExecutionContext {

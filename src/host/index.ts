@@ -9,6 +9,7 @@ export {
   type ArtifactChunk,
   type ExecutionContext,
   type InputAnswer,
+  type ReplyContext,
   type Artifact,
 } from './agent-api.ts';
 export { startHost, type HostOptions, type RunningHost } from './start-host.ts';

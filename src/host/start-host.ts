@@ -163,6 +163,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     executions,
     liveness,
     card: () => card,
+    agent,
     logger,
   });
   let card = buildAgentCard(agent.card, baseUrl, authMode);

@@ -68,12 +68,12 @@ function answerOf(message: Message): InputAnswer {
 }
 
 /** A message's text parts joined with newlines. */
-function answerText(message: Message): string {
+export function answerText(message: Message): string {
   return message.parts.flatMap((p) => (p.text !== undefined ? [p.text] : [])).join('\n');
 }
 
 /** A message's first data part's value. */
-function answerData(message: Message): unknown {
+export function answerData(message: Message): unknown {
   return message.parts.find((p) => p.data !== undefined)?.data;
 }
 
