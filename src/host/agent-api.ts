@@ -126,6 +126,12 @@ export interface ExecutionContext {
   complete(message?: string | Part[]): Promise<void>;
   /** Finishes the task as TASK_STATE_FAILED with a reason the client can read. */
   fail(reason: string): Promise<void>;
+  /**
+   * Finishes the task as TASK_STATE_REJECTED with a reason the client can read: the agent will not do
+   * this work (out of its scope, refused by policy), as opposed to trying and failing. Rejecting before
+   * any other ctx call goes straight from SUBMITTED to REJECTED.
+   */
+  reject(reason: string): Promise<void>;
 }
 
 /** Identity function that gives an agent module its types. */

@@ -36,11 +36,19 @@ export function createHostApp(o: HostAppOptions): Hono {
   const rest = restBinding({ ...bindingOptions, basePath: REST_PATH });
   // strict: false serves every route with a trailing slash too (clients append one to the card's URLs).
   const app = new Hono({ strict: false });
+  const modified = new CardModified(o.clock);
   app.get(AGENT_CARD_PATH, (c) => {
     const body = canonicalJson(o.handler.agentCard());
     const etag = `"${sha256Hex(body).slice(0, 32)}"`;
-    const headers = { etag, 'cache-control': 'public, max-age=300', vary: 'A2A-Version' };
-    if (c.req.header('if-none-match') === etag) return c.body(null, 304, headers);
+    const lastModified = modified.of(etag);
+    const headers = {
+      etag,
+      'last-modified': new Date(lastModified).toUTCString(),
+      'cache-control': 'public, max-age=300',
+      vary: 'A2A-Version',
+    };
+    if (notModified(c.req.header('if-none-match'), c.req.header('if-modified-since'), etag, lastModified))
+      return c.body(null, 304, headers);
     return c.body(body, 200, { ...headers, 'content-type': 'application/json' });
   });
   app.get('/healthz', (c) => c.json({ ok: true }));
@@ -53,6 +61,49 @@ export function createHostApp(o: HostAppOptions): Hono {
     return c.json(statusError(500, 'INTERNAL', 'Internal error'), 500);
   });
   return app;
+}
+
+/**
+ * The card's `Last-Modified` (A2A 1.0, agent card: servers may send it beside the ETag; TCK
+ * CARD-CACHE-003): the time this process first served the card's current content, in whole seconds as
+ * HTTP dates have them. A restart gives a later time for the same card, which costs a client one
+ * full fetch, never a stale card.
+ */
+class CardModified {
+  private etag = '';
+  private at = 0;
+
+  constructor(private readonly clock: Clock) {}
+
+  of(etag: string): number {
+    if (etag !== this.etag) {
+      this.etag = etag;
+      this.at = Math.floor(this.clock.now() / 1000) * 1000;
+    }
+    return this.at;
+  }
+}
+
+/**
+ * RFC 9110 §13.2.2: If-None-Match decides when present (`*`, or a list naming our ETag, weak or
+ * strong: a GET compares weakly); only without it is If-Modified-Since read, and a date that does not
+ * parse is ignored.
+ */
+function notModified(
+  ifNoneMatch: string | undefined,
+  ifModifiedSince: string | undefined,
+  etag: string,
+  lastModified: number,
+): boolean {
+  if (ifNoneMatch !== undefined) {
+    return ifNoneMatch
+      .split(',')
+      .map((t) => t.trim().replace(/^W\//, ''))
+      .some((t) => t === '*' || t === etag);
+  }
+  if (ifModifiedSince === undefined) return false;
+  const since = Date.parse(ifModifiedSince);
+  return Number.isFinite(since) && lastModified <= since;
 }
 
 function hostBindingOptions(o: HostAppOptions): BindingOptions {

@@ -6,6 +6,7 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { VirtualClock } from '../../src/core/clock.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { startTestHost, type Wire } from './in-process.ts';
@@ -185,4 +186,33 @@ describe('content types', () => {
       }
     },
   );
+});
+
+describe('agent card caching', () => {
+  it('Last-Modified beside the ETag; If-Modified-Since and If-None-Match answer 304', async () => {
+    const clock = new VirtualClock(Date.parse('2026-03-04T05:06:07.890Z'));
+    const h = await startTestHost(new MemoryStore(), { clock });
+    hosts.push(h);
+    const first = await fetch(h.cardUrl);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get('etag')!;
+    const lastModified = first.headers.get('last-modified')!;
+    expect(lastModified).toBe('Wed, 04 Mar 2026 05:06:07 GMT');
+    await clock.advance(60_000);
+    // The card has not changed: the same Last-Modified later on.
+    expect((await fetch(h.cardUrl)).headers.get('last-modified')).toBe(lastModified);
+    const since = await fetch(h.cardUrl, { headers: { 'if-modified-since': lastModified } });
+    expect(since.status).toBe(304);
+    expect(since.headers.get('last-modified')).toBe(lastModified);
+    expect(since.headers.get('etag')).toBe(etag);
+    const older = await fetch(h.cardUrl, { headers: { 'if-modified-since': 'Wed, 04 Mar 2026 05:06:06 GMT' } });
+    expect(older.status).toBe(200);
+    expect((await fetch(h.cardUrl, { headers: { 'if-modified-since': 'not a date' } })).status).toBe(200);
+    expect((await fetch(h.cardUrl, { headers: { 'if-none-match': `W/${etag}, "other"` } })).status).toBe(304);
+    // If-None-Match decides when both are sent (RFC 9110 §13.2.2).
+    const both = await fetch(h.cardUrl, {
+      headers: { 'if-none-match': '"other"', 'if-modified-since': lastModified },
+    });
+    expect(both.status).toBe(200);
+  });
 });
