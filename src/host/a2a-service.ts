@@ -48,7 +48,7 @@ export interface A2AServiceOptions {
   liveness: HostLiveness;
   card: () => AgentCard;
   /** The agent, for its direct replies (`reply`); execute runs through `executions`. */
-  agent?: Pick<AgentDefinition, 'reply'>;
+  agent?: Pick<AgentDefinition, 'reply' | 'extendedCard'>;
   logger: Logger;
 }
 
@@ -207,9 +207,21 @@ export class A2AService implements A2ARequestHandler {
     await this.push.delete(req.taskId, req.id, scope(ctx));
   };
 
-  async getExtendedAgentCard(): Promise<AgentCard> {
+  async getExtendedAgentCard(_req: { tenant?: string }, ctx: CallContext): Promise<AgentCard> {
+    const agent = this.o.agent;
+    const extended = agent?.extendedCard;
     // A2A 1.0 §3.3.4: capabilities.extendedAgentCard is false on our card → UnsupportedOperationError.
-    throw new A2AError('UnsupportedOperationError', 'This agent has no extended agent card');
+    if (extended === undefined)
+      throw new A2AError('UnsupportedOperationError', 'This agent has no extended agent card');
+    // The bindings authenticated the caller before this runs (every operation is authenticated).
+    const info =
+      typeof extended === 'function' ? await extended.call(agent, { ...scope(ctx) }) : extended;
+    const card: Record<string, unknown> = { ...this.o.card() };
+    for (const field of EXTENDED_FIELDS) {
+      const value = (info as Record<string, unknown> | undefined)?.[field];
+      if (value !== undefined) card[field] = structuredClone(value);
+    }
+    return card as unknown as AgentCard;
   }
 
   // --- internals ---------------------------------------------------------------------------------
@@ -403,6 +415,18 @@ export function messageKey(message: Message): string {
   const hash = createHash('sha256').update(canonicalJson(content)).digest('base64url');
   return `${hash}:${messageId}`;
 }
+
+/** What an extended card may replace of the public one (agent-api.ts AgentCardInfo). */
+const EXTENDED_FIELDS = [
+  'name',
+  'description',
+  'version',
+  'skills',
+  'documentationUrl',
+  'provider',
+  'defaultInputModes',
+  'defaultOutputModes',
+] as const;
 
 function isStopped(state: string | undefined): boolean {
   return (

@@ -42,6 +42,17 @@ export interface AgentDefinition {
    */
   reply?(ctx: ReplyContext): Promise<string | Part[] | undefined>;
   /**
+   * An extended agent card for callers the host authenticated (A2A 1.0, GetExtendedAgentCard): the
+   * fields given replace the public card's (more skills, another description…); the interfaces,
+   * capabilities and security schemes stay the host's. A function gets the caller and may answer
+   * differently per caller. Defining it declares `capabilities.extendedAgentCard: true` on the public
+   * card. With `--auth keys` only a caller with a valid key gets it; with `--auth none` every caller is
+   * anonymous, so it is as public as the card itself.
+   */
+  extendedCard?:
+    | Partial<AgentCardInfo>
+    | ((caller: { owner: string; tenant: string }) => Partial<AgentCardInfo> | Promise<Partial<AgentCardInfo>>);
+  /**
    * Runs the task. Resolve to finish it: a string or Part[] becomes the completing status message.
    * Throwing fails the task (the client sees a generic reason; details go to the host log).
    */

@@ -166,7 +166,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     agent,
     logger,
   });
-  let card = buildAgentCard(agent.card, baseUrl, authMode);
+  let card = buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined);
   const listener = createHostListener({
     handler: service,
     authenticate,
@@ -186,7 +186,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const host = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
   const url = `http://${host}:${address.port}`;
   if (!baseUrl) baseUrl = url;
-  card = buildAgentCard(agent.card, baseUrl, authMode);
+  card = buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined);
 
   const recovered = await recovery.recover();
   recovery.startSweeps();
