@@ -214,8 +214,7 @@ export class A2AService implements A2ARequestHandler {
     if (extended === undefined)
       throw new A2AError('UnsupportedOperationError', 'This agent has no extended agent card');
     // The bindings authenticated the caller before this runs (every operation is authenticated).
-    const info =
-      typeof extended === 'function' ? await extended.call(agent, { ...scope(ctx) }) : extended;
+    const info = typeof extended === 'function' ? await extended.call(agent, { ...scope(ctx) }) : extended;
     const card: Record<string, unknown> = { ...this.o.card() };
     for (const field of EXTENDED_FIELDS) {
       const value = (info as Record<string, unknown> | undefined)?.[field];

@@ -51,7 +51,10 @@ export interface AgentDefinition {
    */
   extendedCard?:
     | Partial<AgentCardInfo>
-    | ((caller: { owner: string; tenant: string }) => Partial<AgentCardInfo> | Promise<Partial<AgentCardInfo>>);
+    | ((caller: {
+        owner: string;
+        tenant: string;
+      }) => Partial<AgentCardInfo> | Promise<Partial<AgentCardInfo>>);
   /**
    * Runs the task. Resolve to finish it: a string or Part[] becomes the completing status message.
    * Throwing fails the task (the client sees a generic reason; details go to the host log).

@@ -264,7 +264,10 @@ export class TaskContext implements ExecutionContext {
     }
     const own = mutate(d)?.events ?? [];
     const first = own[0];
-    if (!working || (first && 'statusUpdate' in first && first.statusUpdate.status.state === 'TASK_STATE_WORKING'))
+    if (
+      !working ||
+      (first && 'statusUpdate' in first && first.statusUpdate.status.state === 'TASK_STATE_WORKING')
+    )
       return { events: own };
     return { events: [working, ...own] };
   }

@@ -42,8 +42,11 @@ async function host(store: Store = new MemoryStore()): Promise<RunningHost> {
 }
 
 let seq = 0;
-const request = (text: string, messageId = `dm-${process.pid}-${++seq}`, extra: Record<string, unknown> = {}) =>
-  SendMessageRequest.fromJSON({ message: { messageId, role: 'ROLE_USER', parts: [{ text }], ...extra } });
+const request = (
+  text: string,
+  messageId = `dm-${process.pid}-${++seq}`,
+  extra: Record<string, unknown> = {},
+) => SendMessageRequest.fromJSON({ message: { messageId, role: 'ROLE_USER', parts: [{ text }], ...extra } });
 const isMessage = (r: unknown): r is Message => typeof r === 'object' && r !== null && 'messageId' in r;
 const firstText = (m: Message) => {
   const c = m.parts[0]?.content;

@@ -307,7 +307,11 @@ describe('wire details the SDK hides', () => {
     };
     expect(missing.error.code).toBe(-32009);
     const patch = (await (
-      await fetch(`${url}/a2a/jsonrpc`, { method: 'POST', body, headers: { ...json, 'A2A-Version': '1.0.7' } })
+      await fetch(`${url}/a2a/jsonrpc`, {
+        method: 'POST',
+        body,
+        headers: { ...json, 'A2A-Version': '1.0.7' },
+      })
     ).json()) as Record<string, unknown>;
     expect(patch.result).toBeDefined();
     const query = (await (

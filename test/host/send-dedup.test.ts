@@ -136,7 +136,11 @@ describe('what counts as the same message', () => {
       method: 'POST',
       headers: { 'content-type': 'application/a2a+json', 'A2A-Version': '1.0' },
       body: JSON.stringify({
-        message: { messageId: 'spell-1', role: 'ROLE_USER', parts: [{ text: 'x', metadata: { a: 1, b: 2 } }] },
+        message: {
+          messageId: 'spell-1',
+          role: 'ROLE_USER',
+          parts: [{ text: 'x', metadata: { a: 1, b: 2 } }],
+        },
       }),
     });
     expect(((await rest.json()) as Wire).task.id).toBe(a);

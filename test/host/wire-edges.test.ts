@@ -205,7 +205,9 @@ describe('agent card caching', () => {
     expect(since.status).toBe(304);
     expect(since.headers.get('last-modified')).toBe(lastModified);
     expect(since.headers.get('etag')).toBe(etag);
-    const older = await fetch(h.cardUrl, { headers: { 'if-modified-since': 'Wed, 04 Mar 2026 05:06:06 GMT' } });
+    const older = await fetch(h.cardUrl, {
+      headers: { 'if-modified-since': 'Wed, 04 Mar 2026 05:06:06 GMT' },
+    });
     expect(older.status).toBe(200);
     expect((await fetch(h.cardUrl, { headers: { 'if-modified-since': 'not a date' } })).status).toBe(200);
     expect((await fetch(h.cardUrl, { headers: { 'if-none-match': `W/${etag}, "other"` } })).status).toBe(304);

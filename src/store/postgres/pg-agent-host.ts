@@ -113,10 +113,10 @@ export abstract class PgAgentHost {
   }
 
   async getDirectReply(scope: AgentScope, messageId: string): Promise<Record<string, unknown> | undefined> {
-    const sql =
-      'SELECT reply FROM agent_direct_replies WHERE owner = $1 AND tenant = $2 AND message_id = $3';
-    return (await this.query<{ reply: Record<string, unknown> }>(sql, [scope.owner, scope.tenant, messageId]))[0]
-      ?.reply;
+    const sql = 'SELECT reply FROM agent_direct_replies WHERE owner = $1 AND tenant = $2 AND message_id = $3';
+    return (
+      await this.query<{ reply: Record<string, unknown> }>(sql, [scope.owner, scope.tenant, messageId])
+    )[0]?.reply;
   }
 
   updateAgentTask(

@@ -45,7 +45,12 @@ export function hostCases({ store, peer, test }: SuiteContext<AgentTaskStore>): 
     // Another scope, the same messageId: its own reply.
     expect(await store().getDirectReply({ owner: 'alice@x', tenant: '' }, 'm-1')).toBeUndefined();
     expect(await store().getDirectReply({ owner: 'alice', tenant: '' }, 'm-1')).toBeUndefined();
-    const other = await store().putDirectReply({ owner: 'alice', tenant: '' }, 'm-1', { messageId: 'r-3' }, 3000);
+    const other = await store().putDirectReply(
+      { owner: 'alice', tenant: '' },
+      'm-1',
+      { messageId: 'r-3' },
+      3000,
+    );
     expect(other).toEqual({ messageId: 'r-3' });
     // A reply is no task.
     expect(await store().findAgentTaskByMessageId(inTenant, 'm-1')).toBeUndefined();
