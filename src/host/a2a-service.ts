@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../core/canonical-json.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -16,9 +18,11 @@ import {
   type SendMessageResponse,
   type Task,
 } from '../protocols/a2a/types.ts';
+import type { AgentDefinition } from './agent-api.ts';
 import type { Executions } from './executions.ts';
 import type { HostLiveness } from './host-liveness.ts';
 import { PushConfigs } from './push-configs.ts';
+import { answerData, answerText } from './task-context.ts';
 import type { TaskStreams } from './task-streams.ts';
 import {
   type ExecutorState,
@@ -43,6 +47,8 @@ export interface A2AServiceOptions {
   executions: Executions;
   liveness: HostLiveness;
   card: () => AgentCard;
+  /** The agent, for its direct replies (`reply`); execute runs through `executions`. */
+  agent?: Pick<AgentDefinition, 'reply' | 'extendedCard'>;
   logger: Logger;
 }
 
@@ -70,6 +76,8 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async sendMessage(req: SendMessageRequest, ctx: CallContext): Promise<SendMessageResponse> {
+    const message = await this.directReply(req, ctx);
+    if (message) return { message };
     const { record } = await this.accept(req, ctx);
     const historyLength = req.configuration?.historyLength;
     // A2A 1.0, execution mode: blocking is the default; wait for a terminal or interrupted state.
@@ -85,6 +93,9 @@ export class A2AService implements A2ARequestHandler {
     req: SendMessageRequest,
     ctx: CallContext,
   ): Promise<AsyncIterable<StreamItem[]>> {
+    const message = await this.directReply(req, ctx);
+    // A2A 1.0, SendStreamingMessage: a stream may be one Message, then it ends.
+    if (message) return single([{ id: '0', payload: { message } }]);
     const { record, created } = await this.accept(req, ctx);
     if (created) return this.o.streams.fromCreation(record.id, ctx.signal);
     // A follow-up (or a retried send): the current task first, then what follows.
@@ -196,9 +207,20 @@ export class A2AService implements A2ARequestHandler {
     await this.push.delete(req.taskId, req.id, scope(ctx));
   };
 
-  async getExtendedAgentCard(): Promise<AgentCard> {
+  async getExtendedAgentCard(_req: { tenant?: string }, ctx: CallContext): Promise<AgentCard> {
+    const agent = this.o.agent;
+    const extended = agent?.extendedCard;
     // A2A 1.0 §3.3.4: capabilities.extendedAgentCard is false on our card → UnsupportedOperationError.
-    throw new A2AError('UnsupportedOperationError', 'This agent has no extended agent card');
+    if (extended === undefined)
+      throw new A2AError('UnsupportedOperationError', 'This agent has no extended agent card');
+    // The bindings authenticated the caller before this runs (every operation is authenticated).
+    const info = typeof extended === 'function' ? await extended.call(agent, { ...scope(ctx) }) : extended;
+    const card: Record<string, unknown> = { ...this.o.card() };
+    for (const field of EXTENDED_FIELDS) {
+      const value = (info as Record<string, unknown> | undefined)?.[field];
+      if (value !== undefined) card[field] = structuredClone(value);
+    }
+    return card as unknown as AgentCard;
   }
 
   // --- internals ---------------------------------------------------------------------------------
@@ -209,16 +231,62 @@ export class A2AService implements A2ARequestHandler {
     return record;
   }
 
-  /** Creates the task or applies a follow-up; idempotent on (caller, messageId). */
+  /**
+   * The agent's direct reply to a new message (agent-api.ts `reply`), or undefined when the message
+   * goes to a task: it continues one, the agent has no `reply`, its send already created a task, or
+   * `reply` declined. A reply is stored before it is returned, under the key a task would take, so a
+   * retry gets the stored Message and `reply` runs once per message.
+   */
+  private async directReply(req: SendMessageRequest, ctx: CallContext): Promise<Message | undefined> {
+    const reply = this.o.agent?.reply;
+    const message = req.message;
+    if (!reply || message.taskId) return undefined;
+    const caller = scope(ctx);
+    const key = messageKey(message);
+    const earlier = await this.o.store.getDirectReply(caller, key);
+    if (earlier) return earlier as unknown as Message;
+    if ((await this.o.store.findAgentTaskByMessageId(caller, key)) !== undefined) return undefined;
+    const { clock, random } = this.o;
+    const contextId = message.contextId ?? newId(clock, random, 'ctx_');
+    const own = structuredClone(message);
+    const parts = await reply.call(this.o.agent, {
+      message: own,
+      text: answerText(own),
+      data: answerData(own),
+      contextId,
+      signal: ctx.signal,
+      logger: this.o.logger.child({ messageId: message.messageId.slice(0, 100) }),
+    });
+    if (parts === undefined || parts === null) return undefined;
+    // A2A 1.0, data model: a Message has at least one part.
+    if (typeof parts !== 'string' && (!Array.isArray(parts) || parts.length === 0))
+      throw new Error('reply resolved to neither a string, a non-empty Part[] nor undefined');
+    const answer: Message = {
+      messageId: newId(clock, random, 'msg_'),
+      role: 'ROLE_AGENT',
+      parts: typeof parts === 'string' ? [{ text: parts }] : parts,
+      contextId,
+    };
+    const stored = await this.o.store.putDirectReply(
+      caller,
+      key,
+      answer as unknown as Record<string, unknown>,
+      clock.now(),
+    );
+    return stored as unknown as Message;
+  }
+
+  /** Creates the task or applies a follow-up; idempotent on (caller, messageId, content). */
   private async accept(
     req: SendMessageRequest,
     ctx: CallContext,
   ): Promise<{ record: AgentTaskRecord; created: boolean }> {
     const caller = scope(ctx);
     const message = req.message;
-    if (message.taskId) return { record: await this.followUp(message, caller), created: false };
+    const key = messageKey(message);
+    if (message.taskId) return { record: await this.followUp(message, caller, key), created: false };
 
-    // Idempotency on (caller, messageId) is decided by createAgentTask itself (one store call).
+    // Idempotency on (caller, messageId, content) is decided by createAgentTask itself (one store call).
     const { clock, random } = this.o;
     const now = clock.now();
     const id = newId(clock, random, 'task_');
@@ -258,7 +326,7 @@ export class A2AService implements A2ARequestHandler {
     const outbox = configId ? await this.o.writer.outboxRows(id, [first], now) : [];
     const result = await this.o.store.createAgentTask(
       record,
-      message.messageId,
+      key,
       [{ taskId: id, at: now, payload: first }],
       outbox,
     );
@@ -276,7 +344,7 @@ export class A2AService implements A2ARequestHandler {
    * A message with a taskId (A2A 1.0, data model): the task must exist for this caller, contextIds must match, a
    * terminal task refuses it (UnsupportedOperationError), an INPUT_REQUIRED task takes it as the answer.
    */
-  private async followUp(message: Message, caller: AgentScope): Promise<AgentTaskRecord> {
+  private async followUp(message: Message, caller: AgentScope, key: string): Promise<AgentTaskRecord> {
     const taskId = message.taskId!;
     const current = await this.o.store.getAgentTask(taskId, caller);
     // An MCP tool task takes its input through MCP (tasks/update, keyed), never as a message.
@@ -314,7 +382,7 @@ export class A2AService implements A2ARequestHandler {
         }
         return { events: [] };
       },
-      message.messageId,
+      key,
     );
     if (answered && result.written && (result.record.executorState as unknown as ExecutorState).host === me) {
       this.o.executions.answered(result.record, executorAnswer(result.record));
@@ -331,6 +399,35 @@ export class A2AService implements A2ARequestHandler {
     }
   }
 }
+
+/**
+ * The key a send is deduplicated on, per caller (the store's `messageId` argument): the message's
+ * content hash and its `messageId`. The same message sent again (a retry, on either binding, in any
+ * spelling the decoder accepts) has the same key and gets the task it created; a different message
+ * that reuses a `messageId` has another key and is processed as a new message. "Content" is the decoded
+ * message minus `messageId`: role, parts, contextId, taskId, referenceTaskIds, extensions and metadata,
+ * as canonical JSON (RFC 8785). The request around it (configuration, request metadata) is not content:
+ * a retry may change `returnImmediately` or its push config and is still the same message
+ * (docs/host.md, "Idempotent sends"). The hash is fixed-length and goes first, so no two pairs spell
+ * one key.
+ */
+export function messageKey(message: Message): string {
+  const { messageId, ...content } = message;
+  const hash = createHash('sha256').update(canonicalJson(content)).digest('base64url');
+  return `${hash}:${messageId}`;
+}
+
+/** What an extended card may replace of the public one (agent-api.ts AgentCardInfo). */
+const EXTENDED_FIELDS = [
+  'name',
+  'description',
+  'version',
+  'skills',
+  'documentationUrl',
+  'provider',
+  'defaultInputModes',
+  'defaultOutputModes',
+] as const;
 
 function isStopped(state: string | undefined): boolean {
   return (

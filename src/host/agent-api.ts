@@ -33,6 +33,30 @@ export interface AgentDefinition {
    */
   resumable?: boolean;
   /**
+   * Answers a new message directly, with a Message and no task (A2A 1.0: SendMessage answers with a
+   * Task or a Message). Called for each new message (not for one that continues a task) before any
+   * task exists; resolve to a string or Part[] and the client gets a Message with those parts, or to
+   * `undefined` and a task is created and `execute` runs. The reply is stored before it is sent: the
+   * same message sent again (a retry) gets the same Message back, after a host restart too, and
+   * `reply` is not called again for it. Keep the decision a function of the message, so a retry is
+   * answered the same way. Throwing answers the client with an internal error (details go to the log).
+   */
+  reply?(ctx: ReplyContext): Promise<string | Part[] | undefined>;
+  /**
+   * An extended agent card for callers the host authenticated (A2A 1.0, GetExtendedAgentCard): the
+   * fields given replace the public card's (more skills, another description…); the interfaces,
+   * capabilities and security schemes stay the host's. A function gets the caller and may answer
+   * differently per caller. Defining it declares `capabilities.extendedAgentCard: true` on the public
+   * card. With `--auth keys` only a caller with a valid key gets it; with `--auth none` every caller is
+   * anonymous, so it is as public as the card itself.
+   */
+  extendedCard?:
+    | Partial<AgentCardInfo>
+    | ((caller: {
+        owner: string;
+        tenant: string;
+      }) => Partial<AgentCardInfo> | Promise<Partial<AgentCardInfo>>);
+  /**
    * Runs the task. Resolve to finish it: a string or Part[] becomes the completing status message.
    * Throwing fails the task (the client sees a generic reason; details go to the host log). An agent
    * with only `tools` may leave it out: its A2A tasks then fail with a reason saying so.
@@ -75,6 +99,20 @@ export interface ArtifactChunk {
   lastChunk?: boolean;
 }
 
+/** What `reply` sees of a new message. */
+export interface ReplyContext {
+  /** The message (its own copy). */
+  readonly message: Message;
+  /** Its text parts joined with newlines, and its first data part's value. */
+  readonly text: string;
+  readonly data: unknown;
+  /** The message's contextId, or a new one: the reply carries it. */
+  readonly contextId: string;
+  /** Fires when the client goes away. */
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+}
+
 export interface ExecutionContext {
   readonly taskId: string;
   readonly contextId: string;
@@ -109,6 +147,12 @@ export interface ExecutionContext {
   complete(message?: string | Part[]): Promise<void>;
   /** Finishes the task as TASK_STATE_FAILED with a reason the client can read. */
   fail(reason: string): Promise<void>;
+  /**
+   * Finishes the task as TASK_STATE_REJECTED with a reason the client can read: the agent will not do
+   * this work (out of its scope, refused by policy), as opposed to trying and failing. Rejecting before
+   * any other ctx call goes straight from SUBMITTED to REJECTED.
+   */
+  reject(reason: string): Promise<void>;
 }
 
 /** A card, and an execute function or a tools list (or both). */

@@ -9,9 +9,14 @@ export const REST_PATH = '/a2a/rest';
 
 /**
  * The card (A2A 1.0, agent card): both bindings, capabilities that say exactly what the host enforces (streaming and
- * push on, no extended card), the Last-Event-ID extension, and the bearer scheme when keys are on.
+ * push on, an extended card when the agent has one), the Last-Event-ID extension, and the bearer scheme when keys are on.
  */
-export function buildAgentCard(info: AgentCardInfo, baseUrl: string, auth: 'none' | 'keys'): AgentCard {
+export function buildAgentCard(
+  info: AgentCardInfo,
+  baseUrl: string,
+  auth: 'none' | 'keys',
+  extended = false,
+): AgentCard {
   const card: AgentCard = {
     name: info.name,
     description: info.description,
@@ -23,7 +28,7 @@ export function buildAgentCard(info: AgentCardInfo, baseUrl: string, auth: 'none
     capabilities: {
       streaming: true,
       pushNotifications: true,
-      extendedAgentCard: false,
+      extendedAgentCard: extended,
       extensions: [
         {
           uri: LAST_EVENT_ID_EXTENSION,

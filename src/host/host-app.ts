@@ -7,6 +7,7 @@ import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
 import type { A2ARequestHandler, Authenticate } from '../protocols/a2a/handler.ts';
 import { jsonRpcBinding, type BindingOptions } from '../protocols/a2a/jsonrpc-binding.ts';
 import { restBinding } from '../protocols/a2a/rest-binding.ts';
+import { A2AError, jsonRpcErrorResponse, restError } from '../protocols/a2a/errors.ts';
 import { AGENT_CARD_PATH } from '../protocols/a2a/types.ts';
 import { JSONRPC_PATH, REST_PATH } from './agent-card.ts';
 import { jsonRpcNodeBinding } from './http/jsonrpc-node.ts';
@@ -36,7 +37,9 @@ export function createHostApp(o: HostAppOptions): Hono {
   const bindingOptions = hostBindingOptions(o);
   const rpc = jsonRpcBinding(bindingOptions);
   const rest = restBinding({ ...bindingOptions, basePath: REST_PATH });
-  const app = new Hono();
+  // strict: false serves every route with a trailing slash too (clients append one to the card's URLs).
+  const app = new Hono({ strict: false });
+  const modified = new CardModified(o.clock);
   // An answer that leaves a request body unread (refused before it was read: 401, 404, 413) closes the
   // connection rather than have @hono/node-server read and discard up to 64 MiB of it to keep it.
   app.use(async (c, next) => {
@@ -50,8 +53,15 @@ export function createHostApp(o: HostAppOptions): Hono {
   app.get(AGENT_CARD_PATH, (c) => {
     const body = canonicalJson(o.handler.agentCard());
     const etag = `"${sha256Hex(body).slice(0, 32)}"`;
-    const headers = { etag, 'cache-control': 'public, max-age=300', vary: 'A2A-Version' };
-    if (c.req.header('if-none-match') === etag) return c.body(null, 304, headers);
+    const lastModified = modified.of(etag);
+    const headers = {
+      etag,
+      'last-modified': new Date(lastModified).toUTCString(),
+      'cache-control': 'public, max-age=300',
+      vary: 'A2A-Version',
+    };
+    if (notModified(c.req.header('if-none-match'), c.req.header('if-modified-since'), etag, lastModified))
+      return c.body(null, 304, headers);
     return c.body(body, 200, { ...headers, 'content-type': 'application/json' });
   });
   app.get('/healthz', (c) => c.json({ ok: true }));
@@ -63,11 +73,55 @@ export function createHostApp(o: HostAppOptions): Hono {
     app.all(MCP_PATH, (c) => mcp(c.req.raw, ''));
     app.all(`${MCP_PATH}/:tenant`, (c) => mcp(c.req.raw, c.req.param('tenant')));
   }
+  app.notFound((c) => notFoundReply(c.req.path));
   app.onError((err, c) => {
     o.logger.error({ err }, 'unhandled request error');
     return c.json(statusError(500, 'INTERNAL', 'Internal error'), 500);
   });
   return app;
+}
+
+/**
+ * The card's `Last-Modified` (A2A 1.0, agent card: servers may send it beside the ETag; TCK
+ * CARD-CACHE-003): the time this process first served the card's current content, in whole seconds as
+ * HTTP dates have them. A restart gives a later time for the same card, which costs a client one
+ * full fetch, never a stale card.
+ */
+class CardModified {
+  private etag = '';
+  private at = 0;
+
+  constructor(private readonly clock: Clock) {}
+
+  of(etag: string): number {
+    if (etag !== this.etag) {
+      this.etag = etag;
+      this.at = Math.floor(this.clock.now() / 1000) * 1000;
+    }
+    return this.at;
+  }
+}
+
+/**
+ * RFC 9110 §13.2.2: If-None-Match decides when present (`*`, or a list naming our ETag, weak or
+ * strong: a GET compares weakly); only without it is If-Modified-Since read, and a date that does not
+ * parse is ignored.
+ */
+function notModified(
+  ifNoneMatch: string | undefined,
+  ifModifiedSince: string | undefined,
+  etag: string,
+  lastModified: number,
+): boolean {
+  if (ifNoneMatch !== undefined) {
+    return ifNoneMatch
+      .split(',')
+      .map((t) => t.trim().replace(/^W\//, ''))
+      .some((t) => t === '*' || t === etag);
+  }
+  if (ifModifiedSince === undefined) return false;
+  const since = Date.parse(ifModifiedSince);
+  return Number.isFinite(since) && lastModified <= since;
 }
 
 function hostBindingOptions(o: HostAppOptions): BindingOptions {
@@ -112,7 +166,7 @@ export function createHostListener(o: HostAppOptions): RequestListener {
       if (host === plainHost || isPlainHost(host)) {
         plainHost = host;
         if (url !== undefined) {
-          if (req.method === 'POST' && isUnder(url, JSONRPC_PATH, false)) return rpc(req, res);
+          if (req.method === 'POST' && isJsonRpcTarget(url)) return rpc(req, res);
           if (req.method !== 'HEAD' && isUnder(url, REST_PATH, true) && isPlainTarget(url))
             return rest(req, res);
         }
@@ -120,6 +174,12 @@ export function createHostListener(o: HostAppOptions): RequestListener {
     }
     void hono(req, res);
   };
+}
+
+/** The JSON-RPC URL, with or without a trailing slash (what the TCK's client posts to) and a query. */
+function isJsonRpcTarget(url: string): boolean {
+  if (isUnder(url, JSONRPC_PATH, false)) return true;
+  return isUnder(url, `${JSONRPC_PATH}/`, false);
 }
 
 /** `path` itself, with or without a query string, or (`subpaths`) anything below it. */
@@ -181,6 +241,20 @@ function refuseHost(res: ServerResponse): void {
 const BAD_HOST_BODY = Buffer.from(
   JSON.stringify(statusError(400, 'INVALID_ARGUMENT', 'Invalid Host header')),
 );
+
+/**
+ * No route: a JSON answer in the shape of the binding the path is under (a JSON-RPC error envelope with
+ * MethodNotFound below the JSON-RPC URL, else a google.rpc.Status), never hono's plain-text 404: a JSON
+ * API answers JSON.
+ */
+function notFoundReply(path: string): Response {
+  const err = new A2AError('MethodNotFoundError', `No route for ${path.slice(0, 100)}`);
+  const body = path.startsWith(`${JSONRPC_PATH}/`) ? jsonRpcErrorResponse(null, err) : restError(err).body;
+  return new Response(JSON.stringify(body), {
+    status: 404,
+    headers: { 'content-type': 'application/json' },
+  });
+}
 
 /** A google.rpc.Status body for the host's own errors, made before any binding read the request. */
 function statusError(code: number, status: string, message: string) {

@@ -9,6 +9,7 @@ export {
   type ArtifactChunk,
   type ExecutionContext,
   type InputAnswer,
+  type ReplyContext,
   type Artifact,
 } from './agent-api.ts';
 export {

@@ -171,9 +171,10 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     executions,
     liveness,
     card: () => card,
+    agent,
     logger,
   });
-  let card = buildAgentCard(agent.card, baseUrl, authMode);
+  let card = buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined);
   const mcp = new McpService({
     store,
     clock,
@@ -214,7 +215,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const host = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
   const url = `http://${host}:${address.port}`;
   if (!baseUrl) baseUrl = url;
-  card = buildAgentCard(agent.card, baseUrl, authMode);
+  card = buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined);
 
   const recovered = await recovery.recover();
   recovery.startSweeps();

@@ -68,12 +68,12 @@ function answerOf(message: Message): InputAnswer {
 }
 
 /** A message's text parts joined with newlines. */
-function answerText(message: Message): string {
+export function answerText(message: Message): string {
   return message.parts.flatMap((p) => (p.text !== undefined ? [p.text] : [])).join('\n');
 }
 
 /** A message's first data part's value. */
-function answerData(message: Message): unknown {
+export function answerData(message: Message): unknown {
   return message.parts.find((p) => p.data !== undefined)?.data;
 }
 
@@ -118,6 +118,7 @@ export class TaskContext implements ExecutionContext {
     this.sleep = this.sleep.bind(this);
     this.complete = this.complete.bind(this);
     this.fail = this.fail.bind(this);
+    this.reject = this.reject.bind(this);
   }
 
   get message(): Message {
@@ -269,6 +270,12 @@ export class TaskContext implements ExecutionContext {
     await this.executions.finish(this.taskId, 'TASK_STATE_COMPLETED', message);
   }
 
+  async reject(reason: string): Promise<void> {
+    if (this.entry.stopped) throw this.entry.stopped;
+    this.done = true;
+    await this.executions.finish(this.taskId, 'TASK_STATE_REJECTED', reason);
+  }
+
   async fail(reason: string): Promise<void> {
     if (this.entry.stopped) throw this.entry.stopped;
     this.done = true;
@@ -280,21 +287,30 @@ export class TaskContext implements ExecutionContext {
     await this.o.writer.update(this.taskId, (d) => this.apply(d, mutate));
   }
 
-  /** A change made by execute: refused on a finished task; the first one also moves SUBMITTED → WORKING. */
+  /**
+   * A change made by execute: refused on a finished task; the first one also moves SUBMITTED → WORKING,
+   * unless it is itself a WORKING status (`ctx.status` first): then that one event says it, with its
+   * message, and a client never sees WORKING twice for one change.
+   */
   private apply(d: TaskDraft, mutate: Mutate): TaskChange {
     const state = d.task.status.state;
     if (isTerminalTaskState(state)) throw new TaskClosedError(state);
-    const events: StoredEvent[] = [];
+    let working: StoredEvent | undefined;
     if (state === 'TASK_STATE_SUBMITTED') {
       setStatus(d.task, 'TASK_STATE_WORKING', this.o.clock.now());
-      events.push(statusEvent(d.task));
+      working = statusEvent(d.task);
     }
     if (!this.started) {
       this.started = true;
       d.executor.runs = (d.executor.runs ?? 0) + 1;
     }
-    const change = mutate(d);
-    if (change) events.push(...change.events);
-    return { events };
+    const own = mutate(d)?.events ?? [];
+    const first = own[0];
+    if (
+      !working ||
+      (first && 'statusUpdate' in first && first.statusUpdate.status.state === 'TASK_STATE_WORKING')
+    )
+      return { events: own };
+    return { events: [working, ...own] };
   }
 }

@@ -158,6 +158,22 @@ export interface AgentTaskStore extends StoreCommon {
    */
   listAgentTaskEvents(taskId: string, afterSeq: number, limit?: number): Promise<AgentTaskEvent[]>;
 
+  // --- agent host: direct replies -------------------------------------------------------------
+  /**
+   * Records `reply`, the Message the agent answered `(scope, messageId)` with instead of creating a task,
+   * unless that pair already has a reply: returns the stored one (the earlier reply on a retry), so
+   * every retry of a send gets the same Message, across restarts. `reply` is stored as it is at the
+   * call; the result is the caller's. Kept as long as the `messageId` records of tasks.
+   */
+  putDirectReply(
+    scope: AgentScope,
+    messageId: string,
+    reply: Record<string, unknown>,
+    now: number,
+  ): Promise<Record<string, unknown>>;
+  /** The reply recorded for `(scope, messageId)`, if any. */
+  getDirectReply(scope: AgentScope, messageId: string): Promise<Record<string, unknown> | undefined>;
+
   // --- agent host: push configs ---------------------------------------------------------------
   putPushConfig(config: PushConfigRecord): Promise<PushConfigRecord>;
   getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined>;

@@ -148,7 +148,7 @@ describe('auth keys', () => {
     const bobs = await call(
       h.url,
       'SendMessage',
-      { message: { messageId: 'same-id', role: 'ROLE_USER', parts: [{ text: 'b' }] } },
+      { message: { messageId: 'same-id', role: 'ROLE_USER', parts: [{ text: 'a' }] } },
       bob,
     );
     expect(bobs.body.result.task.id).not.toBe(id);

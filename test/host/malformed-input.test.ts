@@ -119,10 +119,10 @@ describe('JSON-RPC binding', () => {
 });
 
 describe('HTTP+JSON binding', () => {
-  it('malformed JSON → 400 INVALID_ARGUMENT as google.rpc.Status in application/a2a+json', async () => {
+  it('malformed JSON → 400 INVALID_ARGUMENT as google.rpc.Status in application/json', async () => {
     const r = await restRaw('POST', '/message:send', '{"message":');
     expect(r.status).toBe(400);
-    expect(r.type).toContain('application/a2a+json');
+    expect(r.type).toBe('application/json');
     expect(r.json.error).toMatchObject({
       code: 400,
       status: 'INVALID_ARGUMENT',

@@ -299,16 +299,23 @@ describe('wire details the SDK hides', () => {
 
   it('A2A-Version: missing → -32009, 1.0.7 accepted (patch ignored), ?A2A-Version=1.0 accepted', async () => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ListTasks', params: {} });
-    const missing = (await (await fetch(`${url}/a2a/jsonrpc`, { method: 'POST', body })).json()) as {
+    const json = { 'content-type': 'application/json' };
+    const missing = (await (
+      await fetch(`${url}/a2a/jsonrpc`, { method: 'POST', body, headers: json })
+    ).json()) as {
       error: { code: number };
     };
     expect(missing.error.code).toBe(-32009);
     const patch = (await (
-      await fetch(`${url}/a2a/jsonrpc`, { method: 'POST', body, headers: { 'A2A-Version': '1.0.7' } })
+      await fetch(`${url}/a2a/jsonrpc`, {
+        method: 'POST',
+        body,
+        headers: { ...json, 'A2A-Version': '1.0.7' },
+      })
     ).json()) as Record<string, unknown>;
     expect(patch.result).toBeDefined();
     const query = (await (
-      await fetch(`${url}/a2a/jsonrpc?A2A-Version=1.0`, { method: 'POST', body })
+      await fetch(`${url}/a2a/jsonrpc?A2A-Version=1.0`, { method: 'POST', body, headers: json })
     ).json()) as Record<string, unknown>;
     expect(query.result).toBeDefined();
   });

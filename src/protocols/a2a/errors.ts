@@ -163,6 +163,18 @@ export const A2A_ERRORS = {
     reason: 'PAYLOAD_TOO_LARGE',
     message: 'Request body too large',
   },
+  /**
+   * A request body whose Content-Type is not JSON (`application/json` or `application/a2a+json`): the
+   * JSON-RPC binding answers ContentTypeNotSupportedError (-32005), the HTTP+JSON binding 415, the
+   * status HTTP itself has for it (RFC 9110 §15.5.16).
+   */
+  UnsupportedMediaTypeError: {
+    code: -32005,
+    http: 415,
+    status: 'INVALID_ARGUMENT',
+    reason: 'CONTENT_TYPE_NOT_SUPPORTED',
+    message: 'The request body must be application/json or application/a2a+json',
+  },
 } as const satisfies Record<string, A2AErrorSpec>;
 
 export type A2AErrorName = keyof typeof A2A_ERRORS;

@@ -143,6 +143,28 @@ export function parseJson(text: string, maxDepth: number): unknown {
   }
 }
 
+/**
+ * A body's Content-Type must be JSON: `application/json` or `application/a2a+json` (A2A 1.0, HTTP+JSON
+ * binding: clients may send either), parameters such as `charset` allowed, any case. A request without
+ * one is read as JSON (lenient, as the body is what counts). Anything else, the `text/plain` of a bare
+ * `fetch` with a string body and the form type of `curl -d` included, is UnsupportedMediaTypeError: -32005
+ * on JSON-RPC, 415 on HTTP+JSON.
+ */
+export function checkJsonContentType(req: HttpRequest): void {
+  const value = req.headers.get('content-type');
+  if (value === null || value === 'application/json' || isJsonMediaType(value)) return;
+  throw new A2AError(
+    'UnsupportedMediaTypeError',
+    `Content-Type ${JSON.stringify(value.slice(0, 100))} is not supported; send application/json or application/a2a+json`,
+  );
+}
+
+function isJsonMediaType(value: string): boolean {
+  const semi = value.indexOf(';');
+  const type = (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
+  return type === 'application/json' || type === 'application/a2a+json' || type === '';
+}
+
 const VERSION_HEADER = A2A_VERSION_HEADER.toLowerCase();
 const EXTENSIONS_HEADER = A2A_EXTENSIONS_HEADER.toLowerCase();
 

@@ -16,6 +16,7 @@ import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
 import {
   DEFAULT_MAX_BODY_BYTES,
   callContext,
+  checkJsonContentType,
   checkVersion,
   jsonReplies,
   parseJson,
@@ -84,6 +85,7 @@ export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Prom
     let id: JsonRpcId = null;
     try {
       if (req.method !== 'POST') throw new A2AError('InvalidRequestError', 'JSON-RPC requests are POSTed');
+      checkJsonContentType(req);
       const envelope = parseJson(await req.text(maxBody), maxDepth);
       if (Array.isArray(envelope))
         throw new A2AError('InvalidRequestError', 'Batch requests are not supported');
@@ -120,6 +122,7 @@ export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Prom
       // Errors travel as 200 + error envelope, except where the HTTP layer itself must say no.
       return replies.error(err, (e) => ({
         status: e.spec.http === 413 || e.spec.http === 401 ? e.spec.http : 200,
+        // -32005 here: the 415 of UnsupportedMediaTypeError is the HTTP+JSON binding's.
         body: jsonRpcErrorResponse(id, e),
       }));
     }

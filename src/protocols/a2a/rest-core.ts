@@ -16,6 +16,7 @@ import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
 import {
   DEFAULT_MAX_BODY_BYTES,
   callContext,
+  checkJsonContentType,
   checkVersion,
   jsonReplies,
   parseJson,
@@ -27,7 +28,6 @@ import {
 } from './http-common.ts';
 import type { SseEvent } from './sse.ts';
 import {
-  A2A_CONTENT_TYPE,
   type CancelTaskRequest,
   type DeleteTaskPushNotificationConfigRequest,
   type GetTaskPushNotificationConfigRequest,
@@ -118,7 +118,10 @@ export function restCore(options: RestBindingOptions): (req: HttpRequest) => Pro
     depth: options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH,
   };
   const base = options.basePath.replace(/\/+$/, '');
-  const replies = jsonReplies(options, A2A_CONTENT_TYPE);
+  // application/json, not the application/a2a+json 1.0.1 recommends (SHOULD): the TCK's HTTP_JSON-SVC-001
+  // and HTTP_JSON-ERR-001 require application/json, and every JSON client reads it (docs/a2a-notes.md,
+  // "Content types").
+  const replies = jsonReplies(options, 'application/json');
   return async (req) => {
     try {
       const path = req.path;
@@ -174,6 +177,7 @@ function queryObject(q: URLSearchParams): Record<string, unknown> {
 
 /** The JSON object body; an empty or blank one is `{}`. */
 async function readBody(req: HttpRequest, limits: BodyLimits): Promise<Record<string, unknown>> {
+  checkJsonContentType(req);
   const text = await req.text(limits.bytes);
   if (text.trim() === '') return {};
   return asObject(parseJson(text, limits.depth), 'body');

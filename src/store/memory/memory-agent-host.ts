@@ -34,6 +34,8 @@ export abstract class MemoryAgentHost {
   protected readonly agentTasks = new Map<string, AgentTaskRecord>();
   /** messageKey(scope, messageId) → task id. */
   protected readonly messageIds = new Map<string, string>();
+  /** messageKey(scope, messageId) → the direct reply, as JSON text (a copy). */
+  protected readonly directReplies = new Map<string, string>();
   protected readonly taskEvents = new Map<string, AgentTaskEvent[]>();
   protected taskEventSeq = 0;
   /** taskId → configId → config. */
@@ -61,6 +63,24 @@ export abstract class MemoryAgentHost {
     this.appendOutbox(outbox, stored.updatedAt);
     this.hub.emit(taskNotices(stored.id, appended));
     return { created: true, task: clone(stored) };
+  }
+
+  async putDirectReply(
+    scope: AgentScope,
+    messageId: string,
+    reply: Record<string, unknown>,
+    _now: number,
+  ): Promise<Record<string, unknown>> {
+    this.assertOpen();
+    const key = messageKey(scope, messageId);
+    const stored = this.directReplies.get(key) ?? JSON.stringify(reply);
+    this.directReplies.set(key, stored);
+    return JSON.parse(stored) as Record<string, unknown>;
+  }
+
+  async getDirectReply(scope: AgentScope, messageId: string): Promise<Record<string, unknown> | undefined> {
+    const stored = this.directReplies.get(messageKey(scope, messageId));
+    return stored === undefined ? undefined : (JSON.parse(stored) as Record<string, unknown>);
   }
 
   async getAgentTask(id: string, scope?: AgentScope): Promise<AgentTaskRecord | undefined> {

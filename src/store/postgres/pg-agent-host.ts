@@ -96,6 +96,29 @@ export abstract class PgAgentHost {
     return (await this.query<{ task_id: string }>(sql, [scope.owner, scope.tenant, messageId]))[0]?.task_id;
   }
 
+  async putDirectReply(
+    scope: AgentScope,
+    messageId: string,
+    reply: Record<string, unknown>,
+    now: number,
+  ): Promise<Record<string, unknown>> {
+    const params = [scope.owner, scope.tenant, messageId];
+    const inserted = await this.query<{ reply: Record<string, unknown> }>(
+      `INSERT INTO agent_direct_replies (owner, tenant, message_id, reply, created_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT DO NOTHING RETURNING reply`,
+      [...params, JSON.stringify(reply), now],
+    );
+    // A conflict waited for the other insert to commit; this second statement sees it.
+    return inserted[0]?.reply ?? (await this.getDirectReply(scope, messageId))!;
+  }
+
+  async getDirectReply(scope: AgentScope, messageId: string): Promise<Record<string, unknown> | undefined> {
+    const sql = 'SELECT reply FROM agent_direct_replies WHERE owner = $1 AND tenant = $2 AND message_id = $3';
+    return (
+      await this.query<{ reply: Record<string, unknown> }>(sql, [scope.owner, scope.tenant, messageId])
+    )[0]?.reply;
+  }
+
   updateAgentTask(
     next: AgentTaskRecord,
     expectedVersion: number,

@@ -158,4 +158,19 @@ export const PG_MIGRATIONS: readonly Migration[] = [
     // used it (the active-task scan is `state NOT IN (…)`, and ListTasks filters within agent_tasks_scope).
     sql: `DROP INDEX agent_tasks_state;`,
   },
+  {
+    id: 5,
+    name: 'agent direct replies',
+    // As SQLite migration 5: the Message an agent answered a send with instead of a task.
+    sql: `
+      CREATE TABLE agent_direct_replies (
+        owner TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        reply JSONB NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (owner, tenant, message_id)
+      );
+    `,
+  },
 ];

@@ -17,6 +17,13 @@ export function taskIdForMessage(c: SqlConn, scope: AgentScope, messageId: strin
   return (row as { task_id: string } | undefined)?.task_id;
 }
 
+export function directReplyText(c: SqlConn, scope: AgentScope, messageId: string): string | undefined {
+  const row = c
+    .q('SELECT reply FROM agent_direct_replies WHERE owner = ? AND tenant = ? AND message_id = ?')
+    .get(scope.owner, scope.tenant, messageId);
+  return (row as { reply: string } | undefined)?.reply;
+}
+
 export function findEnvelopeByKey(c: SqlConn, tenant: string, key: string): Envelope | undefined {
   const row = c
     .q('SELECT doc, version FROM envelopes WHERE tenant = ? AND idempotency_key = ?')

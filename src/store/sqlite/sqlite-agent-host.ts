@@ -22,7 +22,7 @@ import {
   outboxLimit,
 } from '../store-query.ts';
 import { where } from '../sql-where.ts';
-import { readTask, taskIdForMessage } from './shared-reads.ts';
+import { directReplyText, readTask, taskIdForMessage } from './shared-reads.ts';
 import type { SqlConn } from './statement-cache.ts';
 import type { WriteArgs, WriteName, WriteResult } from './write-ops.ts';
 import { serializeTask } from './write-rows.ts';
@@ -66,6 +66,23 @@ export abstract class SqliteAgentHost {
 
   async findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined> {
     return this.visible(taskIdForMessage(this.conn, scope, messageId));
+  }
+
+  putDirectReply(
+    scope: AgentScope,
+    messageId: string,
+    reply: Record<string, unknown>,
+    now: number,
+  ): Promise<Record<string, unknown>> {
+    const text = JSON.stringify(reply);
+    return this.write('putDirectReply', scope.owner, scope.tenant, messageId, text, now).then(
+      (stored) => JSON.parse(stored) as Record<string, unknown>,
+    );
+  }
+
+  async getDirectReply(scope: AgentScope, messageId: string): Promise<Record<string, unknown> | undefined> {
+    const text = await this.visible(directReplyText(this.conn, scope, messageId));
+    return text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
   }
 
   updateAgentTask(

@@ -202,4 +202,20 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
         WHERE instr(owner, '@') BETWEEN 1 AND length(owner) - 1;
     `,
   },
+  {
+    id: 5,
+    name: 'agent direct replies',
+    // The Message an agent answered a send with instead of a task, keyed like agent_task_messages, so
+    // a retried send gets the same Message back.
+    sql: `
+      CREATE TABLE agent_direct_replies (
+        owner TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        reply TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (owner, tenant, message_id)
+      );
+    `,
+  },
 ];

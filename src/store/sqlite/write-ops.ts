@@ -11,7 +11,7 @@ import type {
   OutboxRow,
   PushConfigRecord,
 } from '../store.ts';
-import { findEnvelopeByKey, readTask, taskIdForMessage } from './shared-reads.ts';
+import { directReplyText, findEnvelopeByKey, readTask, taskIdForMessage } from './shared-reads.ts';
 import type { SqlConn } from './statement-cache.ts';
 import {
   ENVELOPE_ID,
@@ -67,6 +67,23 @@ export const WRITES = {
     notices.push(...taskNotices(row[ID], appendTaskEvents(c, events)));
     appendOutbox(c, outbox, row[UPDATED_AT]);
     return { created: true };
+  },
+
+  /** Inserts the reply unless the pair has one; returns the stored reply's JSON text. */
+  putDirectReply(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    owner: string,
+    tenant: string,
+    messageId: string,
+    reply: string,
+    now: number,
+  ): string {
+    c.q(
+      `INSERT INTO agent_direct_replies (owner, tenant, message_id, reply, created_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT DO NOTHING`,
+    ).run(owner, tenant, messageId, reply, now);
+    return directReplyText(c, { owner, tenant }, messageId)!;
   },
 
   updateAgentTask(

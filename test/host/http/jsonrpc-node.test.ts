@@ -148,6 +148,7 @@ describe('the node adapter answers as the web-standard binding does', () => {
   it('hands the handler the same call context', async () => {
     const headers = {
       ...V,
+      'content-type': 'application/json',
       authorization: 'Bearer k',
       'A2A-Extensions': ' urn:a, urn:b,',
       'Last-Event-ID': '7',

@@ -151,7 +151,7 @@ async function expectSameAnswer(
   for (const name of COMPARED.slice(0, 4))
     expect([name, node.headers[name] ?? null]).toEqual([name, web.headers.get(name)]);
   expect(node.body).toBe(webBody);
-  if (node.headers['content-type'] === 'application/a2a+json')
+  if (node.headers['content-type'] === 'application/json')
     expect(node.headers['content-length']).toBe(String(Buffer.byteLength(node.body)));
   if (node.status === 204) {
     expect(node.headers['content-length']).toBeUndefined();
@@ -251,7 +251,13 @@ describe('the REST node adapter answers as the web-standard binding does', () =>
     ['the version in the query', 'GET', '/tasks/t1?A2A-Version=1.0&historyLength=1', {}],
     ['a 2.0 query', 'GET', '/tasks?A2A-Version=2.0', {}],
     ['a header over the query', 'GET', '/tasks/t1?A2A-Version=1.0', { 'A2A-Version': '0.3' }],
-    ['bad JSON and no version (the body is read first)', 'POST', '/message:send', {}, '{'],
+    [
+      'bad JSON and no version (the body is read first)',
+      'POST',
+      '/message:send',
+      { 'content-type': 'application/json' },
+      '{',
+    ],
     ['a refused credential (401)', 'GET', '/tasks/t1', { ...V, authorization: 'Bearer nope' }],
     [
       'a refused credential on a stream',
@@ -456,7 +462,8 @@ describe('the host listener sends /a2a/rest to the node adapter, answering as th
   it('a prefix of the interface URL is not under it', async () => {
     const r = await send('GET', `${REST}x/tasks/t1`, V, [], undefined, hostPort);
     expect(r.status).toBe(404);
-    expect(r.body).toBe('404 Not Found');
+    expect(r.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(r.body)).toMatchObject({ error: { code: 404, status: 'NOT_FOUND' } });
     expect(stub.contexts).toHaveLength(0);
   });
 });

@@ -32,6 +32,31 @@ export function hostCases({ store, peer, test }: SuiteContext<AgentTaskStore>): 
     expect(await store().listAgentTaskEvents(task.id, 0)).toHaveLength(1);
   });
 
+  test('putDirectReply keeps the first reply per scope and messageId, a copy taken at the call', async () => {
+    const inTenant = { owner: 'alice', tenant: 'x' };
+    const reply = { messageId: 'r-1', role: 'ROLE_AGENT', parts: [{ text: 'pong' }] };
+    expect(await store().getDirectReply(inTenant, 'm-1')).toBeUndefined();
+    const stored = await store().putDirectReply(inTenant, 'm-1', reply, 1000);
+    expect(stored).toEqual(reply);
+    reply.parts[0]!.text = 'changed after the call';
+    const retry = await store().putDirectReply(inTenant, 'm-1', { messageId: 'r-2' }, 2000);
+    expect(retry).toEqual({ messageId: 'r-1', role: 'ROLE_AGENT', parts: [{ text: 'pong' }] });
+    expect(await store().getDirectReply(inTenant, 'm-1')).toEqual(retry);
+    // Another scope, the same messageId: its own reply.
+    expect(await store().getDirectReply({ owner: 'alice@x', tenant: '' }, 'm-1')).toBeUndefined();
+    expect(await store().getDirectReply({ owner: 'alice', tenant: '' }, 'm-1')).toBeUndefined();
+    const other = await store().putDirectReply(
+      { owner: 'alice', tenant: '' },
+      'm-1',
+      { messageId: 'r-3' },
+      3000,
+    );
+    expect(other).toEqual({ messageId: 'r-3' });
+    // A reply is no task.
+    expect(await store().findAgentTaskByMessageId(inTenant, 'm-1')).toBeUndefined();
+    expect((await store().listAgentTasks(inTenant)).totalSize).toBe(0);
+  });
+
   test('a scope is owner and tenant apart: owner alice in tenant x is not owner alice@x', async () => {
     const inTenant = { owner: 'alice', tenant: 'x' };
     const joined = { owner: 'alice@x', tenant: '' };
