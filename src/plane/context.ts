@@ -50,6 +50,11 @@ export interface PlaneContext {
    * policy reaches the start path without importing it.
    */
   startAgain(envelope: Envelope): Promise<StartOutcome>;
+  /**
+   * An observation changed a job's usage. Wired by the Plane to the running-budget check
+   * (budgets.ts `enforceRunningBudgets`) when `budgets.cancelRunning` is on. Optional.
+   */
+  onUsage?(envelope: Envelope): void;
 }
 
 export type StartOutcome =

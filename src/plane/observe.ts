@@ -224,6 +224,7 @@ export async function observe(
       if (decision.apply && env.state !== envelope.state && snapshot.stateTimestamp !== null) {
         ctx.counters.delay(source, now - snapshot.stateTimestamp, env);
       }
+      if (next.usage !== env.usage) ctx.onUsage?.(envelope);
       return { envelope, changed: env.state !== envelope.state, written: true, decision };
     } catch (err) {
       if (err instanceof VersionConflictError) continue;

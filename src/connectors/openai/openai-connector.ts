@@ -124,9 +124,13 @@ export class OpenAIConnector implements Connector {
           ? { ...(input as Record<string, unknown>) }
           : {};
     if (!(typeof input === 'string' || Array.isArray(input) || (input && typeof input === 'object')))
-      throw new TaskplaneError('invalid_argument', 'input: must be a string, an array of input items or an object of create parameters', {
-        field: 'input',
-      });
+      throw new TaskplaneError(
+        'invalid_argument',
+        'input: must be a string, an array of input items or an object of create parameters',
+        {
+          field: 'input',
+        },
+      );
     for (const key of OWNED)
       if (key in fromInput)
         throw new TaskplaneError('invalid_argument', `input.${key}: set by the target, not by the task`, {
@@ -160,7 +164,13 @@ export class OpenAIConnector implements Connector {
       throw fromSdkError(err, 'create');
     }
     let remoteId: string | null = null;
-    yield* this.follow(stream, () => remoteId, (id) => (remoteId = id), 'create', signal);
+    yield* this.follow(
+      stream,
+      () => remoteId,
+      (id) => (remoteId = id),
+      'create',
+      signal,
+    );
   }
 
   async start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot> {
@@ -182,7 +192,8 @@ export class OpenAIConnector implements Connector {
     } finally {
       local.abort();
     }
-    if (!first) throw new TaskplaneError('unavailable', 'create: the stream ended before the response was named');
+    if (!first)
+      throw new TaskplaneError('unavailable', 'create: the stream ended before the response was named');
     return first;
   }
 
@@ -195,7 +206,11 @@ export class OpenAIConnector implements Connector {
     }
   }
 
-  async *observe(remoteId: string, cursor: string | null, signal: AbortSignal): AsyncIterable<RemoteSnapshot> {
+  async *observe(
+    remoteId: string,
+    cursor: string | null,
+    signal: AbortSignal,
+  ): AsyncIterable<RemoteSnapshot> {
     const after = cursor !== null && /^\d+$/.test(cursor) ? Number(cursor) : undefined;
     let stream: AsyncIterable<{ type: string; sequence_number: number; response?: unknown }>;
     try {
@@ -207,7 +222,13 @@ export class OpenAIConnector implements Connector {
     } catch (err) {
       throw fromSdkError(err, 'resume');
     }
-    yield* this.follow(stream, () => remoteId, () => {}, 'resume', signal);
+    yield* this.follow(
+      stream,
+      () => remoteId,
+      () => {},
+      'resume',
+      signal,
+    );
   }
 
   /**
@@ -261,7 +282,8 @@ export class OpenAIConnector implements Connector {
    * engine fetches the truth with retrieve; the event type is kept only as the delivery's description.
    */
   async parseWebhook(request: InboundWebhook): Promise<WebhookSignal> {
-    if (!this.signingKey) throw new TaskplaneError('unauthenticated', 'no webhook secret configured for this target');
+    if (!this.signingKey)
+      throw new TaskplaneError('unauthenticated', 'no webhook secret configured for this target');
     const h = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     const refused = verifySignature(this.signingKey, h, request.rawBody, this.clock.now());
     if (refused) throw new TaskplaneError('unauthenticated', `webhook signature: ${refused}`);

@@ -74,12 +74,14 @@ const RANK: Record<string, number> = {
   cancelled: 3,
 };
 
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'incomplete', 'cancelled']);
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set([
+  'completed',
+  'failed',
+  'incomplete',
+  'cancelled',
+]);
 
-export function normalizeStatus(
-  status: string,
-  incomplete: IncompletePolicy,
-): NormalizedState {
+export function normalizeStatus(status: string, incomplete: IncompletePolicy): NormalizedState {
   switch (status) {
     case 'queued':
       return 'accepted';
@@ -99,7 +101,10 @@ export function normalizeStatus(
 }
 
 /** Tokens from `usage`, and the cost in the price table's unit (rounded up: a budget never under-counts). */
-export function usageOf(usage: WireUsage | null | undefined, prices: PriceTable | null): Record<string, number> | null {
+export function usageOf(
+  usage: WireUsage | null | undefined,
+  prices: PriceTable | null,
+): Record<string, number> | null {
   if (!usage) return null;
   const input = num(usage.input_tokens);
   const output = num(usage.output_tokens);
@@ -146,8 +151,20 @@ export function outputArtifacts(output: unknown[] | null | undefined): RemoteArt
   const textParts: ContentPart[] = [{ kind: 'text', text, mediaType: 'text/plain' }];
   const itemParts: ContentPart[] = [{ kind: 'data', data: output, mediaType: 'application/json' }];
   return [
-    { artifactId: 'output_text', name: 'output_text', mediaType: 'text/plain', content: text, parts: textParts },
-    { artifactId: 'output', name: 'output', mediaType: 'application/json', content: output, parts: itemParts },
+    {
+      artifactId: 'output_text',
+      name: 'output_text',
+      mediaType: 'text/plain',
+      content: text,
+      parts: textParts,
+    },
+    {
+      artifactId: 'output',
+      name: 'output',
+      mediaType: 'application/json',
+      content: output,
+      parts: itemParts,
+    },
   ];
 }
 
@@ -202,7 +219,9 @@ export function eventSnapshot(
   o: SnapshotOptions,
 ): { snapshot: RemoteSnapshot; response: WireResponse | null; terminal: boolean } {
   const response =
-    event.response && typeof event.response === 'object' && typeof (event.response as WireResponse).id === 'string'
+    event.response &&
+    typeof event.response === 'object' &&
+    typeof (event.response as WireResponse).id === 'string'
       ? (event.response as WireResponse)
       : null;
   if (response) {

@@ -28,15 +28,22 @@ export function fromSdkError(err: unknown, during: string): TaskplaneError {
     const status = err.status;
     const body = err.error as { message?: unknown; type?: unknown; code?: unknown } | undefined;
     const openaiBody = !!body && typeof body === 'object' && typeof body.message === 'string';
-    const message = `${during}: ${status ?? 'no status'} ${openaiBody ? String(body.message).slice(0, 200) : ''}`.trim();
+    const message =
+      `${during}: ${status ?? 'no status'} ${openaiBody ? String(body.message).slice(0, 200) : ''}`.trim();
     const details: Record<string, unknown> = { status: status ?? null };
     if (openaiBody && typeof body.code === 'string') details.remoteCode = body.code;
     if (status === 404)
       return openaiBody
         ? new TaskplaneError('not_found', message, { cause: err, details })
-        : new TaskplaneError('unavailable', message, { cause: err, details: { ...details, route: 'not_protocol' } });
+        : new TaskplaneError('unavailable', message, {
+            cause: err,
+            details: { ...details, route: 'not_protocol' },
+          });
     if (status === 429)
-      return new TaskplaneError('unavailable', message, { cause: err, details: { ...details, notSent: true } });
+      return new TaskplaneError('unavailable', message, {
+        cause: err,
+        details: { ...details, notSent: true },
+      });
     if (status === undefined || status >= 500 || status === 408)
       return new TaskplaneError('unavailable', message, { cause: err, details });
     if (status === 401) return new TaskplaneError('unauthenticated', message, { cause: err, details });
@@ -46,7 +53,9 @@ export function fromSdkError(err: unknown, during: string): TaskplaneError {
       return new TaskplaneError('invalid_argument', message, {
         cause: err,
         details,
-        ...(typeof (err as { param?: unknown }).param === 'string' ? { field: (err as { param: string }).param } : {}),
+        ...(typeof (err as { param?: unknown }).param === 'string'
+          ? { field: (err as { param: string }).param }
+          : {}),
       });
     return new TaskplaneError('remote_error', message, { cause: err, details });
   }

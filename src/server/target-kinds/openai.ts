@@ -32,11 +32,19 @@ const KNOWN = [
   'maxRetries',
 ] as const;
 
-function prices(s: TargetSettings, config: TargetConfig, name: string, env: Record<string, string | undefined>): PriceTable | undefined {
+function prices(
+  s: TargetSettings,
+  config: TargetConfig,
+  name: string,
+  env: Record<string, string | undefined>,
+): PriceTable | undefined {
   const value = config.prices;
   if (value === undefined) return undefined;
   if (!value || typeof value !== 'object' || Array.isArray(value))
-    throw configError(s.field('prices'), 'must be an object {unit, inputPerMillionTokens, outputPerMillionTokens}');
+    throw configError(
+      s.field('prices'),
+      'must be an object {unit, inputPerMillionTokens, outputPerMillionTokens}',
+    );
   const inner = new TargetSettings(name, { kind: 'openai', ...(value as object) }, env, 'prices.');
   inner.only(['unit', 'inputPerMillionTokens', 'outputPerMillionTokens', 'cachedInputPerMillionTokens']);
   const unit = inner.string('unit', { required: true });
@@ -83,7 +91,10 @@ export const openaiTarget: TargetKind = {
       throw configError(s.field('request'), 'must be an object of create parameters');
     for (const key of ['background', 'stream', 'store', 'model', 'stream_options'])
       if (request && key in request)
-        throw configError(s.field(`request.${key}`), 'is set by the connector (background, stream and store are always on)');
+        throw configError(
+          s.field(`request.${key}`),
+          'is set by the connector (background, stream and store are always on)',
+        );
     const incomplete = s.oneOf('incomplete', ['failed', 'succeeded'] as const);
     const retentionMs = s.int('retentionMs', 1);
     const timeoutMs = s.int('timeoutMs', 1);
