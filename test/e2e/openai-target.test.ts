@@ -261,6 +261,26 @@ describe('serve with an openai target against the emulator (real processes)', ()
     expect((await post('wh_forged', body, 'v1,AAAA')).status).toBe(401);
   });
 
+  it("failed and incomplete responses are failed with OpenAI's reason; the partial output of an incomplete one is kept", async () => {
+    emu.faultNext({ failWith: { code: 'server_error', message: 'the model fell over' } });
+    const failed = await watch.client.create('gpt', words(6, 'f'));
+    const f = await watch.until(failed.id, (x) => TERMINAL.has(x.state), 'the failure');
+    expect(f).toMatchObject({ state: 'failed', nativeState: 'failed' });
+    expect((f as unknown as { error: unknown }).error).toEqual({
+      code: 'server_error',
+      message: 'the model fell over',
+    });
+
+    emu.faultNext({ incompleteReason: 'max_output_tokens' });
+    const input = words(10, 'i');
+    const cut = await watch.client.create('gpt', input);
+    const c = await watch.until(cut.id, (x) => TERMINAL.has(x.state), 'the incomplete outcome');
+    expect(c).toMatchObject({ state: 'failed', nativeState: 'incomplete:max_output_tokens' });
+    expect(textOf(c)?.length).toBeGreaterThan(0);
+    expect(`You said: ${input}`.startsWith(textOf(c)!)).toBe(true);
+    expect(textOf(c)).not.toBe(`You said: ${input}`);
+  });
+
   it('cancel that loses the race: recorded as succeeded after cancel was requested', async () => {
     emu.faultNext({ cancelLosesRace: true });
     const created = await watch.client.create('gpt', words(60, 'c'));
