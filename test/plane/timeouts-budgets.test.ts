@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { TaskplaneError } from '../../src/core/errors.ts';
+import type { Envelope } from '../../src/core/envelope.ts';
 import { harness, type Harness } from './harness.ts';
 
 let h: Harness | undefined;
@@ -125,7 +126,7 @@ describe('budgets.cancelRunning (failure matrix row 11)', () => {
   it('parallel jobs that together pass the tenant budget are cancelled while running; without the option they run on', async () => {
     for (const cancelRunning of [true, false]) {
       h = await harness({ budgets: { tenants: { [T]: { limit: 100, unit: 'usd_micros' } }, cancelRunning } });
-      const jobs = [];
+      const jobs: Envelope[] = [];
       for (const input of ['a', 'b', 'c'])
         jobs.push((await h.plane.create({ tenant: T, target: 'fake', input }, { wait: 'started' })).envelope);
       h.remote.set(jobs[0]!.remoteId!, 'running');
