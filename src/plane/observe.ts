@@ -120,10 +120,15 @@ export async function observe(
     const env = await ctx.store.getEnvelope(envelopeId);
     if (!env) throw new TaskplaneError('not_found', 'envelope not found');
     const now = ctx.clock.now();
-    const decision = decideTransition(
-      { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
-      { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
-    );
+    // A snapshot of another remote job than the one bound (a resubmission replaced it between the
+    // caller's read and this one) is not news about this job.
+    const otherJob = env.remoteId !== null && snapshot.remoteId !== '' && snapshot.remoteId !== env.remoteId;
+    const decision: TransitionDecision = otherJob
+      ? { apply: false, reason: 'stale' }
+      : decideTransition(
+          { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
+          { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
+        );
     // A stale snapshot must not touch anything; a duplicate may still carry new artifact chunks.
     const fresh = decision.apply || decision.reason === 'duplicate';
     const next: Envelope = { ...env };
