@@ -335,11 +335,12 @@ describe('serve with an openai target against the emulator (real processes)', ()
   });
 
   it('budget: parallel tasks that together pass the tenant budget get the running ones cancelled, and new work is refused', async () => {
-    const short = await budget.client.create('gpt', 'hi');
+    // The long ones first, so the short one cannot use the budget up before they exist.
     const long = [
       await budget.client.create('gpt', words(80, 'b')),
       await budget.client.create('gpt', words(80, 'd')),
     ];
+    const short = await budget.client.create('gpt', 'hi');
     const s = await budget.until(short.id, (x) => TERMINAL.has(x.state), 'the short one');
     expect(s.state).toBe('succeeded');
     expect(s.usage?.usd_micros).toBeGreaterThanOrEqual(10);
@@ -355,8 +356,8 @@ describe('serve with an openai target against the emulator (real processes)', ()
   });
 
   it('plane SIGKILLed mid-stream: after restart it resumes from the persisted cursor; one response, full output', async () => {
-    // Long enough (about 7 s) to still run after the plane is back.
-    const input = words(300, 'k');
+    // Long enough (about 15 s) to still run after the plane is back.
+    const input = words(600, 'k');
     const created = await watch.client.create('gpt', input);
     const before = await watch.until(
       created.id,
