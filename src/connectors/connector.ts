@@ -123,6 +123,19 @@ export interface ConnectorCapabilities {
   cancel: boolean;
   /** Server guidance for polling, when the protocol has it (MCP pollIntervalMs). */
   pollIntervalMs?: number;
+  /**
+   * A start whose answer was lost can be neither found nor deduplicated: sending it again would start
+   * a second job (OpenAI create has no idempotency key and no lookup by metadata). The engine then never
+   * resends it blindly: the job becomes `unknown` (reason `start_response_lost`) and the lost policy
+   * decides (plane/lost-policy.ts). @default false
+   */
+  startUnfindable?: boolean;
+  /**
+   * The remote forgets a job this long after it was created (OpenAI keeps a background response about
+   * 10 minutes unless stored). `not_found` on our own job past it is `expired`; within it `unknown`,
+   * reconciled; never `lost` (resubmitting would run the work again). Absent: `not_found` means lost.
+   */
+  retentionMs?: number;
 }
 
 export interface StartRequest {
@@ -173,6 +186,11 @@ export interface RemoteSnapshot {
   statusMessage?: string | null;
   error?: { code: string; message: string } | null;
   usage?: Record<string, number> | null;
+  /**
+   * Our envelope id as the remote echoes it back (OpenAI: `metadata.taskplane`), when the protocol
+   * carries one. Lets a delivery about a job whose start answer was lost find its envelope.
+   */
+  correlationId?: string;
 }
 
 export interface RemoteArtifact {
@@ -214,4 +232,11 @@ export interface WebhookSignal {
   /** The verification secret presented (`PushRegistration.token`), checked against the stored hash. */
   token: string | null;
   snapshot: RemoteSnapshot | null;
+  /**
+   * The connector verified the delivery's signature with the target's own secret (webhooks configured
+   * per project, not per job: OpenAI). No per-job token exists; the ingress records the delivery,
+   * answers, then fetches the truth, and finds the job by remote id or by the `correlationId` the
+   * remote echoes back.
+   */
+  signedByTarget?: boolean;
 }

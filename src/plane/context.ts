@@ -52,6 +52,11 @@ export interface PlaneContext {
   startAgain(envelope: Envelope): Promise<StartOutcome>;
   /** Compiles acceptance schemas off the event loop, when the plane was given one (PlanePorts). */
   schemaCompiler?: SchemaCompiler;
+  /**
+   * An observation changed a job's usage. Wired by the Plane to the running-budget check
+   * (budgets.ts `enforceRunningBudgets`) when `budgets.cancelRunning` is on. Optional.
+   */
+  onUsage?(envelope: Envelope): void;
 }
 
 export type StartOutcome =

@@ -94,12 +94,21 @@ export class JobWatcher {
     return env && !isTerminal(env.state) ? env : null;
   }
 
+  /**
+   * After a not_found: true when the job ended or was rebound (go on at once), false when it is still
+   * the same open job (`unknown` within a retention window): back off like a drop instead of spinning.
+   */
+  private async movedOn(remoteId: string): Promise<boolean> {
+    const env = await this.ctx.store.getEnvelope(this.envelopeId);
+    return !env || isTerminal(env.state) || env.remoteId !== remoteId;
+  }
+
   /** Handles the errors every mechanism shares; returns true when the loop should continue at once. */
   private async onRemoteError(env: Envelope, err: unknown, source: 'stream' | 'poll'): Promise<boolean> {
     if (!isTaskplaneError(err)) return false;
     if (err.code === 'not_found' && env.remoteId) {
       await handleLost(this.ctx, env.id, env.remoteId, source);
-      return true;
+      return this.movedOn(env.remoteId);
     }
     if (err.code === 'failed_precondition' && env.remoteId) {
       // A2A answers SubscribeToTask on a terminal task with UnsupportedOperationError: read it instead.
@@ -113,7 +122,7 @@ export class JobWatcher {
       } catch (getErr) {
         if (isTaskplaneError(getErr) && getErr.code === 'not_found') {
           await handleLost(this.ctx, env.id, remoteId, source);
-          return true;
+          return this.movedOn(remoteId);
         }
       }
     }

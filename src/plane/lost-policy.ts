@@ -22,6 +22,9 @@ export async function handleLost(
   lostRemoteId: string,
   source: string,
 ): Promise<void> {
+  const current = await ctx.store.getEnvelope(envelopeId);
+  const retentionMs = current ? ctx.connectors(current.target)?.capabilities.retentionMs : undefined;
+  if (retentionMs !== undefined) return handleForgotten(ctx, envelopeId, lostRemoteId, source, retentionMs);
   ctx.counters.count('taskNotFoundOwn', { id: envelopeId });
   let resubmit = false;
   const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
@@ -109,4 +112,119 @@ export async function handleLost(
     ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job resubmitted');
     ctx.wake(envelopeId);
   }
+}
+
+/**
+ * `not_found` from a remote that forgets jobs after a retention window (`capabilities.retentionMs`,
+ * OpenAI background responses): it is not `lost`, and resubmitting would run the work again. Past the
+ * window (counted from the envelope's creation, which precedes the remote's) the job is `expired`: the
+ * remote dropped the record and nothing can recover its outcome. Within it the answer is out of place
+ * (deleted by someone, a replica behind): `unknown`, and the fast path and reconciliation keep asking
+ * until the window has passed.
+ */
+async function handleForgotten(
+  ctx: PlaneContext,
+  envelopeId: string,
+  remoteId: string,
+  source: string,
+  retentionMs: number,
+): Promise<void> {
+  let expired = false;
+  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
+    if (isTerminal(env.state) || env.remoteId !== remoteId) return null;
+    const ageMs = now - env.createdAt;
+    expired = ageMs >= retentionMs;
+    if (expired) {
+      const cancel = env.cancel ? { ...env.cancel, outcome: 'expired' as const, pending: null } : env.cancel;
+      return {
+        next: { ...env, state: 'expired', cancel, pendingInput: null, lastConfirmedAt: now },
+        events: [
+          {
+            type: 'state_changed',
+            data: { source, from: env.state, to: 'expired', reason: 'retention', ageMs, retentionMs },
+          },
+        ],
+      };
+    }
+    if (env.state === 'unknown') return null;
+    // A cancel intent stays visible; the event says what was seen.
+    const state = env.state === 'cancel_requested' ? env.state : 'unknown';
+    return {
+      next: { ...env, state },
+      events: [
+        {
+          type: 'state_changed',
+          data: {
+            source,
+            from: env.state,
+            to: state,
+            reason: 'not_found_within_retention',
+            ageMs,
+            retentionMs,
+          },
+        },
+      ],
+    };
+  });
+  if (!written) return;
+  if (!expired) ctx.counters.count('taskNotFoundOwn', envelope);
+  ctx.logger.info(
+    { envelopeId, target: envelope.target, remoteId, source, state: envelope.state },
+    expired
+      ? 'remote forgot the job after its retention window: expired'
+      : 'remote does not know the job within its retention window: unknown',
+  );
+}
+
+/**
+ * The answer to a start was lost and the remote can neither find the job nor deduplicate a resend
+ * (`capabilities.startUnfindable`, OpenAI create). The job is `unknown` with reason
+ * `start_response_lost`; then the lost policy: `resubmit` (within maxResubmits and the job's budget)
+ * sends it again, knowing a second remote job may run beside the unseen one, and the event says so;
+ * otherwise it stays `unknown`, escalated, until a delivery that names it (OpenAI webhooks carry the
+ * response whose metadata names the envelope) or a person settles it. Returns whether to send again.
+ */
+export async function handleStartLost(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
+  let resubmit = false;
+  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
+    if (isTerminal(env.state) || env.remoteId !== null) return null;
+    if (env.state === 'unknown' && env.reconciliation?.result === 'escalated') return null;
+    const attempts = (env.reconciliation?.attempts ?? 0) + 1;
+    const overBudget = jobBudgetExhausted(env);
+    resubmit =
+      ctx.config.lostPolicy === 'resubmit' &&
+      env.state !== 'cancel_requested' &&
+      attempts <= ctx.config.maxResubmits &&
+      !overBudget;
+    const note = resubmit
+      ? 'start response lost; sent again: a second remote job may run beside one never seen'
+      : `start response lost; the remote cannot look the job up${overBudget ? `; not resubmitted: ${overBudget}` : ''}`;
+    return {
+      next: {
+        ...env,
+        state: 'unknown',
+        reconciliation: { result: resubmit ? 'lost' : 'escalated', at: now, attempts, note },
+      },
+      events: [
+        {
+          type: 'state_changed',
+          data: {
+            source: 'policy',
+            from: env.state,
+            to: 'unknown',
+            reason: 'start_response_lost',
+            policy: resubmit ? 'resubmit' : 'escalate',
+            attempt: attempts,
+          },
+        },
+      ],
+    };
+  });
+  if (!written) return false;
+  ctx.logger.warn(
+    { envelopeId, target: envelope.target, policy: resubmit ? 'resubmit' : 'escalate' },
+    'start response lost and the remote cannot look the job up',
+  );
+  ctx.counters.count(resubmit ? 'resubmitted' : 'escalated', envelope);
+  return resubmit;
 }

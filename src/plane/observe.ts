@@ -119,17 +119,22 @@ export async function observe(
   for (let attempt = 0; attempt < ctx.config.maxObserveRetries; attempt++) {
     const env = await ctx.store.getEnvelope(envelopeId);
     if (!env) throw new TaskplaneError('not_found', 'envelope not found');
-    const decision = decideTransition(
-      { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
-      { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
-    );
+    const now = ctx.clock.now();
+    // A snapshot of another remote job than the one bound (a resubmission replaced it between the
+    // caller's read and this one) is not news about this job.
+    const otherJob = env.remoteId !== null && snapshot.remoteId !== '' && snapshot.remoteId !== env.remoteId;
+    const decision: TransitionDecision = otherJob
+      ? { apply: false, reason: 'stale' }
+      : decideTransition(
+          { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
+          { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
+        );
     const schema = env.acceptance?.status === 'pending' ? env.acceptance.schema : undefined;
     if (decision.apply && isTerminal(snapshot.state) && schema && ctx.schemaCompiler) {
       // Deciding acceptance below is synchronous: a validator the cache no longer holds is compiled
       // off the event loop first (a no-op when it is held).
       await prepareAcceptance(schema, ctx.schemaCompiler, ctx.config.acceptance);
     }
-    const now = ctx.clock.now();
     // A stale snapshot must not touch anything; a duplicate may still carry new artifact chunks.
     const fresh = decision.apply || decision.reason === 'duplicate';
     const next: Envelope = { ...env };
@@ -230,6 +235,7 @@ export async function observe(
       if (decision.apply && env.state !== envelope.state && snapshot.stateTimestamp !== null) {
         ctx.counters.delay(source, now - snapshot.stateTimestamp, env);
       }
+      if (next.usage !== env.usage) ctx.onUsage?.(envelope);
       return { envelope, changed: env.state !== envelope.state, written: true, decision };
     } catch (err) {
       if (err instanceof VersionConflictError) continue;

@@ -112,7 +112,15 @@ export interface PlaneOptions {
   /** How many CAS retries one observation gets before giving up (each retry re-reads). @default 20 */
   maxObserveRetries?: number;
   /** Spend caps per tenant in the remote's usage unit; an exhausted one refuses new jobs (plane/budgets.ts). @default {} */
-  budgets?: { tenants?: Record<string, { limit: number; unit: string }> };
+  budgets?: {
+    tenants?: Record<string, { limit: number; unit: string }>;
+    /**
+     * Also stop work already running once a budget is used up: when a job's reported usage passes its
+     * own budget, or the tenant's jobs together pass the tenant's, every open job concerned is
+     * cancelled (actor `budget`), and its true outcome is still recorded. @default false
+     */
+    cancelRunning?: boolean;
+  };
   /**
    * How much output content each envelope keeps (artifact parts, counted by `contentBytes`). Above a cap
    * an artifact keeps its hash, media type and size, and its content is read through from the remote
@@ -171,7 +179,7 @@ export interface PlaneConfig {
   webhook: { fetchState: 'always' | 'when-incomplete' };
   maxObserveRetries: number;
   watch: { leases: 'auto' | 'on' | 'off'; leaseTtlMs: number; adoptIntervalMs: number };
-  budgets: { tenants: Record<string, { limit: number; unit: string }> };
+  budgets: { tenants: Record<string, { limit: number; unit: string }>; cancelRunning: boolean };
   acceptance: AcceptanceLimits;
   results: { maxTaskBytes: number; maxArtifactBytes: number };
 }
@@ -298,7 +306,10 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
       leaseTtlMs,
       adoptIntervalMs: positive('watch.adoptIntervalMs', w.adoptIntervalMs ?? leaseTtlMs),
     },
-    budgets: { tenants: tenantBudgets(options.budgets?.tenants ?? {}) },
+    budgets: {
+      tenants: tenantBudgets(options.budgets?.tenants ?? {}),
+      cancelRunning: bool('budgets.cancelRunning', options.budgets?.cancelRunning ?? false),
+    },
     acceptance: acceptanceLimits(options.acceptance),
     results: {
       maxTaskBytes: nonNegative('results.maxTaskBytes', options.results?.maxTaskBytes ?? 1024 * 1024),

@@ -40,7 +40,7 @@ import {
   type SchemaCompiler,
 } from './acceptance.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
-import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
+import { checkBudget, enforceRunningBudgets, tenantBudgetExhausted } from './budgets.ts';
 import {
   answerInDoubt,
   answerInput,
@@ -169,6 +169,12 @@ export class Plane {
       startsInFlight: new Set(),
       ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
+      onUsage: (envelope) => {
+        if (this.config.budgets.cancelRunning)
+          this.spawn(
+            enforceRunningBudgets(this.ctx, envelope, (id, actor) => cancelTask(this.ctx, id, actor)),
+          );
+      },
       startAgain: async (envelope) => {
         const outcome = await startOnce(this.ctx, envelope, { resend: true });
         // The remote id is null now: ensureStarted keeps trying with the same messageId.

@@ -22,6 +22,7 @@ import {
 } from './context.ts';
 import { deliverPendingCancel } from './cancel-delivery.ts';
 import { observe, updateLocal } from './observe.ts';
+import { handleStartLost } from './lost-policy.ts';
 
 /**
  * Starting a remote job, and starting it again. The envelope (with its messageId and contextId) is
@@ -132,6 +133,12 @@ export async function ensureStarted(
           return;
         }
       }
+      if (
+        connector.capabilities.startUnfindable &&
+        (env.startMaybeSent ?? (env.startAttempts ?? 0) > 0) &&
+        !(await handleStartLost(ctx, env.id))
+      )
+        return;
       const outcome = await startOnce(ctx, env, { resend: true });
       if (outcome.kind !== 'retry') {
         ctx.ensureWatching(env.id);

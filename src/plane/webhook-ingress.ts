@@ -16,7 +16,8 @@ import { tokenHash } from './push-tokens.ts';
  * failure leaves it unrecorded, so the sender's retry is processed rather than dropped as a duplicate.
  */
 export interface WebhookResult {
-  status: 'observed' | 'duplicate' | 'ignored';
+  /** `recorded`: a project-signed delivery is durable and its truth is being fetched behind the answer. */
+  status: 'observed' | 'recorded' | 'duplicate' | 'ignored';
   envelopeId: string | null;
 }
 
@@ -44,6 +45,7 @@ export async function handleWebhook(
     if (isTaskplaneError(err) && err.code === 'unauthenticated') throw unauthenticated();
     throw err;
   }
+  if (signal.signedByTarget) return handleSignedDelivery(ctx, connector, target, signal);
   // Find the envelope: by the id we put in the webhook URL, else by the remote id. Either way the job
   // must be ours on this target, and the token must match the one we registered for it.
   const env = request.envelopeId
@@ -125,4 +127,69 @@ async function processDelivery(
     const result = await observe(ctx, env.id, snapshot, 'push', { webhookId: signal.deliveryId });
     if (result.changed) ctx.wake(env.id);
   }
+}
+
+/**
+ * A delivery signed with the target's own secret (webhooks configured per project, not per job: OpenAI).
+ * Found by remote id; a job whose start answer was lost is found by the envelope id the remote echoes
+ * back (`correlationId`), read with one get, which is then also the truth to observe. A delivery about
+ * a job that is not ours (another application in the same project) is ignored with a 2xx, so the
+ * sender stops retrying. Otherwise it is recorded, answered at once (the sender wants a 2xx within
+ * seconds), and the truth is fetched behind the answer; if that fetch fails, the stream, the poller
+ * and reconciliation still cover the job.
+ */
+async function handleSignedDelivery(
+  ctx: PlaneContext,
+  connector: Connector,
+  target: string,
+  signal: WebhookSignal,
+): Promise<WebhookResult> {
+  let env = await ctx.store.findEnvelopeByRemoteId(target, signal.remoteId);
+  let fetched: RemoteSnapshot | null = null;
+  if (!env) {
+    try {
+      fetched = await remoteCall(ctx, 'get', null, (s) => connector.get(signal.remoteId, s));
+    } catch (err) {
+      if (isTaskplaneError(err) && err.code === 'not_found') return { status: 'ignored', envelopeId: null };
+      throw err;
+    }
+    const named = fetched.correlationId ? await ctx.store.getEnvelope(fetched.correlationId) : undefined;
+    if (named && named.target === target && (named.remoteId === null || named.remoteId === signal.remoteId))
+      env = named;
+  }
+  if (!env) {
+    ctx.logger.info({ target, remoteId: signal.remoteId }, 'webhook about a job that is not ours; ignored');
+    return { status: 'ignored', envelopeId: null };
+  }
+  const found = env;
+  const duplicate = (): WebhookResult => {
+    ctx.counters.count('duplicatesWebhook', found);
+    return { status: 'duplicate', envelopeId: found.id };
+  };
+  if (found.webhookIds.includes(signal.deliveryId)) return duplicate();
+  const recorded = await ctx.store.recordDelivery({
+    source: `${connector.kind}-push:${target}`,
+    deliveryId: signal.deliveryId,
+    envelopeId: found.id,
+    receivedAt: ctx.clock.now(),
+  });
+  if (!recorded) return duplicate();
+  if (isTerminal(found.state)) return { status: 'ignored', envelopeId: found.id };
+  if (fetched) {
+    const result = await observe(ctx, found.id, fetched, 'push', { webhookId: signal.deliveryId });
+    if (result.changed || result.envelope.remoteId !== found.remoteId) {
+      ctx.wake(found.id);
+      ctx.ensureWatching(found.id);
+    }
+    return { status: 'observed', envelopeId: found.id };
+  }
+  ctx.spawn(
+    processDelivery(ctx, connector, found, signal).catch((err: unknown) =>
+      ctx.logger.warn(
+        { envelopeId: found.id, err: describeError(err) },
+        'webhook fetch failed; reconciliation covers it',
+      ),
+    ),
+  );
+  return { status: 'recorded', envelopeId: found.id };
 }

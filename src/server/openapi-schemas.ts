@@ -299,7 +299,7 @@ export const schemas: Record<string, unknown> = {
     artifacts: { type: 'array', items: { $ref: '#/components/schemas/ArtifactContent' } },
   }),
   Signals: signalsSchema(),
-  WebhookResult: closed({ status: { enum: ['observed', 'duplicate', 'ignored'] } }),
+  WebhookResult: closed({ status: { enum: ['observed', 'recorded', 'duplicate', 'ignored'] } }),
   Health: closed({ ok: { const: true } }),
 };
 

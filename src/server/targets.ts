@@ -5,6 +5,7 @@ import type { Random } from '../core/random.ts';
 import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
 import { checkInputSchema } from '../plane/acceptance.ts';
+import { openaiTarget } from './target-kinds/openai.ts';
 
 /**
  * Targets: the remotes a plane tracks jobs on, each of one kind (`a2a`, and each further connector's
@@ -191,6 +192,7 @@ const a2aTarget: TargetKind = {
 /** Every kind of target this build knows, by kind. */
 export const TARGET_KINDS: Readonly<Record<string, TargetKind>> = {
   a2a: a2aTarget,
+  openai: openaiTarget,
 };
 
 function kindOfUrl(url: string): TargetConfig | null {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { TaskplaneError } from '../../src/core/errors.ts';
+import type { Envelope } from '../../src/core/envelope.ts';
 import { harness, type Harness } from './harness.ts';
 
 let h: Harness | undefined;
@@ -118,5 +119,66 @@ describe('budgets', () => {
     ).resolves.toMatchObject({
       created: true,
     });
+  });
+});
+
+describe('budgets.cancelRunning (failure matrix row 11)', () => {
+  it('parallel jobs that together pass the tenant budget are cancelled while running; without the option they run on', async () => {
+    for (const cancelRunning of [true, false]) {
+      h = await harness({ budgets: { tenants: { [T]: { limit: 100, unit: 'usd_micros' } }, cancelRunning } });
+      const jobs: Envelope[] = [];
+      for (const input of ['a', 'b', 'c'])
+        jobs.push((await h.plane.create({ tenant: T, target: 'fake', input }, { wait: 'started' })).envelope);
+      h.remote.set(jobs[0]!.remoteId!, 'running');
+      h.remote.set(jobs[1]!.remoteId!, 'running');
+      const report = (i: number, used: number) =>
+        h!.plane.observe(
+          jobs[i]!.id,
+          { ...h!.remote.snapshot(h!.remote.jobs.get(jobs[i]!.remoteId!)!), usage: { usd_micros: used } },
+          'poll',
+        );
+      // Each alone is within the budget; together they pass it.
+      await report(0, 60);
+      await h.settle();
+      expect((await h.plane.get(T, jobs[0]!.id)).state).not.toBe('cancel_requested');
+      await report(1, 50);
+      await h.settle();
+      const states = await Promise.all(jobs.map(async (j) => (await h!.plane.get(T, j.id)).state));
+      if (cancelRunning) {
+        expect(states.every((s) => s === 'cancel_requested' || s === 'cancelled')).toBe(true);
+        expect(h.remote.calls.filter((c) => c.method === 'cancel')).toHaveLength(3);
+        const events = await h.plane.events(T, { afterSeq: 0, envelopeId: jobs[2]!.id });
+        expect(events.find((e) => e.type === 'budget_refused')?.data).toMatchObject({
+          action: 'run',
+          reason: 'tenant budget exhausted: used 110 of 100 usd_micros',
+        });
+        expect(events.find((e) => e.type === 'cancel_requested')?.data).toMatchObject({ actor: 'budget' });
+      } else {
+        expect(states.some((s) => s === 'cancel_requested' || s === 'cancelled')).toBe(false);
+        expect(h.remote.calls.filter((c) => c.method === 'cancel')).toHaveLength(0);
+      }
+      await h.close();
+      h = undefined;
+    }
+  });
+
+  it("a job's own budget cancels just that job once its usage passes it", async () => {
+    h = await harness({ budgets: { cancelRunning: true } });
+    const { envelope } = await h.plane.create(
+      { tenant: T, target: 'fake', input: 'x', budget: { limit: 10, unit: 'tokens' } },
+      { wait: 'started' },
+    );
+    const { envelope: other } = await h.plane.create(
+      { tenant: T, target: 'fake', input: 'y' },
+      { wait: 'started' },
+    );
+    await h.plane.observe(
+      envelope.id,
+      { ...h.remote.snapshot(h.remote.jobs.get(envelope.remoteId!)!), usage: { tokens: 12 } },
+      'poll',
+    );
+    await h.settle();
+    expect(['cancel_requested', 'cancelled']).toContain((await h.plane.get(T, envelope.id)).state);
+    expect(['cancel_requested', 'cancelled']).not.toContain((await h.plane.get(T, other.id)).state);
   });
 });

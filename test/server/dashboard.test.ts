@@ -113,6 +113,36 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.close();
   });
 
+  it("shows a task's tokens and cost as the remote reported them, against its budget", async () => {
+    const { envelope } = await server.plane.create(
+      {
+        tenant: 'default',
+        target: 'fake',
+        input: 'count my tokens',
+        budget: { limit: 1000, unit: 'usd_micros' },
+      },
+      { wait: 'started' },
+    );
+    await server.plane.observe(envelope.id, {
+      remoteId: envelope.remoteId ?? '',
+      contextId: envelope.contextId,
+      state: 'running',
+      nativeState: 'in_progress',
+      remoteVersion: null,
+      stateTimestamp: null,
+      usage: { input_tokens: 5, output_tokens: 7, total_tokens: 12, usd_micros: 33 },
+    });
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator(`tr[data-id="${envelope.id}"]`).click();
+    const usage = page.locator('#detail-output p.usage');
+    await usage.waitFor();
+    expect(await usage.textContent()).toBe(
+      'tokens: input 5 · output 7 · total 12 — cost: 33 usd_micros of 1000',
+    );
+    await page.close();
+  });
+
   it('links the failure lab from the header and serves it at /lab with its canvas', async () => {
     const page = await browser.newPage();
     await page.goto(`${server.url}/#key=${KEY}`);

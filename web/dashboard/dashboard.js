@@ -190,7 +190,24 @@ function renderDetail(t) {
     );
   }
   $('#detail-actions').replaceChildren(...actions);
-  $('#detail-output').replaceChildren(...outputBlock(t));
+  $('#detail-output').replaceChildren(...usageBlock(t), ...outputBlock(t));
+}
+
+// Tokens and cost as the remote reported them (`usage`): keys ending in `_tokens` are token counts,
+// any other key is a cost in that unit (the target's price table, e.g. usd_micros), against the budget.
+function usageBlock(t) {
+  const u = t.usage;
+  if (!u || typeof u !== 'object') return [];
+  const tokens = ['input_tokens', 'output_tokens', 'total_tokens']
+    .filter((k) => typeof u[k] === 'number')
+    .map((k) => `${k.replace('_tokens', '')} ${u[k]}`);
+  const costs = Object.keys(u)
+    .filter((k) => !k.endsWith('_tokens') && typeof u[k] === 'number')
+    .map((k) => `${u[k]} ${k}${t.budget && t.budget.unit === k ? ` of ${t.budget.limit}` : ''}`);
+  const parts = [];
+  if (tokens.length) parts.push(`tokens: ${tokens.join(' · ')}`);
+  if (costs.length) parts.push(`cost: ${costs.join(' · ')}`);
+  return parts.length ? [el('p', { class: 'usage', 'data-usage': '' }, parts.join(' — '))] : [];
 }
 
 // What the task produced and why it failed: the API's output summary, not the artifacts themselves.

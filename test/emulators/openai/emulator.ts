@@ -57,6 +57,8 @@ export interface EmulatorEvents {
   created: [run: ResponseRun];
   terminal: [run: ResponseRun];
   webhook: [attempt: WebhookAttempt];
+  /** Every HTTP request as it arrives (method and path with query), so a test can see what a client sent. */
+  request: [request: { method: string; url: string }];
 }
 
 const TERMINAL_EVENTS = new Set([
@@ -119,6 +121,7 @@ export class OpenAIEmulator extends EventEmitter<EmulatorEvents> {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.emit('request', { method: req.method ?? 'GET', url: req.url ?? '/' });
     res.setHeader('x-request-id', hexId(this.random, 'req_', 16));
     try {
       await this.route(req, res);

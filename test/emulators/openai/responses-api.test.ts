@@ -109,6 +109,40 @@ describe('OpenAI emulator through the official SDK: create, retrieve, stream', (
     expect(second.events.at(-1)?.type).toBe('response.completed');
   });
 
+  it(
+    "reports every request it receives, so a test sees the SDK's resume query",
+    { timeout: 5000 },
+    async () => {
+      h = await startHarness();
+      const seen: Array<{ method: string; url: string }> = [];
+      h.emu.on('request', (r) => seen.push(r));
+      const stream = await h.client.responses.create({
+        model: 'gpt-test',
+        input: INPUT,
+        background: true,
+        stream: true,
+      });
+      let created = { id: '' };
+      for await (const event of stream) {
+        if (event.type === 'response.created') created = event.response;
+        break;
+      }
+      // The response finishes first; the resume then replays what follows the cursor and ends.
+      await h.clock.advance(10_000);
+      const read = await collect(
+        await h.client.responses.retrieve(created.id, { stream: true, starting_after: 1 }),
+      );
+      expect(read.events[0]?.sequence_number).toBe(2);
+      expect(read.events.at(-1)?.type).toBe('response.completed');
+      expect(seen.map((r) => r.method)).toEqual(['POST', 'GET']);
+      expect(seen[0]!.url).toBe('/v1/responses');
+      const url = new URL(seen[1]!.url, 'http://x');
+      expect(url.pathname).toBe(`/v1/responses/${created.id}`);
+      expect(url.searchParams.get('stream')).toBe('true');
+      expect(url.searchParams.get('starting_after')).toBe('1');
+    },
+  );
+
   it('a stream closed with no terminal event ends the loop quietly; retrieve shows the outcome', async () => {
     h = await startHarness();
     h.emu.faultNext({ endStreamWithoutTerminal: true });
