@@ -8,7 +8,6 @@ import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
 
-
 /** Resolves a target name to its connector; throws `not_found` (or returns undefined) for unknown targets. */
 export type ConnectorResolver = (target: string) => Connector | undefined;
 

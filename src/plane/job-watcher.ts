@@ -98,8 +98,8 @@ export class JobWatcher {
   private async onRemoteError(env: Envelope, err: unknown, source: 'stream' | 'poll'): Promise<boolean> {
     if (!isTaskplaneError(err)) return false;
     if (err.code === 'not_found' && env.remoteId) {
-      await handleLost(this.ctx, env.id, env.remoteId, source);
-      return true;
+      // Lost: the job is terminal or rebound, go on at once. Unknown: back off like a drop.
+      return (await handleLost(this.ctx, env.id, env.remoteId, source)) === 'lost';
     }
     if (err.code === 'failed_precondition' && env.remoteId) {
       // A2A answers SubscribeToTask on a terminal task with UnsupportedOperationError: read it instead.
@@ -111,10 +111,8 @@ export class JobWatcher {
         // Still running although the remote refused to stream it: back off like a drop, never spin.
         return isTerminal(result.envelope.state) || result.envelope.remoteId !== remoteId;
       } catch (getErr) {
-        if (isTaskplaneError(getErr) && getErr.code === 'not_found') {
-          await handleLost(this.ctx, env.id, remoteId, source);
-          return true;
-        }
+        if (isTaskplaneError(getErr) && getErr.code === 'not_found')
+          return (await handleLost(this.ctx, env.id, remoteId, source)) === 'lost';
       }
     }
     return false;

@@ -63,6 +63,8 @@ export interface ClaudeEmulatorControl {
   dropStreams(sessionId: string): void;
   openStreams(sessionId: string): number;
   setCostPerRequestCents(cents: number): void;
+  /** While held, queued turns wait (sessions created with initial events stay `running` without steps). */
+  holdTurns(held: boolean): void;
   /** The next `times` API requests take effect, but their answers are lost with the connection. */
   loseNextResponses(times?: number): void;
   /** The next `times` API requests answer `status` with the error envelope. */
@@ -96,6 +98,7 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
   const streams = new Map<string, Set<Subscriber>>();
   const requests: RecordedRequest[] = [];
   let losing = 0;
+  let turnsHeld = false;
   let failures: { status: number; times: number; headers: Record<string, string> } | null = null;
 
   const newId = (prefix: string) =>
@@ -148,6 +151,7 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
       streams.delete(s.id);
     },
     costPerRequestCents: () => costCents,
+    turnsHeld: () => turnsHeld,
   };
 
   function findSession(id: string): Session {
@@ -431,6 +435,10 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
     openStreams: (sessionId) => streams.get(sessionId)?.size ?? 0,
     setCostPerRequestCents(cents) {
       costCents = cents;
+    },
+    holdTurns(held) {
+      turnsHeld = held;
+      if (!held) for (const s of sessions.values()) pump(engine, s);
     },
     loseNextResponses(times = 1) {
       losing = times;
