@@ -350,3 +350,64 @@ describe('Claude webhooks', () => {
     }
   });
 });
+
+describe('Claude usage against budgets, and cleanup', () => {
+  let emu: ClaudeEmulator;
+  let plane: Plane;
+  let connector: ClaudeConnector;
+  let store: MemoryStore;
+  afterEach(async () => {
+    await plane?.stop();
+    connector?.close();
+    await emu?.close();
+  });
+  const setup = async (
+    options: ConstructorParameters<typeof Plane>[0]['options'],
+    extra: Partial<ConstructorParameters<typeof ClaudeConnector>[0]> = {},
+  ) => {
+    emu = await startClaudeEmulator();
+    connector = await connectorOn(emu, extra);
+    store = new MemoryStore();
+    plane = new Plane({
+      clock: new SystemClock(),
+      random: new CryptoRandom(),
+      store,
+      connectors: () => connector,
+      options: { reconcile: { enabled: false }, ...options },
+    });
+    await plane.start();
+  };
+  const settled = async (id: string) => {
+    await untilStored(store, id, async () => isTerminal((await store.getEnvelope(id))!.state), 'terminal');
+    return (await store.getEnvelope(id))!;
+  };
+
+  it('a tenant budget in cents counts parallel sessions; the work in flight finishes past it, then new work is refused', async () => {
+    await setup({ budgets: { tenants: { t: { limit: 150, unit: 'cents' } } } });
+    // Both start while nothing is spent yet; each session then spends 100 cents.
+    const [a, b] = await Promise.all([
+      plane.create({ tenant: 't', target: 'claude', input: 'one' }),
+      plane.create({ tenant: 't', target: 'claude', input: 'two' }),
+    ]);
+    const done = [await settled(a.envelope.id), await settled(b.envelope.id)];
+    expect(done.map((e) => e.state)).toEqual(['succeeded', 'succeeded']);
+    // The overshoot the provider documents: 200 cents spent against a cap of 150.
+    expect(done.reduce((sum, e) => sum + (e.usage?.cents ?? 0), 0)).toBe(200);
+    await expect(plane.create({ tenant: 't', target: 'claude', input: 'three' })).rejects.toMatchObject({
+      code: 'failed_precondition',
+      message: 'tenant budget exhausted: used 200 of 150 cents',
+    });
+  });
+
+  it('archiveAfterTerminal archives the session once the task is terminal; the outcome stays', async () => {
+    await setup({}, { archiveAfterTerminal: true });
+    const { envelope } = await plane.create({ tenant: 't', target: 'claude', input: 'hello' });
+    const done = await settled(envelope.id);
+    expect(done.state).toBe('succeeded');
+    const session = () => emu.control.session(done.remoteId!)!;
+    for (let i = 0; i < 10_000 && session().archived_at === null; i++)
+      await new Promise((r) => setImmediate(r));
+    expect(session().archived_at).not.toBeNull();
+    expect((await store.getEnvelope(envelope.id))!.state).toBe('succeeded');
+  });
+});
