@@ -22,11 +22,20 @@ import { connectorBehaviour } from './suite/connector-suite.ts';
 const SECRET = 'whsec_' + Buffer.from('claude-connector-test-secret-32b').toString('base64');
 const never = new AbortController().signal;
 
+const LOOKUP_SCHEMA = { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] };
+
 async function connectorOn(
   emu: ClaudeEmulator,
   extra: Partial<ConstructorParameters<typeof ClaudeConnector>[0]> = {},
 ) {
-  const { agentId, environmentId } = await agentAndEnvironment(clientFor(emu));
+  const client = clientFor(emu);
+  const { environmentId } = await agentAndEnvironment(client);
+  const agent = await client.beta.agents.create({
+    name: 'with-tools',
+    model: 'claude-sonnet-4-6',
+    tools: [{ type: 'custom', name: 'lookup', description: 'looks things up', input_schema: LOOKUP_SCHEMA }],
+  } as never);
+  const agentId = agent.id;
   return new ClaudeConnector({
     target: 'claude',
     apiKey: 'sk-ant-emulator',
@@ -109,7 +118,10 @@ describe('Claude connector under the engine', () => {
     const w = await waiting(env.id);
     const request = w.pendingInput!.requests![0]!;
     expect(request.method).toBe('custom_tool_result');
-    expect(request.schema).toMatchObject({ 'x-tool-input': { query: 'weather' } });
+    expect(request.schema).toMatchObject({
+      'x-tool-input': { query: 'weather' },
+      'x-tool-input-schema': LOOKUP_SCHEMA,
+    });
     await plane.answer('t', env.id, { requestId: request.requestId, value: 'sunny' });
     const done = await terminal(env.id);
     expect(done.state).toBe('succeeded');

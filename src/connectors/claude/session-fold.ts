@@ -31,6 +31,8 @@ export interface SessionObject {
     list_cost?: { amount?: string } | null;
   } | null;
   archived_at?: string | null;
+  /** The agent as the session runs it, with its tools (custom tools carry their input schema). */
+  agent?: { tools?: Array<{ type?: string; name?: string; input_schema?: unknown }> } | null;
 }
 
 /** Metadata keys taskplane writes on the sessions it creates. */
@@ -216,7 +218,7 @@ export class SessionFold {
         // Every blocking event answered: the session takes the answers up again.
         if (open.length === 0)
           return { ...base, state: 'running', nativeState: 'idle/requires_action/answered' };
-        const inputRequests = open.map(requestFor);
+        const inputRequests = open.map((e) => requestFor(e, this.session));
         return {
           ...base,
           state: 'waiting_for_input',
@@ -285,7 +287,7 @@ const TOOL_CONFIRMATION_SCHEMA = {
 };
 
 /** One keyed request per blocking event: its id is the event id the answer must name. */
-function requestFor(event: SessionEvent): InputRequest {
+function requestFor(event: SessionEvent, session: SessionObject): InputRequest {
   const id = event.id ?? '';
   const name = typeof event['name'] === 'string' ? event['name'] : 'tool';
   const input = JSON.stringify(event['input'] ?? {}).slice(0, 500);
@@ -296,7 +298,8 @@ function requestFor(event: SessionEvent): InputRequest {
       schema: TOOL_CONFIRMATION_SCHEMA,
       method: 'tool_confirmation',
     };
-  const inputSchema = event['input_schema'];
+  // The tool's own definition on the session's agent says what its input looks like.
+  const inputSchema = session.agent?.tools?.find((t) => t.type === 'custom' && t.name === name)?.input_schema;
   return {
     requestId: id,
     prompt: `Result of custom tool ${name} for input ${input}`,

@@ -206,6 +206,7 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
         version: agent['version'],
         name: agent['name'],
         model: agent['model'],
+        tools: agent['tools'] ?? [],
       },
       environment_id: environmentId,
       metadata,
