@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SystemClock } from '../../src/core/clock.ts';
 import { SeededRandom } from '../../src/core/random.ts';
@@ -171,6 +172,11 @@ describe('taskplane serve with a claude target', () => {
 
     const t = await waiting(two.id, 2);
     const [first, second] = t.pendingInput!.requests!;
+    // Several keyed requests are part of the documented Task shape (the document is closed).
+    const ajv = new Ajv2020({ strict: false });
+    ajv.addSchema((await client.call('GET', '/v1/openapi.json')).body as object, 'openapi.json');
+    const taskShape = ajv.compile({ $ref: 'openapi.json#/components/schemas/Task' });
+    expect(taskShape(t), ajv.errorsText(taskShape.errors)).toBe(true);
     await answer(two.id, second!.requestId, { result: 'allow' });
     const left = await until(two.id, (x) => x.pendingInput?.requests?.length === 1, 'one left');
     expect(left.state).toBe('waiting_for_input');
