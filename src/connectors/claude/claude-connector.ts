@@ -77,6 +77,7 @@ const RELEVANT = new Set([
 /** An archive right after the idle can still be refused "while running" (the status write lags). */
 const ARCHIVE_TRIES = 5;
 const ARCHIVE_RETRY_MS = 1_000;
+const ARCHIVED_REMEMBERED = 10_000;
 
 const SYSTEM_CLOCK = new SystemClock();
 
@@ -308,7 +309,6 @@ export class ClaudeConnector implements Connector {
    * `webhook-id` by the ingress, and only a wake-up: the payload is thin, the session is fetched.
    */
   async parseWebhook(request: InboundWebhook): Promise<WebhookSignal> {
-    await Promise.resolve();
     const h = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k.toLowerCase(), v]));
     if (!this.key) throw new TaskplaneError('unauthenticated', 'no webhook signing key configured');
     const refused = verifySignature(this.key, h, request.rawBody, this.clock.now());
@@ -336,6 +336,9 @@ export class ClaudeConnector implements Connector {
 
   private archiveLater(remoteId: string): void {
     if (this.archiving.has(remoteId)) return;
+    // Only to avoid archiving one session twice from one process; a repeat is harmless, so the memory
+    // of it is bounded.
+    if (this.archiving.size >= ARCHIVED_REMEMBERED) this.archiving.clear();
     this.archiving.add(remoteId);
     const signal = this.closing.signal;
     void (async () => {

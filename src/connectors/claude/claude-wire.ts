@@ -68,7 +68,7 @@ export function budgetLimit(value: unknown): number {
 /**
  * Webhook event names differ from stream event names (docs/plane.md, "Claude Managed Agents"): the
  * webhook says `session.status_idled` where the stream says `session.status_idle`. Every session event
- * is only a wake-up; the name tells which stream event it stands for.
+ * is only a wake-up; the name tells which stream event it stands for (for logs and readers).
  */
 export const WEBHOOK_TO_STREAM: Readonly<Record<string, string>> = {
   'session.status_run_started': 'session.status_running',
@@ -100,7 +100,8 @@ export function sessionWebhook(rawBody: string): { type: string; sessionId: stri
   const data = (body as { data?: { type?: unknown; id?: unknown } } | null)?.data;
   if (!data || typeof data.type !== 'string')
     throw new TaskplaneError('invalid_argument', 'body.data.type: required', { field: 'body.data.type' });
-  const about =
-    data.type.startsWith('session.') && typeof data.id === 'string' && data.type in WEBHOOK_TO_STREAM;
+  // Any session event wakes the job, including names this table does not list yet: a fetch costs
+  // one read, a missed wake-up costs a reconciliation interval.
+  const about = data.type.startsWith('session.') && typeof data.id === 'string';
   return { type: data.type, sessionId: about ? (data.id as string) : null };
 }
