@@ -1,4 +1,3 @@
-import Anthropic from '@anthropic-ai/sdk';
 import type { Webhook } from 'standardwebhooks';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import { TaskplaneError } from '../../core/errors.ts';
@@ -16,7 +15,7 @@ import type {
   StartRequest,
   WebhookSignal,
 } from '../connector.ts';
-import { claudeError } from './sdk-errors.ts';
+import { claudeError, loadSdk, type AnthropicClient } from './sdk-errors.ts';
 import {
   META_CANCEL,
   META_CONTEXT,
@@ -94,7 +93,7 @@ export class ClaudeConnector implements Connector {
     cancel: true,
     notFound: 'unknown',
   };
-  readonly client: Anthropic;
+  private clientLoad: Promise<AnthropicClient> | null = null;
   private readonly key: Webhook | null;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -105,20 +104,29 @@ export class ClaudeConnector implements Connector {
     this.target = options.target;
     this.clock = options.clock ?? SYSTEM_CLOCK;
     this.logger = options.logger ?? silentLogger;
-    this.client = new Anthropic({
-      apiKey: options.apiKey,
-      // Given explicitly so the SDK never falls back to reading the environment.
-      authToken: null,
-      webhookKey: null,
-      baseURL: options.baseUrl ?? 'https://api.anthropic.com',
-      timeout: options.timeoutMs ?? 30_000,
-      maxRetries: options.maxRetries ?? 2,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
     this.key =
       options.webhookSigningKey !== undefined
         ? signingKey(options.webhookSigningKey, `targets.${options.target}.webhookSigningKey`)
         : null;
+  }
+
+  /** The official client, built on first use (the SDK is imported then). */
+  private client(): Promise<AnthropicClient> {
+    const o = this.options;
+    this.clientLoad ??= loadSdk().then(
+      (m) =>
+        new m.default({
+          apiKey: o.apiKey,
+          // Given explicitly so the SDK never falls back to reading the environment.
+          authToken: null,
+          webhookKey: null,
+          baseURL: o.baseUrl ?? 'https://api.anthropic.com',
+          timeout: o.timeoutMs ?? 30_000,
+          maxRetries: o.maxRetries ?? 2,
+          ...(o.fetch ? { fetch: o.fetch } : {}),
+        }),
+    );
+    return this.clientLoad;
   }
 
   /** Ends archive retries still waiting. */
@@ -126,9 +134,9 @@ export class ClaudeConnector implements Connector {
     this.closing.abort();
   }
 
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  private async call<T>(what: string, fn: (client: AnthropicClient) => Promise<T>): Promise<T> {
     try {
-      return await fn();
+      return await fn(await this.client());
     } catch (err) {
       throw claudeError(err, what);
     }
@@ -158,8 +166,8 @@ export class ClaudeConnector implements Connector {
         : {}),
     };
     // No SDK retries: the API has no idempotency key, so a retried create could start a second session.
-    const session = await this.call('create session', () =>
-      this.client.beta.sessions.create(params as never, { signal, maxRetries: 0 }),
+    const session = await this.call('create session', (c) =>
+      c.beta.sessions.create(params as never, { signal, maxRetries: 0 }),
     );
     return new SessionFold(session as unknown as SessionObject, contextOf(session)).snapshot();
   }
@@ -168,12 +176,12 @@ export class ClaudeConnector implements Connector {
   private async read(remoteId: string, signal: AbortSignal, session?: SessionObject): Promise<SessionFold> {
     const s =
       session ??
-      ((await this.call('retrieve session', () =>
-        this.client.beta.sessions.retrieve(remoteId, {}, { signal }),
+      ((await this.call('retrieve session', (c) =>
+        c.beta.sessions.retrieve(remoteId, {}, { signal }),
       )) as unknown as SessionObject);
     const fold = new SessionFold(s, contextOf(s));
-    await this.call('list events', async () => {
-      for await (const e of this.client.beta.sessions.events.list(remoteId, { limit: 1000 }, { signal }))
+    await this.call('list events', async (c) => {
+      for await (const e of c.beta.sessions.events.list(remoteId, { limit: 1000 }, { signal }))
         fold.add(e as unknown as SessionEvent);
     });
     return fold;
@@ -189,8 +197,8 @@ export class ClaudeConnector implements Connector {
    * contextId in the metadata.
    */
   async listChanged(query: ListChangedQuery, signal: AbortSignal): Promise<ListChangedPage> {
-    const page = await this.call('list sessions', () =>
-      this.client.beta.sessions.list(
+    const page = await this.call('list sessions', (c) =>
+      c.beta.sessions.list(
         {
           agent_id: this.options.agentId,
           'created_at[gte]': new Date(Math.max(0, query.since)).toISOString(),
@@ -221,8 +229,8 @@ export class ClaudeConnector implements Connector {
     _cursor: string | null,
     signal: AbortSignal,
   ): AsyncGenerator<RemoteSnapshot> {
-    const stream = await this.call('open event stream', () =>
-      this.client.beta.sessions.events.stream(remoteId, {}, { signal, maxRetries: 0 }),
+    const stream = await this.call('open event stream', (c) =>
+      c.beta.sessions.events.stream(remoteId, {}, { signal, maxRetries: 0 }),
     );
     try {
       const fold = await this.read(remoteId, signal);
@@ -237,7 +245,7 @@ export class ClaudeConnector implements Connector {
           });
         if (e.type === 'session.status_terminated') {
           // Whether an archive was our cancel is in the metadata, which only the session object holds.
-          const s = await this.client.beta.sessions.retrieve(remoteId, {}, { signal });
+          const s = await (await this.client()).beta.sessions.retrieve(remoteId, {}, { signal });
           fold.refresh(s as unknown as SessionObject);
         }
         if (!fold.add(e) || !RELEVANT.has(e.type)) continue;
@@ -265,8 +273,8 @@ export class ClaudeConnector implements Connector {
       const cents = budgetLimit(answer.value);
       const current = Number(fold.session.budget?.max_list_cost?.amount);
       if (!(current >= cents))
-        await this.call('raise budget', () =>
-          this.client.beta.sessions.update(
+        await this.call('raise budget', (c) =>
+          c.beta.sessions.update(
             remoteId,
             { budget: { type: 'limit', max_list_cost: { amount: String(cents), currency: 'USD' } } } as never,
             { signal },
@@ -274,8 +282,8 @@ export class ClaudeConnector implements Connector {
         );
     } else {
       const event = answerEvent(request, answer.value);
-      await this.call('send answer', () =>
-        this.client.beta.sessions.events.send(remoteId, { events: [event] } as never, { signal }),
+      await this.call('send answer', (c) =>
+        c.beta.sessions.events.send(remoteId, { events: [event] } as never, { signal }),
       );
     }
     return this.get(remoteId, signal);
@@ -291,13 +299,13 @@ export class ClaudeConnector implements Connector {
     const now = fold.snapshot();
     if (isTerminal(now.state)) return this.settled(remoteId, now);
     if (now.nativeState === 'idle/budget_reached') {
-      await this.call('mark cancel', () =>
-        this.client.beta.sessions.update(remoteId, { metadata: { [META_CANCEL]: 'archive' } }, { signal }),
+      await this.call('mark cancel', (c) =>
+        c.beta.sessions.update(remoteId, { metadata: { [META_CANCEL]: 'archive' } }, { signal }),
       );
-      await this.call('archive session', () => this.client.beta.sessions.archive(remoteId, {}, { signal }));
+      await this.call('archive session', (c) => c.beta.sessions.archive(remoteId, {}, { signal }));
     } else {
-      await this.call('send interrupt', () =>
-        this.client.beta.sessions.events.send(remoteId, { events: [{ type: 'user.interrupt' }] }, { signal }),
+      await this.call('send interrupt', (c) =>
+        c.beta.sessions.events.send(remoteId, { events: [{ type: 'user.interrupt' }] }, { signal }),
       );
     }
     return this.get(remoteId, signal);
@@ -344,7 +352,7 @@ export class ClaudeConnector implements Connector {
     void (async () => {
       for (let i = 0; i < ARCHIVE_TRIES && !signal.aborted; i++) {
         try {
-          await this.client.beta.sessions.archive(remoteId, {}, { signal });
+          await (await this.client()).beta.sessions.archive(remoteId, {}, { signal });
           return;
         } catch (err) {
           const e = claudeError(err, 'archive session');

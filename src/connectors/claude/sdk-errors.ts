@@ -1,5 +1,19 @@
-import Anthropic from '@anthropic-ai/sdk';
+import type AnthropicClient from '@anthropic-ai/sdk';
 import { TaskplaneError } from '../../core/errors.ts';
+
+type SdkModule = typeof import('@anthropic-ai/sdk');
+let sdk: SdkModule | null = null;
+
+/**
+ * Loads the SDK on first use, so a process that never talks to Claude (every other CLI command) does
+ * not pay for importing it at start.
+ */
+export async function loadSdk(): Promise<SdkModule> {
+  sdk ??= await import('@anthropic-ai/sdk');
+  return sdk;
+}
+
+export type { AnthropicClient };
 
 /**
  * `@anthropic-ai/sdk` errors → our stable codes (connector.ts contract). `not_found` only for the
@@ -9,6 +23,9 @@ import { TaskplaneError } from '../../core/errors.ts';
  */
 export function claudeError(err: unknown, what: string): TaskplaneError {
   if (err instanceof TaskplaneError) return err;
+  // Not loaded yet: nothing the SDK threw can be on hand.
+  const Anthropic = sdk?.default;
+  if (!Anthropic) return new TaskplaneError('unavailable', `${what}: connection lost`, { cause: err });
   if (err instanceof Anthropic.APIUserAbortError)
     return new TaskplaneError('unavailable', `${what}: aborted`, { cause: err });
   if (err instanceof Anthropic.APIConnectionTimeoutError)
