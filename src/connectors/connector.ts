@@ -136,6 +136,13 @@ export interface ConnectorCapabilities {
    * reconciled; never `lost` (resubmitting would run the work again). Absent: `not_found` means lost.
    */
   retentionMs?: number;
+  /**
+   * What `not_found` on a job we created means. `lost` (the default): the remote forgot it, the lost
+   * policy resubmits or escalates. `unknown`: the remote keeps its jobs until someone deletes them
+   * (Claude sessions), so the outcome can no longer be read; the job becomes `unknown` with the
+   * reason, is never resubmitted, and reconciliation keeps asking.
+   */
+  notFound?: 'lost' | 'unknown';
 }
 
 export interface StartRequest {
@@ -148,6 +155,8 @@ export interface StartRequest {
   input: unknown;
   /** When set, the remote is asked to push to this registration from the start. */
   push?: PushRegistration;
+  /** The job's own spend cap, for remotes that enforce one themselves (Claude session budgets). */
+  budget?: { limit: number; unit: string } | null;
 }
 
 export interface PushRegistration {
@@ -179,7 +188,13 @@ export interface RemoteSnapshot {
   cursor?: string | null;
   /** Id of the stream event this snapshot came from (SSE `id:`), when the stream gives one. */
   eventId?: string | null;
-  inputRequest?: { requestId: string; prompt: string; schema?: Record<string, unknown> } | null;
+  inputRequest?: InputRequest | null;
+  /**
+   * Every request the job waits on at once, each answered on its own key (Claude: one per blocking
+   * tool event). Optional; when present `inputRequest` is its first entry. Answering only some leaves
+   * the rest pending.
+   */
+  inputRequests?: InputRequest[] | null;
   artifacts?: RemoteArtifact[];
   result?: unknown;
   /** Text of the remote's current status message, when it gives one. */
@@ -191,6 +206,15 @@ export interface RemoteSnapshot {
    * carries one. Lets a delivery about a job whose start answer was lost find its envelope.
    */
   correlationId?: string;
+}
+
+/** One keyed question the remote asks. */
+export interface InputRequest {
+  requestId: string;
+  prompt: string;
+  schema?: Record<string, unknown>;
+  /** What answering it does on the remote, when the protocol has several kinds (`tool_confirmation`, `budget`). */
+  method?: string;
 }
 
 export interface RemoteArtifact {
@@ -231,6 +255,12 @@ export interface WebhookSignal {
   deliveryId: string;
   /** The verification secret presented (`PushRegistration.token`), checked against the stored hash. */
   token: string | null;
+  /**
+   * `target`: the connector verified the delivery with the target's own signing secret (Standard
+   * Webhooks, one endpoint for every job of the target, as Claude sends them), so no per-job token is
+   * needed; the job is found by its remote id, and a delivery about a job that is not ours is ignored.
+   */
+  verifiedBy?: 'target';
   snapshot: RemoteSnapshot | null;
   /**
    * The connector verified the delivery's signature with the target's own secret (webhooks configured

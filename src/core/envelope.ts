@@ -115,6 +115,62 @@ export interface PendingInput {
    * (the plane crashed mid-call) is sent again with the same messageId and the agent deduplicates it.
    */
   answer?: { messageId: string; value: unknown } | null;
+  /** What answering does on the remote, when it has several kinds (`tool_confirmation`, `budget`). */
+  method?: string;
+  /**
+   * Every request the job waits on at once, each answered on its own key (a remote that asks several
+   * things together: Claude's blocking tool events). The top-level fields then describe the first
+   * unanswered one; `answeredAt` there is set only once all are answered. Absent for one request.
+   */
+  requests?: PendingRequest[];
+}
+
+/** One of several keyed requests pending at once. */
+export interface PendingRequest {
+  requestId: string;
+  prompt: string;
+  schema?: Record<string, unknown>;
+  method?: string;
+  askedAt: number;
+  answeredAt?: number | null;
+  answer?: { messageId: string; value: unknown } | null;
+}
+
+/**
+ * The pending input with one request marked answered (or, with `answer` null, reopened). The
+ * top-level fields follow the first request still unanswered.
+ */
+export function withAnswer(
+  pending: PendingInput,
+  requestId: string,
+  at: number | null,
+  answer: { messageId: string; value: unknown } | null,
+): PendingInput {
+  if (!pending.requests) return { ...pending, answeredAt: at, answer };
+  const requests = pending.requests.map((r) =>
+    r.requestId === requestId ? { ...r, answeredAt: at, answer } : r,
+  );
+  return summarise(pending, requests);
+}
+
+/** Top-level fields of a pending input from its requests (the first unanswered one leads). */
+export function summarise(
+  base: Pick<PendingInput, 'askedAt' | 'deadlineAt'>,
+  requests: PendingRequest[],
+): PendingInput {
+  const open = requests.find((r) => !r.answeredAt);
+  const lead = open ?? requests[requests.length - 1]!;
+  const out: PendingInput = {
+    requestId: lead.requestId,
+    prompt: lead.prompt,
+    askedAt: base.askedAt,
+    deadlineAt: base.deadlineAt ?? null,
+    answeredAt: open ? null : Math.max(...requests.map((r) => r.answeredAt ?? 0)),
+    requests,
+  };
+  if (lead.schema) out.schema = lead.schema;
+  if (lead.method) out.method = lead.method;
+  return out;
 }
 
 export interface ArtifactRef {

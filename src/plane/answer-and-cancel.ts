@@ -1,4 +1,4 @@
-import type { Envelope } from '../core/envelope.ts';
+import { withAnswer, type Envelope, type PendingInput, type PendingRequest } from '../core/envelope.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { decideLocalTransition, isTerminal } from '../core/states.ts';
@@ -32,9 +32,12 @@ export async function answerInput(
   if (!current) throw new TaskplaneError('not_found', 'task not found');
   const connector = connectorFor(ctx, current.target);
   if (!connector.answer) throw new TaskplaneError('unsupported', 'target does not take input answers');
-  // An answer lets the job go on spending: refused (and recorded) once its budget is used up.
+  // An answer lets the job go on spending: refused (and recorded) once its budget is used up, unless
+  // the answer is the budget raise itself (a `budget` request), which also raises the job's own cap.
+  const asked = current.pendingInput ? pendingEntry(current.pendingInput, req.requestId) : undefined;
+  const raise = asked?.method === 'budget' ? raisedLimit(req.value) : null;
   const overBudget = jobBudgetExhausted(current);
-  if (overBudget && current.pendingInput?.requestId === req.requestId)
+  if (overBudget && asked && asked.method !== 'budget')
     await refuseForBudget(ctx, envelopeId, 'answer', overBudget);
   const messageId = newId(ctx.clock, ctx.random, 'msg_');
   const { envelope } = await updateLocal(ctx, envelopeId, (env, now) => {
@@ -42,18 +45,22 @@ export async function answerInput(
     if (isTerminal(env.state) || !pending) {
       throw new TaskplaneError('conflict', 'no input is pending for this task', { field: 'requestId' });
     }
-    if (pending.requestId !== req.requestId) {
+    const entry = pendingEntry(pending, req.requestId);
+    if (!entry) {
       throw new TaskplaneError('conflict', 'requestId does not match the pending input request', {
         field: 'requestId',
       });
     }
-    if (pending.answeredAt)
+    if (entry.answeredAt)
       throw new TaskplaneError('conflict', 'this input request was already answered', { field: 'requestId' });
     if (!env.remoteId) throw new TaskplaneError('failed_precondition', 'task has no remote job yet');
+    const budget =
+      raise !== null && env.budget && raise > env.budget.limit ? { ...env.budget, limit: raise } : env.budget;
     return {
       next: {
         ...env,
-        pendingInput: { ...pending, answeredAt: now, answer: { messageId, value: req.value } },
+        budget,
+        pendingInput: withAnswer(pending, req.requestId, now, { messageId, value: req.value }),
       },
       events: [
         {
@@ -75,9 +82,9 @@ export async function answerInput(
     if (isTaskplaneError(err) && err.code === 'not_found') await handleLost(ctx, envelopeId, remoteId, 'api');
     // The answer did not reach the remote: reopen the request so the caller can try again.
     await updateLocal(ctx, envelopeId, (env) =>
-      env.pendingInput?.requestId === req.requestId && env.pendingInput.answeredAt
+      env.pendingInput && pendingEntry(env.pendingInput, req.requestId)?.answeredAt
         ? {
-            next: { ...env, pendingInput: { ...env.pendingInput, answeredAt: null, answer: null } },
+            next: { ...env, pendingInput: withAnswer(env.pendingInput, req.requestId, null, null) },
             events: [
               { type: 'input_answer_failed', data: { requestId: req.requestId, error: describeError(err) } },
             ],
@@ -98,27 +105,30 @@ export async function answerInput(
 export async function resendAnswer(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
   const env = await ctx.store.getEnvelope(envelopeId);
   const pending = env?.pendingInput;
-  if (!env || !pending?.answeredAt || !pending.answer || env.state !== 'waiting_for_input' || !env.remoteId)
-    return false;
+  if (!env || !pending || env.state !== 'waiting_for_input' || !env.remoteId) return false;
+  const sent = answeredEntries(pending);
+  if (sent.length === 0) return false;
   const connector = connectorFor(ctx, env.target);
   if (!connector.answer) return false;
-  const { messageId, value } = pending.answer;
   const remoteId = env.remoteId;
   try {
     // Authoritative state first: the job may have taken the answer and moved on while we were away.
     const current = await remoteCall(ctx, 'get', env, (signal) => connector.get(remoteId, signal));
     const seen = await observe(ctx, envelopeId, current, 'reconcile');
-    if (
-      seen.envelope.state !== 'waiting_for_input' ||
-      seen.envelope.pendingInput?.requestId !== pending.requestId
-    )
-      return false;
-    const snap = await remoteCall(ctx, 'answer', env, (signal) =>
-      connector.answer!(remoteId, { requestId: pending.requestId, messageId, value }, signal),
-    );
-    await observe(ctx, envelopeId, snap, 'api');
-    ctx.wake(envelopeId);
-    return true;
+    if (seen.envelope.state !== 'waiting_for_input' || !seen.envelope.pendingInput) return false;
+    const still = seen.envelope.pendingInput;
+    let resent = false;
+    for (const entry of sent) {
+      if (!pendingEntry(still, entry.requestId)) continue;
+      const { messageId, value } = entry.answer!;
+      const snap = await remoteCall(ctx, 'answer', env, (signal) =>
+        connector.answer!(remoteId, { requestId: entry.requestId, messageId, value }, signal),
+      );
+      await observe(ctx, envelopeId, snap, 'api');
+      resent = true;
+    }
+    if (resent) ctx.wake(envelopeId);
+    return resent;
   } catch (err) {
     if (isTaskplaneError(err) && err.code === 'not_found') await handleLost(ctx, envelopeId, remoteId, 'api');
     else ctx.logger.warn({ envelopeId, err: describeError(err) }, 'resending an input answer failed');
@@ -130,8 +140,27 @@ export async function resendAnswer(ctx: PlaneContext, envelopeId: string): Promi
 export function answerInDoubt(env: Envelope, now: number, afterMs: number): boolean {
   const p = env.pendingInput;
   return (
-    env.state === 'waiting_for_input' && !!p?.answer && p.answeredAt != null && now - p.answeredAt >= afterMs
+    env.state === 'waiting_for_input' &&
+    !!p &&
+    answeredEntries(p).some((e) => e.answeredAt != null && now - e.answeredAt >= afterMs)
   );
+}
+
+/** The one request of a pending input with this key: one of several, or its only one. */
+function pendingEntry(p: PendingInput, requestId: string): PendingInput | PendingRequest | undefined {
+  if (p.requests) return p.requests.find((r) => r.requestId === requestId);
+  return p.requestId === requestId ? p : undefined;
+}
+
+/** Requests answered (with the answer kept for a resend) but still listed as pending. */
+function answeredEntries(p: PendingInput): Array<PendingInput | PendingRequest> {
+  return (p.requests ?? [p]).filter((e) => !!e.answer && e.answeredAt != null);
+}
+
+/** A `budget` request's answer: the new limit, a number or `{limit}`; null when it is neither. */
+function raisedLimit(value: unknown): number | null {
+  const n = typeof value === 'number' ? value : (value as { limit?: unknown } | null)?.limit;
+  return typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : null;
 }
 
 /**

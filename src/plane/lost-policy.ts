@@ -21,11 +21,18 @@ export async function handleLost(
   envelopeId: string,
   lostRemoteId: string,
   source: string,
-): Promise<void> {
+): Promise<'lost' | 'unknown'> {
   const current = await ctx.store.getEnvelope(envelopeId);
-  const retentionMs = current ? ctx.connectors(current.target)?.capabilities.retentionMs : undefined;
-  if (retentionMs !== undefined) return handleForgotten(ctx, envelopeId, lostRemoteId, source, retentionMs);
+  const capabilities = current ? ctx.connectors(current.target)?.capabilities : undefined;
+  if (capabilities?.retentionMs !== undefined) {
+    await handleForgotten(ctx, envelopeId, lostRemoteId, source, capabilities.retentionMs);
+    return 'unknown';
+  }
   ctx.counters.count('taskNotFoundOwn', { id: envelopeId });
+  if (capabilities?.notFound === 'unknown') {
+    await markGone(ctx, envelopeId, lostRemoteId, source);
+    return 'unknown';
+  }
   let resubmit = false;
   const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
     // Only the job we believe is current can be lost; an older remote id was already replaced.
@@ -83,7 +90,7 @@ export async function handleLost(
       ],
     };
   });
-  if (!written) return;
+  if (!written) return 'lost';
   ctx.logger.info(
     {
       envelopeId,
@@ -97,7 +104,7 @@ export async function handleLost(
   if (!resubmit) {
     ctx.counters.count('escalated', envelope);
     ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job escalated');
-    return;
+    return 'lost';
   }
   const outcome = await ctx.startAgain(envelope);
   if (outcome.kind === 'started') {
@@ -112,6 +119,48 @@ export async function handleLost(
     ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job resubmitted');
     ctx.wake(envelopeId);
   }
+  return 'lost';
+}
+
+/**
+ * `not_found` from a remote that keeps its jobs until someone deletes them (capabilities.notFound
+ * `unknown`): the outcome can no longer be read, and resubmitting could do the work twice. The job is
+ * `unknown` with the reason; reconciliation keeps asking.
+ */
+async function markGone(
+  ctx: PlaneContext,
+  envelopeId: string,
+  remoteId: string,
+  source: string,
+): Promise<void> {
+  const { written, envelope } = await updateLocal(ctx, envelopeId, (env, now) =>
+    isTerminal(env.state) || env.remoteId !== remoteId || env.state === 'unknown'
+      ? null
+      : {
+          next: {
+            ...env,
+            state: 'unknown',
+            pendingInput: null,
+            reconciliation: {
+              result: 'lost',
+              at: now,
+              attempts: (env.reconciliation?.attempts ?? 0) + 1,
+              note: `not found (${source}); deleted on the remote, outcome unknown`,
+            },
+          },
+          events: [
+            {
+              type: 'state_changed',
+              data: { source, from: env.state, to: 'unknown', reason: 'remote_not_found', remoteId },
+            },
+          ],
+        },
+  );
+  if (written)
+    ctx.logger.info(
+      { envelopeId, target: envelope.target, remoteId, source },
+      'remote job not found: unknown',
+    );
 }
 
 /**

@@ -5,7 +5,9 @@ import {
   type EnvelopeEventType,
   type NewEnvelopeEvent,
   type ObservationSource,
+  summarise,
   type PendingInput,
+  type PendingRequest,
 } from '../core/envelope.ts';
 import { inputHash } from '../core/canonical-json.ts';
 import { TaskplaneError, VersionConflictError } from '../core/errors.ts';
@@ -78,6 +80,8 @@ function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number):
     env.state === 'waiting_for_input' ||
     (env.state === 'cancel_requested' && snapshot.state === 'waiting_for_input');
   if (!waiting) return null;
+  if (snapshot.inputRequests && snapshot.inputRequests.length > 0)
+    return pendingRequests(env.pendingInput, snapshot.inputRequests, now);
   const req = snapshot.inputRequest ?? {
     // A remote that gives no request id (A2A has none) still gets a stable one per status version.
     requestId: `req_${snapshot.remoteVersion ?? snapshot.stateTimestamp ?? 0}`,
@@ -93,7 +97,46 @@ function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number):
     deadlineAt: null,
   };
   if (req.schema) pending.schema = req.schema;
+  if (req.method) pending.method = req.method;
   return pending;
+}
+
+/**
+ * Several keyed requests at once: those the remote still lists keep what we knew of them (asked
+ * when, answered with what), new ones are added, settled ones drop out. Unchanged → the same object.
+ */
+function pendingRequests(
+  prior: PendingInput | null,
+  listed: NonNullable<RemoteSnapshot['inputRequests']>,
+  now: number,
+): PendingInput {
+  const known = new Map((prior?.requests ?? []).map((r) => [r.requestId, r]));
+  const requests: PendingRequest[] = listed.map((r) => {
+    const before = known.get(r.requestId);
+    if (before) return before;
+    const fresh: PendingRequest = {
+      requestId: r.requestId,
+      prompt: r.prompt,
+      askedAt: now,
+      answeredAt: null,
+    };
+    if (r.schema) fresh.schema = r.schema;
+    if (r.method) fresh.method = r.method;
+    return fresh;
+  });
+  if (
+    prior?.requests &&
+    prior.requests.length === requests.length &&
+    prior.requests.every((r, i) => r === requests[i])
+  )
+    return prior;
+  return summarise({ askedAt: prior?.requests ? prior.askedAt : now, deadlineAt: null }, requests);
+}
+
+/** Request ids of a pending input: each of several, or its one. */
+export function pendingIds(p: PendingInput | null): string[] {
+  if (!p) return [];
+  return p.requests ? p.requests.map((r) => r.requestId) : [p.requestId];
 }
 
 /**
@@ -203,9 +246,10 @@ export async function observe(
       const pending = nextPendingInput(next, snapshot, now);
       if (pending !== env.pendingInput) {
         next.pendingInput = pending;
-        if (pending && pending.requestId !== env.pendingInput?.requestId) {
-          event('input_requested', { requestId: pending.requestId, prompt: pending.prompt });
-        }
+        const before = new Set(pendingIds(env.pendingInput));
+        for (const r of pending?.requests ?? (pending ? [pending] : []))
+          if (!before.has(r.requestId))
+            event('input_requested', { requestId: r.requestId, prompt: r.prompt });
       }
     }
 

@@ -18,6 +18,7 @@ export function startRequest(env: Envelope, push: PushRegistration | undefined):
     contextId: env.contextId,
     input: env.input,
     ...(push ? { push } : {}),
+    ...(env.budget ? { budget: env.budget } : {}),
   };
 }
 

@@ -51,7 +51,12 @@ export async function handleWebhook(
   const env = request.envelopeId
     ? await ctx.store.getEnvelope(request.envelopeId)
     : await ctx.store.findEnvelopeByRemoteId(target, signal.remoteId);
-  if (!env || !tokenMatches(env, target, signal.token)) throw unauthenticated();
+  if (signal.verifiedBy === 'target') {
+    // Signed by the target itself for every job it runs (one endpoint per account): a delivery about
+    // a job that is not ours (another client's, or one whose start has not answered yet) is ignored,
+    // and reconciliation covers the latter.
+    if (!env || env.target !== target) return { status: 'ignored', envelopeId: null };
+  } else if (!env || !tokenMatches(env, target, signal.token)) throw unauthenticated();
   const source = `${connector.kind}-push:${target}`;
   const record = () =>
     ctx.store.recordDelivery({

@@ -74,6 +74,27 @@ export const schemas: Record<string, unknown> = {
         oneOf: [{ type: 'null' }, closed({ messageId: str, value: any })],
         description: 'the answer as sent, with the messageId a resend reuses',
       },
+      method: {
+        ...str,
+        description: 'what answering does on the remote: tool_confirmation, custom_tool_result, budget',
+      },
+      requests: {
+        type: 'array',
+        description:
+          'every request pending at once, each answered on its own requestId; the top-level fields follow the first unanswered one',
+        items: closed(
+          {
+            requestId: str,
+            prompt: str,
+            schema: { type: 'object' },
+            method: str,
+            askedAt: ms('epoch ms'),
+            answeredAt: msOrNull('epoch ms'),
+            answer: { oneOf: [{ type: 'null' }, closed({ messageId: str, value: any })] },
+          },
+          ['requestId', 'prompt', 'askedAt'],
+        ),
+      },
     },
     ['requestId', 'prompt', 'askedAt'],
   ),

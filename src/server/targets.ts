@@ -6,6 +6,7 @@ import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
 import { checkInputSchema } from '../plane/acceptance.ts';
 import { openaiTarget } from './target-kinds/openai.ts';
+import { claudeTarget } from './target-kinds/claude.ts';
 
 /**
  * Targets: the remotes a plane tracks jobs on, each of one kind (`a2a`, and each further connector's
@@ -193,6 +194,7 @@ const a2aTarget: TargetKind = {
 export const TARGET_KINDS: Readonly<Record<string, TargetKind>> = {
   a2a: a2aTarget,
   openai: openaiTarget,
+  claude: claudeTarget,
 };
 
 function kindOfUrl(url: string): TargetConfig | null {

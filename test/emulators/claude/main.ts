@@ -3,13 +3,19 @@
  * Point the SDK's `baseURL` (or ANTHROPIC_BASE_URL) at the printed URL; the first word of a user
  * message picks the scripted turn (README.md).
  */
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import Anthropic from '@anthropic-ai/sdk';
 import { SeededRandom } from '../../../src/core/random.ts';
 import { startClaudeEmulator } from './server.ts';
 
 const USAGE = `usage: npm run emulator:claude -- [--port N] [--seed N] [--api-key KEY]
                                 [--webhook-url URL --webhook-secret whsec_...] [--webhook-duplicates N]
-                                [--ping-ms N] [--cost-cents N]`;
+                                [--ping-ms N] [--cost-cents N] [--targets-file PATH]
+
+--targets-file creates an agent (with a custom tool "lookup") and an environment, and writes a
+taskplane targets file with a "claude" target for them (key from CLAUDE_API_KEY, webhook secret
+from CLAUDE_WEBHOOK_SECRET), for \`taskplane serve --targets-file PATH\`.`;
 
 function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
@@ -36,6 +42,7 @@ async function main(): Promise<void> {
         'webhook-duplicates': { type: 'string' },
         'ping-ms': { type: 'string' },
         'cost-cents': { type: 'string' },
+        'targets-file': { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -61,9 +68,35 @@ async function main(): Promise<void> {
         ? { url: webhookUrl, secret: webhookSecret, duplicates: intFlag(values, 'webhook-duplicates') ?? 0 }
         : undefined,
   });
-  console.log(
-    `Claude Managed Agents emulator on ${emu.url} (api key ${values['api-key'] ?? 'sk-ant-emulator'})`,
-  );
+  const apiKey = (values['api-key'] as string | undefined) ?? 'sk-ant-emulator';
+  console.log(`Claude Managed Agents emulator on ${emu.url} (api key ${apiKey})`);
+  const targetsFile = values['targets-file'] as string | undefined;
+  if (targetsFile) {
+    const client = new Anthropic({ apiKey, baseURL: emu.url, maxRetries: 0 });
+    const agent = await client.beta.agents.create({
+      name: 'demo',
+      model: 'claude-sonnet-4-6',
+      tools: [
+        {
+          type: 'custom',
+          name: 'lookup',
+          description: 'looks a thing up',
+          input_schema: { type: 'object', properties: { query: { type: 'string' } } },
+        },
+      ],
+    } as never);
+    const env = await client.beta.environments.create({ name: 'demo', config: { type: 'cloud' } });
+    const target = {
+      kind: 'claude',
+      baseUrl: emu.url,
+      agentId: agent.id,
+      environmentId: env.id,
+      apiKey: { env: 'CLAUDE_API_KEY' },
+      ...(webhookSecret ? { webhookSigningKey: { env: 'CLAUDE_WEBHOOK_SECRET' } } : {}),
+    };
+    writeFileSync(targetsFile, JSON.stringify({ claude: target }, null, 2) + '\n');
+    console.log(`targets file ${targetsFile}: target "claude" (agent ${agent.id}, environment ${env.id})`);
+  }
   const stop = () => void emu.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

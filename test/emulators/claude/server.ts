@@ -23,6 +23,7 @@ import {
   type Session,
   type SessionEvent,
 } from './sessions.ts';
+import { Resources } from './resources.ts';
 import { WebhookSender, type Delivery, type WebhookOptions } from './webhooks.ts';
 
 /**
@@ -62,6 +63,8 @@ export interface ClaudeEmulatorControl {
   dropStreams(sessionId: string): void;
   openStreams(sessionId: string): number;
   setCostPerRequestCents(cents: number): void;
+  /** While held, queued turns wait (sessions created with initial events stay `running` without steps). */
+  holdTurns(held: boolean): void;
   /** The next `times` API requests take effect, but their answers are lost with the connection. */
   loseNextResponses(times?: number): void;
   /** The next `times` API requests answer `status` with the error envelope. */
@@ -91,17 +94,17 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
   const apiKey = options.apiKey ?? 'sk-ant-emulator';
   const pingIntervalMs = options.pingIntervalMs ?? 15_000;
   let costCents = options.costPerRequestCents ?? 100;
-  const agents = new Map<string, Json>();
-  const environments = new Map<string, Json>();
   const sessions = new Map<string, Session>();
   const streams = new Map<string, Set<Subscriber>>();
   const requests: RecordedRequest[] = [];
   let losing = 0;
+  let turnsHeld = false;
   let failures: { status: number; times: number; headers: Record<string, string> } | null = null;
 
   const newId = (prefix: string) =>
     prefix + Buffer.from(random.bytes(12)).toString('base64url').replace(/[-_]/g, 'x');
   const iso = () => new Date(clock.now()).toISOString();
+  const resources = new Resources(newId, iso);
   const webhooks = options.webhook ? new WebhookSender(clock, { ...options.webhook }, newId) : null;
 
   const frame = (res: ServerResponse, type: string, data: unknown) =>
@@ -148,6 +151,7 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
       streams.delete(s.id);
     },
     costPerRequestCents: () => costCents,
+    turnsHeld: () => turnsHeld,
   };
 
   function findSession(id: string): Session {
@@ -177,10 +181,10 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
       typeof agentRef === 'string' ? agentRef : ((agentRef as Json | undefined)?.['id'] as unknown);
     if (typeof agentId !== 'string')
       throw badRequest('agent: must be an agent id or {type:"agent", id, version}');
-    const agent = agents.get(agentId);
+    const agent = resources.agents.get(agentId);
     if (!agent) throw notFound('agent', agentId);
     const environmentId = requireString(body, 'environment_id');
-    if (!environments.has(environmentId)) throw notFound('environment', environmentId);
+    if (!resources.environments.has(environmentId)) throw notFound('environment', environmentId);
     const initial = body['initial_events'] ?? [];
     if (!Array.isArray(initial) || initial.length > 50)
       throw badRequest('initial_events: must be an array of at most 50 events');
@@ -202,6 +206,7 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
         version: agent['version'],
         name: agent['name'],
         model: agent['model'],
+        tools: agent['tools'] ?? [],
       },
       environment_id: environmentId,
       metadata,
@@ -316,81 +321,14 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
     });
   }
 
-  function listOf(map: Map<string, Json>, query: URLSearchParams): Json {
-    const list = [...map.values()].filter(
-      (x) => query.get('include_archived') === 'true' || x['archived_at'] === null,
-    );
-    const { data, next_page } = page(order(query) === 'desc' ? list.reverse() : list, query, 20);
-    return { data, next_page };
-  }
-
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<Json | undefined> {
     const method = req.method ?? 'GET';
     const parts = url.pathname.split('/').filter(Boolean);
     if (parts[0] !== 'v1') throw notFound('path', url.pathname);
     const [, kind, id, sub, sub2] = parts;
     const body = method === 'POST' ? await readJson(req) : {};
-    if (kind === 'agents') {
-      if (!id && method === 'POST') {
-        const agent: Json = {
-          type: 'agent',
-          id: newId('agent_'),
-          version: 1,
-          name: requireString(body, 'name'),
-          model: body['model'] ?? 'claude-sonnet-4-6',
-          system: body['system'] ?? null,
-          tools: body['tools'] ?? [],
-          mcp_servers: body['mcp_servers'] ?? [],
-          skills: body['skills'] ?? [],
-          metadata: body['metadata'] ?? {},
-          created_at: iso(),
-          updated_at: iso(),
-          archived_at: null,
-        };
-        if (typeof body['model'] !== 'string' && typeof body['model'] !== 'object')
-          throw badRequest('model: required');
-        agents.set(agent['id'] as string, agent);
-        return agent;
-      }
-      if (!id && method === 'GET') return listOf(agents, url.searchParams);
-      const agent = agents.get(id!);
-      if (!agent) throw notFound('agent', id!);
-      if (!sub && method === 'GET') return agent;
-      if (!sub && method === 'POST') {
-        if (agent['archived_at'] !== null)
-          throw new ApiError(409, 'invalid_request_error', `agent ${id} is archived`);
-        Object.assign(agent, body, { version: (agent['version'] as number) + 1, updated_at: iso() });
-        return agent;
-      }
-      if (sub === 'archive' && method === 'POST') return Object.assign(agent, { archived_at: iso() });
-    }
-    if (kind === 'environments') {
-      if (!id && method === 'POST') {
-        const env: Json = {
-          type: 'environment',
-          id: newId('env_'),
-          name: requireString(body, 'name'),
-          description: body['description'] ?? '',
-          config: body['config'] ?? { type: 'cloud' },
-          metadata: body['metadata'] ?? {},
-          created_at: iso(),
-          updated_at: iso(),
-          archived_at: null,
-        };
-        environments.set(env['id'] as string, env);
-        return env;
-      }
-      if (!id && method === 'GET') return listOf(environments, url.searchParams);
-      const env = environments.get(id!);
-      if (!env) throw notFound('environment', id!);
-      if (!sub && method === 'GET') return env;
-      if (!sub && method === 'POST') return Object.assign(env, body, { updated_at: iso() });
-      if (!sub && method === 'DELETE') {
-        environments.delete(id!);
-        return { id, type: 'environment_deleted' };
-      }
-      if (sub === 'archive' && method === 'POST') return Object.assign(env, { archived_at: iso() });
-    }
+    const resource = resources.route(kind, id, sub, method, body, url.searchParams);
+    if (resource !== undefined) return resource;
     if (kind === 'sessions') {
       if (!id && method === 'POST') return createSession(body);
       if (!id && method === 'GET') return listSessions(url.searchParams);
@@ -498,6 +436,10 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
     openStreams: (sessionId) => streams.get(sessionId)?.size ?? 0,
     setCostPerRequestCents(cents) {
       costCents = cents;
+    },
+    holdTurns(held) {
+      turnsHeld = held;
+      if (!held) for (const s of sessions.values()) pump(engine, s);
     },
     loseNextResponses(times = 1) {
       losing = times;

@@ -65,6 +65,8 @@ export interface Engine {
   webhook(type: string, session: Session): void;
   dropStreams(session: Session): void;
   costPerRequestCents(): number;
+  /** While true no queued turn starts (`control.holdTurns`), so a test can attach first. */
+  turnsHeld(): boolean;
 }
 
 const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -106,7 +108,14 @@ function scriptOf(message: SessionEvent): Script {
 
 /** Starts the next queued user message if nothing runs. */
 export function pump(engine: Engine, s: Session): void {
-  if (s.turnActive || s.deleted || s.status === 'terminated' || s.pausedAtBudget || s.pending.size > 0)
+  if (
+    s.turnActive ||
+    s.deleted ||
+    s.status === 'terminated' ||
+    s.pausedAtBudget ||
+    s.pending.size > 0 ||
+    engine.turnsHeld()
+  )
     return;
   const next = s.queue.shift();
   if (!next) return;
