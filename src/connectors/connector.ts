@@ -115,6 +115,13 @@ export interface ConnectorCapabilities {
   cancel: boolean;
   /** Server guidance for polling, when the protocol has it (MCP pollIntervalMs). */
   pollIntervalMs?: number;
+  /**
+   * A `not_found` for a job we hold means the remote dropped it at the end of its lifetime, not that it
+   * lost it: the engine records `expired` instead of applying the lost policy. MCP: an unknown task id
+   * is -32602, a server may drop a task once its ttlMs has passed, and without a list the two cannot be
+   * told apart. @default false
+   */
+  notFoundIsExpiry?: boolean;
 }
 
 export interface StartRequest {
@@ -159,12 +166,31 @@ export interface RemoteSnapshot {
   /** Id of the stream event this snapshot came from (SSE `id:`), when the stream gives one. */
   eventId?: string | null;
   inputRequest?: { requestId: string; prompt: string; schema?: Record<string, unknown> } | null;
+  /**
+   * Every outstanding input request, where the protocol can ask several at once (MCP `inputRequests`,
+   * keyed). When given, `inputRequest` is its first entry and the plane shows them all.
+   */
+  inputRequests?: RemoteInputRequest[];
+  /**
+   * The remote id this snapshot's job was known by until now (an MCP exchange held by the connector
+   * that the server turned into a task): the engine rebinds the job to `remoteId`.
+   */
+  replacesRemoteId?: string;
   artifacts?: RemoteArtifact[];
   result?: unknown;
   /** Text of the remote's current status message, when it gives one. */
   statusMessage?: string | null;
   error?: { code: string; message: string } | null;
   usage?: Record<string, number> | null;
+}
+
+export interface RemoteInputRequest {
+  /** The protocol's key for this request; answers name it. */
+  requestId: string;
+  prompt: string;
+  /** What kind of answer it wants, in the protocol's words (MCP `elicitation/create`). */
+  method?: string;
+  schema?: Record<string, unknown>;
 }
 
 export interface RemoteArtifact {

@@ -115,6 +115,22 @@ export interface PendingInput {
    * (the plane crashed mid-call) is sent again with the same messageId and the agent deduplicates it.
    */
   answer?: { messageId: string; value: unknown } | null;
+  /**
+   * Every outstanding request, where the remote asks several at once (MCP `inputRequests`, keyed); the
+   * fields above then describe the first. Each is answered on its own by its `requestId`. Absent when
+   * the remote asks one thing at a time.
+   */
+  requests?: PendingInputRequest[];
+}
+
+export interface PendingInputRequest {
+  requestId: string;
+  prompt: string;
+  /** The protocol's name for what it asks (MCP `elicitation/create`). */
+  method?: string;
+  schema?: Record<string, unknown>;
+  askedAt: number;
+  answeredAt?: number | null;
 }
 
 export interface ArtifactRef {

@@ -42,6 +42,39 @@ export async function answerInput(
     if (isTerminal(env.state) || !pending) {
       throw new TaskplaneError('conflict', 'no input is pending for this task', { field: 'requestId' });
     }
+    if (pending.requests) {
+      // Keyed requests (MCP): each is answered on its own; the others stay pending.
+      const item = pending.requests.find((r) => r.requestId === req.requestId);
+      const open = pending.requests.filter((r) => !r.answeredAt).map((r) => r.requestId);
+      if (!item)
+        throw new TaskplaneError(
+          'conflict',
+          `requestId: '${req.requestId}' is not an outstanding input request of this task (outstanding: ${open.join(', ') || 'none'})`,
+          { field: 'requestId' },
+        );
+      if (item.answeredAt)
+        throw new TaskplaneError('conflict', `requestId: '${req.requestId}' was already answered`, {
+          field: 'requestId',
+        });
+      if (!env.remoteId) throw new TaskplaneError('failed_precondition', 'task has no remote job yet');
+      const requests = pending.requests.map((r) => (r === item ? { ...r, answeredAt: now } : r));
+      return {
+        next: {
+          ...env,
+          pendingInput: {
+            ...pending,
+            requests,
+            answeredAt: requests.every((r) => r.answeredAt) ? now : null,
+          },
+        },
+        events: [
+          {
+            type: 'input_answered',
+            data: { requestId: req.requestId, messageId, actor: req.actor ?? null },
+          },
+        ],
+      };
+    }
     if (pending.requestId !== req.requestId) {
       throw new TaskplaneError('conflict', 'requestId does not match the pending input request', {
         field: 'requestId',
@@ -75,14 +108,34 @@ export async function answerInput(
     if (isTaskplaneError(err) && err.code === 'not_found') await handleLost(ctx, envelopeId, remoteId, 'api');
     // The answer did not reach the remote: reopen the request so the caller can try again.
     await updateLocal(ctx, envelopeId, (env) =>
-      env.pendingInput?.requestId === req.requestId && env.pendingInput.answeredAt
+      env.pendingInput?.requests?.some((r) => r.requestId === req.requestId && r.answeredAt)
         ? {
-            next: { ...env, pendingInput: { ...env.pendingInput, answeredAt: null, answer: null } },
+            next: {
+              ...env,
+              pendingInput: {
+                ...env.pendingInput,
+                answeredAt: null,
+                answer: null,
+                requests: env.pendingInput.requests.map((r) =>
+                  r.requestId === req.requestId ? { ...r, answeredAt: null } : r,
+                ),
+              },
+            },
             events: [
               { type: 'input_answer_failed', data: { requestId: req.requestId, error: describeError(err) } },
             ],
           }
-        : null,
+        : env.pendingInput?.requestId === req.requestId && env.pendingInput.answeredAt
+          ? {
+              next: { ...env, pendingInput: { ...env.pendingInput, answeredAt: null, answer: null } },
+              events: [
+                {
+                  type: 'input_answer_failed',
+                  data: { requestId: req.requestId, error: describeError(err) },
+                },
+              ],
+            }
+          : null,
     );
     throw err;
   }

@@ -6,6 +6,7 @@ import {
   type NewEnvelopeEvent,
   type ObservationSource,
   type PendingInput,
+  type PendingInputRequest,
 } from '../core/envelope.ts';
 import { inputHash } from '../core/canonical-json.ts';
 import { TaskplaneError, VersionConflictError } from '../core/errors.ts';
@@ -73,11 +74,18 @@ function artifactRefs(
 }
 
 /** The pending input the envelope should show after this observation. */
-function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number): PendingInput | null {
+function nextPendingInput(
+  env: Envelope,
+  snapshot: RemoteSnapshot,
+  now: number,
+  answerDoubtMs: number,
+): PendingInput | null {
   const waiting =
     env.state === 'waiting_for_input' ||
     (env.state === 'cancel_requested' && snapshot.state === 'waiting_for_input');
   if (!waiting) return null;
+  if (snapshot.inputRequests && snapshot.inputRequests.length > 0)
+    return keyedPendingInput(env.pendingInput, snapshot.inputRequests, now, answerDoubtMs);
   const req = snapshot.inputRequest ?? {
     // A remote that gives no request id (A2A has none) still gets a stable one per status version.
     requestId: `req_${snapshot.remoteVersion ?? snapshot.stateTimestamp ?? 0}`,
@@ -93,6 +101,52 @@ function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number):
     deadlineAt: null,
   };
   if (req.schema) pending.schema = req.schema;
+  return pending;
+}
+
+/**
+ * Several keyed requests outstanding at once (MCP): the remote's list is the truth, so a key it no
+ * longer lists is gone (answered or withdrawn) and a key it still lists keeps when it was asked and
+ * answered. The top-level fields describe the first request. The prior record is kept as is when
+ * nothing changed, so an unchanged poll writes nothing.
+ */
+function keyedPendingInput(
+  prior: PendingInput | null,
+  listed: NonNullable<RemoteSnapshot['inputRequests']>,
+  now: number,
+  /** A key answered this long ago and still listed did not get through: it can be answered again. */
+  answerDoubtMs: number,
+): PendingInput {
+  const before = new Map((prior?.requests ?? []).map((r) => [r.requestId, r]));
+  const requests: PendingInputRequest[] = listed.map((r) => {
+    const had = before.get(r.requestId);
+    if (had?.answeredAt && now - had.answeredAt >= answerDoubtMs) return { ...had, answeredAt: null };
+    if (had) return had;
+    return {
+      requestId: r.requestId,
+      prompt: r.prompt,
+      askedAt: now,
+      answeredAt: null,
+      ...(r.method ? { method: r.method } : {}),
+      ...(r.schema ? { schema: r.schema } : {}),
+    };
+  });
+  if (
+    prior?.requests &&
+    prior.requests.length === requests.length &&
+    requests.every((r, i) => r === prior.requests![i])
+  )
+    return prior;
+  const first = requests[0]!;
+  const pending: PendingInput = {
+    requestId: first.requestId,
+    prompt: first.prompt,
+    askedAt: first.askedAt,
+    answeredAt: requests.every((r) => r.answeredAt) ? (first.answeredAt ?? null) : null,
+    deadlineAt: null,
+    requests,
+  };
+  if (first.schema) pending.schema = first.schema;
   return pending;
 }
 
@@ -132,6 +186,16 @@ export async function observe(
       events.push({ envelopeId: env.id, tenant: env.tenant, type, at: now, data: { source, ...data } });
 
     if (fresh && !isTerminal(env.state)) {
+      if (
+        snapshot.replacesRemoteId !== undefined &&
+        env.remoteId === snapshot.replacesRemoteId &&
+        snapshot.remoteId &&
+        snapshot.remoteId !== env.remoteId
+      ) {
+        // The job moved to a remote object of its own (an MCP input round became a task).
+        next.remoteId = snapshot.remoteId;
+        event('bound', { remoteId: snapshot.remoteId, replaces: snapshot.replacesRemoteId });
+      }
       if (env.remoteId === null && snapshot.remoteId) {
         next.remoteId = snapshot.remoteId;
         event('bound', { remoteId: snapshot.remoteId });
@@ -189,10 +253,19 @@ export async function observe(
       }
     }
     if (fresh && !isTerminal(env.state)) {
-      const pending = nextPendingInput(next, snapshot, now);
+      const pending = nextPendingInput(next, snapshot, now, 2 * ctx.config.requestTimeoutMs);
       if (pending !== env.pendingInput) {
         next.pendingInput = pending;
-        if (pending && pending.requestId !== env.pendingInput?.requestId) {
+        if (pending?.requests) {
+          const known = new Set((env.pendingInput?.requests ?? []).map((r) => r.requestId));
+          for (const r of pending.requests)
+            if (!known.has(r.requestId))
+              event('input_requested', {
+                requestId: r.requestId,
+                prompt: r.prompt,
+                ...(r.method ? { method: r.method } : {}),
+              });
+        } else if (pending && pending.requestId !== env.pendingInput?.requestId) {
           event('input_requested', { requestId: pending.requestId, prompt: pending.prompt });
         }
       }
@@ -208,6 +281,7 @@ export async function observe(
       next.streamCursor !== env.streamCursor ||
       next.webhookIds !== env.webhookIds ||
       next.usage !== env.usage ||
+      next.pendingInput !== env.pendingInput ||
       next.statusMessage !== env.statusMessage;
     // The last APPLIED stream event: a duplicate or stale frame changes nothing, so it neither moves
     // lastEventId nor costs a write of its own.

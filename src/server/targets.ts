@@ -4,6 +4,7 @@ import type { Logger } from '../core/logger.ts';
 import type { Random } from '../core/random.ts';
 import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
+import { mcpTarget } from './target-kinds/mcp.ts';
 
 /**
  * Targets: the remotes a plane tracks jobs on, each of one kind (`a2a`, and each further connector's
@@ -181,6 +182,7 @@ const a2aTarget: TargetKind = {
 /** Every kind of target this build knows, by kind. */
 export const TARGET_KINDS: Readonly<Record<string, TargetKind>> = {
   a2a: a2aTarget,
+  mcp: mcpTarget,
 };
 
 function kindOfUrl(url: string): TargetConfig | null {
