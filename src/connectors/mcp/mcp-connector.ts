@@ -150,6 +150,8 @@ export class McpConnector implements Connector {
   private readonly immediate = new Map<string, RemoteSnapshot>();
   /** 2025-11-25: elicitation requests the server sent us for a task, by task id then key. */
   private readonly legacyInput = new Map<string, Map<string, ServerRequest>>();
+  /** 2025-11-25: each tool's `execution.taskSupport`, from tools/list. */
+  private legacyTools: Map<string, string> | null = null;
 
   constructor(private readonly options: McpConnectorOptions) {
     this.target = options.target;
@@ -172,7 +174,10 @@ export class McpConnector implements Connector {
   }
 
   async prepare(signal: AbortSignal, opts: { fresh?: boolean } = {}): Promise<void> {
-    if (opts.fresh) this.era = null;
+    if (opts.fresh) {
+      this.era = null;
+      this.legacyTools = null;
+    }
     await this.ready(signal);
   }
 
@@ -384,7 +389,7 @@ export class McpConnector implements Connector {
     signal: AbortSignal,
   ): Promise<RemoteSnapshot> {
     const params: JsonObject = { name, arguments: args };
-    if (era.tasks)
+    if (era.tasks && (await this.legacyTaskSupport(name, signal)) !== 'forbidden')
       params.task = this.options.legacyTtlMs !== undefined ? { ttl: this.options.legacyTtlMs } : {};
     const { result } = await this.call('tools/call', params, signal);
     const r = asJsonObject(result);
@@ -401,6 +406,30 @@ export class McpConnector implements Connector {
     );
     this.immediate.set(id, snap);
     return snap;
+  }
+
+  /**
+   * 2025-11-25: a tool says in `tools/list` whether it may run as a task (`execution.taskSupport`,
+   * `forbidden` by default); asking for a task where it may not is a protocol error. Read once.
+   */
+  private async legacyTaskSupport(name: string, signal: AbortSignal): Promise<string> {
+    if (!this.legacyTools) {
+      const support = new Map<string, string>();
+      let cursor: string | undefined;
+      do {
+        const { result } = await this.call('tools/list', cursor ? { cursor } : {}, signal);
+        const r = asJsonObject(result);
+        for (const t of Array.isArray(r.tools) ? r.tools : []) {
+          const tool = asJsonObject(t);
+          const ts = asJsonObject(tool.execution).taskSupport;
+          if (typeof tool.name === 'string')
+            support.set(tool.name, typeof ts === 'string' ? ts : 'forbidden');
+        }
+        cursor = typeof r.nextCursor === 'string' && r.nextCursor ? r.nextCursor : undefined;
+      } while (cursor);
+      this.legacyTools = support;
+    }
+    return this.legacyTools.get(name) ?? 'forbidden';
   }
 
   /** Keeps the server's latest poll guidance, which the engine's poller reads (plane/job-watcher.ts). */
