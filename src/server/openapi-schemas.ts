@@ -51,6 +51,25 @@ export const schemas: Record<string, unknown> = {
         oneOf: [{ type: 'null' }, closed({ messageId: str, value: any })],
         description: 'the answer as sent, with the messageId a resend reuses',
       },
+      requests: {
+        type: 'array',
+        description:
+          'every outstanding request where the remote asks several at once (MCP inputRequests), each answered by its requestId; the fields above describe the first',
+        items: closed(
+          {
+            requestId: str,
+            prompt: str,
+            method: {
+              type: 'string',
+              description: "the protocol's name for what it asks (elicitation/create)",
+            },
+            schema: { type: 'object' },
+            askedAt: ms('epoch ms'),
+            answeredAt: msOrNull('epoch ms'),
+          },
+          ['requestId', 'prompt', 'askedAt'],
+        ),
+      },
     },
     ['requestId', 'prompt', 'askedAt'],
   ),

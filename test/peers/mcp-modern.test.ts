@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { openApiDocument } from '../../src/server/openapi.ts';
 import { mcpPlane, TERMINAL, type McpPlane } from './mcp-plane.ts';
 import { startModernMcpPeer, type ModernMcpPeer } from './mcp-modern-peer.ts';
 
@@ -84,6 +86,11 @@ export function mcpTasksBehaviour(name: string, startPeer: () => Promise<ModernM
         expect(r.schema).toMatchObject({ type: 'object' });
         expect(r.prompt).toMatch(/\?$/);
       }
+      // The API document describes the keyed requests (its schemas are closed: test/server/openapi.test.ts).
+      const ajv = new Ajv2020({ strict: false });
+      ajv.addSchema(openApiDocument() as object, 'openapi.json');
+      const task = ajv.compile({ $ref: 'openapi.json#/components/schemas/Task' });
+      expect(task(waiting), ajv.errorsText(task.errors)).toBe(true);
       const [first, second] = waiting.pendingInput!.requests!;
       const firstValue =
         first!.schema!.properties && 'size' in (first!.schema!.properties as object)
