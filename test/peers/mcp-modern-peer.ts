@@ -11,6 +11,8 @@ import {
   getTaskResult,
   inputRequiredResult,
   resultResponse,
+  subscriptionAcknowledged,
+  taskNotification,
 } from '../../src/protocols/mcp/encode.ts';
 import {
   McpError,
@@ -59,6 +61,10 @@ export interface McpFaults {
   readonly received: Array<{ method: string; params: JsonObject }>;
   /** Task ids created, in order. */
   readonly created: string[];
+  /** `subscriptions/listen` streams opened so far. */
+  readonly listens: number;
+  /** Cuts every open `subscriptions/listen` stream. */
+  dropListens(): void;
 }
 
 export interface ModernMcpPeer {
@@ -71,8 +77,15 @@ export interface ModernMcpPeer {
 const POLL_MS = 50;
 
 export async function startModernMcpPeer(
-  options: { pollIntervalMs?: number; tasks?: boolean } = {},
+  options: {
+    pollIntervalMs?: number;
+    tasks?: boolean;
+    /** Serve `subscriptions/listen` with `notifications/tasks`; false answers it -32601. @default true */
+    listen?: boolean;
+  } = {},
 ): Promise<ModernMcpPeer> {
+  const listeners = new Set<{ ids: Set<string>; res: ServerResponse; sub: string }>();
+  let listens = 0;
   const tasks = new Map<string, PeerTask>();
   const received: McpFaults['received'] = [];
   const created: string[] = [];
@@ -97,7 +110,19 @@ export async function startModernMcpPeer(
     completeOnCancel: false,
     received,
     created,
+    get listens() {
+      return listens;
+    },
+    dropListens() {
+      for (const l of listeners) l.res.socket?.destroy();
+      listeners.clear();
+    },
   };
+
+  function notify(task: DetailedTask): void {
+    for (const l of listeners)
+      if (l.ids.has(task.taskId)) l.res.write(`data: ${JSON.stringify(taskNotification(task, l.sub))}\n\n`);
+  }
 
   function set(t: PeerTask, change: Partial<DetailedTask> & { status: DetailedTask['status'] }): void {
     const base = { ...t.task } as Record<string, unknown>;
@@ -109,6 +134,7 @@ export async function startModernMcpPeer(
       ...change,
       lastUpdatedAt: new Date(Math.max(Date.now(), Date.parse(t.task.lastUpdatedAt) + 1)).toISOString(),
     } as DetailedTask;
+    notify(t.task);
   }
 
   function newTask(
@@ -326,6 +352,19 @@ export async function startModernMcpPeer(
           if (drop === 'before') {
             drops.delete(msg.method);
             req.socket.destroy();
+            return;
+          }
+          if (msg.method === 'subscriptions/listen' && options.listen !== false) {
+            listens++;
+            const n = (params.notifications ?? {}) as JsonObject;
+            const ids = (Array.isArray(n.taskIds) ? n.taskIds : []).filter(
+              (x): x is string => typeof x === 'string' && tasks.has(x),
+            );
+            const l = { ids: new Set(ids), res, sub: `sub-${listens}` };
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            res.write(`data: ${JSON.stringify(subscriptionAcknowledged(l.sub, ids))}\n\n`);
+            listeners.add(l);
+            req.socket.on('close', () => listeners.delete(l));
             return;
           }
           const wait = delays.get(msg.method);

@@ -232,3 +232,61 @@ describe('a lost CreateTaskResult under lostPolicy escalate', () => {
     }
   });
 });
+
+describe('notifications/tasks over subscriptions/listen', () => {
+  const open: Array<{ close(): Promise<unknown> }> = [];
+  afterEach(async () => {
+    for (const o of open.reverse()) await o.close().catch(() => {});
+    open.length = 0;
+  });
+  // Polls far apart: an outcome seen quickly came from the notification stream.
+  const streaming = {
+    delivery: { stream: true, push: false, poll: false },
+    poll: { intervalMs: 60_000, maximumIntervalMs: 60_000 },
+    stream: { reattach: { initialIntervalMs: 20, maximumIntervalMs: 100 } },
+  };
+
+  it('follows a task by its notifications where the server offers them', async () => {
+    const peer = await startModernMcpPeer();
+    open.push(peer);
+    const p = await mcpPlane({ kind: 'mcp', url: peer.url }, streaming);
+    open.push(p);
+    const t = await p.create({ name: 'slow_compute', arguments: { seconds: 60 } });
+    const running = await p.until(t.id, (x) => x.state === 'running', 'running');
+    await p.until(t.id, () => peer.faults!.listens > 0, 'listening');
+    const getsBefore = peer.faults!.received.filter((r) => r.method === 'tasks/get').length;
+    peer.faults!.finish(running.remoteId!, 'by notification');
+    const end = await p.until(t.id, (x) => TERMINAL.has(x.state), 'terminal');
+    expect(end.state).toBe('succeeded');
+    expect(JSON.stringify(end.result)).toContain('by notification');
+    expect(peer.faults!.received.filter((r) => r.method === 'tasks/get').length).toBe(getsBefore);
+  });
+
+  it('a dropped listen stream is listened to again, with the current state read first', async () => {
+    const peer = await startModernMcpPeer();
+    open.push(peer);
+    const p = await mcpPlane({ kind: 'mcp', url: peer.url }, streaming);
+    open.push(p);
+    const t = await p.create({ name: 'slow_compute', arguments: { seconds: 60 } });
+    const running = await p.until(t.id, (x) => x.state === 'running', 'running');
+    await p.until(t.id, () => peer.faults!.listens > 0, 'listening');
+    peer.faults!.dropListens();
+    peer.faults!.finish(running.remoteId!);
+    const end = await p.until(t.id, (x) => TERMINAL.has(x.state), 'terminal');
+    expect(end.state).toBe('succeeded');
+  });
+
+  it('a server that refuses subscriptions/listen is polled instead', async () => {
+    const peer = await startModernMcpPeer({ listen: false });
+    open.push(peer);
+    const p = await mcpPlane(
+      { kind: 'mcp', url: peer.url },
+      { ...streaming, poll: { intervalMs: 20, maximumIntervalMs: 100 } },
+    );
+    open.push(p);
+    const t = await p.create({ name: 'slow_compute', arguments: { seconds: 0.3 } });
+    const end = await p.until(t.id, (x) => TERMINAL.has(x.state), 'terminal');
+    expect(end.state).toBe('succeeded');
+    expect(peer.faults!.received.filter((r) => r.method === 'subscriptions/listen')).toHaveLength(1);
+  });
+});

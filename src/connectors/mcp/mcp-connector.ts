@@ -1,6 +1,7 @@
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import { TaskplaneError, isTaskplaneError } from '../../core/errors.ts';
 import {
+  decodeTaskNotificationParams,
   decodeAckResult,
   decodeDiscoverResult,
   decodeGetTaskResult,
@@ -36,6 +37,7 @@ import type {
 import {
   McpRpcError,
   rpcCall,
+  rpcListen,
   rpcSend,
   type CallOptions,
   type RpcOptions,
@@ -83,6 +85,11 @@ export interface McpConnectorOptions {
   era?: 'auto' | 'modern' | 'legacy';
   /** The `task.ttl` asked for in 2025-11-25 (the modern era lets the server decide). @default none */
   legacyTtlMs?: number;
+  /**
+   * Follow tasks with `notifications/tasks` over `subscriptions/listen` (2026-07-28) where the server
+   * serves it; polling `tasks/get` otherwise. @default true
+   */
+  notifications?: boolean;
   /** Judges `createdAt + ttlMs`. @default the system clock */
   clock?: Clock;
   fetch?: typeof fetch;
@@ -110,6 +117,7 @@ interface Mrtr {
 }
 
 const SYSTEM_CLOCK = new SystemClock();
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']);
 const MRTR = 'mrtr:';
 const CALL = 'call:';
 
@@ -208,8 +216,12 @@ export class McpConnector implements Connector {
         );
         const discover = decoded(() => decodeDiscoverResult(result));
         const version = pickVersion(discover.supportedVersions);
-        if (version !== undefined && eraOf(version) === 'modern')
-          return { modern: true, version, tasks: advertisesTasks(discover.capabilities), session: null };
+        if (version !== undefined && eraOf(version) === 'modern') {
+          const tasks = advertisesTasks(discover.capabilities);
+          // Task notifications are tried where tasks are; a refusal turns this off (observe).
+          this.capabilities.stream = tasks && this.options.notifications !== false;
+          return { modern: true, version, tasks, session: null };
+        }
         if (version === undefined)
           throw new TaskplaneError(
             'unsupported',
@@ -534,6 +546,58 @@ export class McpConnector implements Connector {
       )
         requests[key] = { method: req.method, params: stripMeta(req.params) };
     return inputRequestsOf(decoded(() => decodeInputRequests(requests, 'inputRequests')));
+  }
+
+  /**
+   * `notifications/tasks` over `subscriptions/listen` (2026-07-28): the current state from `tasks/get`
+   * first (a notification only says what changed after we listened), then every notification for the
+   * task until it is terminal. A server that refuses the method does not offer it: `stream` turns off
+   * and the engine polls instead (plane/job-watcher.ts re-reads the mechanism after each stream).
+   */
+  async *observe(
+    remoteId: string,
+    _cursor: string | null,
+    signal: AbortSignal,
+  ): AsyncGenerator<RemoteSnapshot> {
+    const first = await this.get(remoteId, signal);
+    yield first;
+    if (remoteId.startsWith(MRTR) || remoteId.startsWith(CALL) || TERMINAL.has(first.state)) return;
+    const era = await this.ready(signal);
+    if (!era.modern) {
+      this.capabilities.stream = false;
+      return;
+    }
+    const params: JsonObject = {
+      notifications: { taskIds: [remoteId] },
+      _meta: requestMeta({ tasks: true, clientInfo: this.clientInfo() }),
+    };
+    try {
+      for await (const n of rpcListen(
+        this.rpc,
+        'subscriptions/listen',
+        params,
+        { protocolVersion: era.version, modern: true },
+        signal,
+      )) {
+        if (n.method !== 'notifications/tasks') continue;
+        const task = decoded(() => decodeTaskNotificationParams(n.params));
+        if (task.taskId !== remoteId) continue;
+        this.notePoll(task.pollIntervalMs);
+        const snap = taskSnapshot(task, null, this.clock.now());
+        yield snap;
+        if (TERMINAL.has(snap.state)) return;
+      }
+    } catch (err) {
+      if (err instanceof McpRpcError) {
+        // The server's own refusal: it does not offer task notifications (to us).
+        this.capabilities.stream = false;
+        throw new TaskplaneError('unavailable', `${err.message} (subscriptions/listen; polling instead)`, {
+          retryable: true,
+          details: { assumption: 'streaming' },
+        });
+      }
+      throw err;
+    }
   }
 
   async answer(remoteId: string, answer: InputAnswer, signal: AbortSignal): Promise<RemoteSnapshot> {

@@ -222,3 +222,73 @@ export async function rpcSend(
       },
     );
 }
+
+/**
+ * A request whose answer is a long-lived SSE stream of notifications (`subscriptions/listen`): yields
+ * each JSON-RPC notification as it arrives, until the server ends the stream (normal end) or it drops
+ * (`unavailable`). A JSON answer is the server's refusal (thrown as McpRpcError). The per-call timeout
+ * covers only the wait for the response headers.
+ */
+export async function* rpcListen(
+  o: RpcOptions,
+  method: string,
+  params: JsonObject,
+  opts: CallOptions,
+  signal: AbortSignal,
+): AsyncGenerator<{ method: string; params: JsonObject }> {
+  const id = ++counter;
+  const body = { jsonrpc: '2.0' as const, id, method, params };
+  const headersTimeout = AbortSignal.timeout(o.timeoutMs);
+  const connecting = new AbortController();
+  const both = AbortSignal.any([signal, connecting.signal]);
+  const onTimeout = () => connecting.abort();
+  headersTimeout.addEventListener('abort', onTimeout, { once: true });
+  let response: Response;
+  try {
+    response = await o.fetch(o.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...requestHeaders(body, opts.protocolVersion),
+        ...o.headers,
+      },
+      body: JSON.stringify(body),
+      signal: both,
+    });
+  } catch (err) {
+    throw transportError(err, signal, () => headersTimeout.aborted);
+  } finally {
+    headersTimeout.removeEventListener('abort', onTimeout);
+  }
+  const type = (response.headers.get('content-type') ?? '').toLowerCase();
+  if (!type.includes('text/event-stream') || !response.body) {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(await response.text());
+    } catch {
+      throw notProtocol(response.status, 'body is not JSON');
+    }
+    const c = classify(msg, id);
+    if (c?.kind !== 'response') throw notProtocol(response.status, 'not a JSON-RPC response');
+    answer(c.value, response.status, method);
+    throw new TaskplaneError('unavailable', `remote: ${method} answered without a stream`);
+  }
+  for await (const ev of readSse(response.body, both)) {
+    if (!ev.data) continue;
+    let msg: unknown;
+    try {
+      msg = JSON.parse(ev.data);
+    } catch {
+      continue;
+    }
+    if (!isObject(msg)) continue;
+    const c = classify(msg, id);
+    if (c?.kind === 'response') {
+      answer(c.value, response.status, method);
+      return;
+    }
+    if (typeof msg.method === 'string' && !('id' in msg))
+      yield { method: msg.method, params: isObject(msg.params) ? (msg.params as JsonObject) : {} };
+  }
+}
