@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { openApiDocument } from '../../src/server/openapi.ts';
@@ -288,5 +291,30 @@ describe('notifications/tasks over subscriptions/listen', () => {
     const end = await p.until(t.id, (x) => TERMINAL.has(x.state), 'terminal');
     expect(end.state).toBe('succeeded');
     expect(peer.faults!.received.filter((r) => r.method === 'subscriptions/listen')).toHaveLength(1);
+  });
+});
+
+describe('a plane restarted while an MCP task runs', () => {
+  it('follows the task again from its stored task id, without calling the tool again', async () => {
+    const db = `sqlite:${join(mkdtempSync(join(tmpdir(), 'mcp-restart-')), 'plane.db')}`;
+    const peer = await startModernMcpPeer();
+    try {
+      const first = await mcpPlane({ kind: 'mcp', url: peer.url }, {}, db);
+      const t = await first.create({ name: 'slow_compute', arguments: { seconds: 60 } });
+      const running = await first.until(t.id, (x) => x.state === 'running', 'running');
+      await first.close();
+      peer.faults!.finish(running.remoteId!, 'while the plane was down');
+      const second = await mcpPlane({ kind: 'mcp', url: peer.url }, {}, db);
+      try {
+        const end = await second.until(t.id, (x) => TERMINAL.has(x.state), 'terminal');
+        expect(end.state).toBe('succeeded');
+        expect(JSON.stringify(end.result)).toContain('while the plane was down');
+        expect(peer.faults!.received.filter((r) => r.method === 'tools/call')).toHaveLength(1);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await peer.close();
+    }
   });
 });

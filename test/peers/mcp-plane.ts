@@ -49,10 +49,15 @@ export interface McpPlane {
 const KEY = 'mcp-plane-test-key-0123';
 const GUARD_MS = 15_000;
 
-export async function mcpPlane(target: TargetConfig, plane: PlaneOptions = {}): Promise<McpPlane> {
+export async function mcpPlane(
+  target: TargetConfig,
+  plane: PlaneOptions = {},
+  /** A store URL to start again on (a restart test); @default a fresh memory store */
+  db = 'memory:',
+): Promise<McpPlane> {
   const server = await startServer({
     port: 0,
-    db: 'memory:',
+    db,
     targets: { docs: target },
     apiKeys: `t:${KEY}`,
     dashboard: false,
