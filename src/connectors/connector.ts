@@ -219,6 +219,12 @@ export interface InputAnswer {
   /** A fresh messageId for the answer, fixed before the call so a retry is idempotent. */
   messageId: string;
   value: unknown;
+  /**
+   * The stream cursor the envelope holds for the job (`RemoteSnapshot.cursor`), for a connector that
+   * keeps an exchange's state there (an MCP input round's `requestState`), so an answer survives a
+   * restart of the plane.
+   */
+  cursor?: string | null;
 }
 
 export interface InboundWebhook {

@@ -99,7 +99,11 @@ export async function answerInput(
   const remoteId = envelope.remoteId!;
   try {
     const snap = await remoteCall(ctx, 'answer', envelope, (signal) =>
-      connector.answer!(remoteId, { requestId: req.requestId, messageId, value: req.value }, signal),
+      connector.answer!(
+        remoteId,
+        { requestId: req.requestId, messageId, value: req.value, cursor: envelope.streamCursor },
+        signal,
+      ),
     );
     const result = await observe(ctx, envelopeId, snap, 'api');
     ctx.wake(envelopeId);
@@ -167,7 +171,11 @@ export async function resendAnswer(ctx: PlaneContext, envelopeId: string): Promi
     )
       return false;
     const snap = await remoteCall(ctx, 'answer', env, (signal) =>
-      connector.answer!(remoteId, { requestId: pending.requestId, messageId, value }, signal),
+      connector.answer!(
+        remoteId,
+        { requestId: pending.requestId, messageId, value, cursor: seen.envelope.streamCursor },
+        signal,
+      ),
     );
     await observe(ctx, envelopeId, snap, 'api');
     ctx.wake(envelopeId);

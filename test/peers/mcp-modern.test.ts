@@ -318,3 +318,30 @@ describe('a plane restarted while an MCP task runs', () => {
     }
   });
 });
+
+describe('a plane restarted during an MRTR round', () => {
+  it('answers it from the round kept on the envelope: the call is retried with its requestState', async () => {
+    const db = `sqlite:${join(mkdtempSync(join(tmpdir(), 'mcp-mrtr-')), 'plane.db')}`;
+    const peer = await startModernMcpPeer();
+    try {
+      const first = await mcpPlane({ kind: 'mcp', url: peer.url }, {}, db);
+      const t = await first.create({ name: 'test_tool_with_task', arguments: {} });
+      await first.until(t.id, (x) => x.state === 'waiting_for_input', 'MRTR round');
+      await first.close();
+      const second = await mcpPlane({ kind: 'mcp', url: peer.url }, {}, db);
+      try {
+        expect((await second.answer(t.id, 'user_name', { name: 'Alice' })).status).toBe(200);
+        const end = await second.until(t.id, (x) => TERMINAL.has(x.state), 'terminal');
+        expect(end.state).toBe('succeeded');
+        expect(JSON.stringify(end.result)).toContain('Alice');
+        const calls = peer.faults!.received.filter((r) => r.method === 'tools/call');
+        expect(calls).toHaveLength(2);
+        expect(calls[1]!.params.requestState).toBe('round-1-state');
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await peer.close();
+    }
+  });
+});

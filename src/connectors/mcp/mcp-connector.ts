@@ -65,8 +65,9 @@ import {
  * call with `inputResponses` and `requestState`; a task is tracked with `tasks/get` (MCP has no list),
  * answered with `tasks/update` by key, and cancelled with `tasks/cancel`.
  *
- * Held in memory, so lost with the process (docs/plane.md, "MCP"): an MRTR round's `requestState`
- * (remote id `mrtr:…`) and, in 2025-11-25, the session and the server's pending elicitation requests.
+ * An MRTR round (remote id `mrtr:…`) is held here and in its snapshots' cursor, which the envelope keeps,
+ * so an answer after a restart still retries the call. Held in memory only, so lost with the process
+ * (docs/plane.md, "MCP targets"): in 2025-11-25, the session and the server's pending elicitations.
  */
 export interface McpConnectorOptions {
   target: string;
@@ -119,6 +120,8 @@ interface Mrtr {
 const SYSTEM_CLOCK = new SystemClock();
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']);
 const MRTR = 'mrtr:';
+/** Rounds a server may answer with requestState alone before we call it a loop. */
+const MAX_SILENT_ROUNDS = 10;
 const CALL = 'call:';
 
 function invalid(field: string, message: string): TaskplaneError {
@@ -366,6 +369,7 @@ export class McpConnector implements Connector {
           this.clock.now(),
         ),
         ...replaces,
+        ...(call.round > 0 ? { cursor: null } : {}),
       };
     }
     if (answer.kind === 'complete') {
@@ -386,11 +390,16 @@ export class McpConnector implements Connector {
       ...(answer.result.requestState !== undefined ? { requestState: answer.result.requestState } : {}),
     };
     if (requests.length === 0) {
+      if (state.round > MAX_SILENT_ROUNDS)
+        throw new TaskplaneError(
+          'remote_error',
+          `remote: ${MAX_SILENT_ROUNDS} rounds of requestState without a question`,
+        );
       // Only requestState: the server wants the same call again at once, carrying it.
       return this.toolCallRound(mrtrId, contextId, { ...state, responses: {} }, signal);
     }
     this.mrtr.set(mrtrId, state);
-    return mrtrSnapshot(mrtrId, contextId, state.round, requests);
+    return this.mrtrRound(mrtrId, state);
   }
 
   private async legacyStart(
@@ -461,7 +470,7 @@ export class McpConnector implements Connector {
     }
     if (remoteId.startsWith(MRTR)) {
       const m = this.mrtr.get(remoteId);
-      if (m) return mrtrSnapshot(remoteId, m.contextId, m.round, this.outstanding(m));
+      if (m) return this.mrtrRound(remoteId, m);
       const snap = this.immediate.get(remoteId);
       if (snap) return snap;
       throw this.mrtrGone(remoteId);
@@ -474,6 +483,11 @@ export class McpConnector implements Connector {
       throw new TaskplaneError('remote_error', 'remote: tasks/get answered another task');
     this.notePoll(task.pollIntervalMs);
     return taskSnapshot(task, null, this.clock.now());
+  }
+
+  /** An MRTR round's snapshot, carrying the round's whole state as its cursor (kept on the envelope). */
+  private mrtrRound(remoteId: string, m: Mrtr): RemoteSnapshot {
+    return { ...mrtrSnapshot(remoteId, m.contextId, m.round, this.outstanding(m)), cursor: mrtrCursor(m) };
   }
 
   private mrtrGone(remoteId: string): TaskplaneError {
@@ -604,13 +618,14 @@ export class McpConnector implements Connector {
     const key = answer.requestId;
     const response = inputResponse(key, answer.value);
     if (remoteId.startsWith(MRTR)) {
-      const m = this.mrtr.get(remoteId);
+      // The round lives in this process, or (after a restart) in the cursor the envelope kept.
+      const m = this.mrtr.get(remoteId) ?? mrtrFromCursor(answer.cursor);
       if (!m) throw this.mrtrGone(remoteId);
+      this.mrtr.set(remoteId, m);
       if (!this.outstanding(m).some((r) => r.requestId === key)) throw staleKey(key, this.outstanding(m));
       m.responses = { ...m.responses, [key]: response };
       // MRTR answers go back together, in the retried call: a partial answer only waits for the rest.
-      if (this.outstanding(m).length > 0)
-        return mrtrSnapshot(remoteId, m.contextId, m.round, this.outstanding(m));
+      if (this.outstanding(m).length > 0) return this.mrtrRound(remoteId, m);
       return this.toolCallRound(remoteId, m.contextId, { ...m }, signal);
     }
     const era = await this.ready(signal);
@@ -709,5 +724,35 @@ function inputResponse(key: string, value: unknown): JsonObject {
         retryable: false,
       });
     throw err;
+  }
+}
+
+/** An MRTR round as the envelope keeps it (its stream cursor), so an answer survives a plane restart. */
+function mrtrCursor(m: Mrtr): string {
+  return JSON.stringify({ mrtr: 1, ...m });
+}
+
+function mrtrFromCursor(cursor: string | null | undefined): Mrtr | undefined {
+  if (!cursor) return undefined;
+  try {
+    const v = JSON.parse(cursor) as Partial<Mrtr> & { mrtr?: number };
+    if (
+      v.mrtr !== 1 ||
+      typeof v.name !== 'string' ||
+      !Array.isArray(v.requests) ||
+      typeof v.round !== 'number'
+    )
+      return undefined;
+    return {
+      name: v.name,
+      args: asJsonObject(v.args),
+      contextId: typeof v.contextId === 'string' ? v.contextId : null,
+      requests: v.requests,
+      responses: asJsonObject(v.responses) as InputResponses,
+      round: v.round,
+      ...(typeof v.requestState === 'string' ? { requestState: v.requestState } : {}),
+    };
+  } catch {
+    return undefined;
   }
 }
