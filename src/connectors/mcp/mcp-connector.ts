@@ -122,6 +122,8 @@ const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']
 const MRTR = 'mrtr:';
 /** Rounds a server may answer with requestState alone before we call it a loop. */
 const MAX_SILENT_ROUNDS = 10;
+/** Immediate results kept for a read right after the start (the engine reads a terminal job no more). */
+const IMMEDIATE_KEPT = 1000;
 const CALL = 'call:';
 
 function invalid(field: string, message: string): TaskplaneError {
@@ -376,7 +378,7 @@ export class McpConnector implements Connector {
       this.mrtr.delete(mrtrId);
       const id = call.round > 0 ? mrtrId : `${CALL}${mrtrId.slice(MRTR.length)}`;
       const snap = immediateSnapshot(id, contextId, answer.result);
-      this.immediate.set(id, snap);
+      this.remember(id, snap);
       return snap;
     }
     const requests = answer.result.inputRequests ? inputRequestsOf(answer.result.inputRequests) : [];
@@ -425,7 +427,7 @@ export class McpConnector implements Connector {
       request.contextId,
       decoded(() => decodeToolCallAnswer(r, false)).result as never,
     );
-    this.immediate.set(id, snap);
+    this.remember(id, snap);
     return snap;
   }
 
@@ -451,6 +453,15 @@ export class McpConnector implements Connector {
       this.legacyTools = support;
     }
     return this.legacyTools.get(name) ?? 'forbidden';
+  }
+
+  /** Keeps an immediate result for a read right after the start; the oldest go first past a bound. */
+  private remember(id: string, snap: RemoteSnapshot): void {
+    this.immediate.set(id, snap);
+    if (this.immediate.size > IMMEDIATE_KEPT) {
+      const oldest = this.immediate.keys().next().value;
+      if (oldest !== undefined) this.immediate.delete(oldest);
+    }
   }
 
   /** Keeps the server's latest poll guidance, which the engine's poller reads (plane/job-watcher.ts). */
