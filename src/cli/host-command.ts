@@ -13,13 +13,13 @@ import { registerHostOutboxCommand } from './host-outbox-command.ts';
 export function registerHostCommand(program: Command): void {
   const host = program
     .command('host')
-    .description('Run the durable A2A 1.0 agent host')
+    .description('Run the durable agent host: A2A 1.0, and MCP (2026-07-28 tasks, 2025-11-25) at /mcp')
     .option('--port <port>', 'TCP port (0 = any free port)', intOption(0, 65535), 4100)
     .option('--bind <address>', 'interface to bind (default 127.0.0.1)')
     .option('--db <url>', 'sqlite:PATH | postgres://… | memory:', 'sqlite:./data/host.db')
     .option(
       '--agent <path>',
-      'module whose default export is defineAgent({card, execute}) (default: demo agent)',
+      'module whose default export is defineAgent({card, execute, tools}) (default: demo agent)',
     )
     .addOption(
       new Option('--auth <mode>', 'who may call: keys from TASKPLANE_HOST_KEYS=owner:key,… or --keys-file')
@@ -37,6 +37,13 @@ export function registerHostCommand(program: Command): void {
     .option('--push-attempts <n>', 'push attempts before dead-lettering', intOption(1), 8)
     .option('--push-timeout-ms <ms>', 'timeout of one push call', intOption(1), 15000)
     .option('--input-timeout-ms <ms>', 'INPUT_REQUIRED longer than this fails the task', intOption(1), 900000)
+    .option(
+      '--mcp-task-ttl-ms <ms>',
+      'lifetime of an MCP task from its creation (ttlMs)',
+      intOption(1),
+      86400000,
+    )
+    .option('--mcp-poll-interval-ms <ms>', 'pollIntervalMs suggested to MCP clients', intOption(1), 1000)
     .addOption(
       new Option('--log-level <level>', 'JSON log level on stderr')
         .choices(LOG_LEVELS)
@@ -67,6 +74,8 @@ export function registerHostCommand(program: Command): void {
           ? { pushSigningSecret: process.env.TASKPLANE_HOST_PUSH_SIGNING_SECRET }
           : {}),
         inputTimeoutMs: opts.inputTimeoutMs as number,
+        mcpTaskTtlMs: opts.mcpTaskTtlMs as number,
+        mcpPollIntervalMs: opts.mcpPollIntervalMs as number,
         // Logs go to stderr so stdout carries only the ready lines scripts wait for.
         logger: pino({ level: opts.logLevel as string }, pino.destination(2)),
       });
@@ -74,6 +83,7 @@ export function registerHostCommand(program: Command): void {
       console.log(`  agent card: ${host.cardUrl}`);
       console.log(`  JSON-RPC:   ${host.jsonRpcUrl}`);
       console.log(`  HTTP+JSON:  ${host.restUrl}`);
+      console.log(`  MCP:        ${host.mcpUrl}`);
       const r = host.recovered;
       console.log(`  recovered:  ${r.resumed} resumed, ${r.failed} failed, ${r.waiting} waiting for input`);
       await new Promise<void>((resolve) => {

@@ -34,6 +34,14 @@ export interface Connector {
   readonly revision?: string | null;
 
   /**
+   * JSON Schema of the input the remote takes (the target's input schema: operator configuration, or
+   * the remote's own description where its protocol has one). Optional. The engine checks a job's
+   * `input` against it before anything is recorded or sent, and refuses a mismatch as `unprocessable`
+   * (HTTP 422) naming each failing instance path and schema keyword (plane/acceptance.ts).
+   */
+  readonly inputSchema?: Record<string, unknown> | null;
+
+  /**
    * Learns what the engine must know about the remote before it chooses how to start a job (A2A: reads
    * the agent card, honouring its HTTP caching headers). After it resolves, `capabilities` are the
    * remote's own, not defaults. `fresh` reads it again even when a cached copy is still valid (after a

@@ -2,14 +2,22 @@
  * One small error hierarchy with stable codes (undici style). Translation to JSON-RPC, HTTP, A2A or MCP
  * shapes happens only at the edge (server/, protocols/); a client never sees raw internal text.
  *
+ * A request whose every field is valid can still be one the target does not take: `unprocessable` (its
+ * input fails the target's input schema), apart from `invalid_argument` (a field is wrong).
+ *
  * Bad input has two codes, by who supplied it: `config` for the operator's configuration (options, flags,
  * environment, files read at start), `invalid_argument` for a caller's request. A `config` error that
  * reaches an HTTP edge is the server's fault, not the caller's, so it answers 500.
+ *
+ * `resource_exhausted` is a caller over its share (a per-tenant limit of server/tenant-limits.ts): retry
+ * later, after `details.retryAfterSeconds` when given.
  */
 export type ErrorCode =
   | 'invalid_argument'
+  | 'unprocessable'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'resource_exhausted'
   | 'not_found'
   | 'conflict'
   | 'version_conflict'
@@ -43,7 +51,8 @@ export class TaskplaneError extends Error {
     this.name = 'TaskplaneError';
     this.code = code;
     this.field = options.field;
-    this.retryable = options.retryable ?? (code === 'unavailable' || code === 'timeout');
+    this.retryable =
+      options.retryable ?? (code === 'unavailable' || code === 'timeout' || code === 'resource_exhausted');
     this.details = options.details;
   }
 }

@@ -279,7 +279,9 @@ export class A2AService implements A2ARequestHandler {
   private async followUp(message: Message, caller: AgentScope): Promise<AgentTaskRecord> {
     const taskId = message.taskId!;
     const current = await this.o.store.getAgentTask(taskId, caller);
-    if (!current) throw taskNotFound(taskId);
+    // An MCP tool task takes its input through MCP (tasks/update, keyed), never as a message.
+    if (!current || (current.executorState as unknown as ExecutorState | null)?.mcp)
+      throw taskNotFound(taskId);
     if (message.contextId && message.contextId !== current.contextId) {
       throw invalidParams('message.contextId', 'does not match the task’s contextId');
     }

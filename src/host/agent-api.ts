@@ -1,5 +1,6 @@
 import type { Logger } from '../core/logger.ts';
 import type { AgentSkill, Artifact, JsonObject, Message, Part, Task } from '../protocols/a2a/types.ts';
+import type { ToolDefinition } from './tool-api.ts';
 
 /**
  * The public API for writing an agent the host runs (executors are user code).
@@ -33,9 +34,15 @@ export interface AgentDefinition {
   resumable?: boolean;
   /**
    * Runs the task. Resolve to finish it: a string or Part[] becomes the completing status message.
-   * Throwing fails the task (the client sees a generic reason; details go to the host log).
+   * Throwing fails the task (the client sees a generic reason; details go to the host log). An agent
+   * with only `tools` may leave it out: its A2A tasks then fail with a reason saying so.
    */
-  execute(ctx: ExecutionContext): Promise<string | Part[] | void>;
+  execute?(ctx: ExecutionContext): Promise<string | Part[] | void>;
+  /**
+   * MCP tools served at `/mcp` (tool-api.ts, docs/host.md "MCP"), on the same durable machinery as
+   * A2A tasks. Names are unique. @default none
+   */
+  tools?: ToolDefinition[];
 }
 
 export interface AgentCardInfo {
@@ -102,6 +109,21 @@ export interface ExecutionContext {
   complete(message?: string | Part[]): Promise<void>;
   /** Finishes the task as TASK_STATE_FAILED with a reason the client can read. */
   fail(reason: string): Promise<void>;
+}
+
+/** A card, and an execute function or a tools list (or both). */
+export function isAgentDefinition(v: unknown): v is AgentDefinition {
+  if (typeof v !== 'object' || v === null) return false;
+  const d = v as Partial<AgentDefinition>;
+  const hasExecute = typeof d.execute === 'function';
+  const hasTools = Array.isArray(d.tools) && d.tools.length > 0;
+  return (
+    typeof d.card === 'object' &&
+    d.card !== null &&
+    (hasExecute || hasTools) &&
+    (d.execute === undefined || hasExecute) &&
+    (d.tools === undefined || Array.isArray(d.tools))
+  );
 }
 
 /** Identity function that gives an agent module its types. */

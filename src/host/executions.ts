@@ -13,6 +13,9 @@ import {
   taskOf,
 } from './task-model.ts';
 import type { TaskFeed } from './task-feed.ts';
+import type { McpTaskState } from './task-model.ts';
+import { ToolProtocolError } from './tool-api.ts';
+import { ToolCallContext, type ToolCallInput, toolError, toolOf, toolResult } from './tool-runner.ts';
 import type { TaskDraft } from './task-writer.ts';
 import {
   TaskClosedError,
@@ -172,12 +175,24 @@ export class Executions implements ExecutionHost {
     return () => stop.abort();
   }
 
-  /** Writes a terminal state unless the task is already terminal. */
-  async finish(taskId: string, state: TaskState, text?: string | Part[]): Promise<boolean> {
+  /**
+   * Writes a terminal state unless the task is already terminal. `mcp` is what an MCP tool task ends
+   * with (its result or error), merged into its McpTaskState.
+   */
+  async finish(
+    taskId: string,
+    state: TaskState,
+    text?: string | Part[],
+    mcp?: Pick<McpTaskState, 'result' | 'error'>,
+  ): Promise<boolean> {
     const parts = typeof text === 'string' ? [{ text }] : text && jsonCopy(text);
     const result = await this.o.writer.update(taskId, (d) => {
       if (isTerminalTaskState(d.task.status.state)) return null;
       delete d.executor.pendingInput;
+      if (d.executor.mcp) {
+        const { requests: _r, answers: _a, ...rest } = d.executor.mcp;
+        d.executor.mcp = { ...rest, ...(mcp ?? {}) };
+      }
       const message =
         parts && parts.length > 0
           ? agentMessage(d.task, newId(this.o.clock, this.o.random, 'msg_'), parts)
@@ -196,9 +211,15 @@ export class Executions implements ExecutionHost {
     // No write of its own here: SUBMITTED → WORKING rides on the executor's first change (one fsync
     // fewer per task; a trivial agent goes SUBMITTED → COMPLETED in one write).
     if (isTerminalTaskState(record.state)) return;
-    const ctx = new TaskContext(this, this.o, entry, executorStateOf(record), taskOf(record), resumed);
+    const exec = executorStateOf(record);
+    const ctx = new TaskContext(this, this.o, entry, exec, taskOf(record), resumed);
+    if (exec.mcp) return this.runTool(taskId, exec.mcp, ctx, entry);
     const stopWatch = this.watchForEnd(taskId);
     try {
+      if (!this.o.agent.execute) {
+        await this.finish(taskId, 'TASK_STATE_FAILED', 'This agent serves MCP tools only (at /mcp).');
+        return;
+      }
       const result = await this.o.agent.execute(ctx);
       if (!ctx.done && !entry.stopped) await this.finish(taskId, 'TASK_STATE_COMPLETED', result ?? undefined);
     } catch (err) {
@@ -206,6 +227,38 @@ export class Executions implements ExecutionHost {
       logger.error({ err, taskId }, 'agent execute threw');
       await this.finish(taskId, 'TASK_STATE_FAILED', 'The agent failed while working on this task.').catch(
         (e: unknown) => logger.error({ err: e, taskId }, 'could not record the failure'),
+      );
+    } finally {
+      stopWatch();
+    }
+  }
+
+  /**
+   * An MCP tool call (tool-api.ts): the tool's run with the task's context. A returned result ends the
+   * task completed (a tool error too: `isError` rides in the result); a thrown ToolProtocolError or any
+   * other error ends it failed with a JSON-RPC error, never with internal text.
+   */
+  private async runTool(taskId: string, mcp: McpTaskState, ctx: TaskContext, entry: Live): Promise<void> {
+    const { logger } = this.o;
+    const tool = toolOf(this.o.agent, mcp.tool);
+    if (!tool) {
+      await this.finish(taskId, 'TASK_STATE_FAILED', 'This tool is no longer served.', {
+        error: { code: -32602, message: `Unknown tool: ${mcp.tool}` },
+      });
+      return;
+    }
+    const stopWatch = this.watchForEnd(taskId);
+    try {
+      const out = await tool.run(new ToolCallContext(ctx, ctx.data as ToolCallInput));
+      if (!entry.stopped)
+        await this.finish(taskId, 'TASK_STATE_COMPLETED', undefined, { result: toolResult(out) });
+    } catch (err) {
+      if (entry.stopped || err instanceof TaskClosedError) return;
+      if (!(err instanceof ToolProtocolError))
+        logger.error({ err, taskId, tool: mcp.tool }, 'tool run threw');
+      const error = toolError(err);
+      await this.finish(taskId, 'TASK_STATE_FAILED', error.message, { error }).catch((e: unknown) =>
+        logger.error({ err: e, taskId }, 'could not record the failure'),
       );
     } finally {
       stopWatch();

@@ -10,6 +10,7 @@ import { restBinding } from '../protocols/a2a/rest-binding.ts';
 import { AGENT_CARD_PATH } from '../protocols/a2a/types.ts';
 import { JSONRPC_PATH, REST_PATH } from './agent-card.ts';
 import { jsonRpcNodeBinding } from './http/jsonrpc-node.ts';
+import { MCP_PATH } from './http/mcp-http.ts';
 import { headerLines, isPlainTarget } from './http/node-http.ts';
 import { restNodeBinding } from './http/rest-node.ts';
 
@@ -23,6 +24,8 @@ export interface HostAppOptions {
   /** Nesting levels a JSON body may have on both bindings. @default 64 */
   maxJsonDepth?: number;
   keepAliveMs?: number;
+  /** The MCP endpoint (http/mcp-http.ts), served at /mcp and /mcp/{tenant}. */
+  mcp?: (req: Request, tenant: string) => Promise<Response>;
 }
 
 /**
@@ -34,6 +37,16 @@ export function createHostApp(o: HostAppOptions): Hono {
   const rpc = jsonRpcBinding(bindingOptions);
   const rest = restBinding({ ...bindingOptions, basePath: REST_PATH });
   const app = new Hono();
+  // An answer that leaves a request body unread (refused before it was read: 401, 404, 413) closes the
+  // connection rather than have @hono/node-server read and discard up to 64 MiB of it to keep it.
+  app.use(async (c, next) => {
+    await next();
+    const req = c.req.raw;
+    if (req.method === 'GET' || req.method === 'HEAD') return;
+    const declared = req.headers.get('content-length');
+    const hasBody = declared !== null ? Number(declared) > 0 : req.headers.has('transfer-encoding');
+    if (hasBody && (!req.bodyUsed || c.res.status === 413)) c.res.headers.set('connection', 'close');
+  });
   app.get(AGENT_CARD_PATH, (c) => {
     const body = canonicalJson(o.handler.agentCard());
     const etag = `"${sha256Hex(body).slice(0, 32)}"`;
@@ -45,6 +58,11 @@ export function createHostApp(o: HostAppOptions): Hono {
   app.all(JSONRPC_PATH, (c) => rpc(c.req.raw));
   app.all(REST_PATH, (c) => rest(c.req.raw));
   app.all(`${REST_PATH}/*`, (c) => rest(c.req.raw));
+  const mcp = o.mcp;
+  if (mcp) {
+    app.all(MCP_PATH, (c) => mcp(c.req.raw, ''));
+    app.all(`${MCP_PATH}/:tenant`, (c) => mcp(c.req.raw, c.req.param('tenant')));
+  }
   app.onError((err, c) => {
     o.logger.error({ err }, 'unhandled request error');
     return c.json(statusError(500, 'INTERNAL', 'Internal error'), 500);

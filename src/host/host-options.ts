@@ -7,7 +7,7 @@ import { DEFAULT_MAX_BODY_BYTES } from '../protocols/a2a/http-common.ts';
 import { DEFAULT_KEEPALIVE_MS } from '../protocols/a2a/sse.ts';
 import { signingKey } from '../protocols/standard-webhooks.ts';
 import type { AgentTaskStore } from '../store/store.ts';
-import type { AgentDefinition } from './agent-api.ts';
+import { isAgentDefinition, type AgentDefinition } from './agent-api.ts';
 import type { PushSender } from './push-sender.ts';
 import type { Resolver } from './ssrf.ts';
 
@@ -64,6 +64,13 @@ export interface HostOptions {
   hostId?: string;
   /** Host lease time-to-live: a crashed host's tasks are taken over this long after its last renewal. @default 30000 */
   hostLeaseMs?: number;
+  /**
+   * Lifetime of an MCP task from its creation (`ttlMs` on the wire): after it, tasks/get answers
+   * -32602 "expired". @default 86400000 (one day)
+   */
+  mcpTaskTtlMs?: number;
+  /** The `pollIntervalMs` MCP tasks suggest to clients. @default 1000 */
+  mcpPollIntervalMs?: number;
 }
 
 /** The host's options after defaults and validation: what `startHost` runs with. */
@@ -89,8 +96,9 @@ export interface HostConfig {
   /** undefined: derived from the hostname and port once the port is known. */
   hostId: string | undefined;
   hostLeaseMs: number;
+  mcpTaskTtlMs: number;
+  mcpPollIntervalMs: number;
 }
-
 
 function bad(field: string, message: string): TaskplaneError {
   return new TaskplaneError('config', `${field}: ${message}`, { field });
@@ -141,11 +149,8 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
   if (typeof db === 'string' ? db.trim() === '' : typeof db !== 'object' || db === null)
     throw bad('db', 'must be sqlite:PATH, postgres://…, memory: or a Store');
   const agent = options.agent;
-  if (
-    agent !== undefined &&
-    (typeof agent === 'string' ? agent.trim() === '' : typeof agent?.execute !== 'function')
-  )
-    throw bad('agent', 'must be a module path or defineAgent({card, execute})');
+  if (agent !== undefined && (typeof agent === 'string' ? agent.trim() === '' : !isAgentDefinition(agent)))
+    throw bad('agent', 'must be a module path or defineAgent({card, execute and/or tools})');
   const publicUrl = text('publicUrl', options.publicUrl);
   if (publicUrl !== undefined && !/^https?:\/\/[^/]+/.test(publicUrl))
     throw bad('publicUrl', 'must be an http(s) URL');
@@ -172,5 +177,8 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
     maxJsonDepth: integer('maxJsonDepth', options.maxJsonDepth, DEFAULT_MAX_JSON_DEPTH, 1),
     hostId: text('hostId', options.hostId),
     hostLeaseMs: positive('hostLeaseMs', options.hostLeaseMs, 30_000),
+    // Positive integers on the wire (the extension's schema and conformance require it).
+    mcpTaskTtlMs: integer('mcpTaskTtlMs', options.mcpTaskTtlMs, 86_400_000, 1),
+    mcpPollIntervalMs: integer('mcpPollIntervalMs', options.mcpPollIntervalMs, 1000, 1),
   };
 }

@@ -11,6 +11,16 @@ export {
   type InputAnswer,
   type Artifact,
 } from './agent-api.ts';
+export {
+  defineTool,
+  ToolProtocolError,
+  type ToolDefinition,
+  type ToolContext,
+  type ToolOutput,
+  type ElicitResult,
+  type InputRequest,
+  type InputResponses,
+} from './tool-api.ts';
 export { startHost, type HostOptions, type RunningHost } from './start-host.ts';
 export type { AgentSkill, JsonObject, Message, Part, Task } from '../protocols/a2a/types.ts';
 export type { Logger, LogFn } from '../core/logger.ts';

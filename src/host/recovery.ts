@@ -7,6 +7,7 @@ import type { Executions } from './executions.ts';
 import type { HostLiveness } from './host-liveness.ts';
 import { executorStateOf, setStatus, statusEvent } from './task-model.ts';
 import type { TaskWriter } from './task-writer.ts';
+import { isResumable } from './tool-runner.ts';
 
 export interface RecoveryCounts {
   resumed: number;
@@ -63,7 +64,8 @@ export class Recovery {
       const owner = exec?.host;
       if (owner !== me && (await isAlive(owner))) continue;
       const stillOwned = (host: string | undefined) => host === owner;
-      if (record.state === 'TASK_STATE_INPUT_REQUIRED' && exec?.pendingInput && agent.resumable) {
+      const resumable = isResumable(agent, exec?.mcp);
+      if (record.state === 'TASK_STATE_INPUT_REQUIRED' && exec?.pendingInput && resumable) {
         const taken = await writer.update(record.id, (d) => {
           if (
             d.task.status.state !== 'TASK_STATE_INPUT_REQUIRED' ||
@@ -85,7 +87,7 @@ export class Recovery {
         }
         continue;
       }
-      if (agent.resumable && exec) {
+      if (resumable && exec) {
         const taken = await writer.update(record.id, (d) => {
           if (isTerminalTaskState(d.task.status.state) || !stillOwned(d.executor.host)) return null;
           d.executor.host = me;

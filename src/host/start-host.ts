@@ -12,7 +12,7 @@ import type { Authenticate } from '../protocols/a2a/handler.ts';
 import { hostname } from 'node:os';
 import { A2AService } from './a2a-service.ts';
 import { BufferedRandom } from './buffered-random.ts';
-import type { AgentDefinition } from './agent-api.ts';
+import { isAgentDefinition, type AgentDefinition } from './agent-api.ts';
 import { JSONRPC_PATH, REST_PATH, buildAgentCard } from './agent-card.ts';
 import { ANONYMOUS_OWNER, bearerKeyAuth, noAuth } from './auth.ts';
 import { demoAgent } from './demo-agent.ts';
@@ -21,6 +21,8 @@ import { hostConfig, type HostConfig, type HostOptions } from './host-options.ts
 import { HostLiveness } from './host-liveness.ts';
 import { Recovery, type RecoveryCounts } from './recovery.ts';
 import { createHostListener } from './host-app.ts';
+import { MCP_PATH, mcpHttp } from './http/mcp-http.ts';
+import { McpService } from './mcp-service.ts';
 import { openHostStore } from './host-store.ts';
 import { PushOutbox } from './push-outbox.ts';
 import { createPushSender } from './push-sender.ts';
@@ -37,6 +39,8 @@ export interface RunningHost {
   cardUrl: string;
   jsonRpcUrl: string;
   restUrl: string;
+  /** The MCP endpoint (Streamable HTTP, 2026-07-28 and 2025-11-25). */
+  mcpUrl: string;
   store: AgentTaskStore;
   /** What restart recovery did on start. */
   recovered: RecoveryCounts;
@@ -103,10 +107,14 @@ async function loadAgent(agent: HostConfig['agent']): Promise<AgentDefinition> {
     );
   }
   const def = mod.default ?? mod.agent;
-  if (!def || typeof def.execute !== 'function' || !def.card) {
-    throw new TaskplaneError('config', `${agent}: the default export must be defineAgent({card, execute})`, {
-      field: 'agent',
-    });
+  if (!isAgentDefinition(def)) {
+    throw new TaskplaneError(
+      'config',
+      `${agent}: the default export must be defineAgent({card, execute and/or tools})`,
+      {
+        field: 'agent',
+      },
+    );
   }
   return def;
 }
@@ -166,7 +174,28 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     logger,
   });
   let card = buildAgentCard(agent.card, baseUrl, authMode);
+  const mcp = new McpService({
+    store,
+    clock,
+    random,
+    writer,
+    feed,
+    executions,
+    liveness,
+    agent,
+    logger,
+    ttlMs: config.mcpTaskTtlMs,
+    pollIntervalMs: config.mcpPollIntervalMs,
+  });
   const listener = createHostListener({
+    mcp: mcpHttp({
+      service: mcp,
+      authenticate,
+      logger,
+      maxBodyBytes: config.maxBodyBytes,
+      maxJsonDepth: config.maxJsonDepth,
+      keepAliveMs: config.keepAliveMs,
+    }),
     handler: service,
     authenticate,
     clock,
@@ -220,6 +249,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     cardUrl: `${baseUrl}/.well-known/agent-card.json`,
     jsonRpcUrl: baseUrl + JSONRPC_PATH,
     restUrl: baseUrl + REST_PATH,
+    mcpUrl: baseUrl + MCP_PATH,
     store,
     recovered,
     stats: () => ({ executions: executions.activeCount, subscribers: feed.subscriberCount }),

@@ -209,6 +209,48 @@ export class TaskContext implements ExecutionContext {
     }
   }
 
+  /**
+   * MCP input (tool-api.ts ToolContext.ask): the task goes `input_required` with these keyed requests
+   * and resumes once every key is answered (mcp-service.ts writes the answers, partial ones included,
+   * and completes the round as an A2A follow-up would: inputs[index], then Executions.answered). So
+   * the timeout, replay on resume and the cross-host answer watch are askInput's own.
+   */
+  async askKeyed(requests: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const { clock, store, inputTimeoutMs } = this.o;
+    const { taskId, entry, executions } = this;
+    const index = this.askIndex++;
+    const current = await store.getAgentTask(taskId);
+    const exec = current ? executorStateOf(current) : undefined;
+    const given = exec?.inputs[index];
+    if (given) return jsonCopy(answerData(given) as Record<string, unknown>); // replay on a resumed run
+    const keys = Object.keys(requests);
+    if (keys.length === 0) throw new TypeError('ask needs at least one input request');
+    const used = new Set(exec?.mcp?.usedKeys ?? []);
+    const reused = keys.find((k) => used.has(k));
+    if (reused !== undefined) throw new TypeError(`input request key ${reused} was used before in this task`);
+    const copy = jsonCopy(requests);
+    const answer = new Promise<Message>((resolve, reject) => {
+      entry.waiting = { index, resolve, reject };
+    });
+    answer.catch(() => undefined);
+    const deadlineAt = clock.now() + inputTimeoutMs;
+    await this.write((d) => {
+      const mcp = d.executor.mcp;
+      if (!mcp) throw new TypeError('not an MCP task');
+      d.executor.pendingInput = { index, prompt: '', askedAt: clock.now(), deadlineAt };
+      d.executor.mcp = { ...mcp, usedKeys: [...(mcp.usedKeys ?? []), ...keys], requests: copy, answers: {} };
+      setStatus(d.task, 'TASK_STATE_INPUT_REQUIRED', clock.now());
+      return { events: [statusEvent(d.task)] };
+    });
+    executions.armInputTimeout(taskId, index, deadlineAt);
+    const stopWatch = executions.watchForAnswer(taskId, index, entry);
+    try {
+      return jsonCopy(answerData(await answer) as Record<string, unknown>);
+    } finally {
+      stopWatch();
+    }
+  }
+
   save(checkpoint: Record<string, unknown>): Promise<void> {
     const saved = jsonCopy(checkpoint);
     return this.write((d) => {

@@ -42,6 +42,33 @@ export interface ExecutorState {
    * leaves a harmless true. Absent on tasks stored before this flag existed: listed as before.
    */
   pushConfigs?: boolean;
+  /** Present exactly on tasks that are MCP tool calls (mcp-service.ts). */
+  mcp?: McpTaskState;
+}
+
+/**
+ * The host's bookkeeping of an MCP tool call kept as an agent task: the A2A task beside it carries the
+ * state machine (mcp-view.ts maps it to MCP statuses), this carries what only MCP has. Replaced whole
+ * on every change (see draftOf: nested objects are shared with the stored record).
+ */
+export interface McpTaskState {
+  tool: string;
+  /** `task`: the client holds the task id; `sync`: one request waits for the result. */
+  mode: 'task' | 'sync';
+  /** The era that created it: the same task looks different to a 2025-11-25 client (ttl, isError). */
+  era: 'modern' | 'legacy';
+  ttlMs: number;
+  pollIntervalMs: number;
+  /** Every input request key issued so far: a key is never reused over the task's life. */
+  usedKeys?: string[];
+  /** The open ask's requests, by key (wire JSON: InputRequests). */
+  requests?: Record<string, unknown>;
+  /** Answers to the open ask received so far (a partial tasks/update), by key. */
+  answers?: Record<string, unknown>;
+  /** On `completed`: the CallToolResult (wire JSON). */
+  result?: Record<string, unknown>;
+  /** On `failed`: the JSON-RPC error. */
+  error?: { code: number; message: string; data?: unknown };
 }
 
 export type StoredEvent = StreamResponse & { _v?: number };

@@ -174,7 +174,7 @@ const nextMacrotask: () => Promise<void> =
  * Timers due at the same instant fire with a microtask settle between them; a macrotask is taken only
  * when time is about to advance.
  */
-async function runSettled(clock: VirtualClock, untilMs: number, stop: () => boolean): Promise<void> {
+export async function runSettled(clock: VirtualClock, untilMs: number, stop: () => boolean): Promise<void> {
   let settled = false;
   for (;;) {
     if (stop()) return;

@@ -42,7 +42,8 @@ export interface TimelineJob {
   learnedMs: number | null;
 }
 
-export type RequestKind = 'send' | 'get' | 'subscribe' | 'list' | 'cancel' | 'answer' | 'register_push';
+export type RequestKind =
+  'send' | 'get' | 'subscribe' | 'list' | 'cancel' | 'answer' | 'register_push' | 'card';
 
 /**
  * Everything a run counts. The simulated agent and network report what happened on the wire; the
@@ -58,6 +59,7 @@ export class Ledger {
     cancel: 0,
     answer: 0,
     register_push: 0,
+    card: 0,
   };
   /** Requests that reconciliation really made (per-task gets for naive, list pages for the engine). */
   reconcileReal = 0;

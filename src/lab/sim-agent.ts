@@ -36,6 +36,15 @@ interface AgentTask extends AgentSnapshot {
  * - Every status change goes to the task's open streams and, when a push config exists, is POSTed with
  *   at-least-once delivery: base 5 s doubling, K retries, then the event is given up.
  * - restart() forgets everything (no persistence): get/subscribe answer TaskNotFound, pushes stop.
+ *
+ * Faults the default lab world never uses, for tests that schedule them (test/lab/truth-property-sim.test.ts):
+ * - cancel() is CancelTask: acknowledged at once (`cancelDelayMs` 0) or after a delay during which the
+ *   task may still complete; a terminal task answers TaskNotCancelable (`failed_precondition`).
+ * - refuseNextSend() makes the agent itself refuse the next SendMessage (A2A InvalidParamsError).
+ * - forget() loses one task (TaskNotFound from then on), redeploy() moves the agent to another interface
+ *   (its old route answers 404 pages, not A2A), pageNext() and pagesUntil() make a gateway answer 404
+ *   pages with the card unchanged, refuseUntil() refuses connections, `startDelayMs` makes SendMessage
+ *   answer late (the task exists from the moment the request arrives).
  */
 export class SimAgent {
   private tasks = new Map<string, AgentTask>();
@@ -47,6 +56,21 @@ export class SimAgent {
   private active = 0;
   private pendingPushes = 0;
   private sortedCache: AgentTask[] | null = null;
+  /** Every task this agent ever created, forgotten ones included: what the remote really did. */
+  private readonly everCreated = new Map<string, AgentTask>();
+  private readonly forgottenIds = new Set<string>();
+  private readonly cancelAcks = new Set<string>();
+  /** The interface the agent's card lists now; a redeploy moves it. */
+  private route = 1;
+  private pagesUntilMs = -1;
+  private refusedUntilMs = -1;
+  private readonly pagesNext: string[] = [];
+  private refuseSends = 0;
+  private readonly refusedMessages = new Set<string>();
+  /** SendMessage answers this long after the task was created (a slow agent). */
+  startDelayMs = 0;
+  /** CancelTask is acknowledged at once and the task ends CANCELED this long after (0: at once). */
+  cancelDelayMs = 0;
 
   constructor(
     private readonly clock: VirtualClock,
@@ -69,6 +93,12 @@ export class SimAgent {
     const now = this.clock.now();
     const job = this.jobs[req.job];
     if (!job) throw new TaskplaneError('invalid_argument', 'unknown job');
+    if (this.refuseSends > 0) {
+      // The agent's own refusal (A2A InvalidParamsError), not a transport failure: no task is created.
+      this.refuseSends--;
+      this.refusedMessages.add(req.messageId);
+      throw new TaskplaneError('invalid_argument', 'InvalidParams: the agent refuses this message');
+    }
     const dup = (this.liveByJob.get(job.index) ?? 0) > 0 || this.completedJobs.has(job.index);
     if (dup) this.ledger.duplicateTasks++;
     this.liveByJob.set(job.index, (this.liveByJob.get(job.index) ?? 0) + 1);
@@ -93,6 +123,7 @@ export class SimAgent {
       attempt,
     };
     this.tasks.set(id, task);
+    this.everCreated.set(id, task);
     this.sortedCache = null;
     this.active++;
     this.segment(task, 'working');
@@ -166,6 +197,7 @@ export class SimAgent {
   restart(): void {
     this.epoch++;
     for (const task of this.tasks.values()) {
+      this.forgottenIds.add(task.id);
       task.cancelTimer?.();
       if (!isTerminalA2A(task.state)) this.endAttempt(task);
       for (const s of task.streams) s.crash();
@@ -174,6 +206,126 @@ export class SimAgent {
     this.sortedCache = null;
     this.liveByJob = new Map();
     this.active = 0;
+  }
+
+  /**
+   * CancelTask. A task that is already terminal is not cancelable (A2A TaskNotCancelableError): the
+   * answer that lets a client learn it completed although a cancel was asked.
+   */
+  cancel(id: string): AgentSnapshot {
+    const task = this.find(id);
+    if (isTerminalA2A(task.state)) throw new TaskplaneError('failed_precondition', 'task is not cancelable');
+    this.cancelAcks.add(id);
+    if (this.cancelDelayMs <= 0) {
+      task.cancelTimer?.();
+      this.finish(task, 'TASK_STATE_CANCELED');
+    } else {
+      // Acknowledged, still working: the task may finish on its own before the cancel takes effect.
+      this.clock.setTimer(this.cancelDelayMs, () => {
+        if (this.tasks.get(id) !== task || isTerminalA2A(task.state)) return;
+        task.cancelTimer?.();
+        this.finish(task, 'TASK_STATE_CANCELED');
+      });
+    }
+    return snap(task);
+  }
+
+  /** Loses one task, as an agent whose store dropped it: TaskNotFound from now on. */
+  forget(id: string): void {
+    const task = this.tasks.get(id);
+    if (!task) return;
+    this.forgottenIds.add(id);
+    task.cancelTimer?.();
+    if (!isTerminalA2A(task.state)) {
+      this.active--;
+      this.endAttempt(task);
+    }
+    for (const s of task.streams) s.crash();
+    task.streams = [];
+    this.tasks.delete(id);
+    this.sortedCache = null;
+    this.liveByJob.set(task.job, Math.max(0, (this.liveByJob.get(task.job) ?? 1) - 1));
+  }
+
+  /**
+   * A redeploy: the card now lists another interface and the old route answers 404 pages. Open streams
+   * end with the old process; without persistence (`forget`) every task is gone too.
+   */
+  redeploy(opts: { forget: boolean }): void {
+    this.route++;
+    if (opts.forget) {
+      this.restart();
+      return;
+    }
+    for (const task of this.tasks.values()) {
+      for (const s of task.streams) s.crash();
+      task.streams = [];
+    }
+  }
+
+  /** The next SendMessage is refused by the agent itself (A2A InvalidParamsError). */
+  refuseNextSend(): void {
+    this.refuseSends++;
+  }
+
+  /** Whether the agent itself refused a SendMessage with this message id. */
+  refused(messageId: string): boolean {
+    return this.refusedMessages.has(messageId);
+  }
+
+  /** The next request of this kind meets a gateway's 404 page (the card is unchanged). */
+  pageNext(kind: string): void {
+    this.pagesNext.push(kind);
+  }
+
+  /** Until then every request, card reads included, meets a gateway's 404 page. */
+  pagesUntil(atMs: number): void {
+    this.pagesUntilMs = Math.max(this.pagesUntilMs, atMs);
+  }
+
+  /** Until then every connection is refused before a request is sent. */
+  refuseUntil(atMs: number): void {
+    this.refusedUntilMs = Math.max(this.refusedUntilMs, atMs);
+  }
+
+  /** The interface the card lists now. */
+  get revision(): number {
+    return this.route;
+  }
+
+  /**
+   * What answers a request of `kind` sent to interface `route` now: the agent (`ok`), a page that is
+   * not A2A (an old route after a redeploy, a gateway without its route), or a refused connection.
+   */
+  frontDoor(route: number | 'card', kind: string): 'ok' | 'page' | 'refused' {
+    const now = this.clock.now();
+    if (now < this.refusedUntilMs) return 'refused';
+    if (now < this.pagesUntilMs) return 'page';
+    if (route === 'card') return 'ok';
+    const i = this.pagesNext.indexOf(kind);
+    if (i >= 0) {
+      this.pagesNext.splice(i, 1);
+      return 'page';
+    }
+    return route === this.route ? 'ok' : 'page';
+  }
+
+  /** What the agent really did with a task, forgotten or not (for checks from outside). */
+  history(id: string): { state: A2AState; forgotten: boolean; cancelAcknowledged: boolean } | undefined {
+    const task = this.everCreated.get(id);
+    if (!task) return undefined;
+    return {
+      state: task.state,
+      forgotten: this.forgottenIds.has(id),
+      cancelAcknowledged: this.cancelAcks.has(id),
+    };
+  }
+
+  /** Every task ever created for a message id (a resend or resubmission reuses it). */
+  tasksForMessage(messageId: string): string[] {
+    const out: string[] = [];
+    for (const t of this.everCreated.values()) if (t.messageId === messageId) out.push(t.id);
+    return out;
   }
 
   private find(id: string): AgentTask {

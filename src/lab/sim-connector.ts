@@ -56,13 +56,17 @@ export interface SimConnectorOptions {
 /**
  * The Connector port over the simulated agent and network: what the real A2A connector does on the
  * wire, one request per call (counted in the ledger exactly as docs/lab.md defines a request), one network
- * latency each way, TaskNotFound as `not_found`, UnsupportedOperation as `failed_precondition`, a stream
- * drop as `unavailable`. The agent is not idempotent on messageId (`idempotentStart: false`).
+ * latency each way, TaskNotFound as `not_found`, UnsupportedOperation and TaskNotCancelable as
+ * `failed_precondition`, a stream drop as `unavailable`, a 404 page as `unavailable` with
+ * `details.route = 'not_protocol'`, a refused connection as `unavailable` with `details.notSent`. The
+ * agent is not idempotent on messageId (`idempotentStart: false`).
  */
 export class SimConnector implements Connector {
   readonly kind = 'a2a';
   readonly target = 'lab-agent';
   readonly capabilities: ConnectorCapabilities;
+  /** The agent interface this connector talks to (from the card it read last). */
+  private route: number;
 
   constructor(
     private readonly clock: VirtualClock,
@@ -71,6 +75,7 @@ export class SimConnector implements Connector {
     private readonly ledger: Ledger,
     private readonly options: SimConnectorOptions,
   ) {
+    this.route = agent.revision;
     this.capabilities = {
       idempotentStart: false,
       list: true,
@@ -78,7 +83,7 @@ export class SimConnector implements Connector {
       streamResume: false,
       push: options.push,
       input: true,
-      cancel: false,
+      cancel: true,
     };
   }
 
@@ -88,14 +93,48 @@ export class SimConnector implements Connector {
     return toRemote(s);
   }
 
-  /** One request: reaches the agent one latency later, the answer comes back one latency after that. */
+  /**
+   * One request: reaches the agent one latency later, the answer comes back one latency after that.
+   * What answers is the agent's front door: on a page that is not A2A (a redeploy moved the agent, a
+   * gateway lost its route) the card is read again and, when it lists another interface, the call is
+   * made once more there, as the A2A connector does (src/connectors/a2a/a2a-connector.ts `onRoute`).
+   */
   private async call<T>(
     kind: Parameters<Ledger['request']>[0],
     signal: AbortSignal,
     fn: () => T,
+    answerDelayMs = 0,
+  ): Promise<T> {
+    try {
+      return await this.once(kind, signal, fn, answerDelayMs);
+    } catch (err) {
+      if (!isPage(err)) throw err;
+      const before = this.route;
+      await this.readCard(signal).catch(() => {});
+      if (this.route === before) throw err;
+      return this.once(kind, signal, fn, answerDelayMs);
+    }
+  }
+
+  private async once<T>(
+    kind: Parameters<Ledger['request']>[0],
+    signal: AbortSignal,
+    fn: () => T,
+    answerDelayMs: number,
   ): Promise<T> {
     this.ledger.request(kind);
+    const door = this.agent.frontDoor(this.route, kind);
+    if (door === 'refused') {
+      await this.clock.sleep(2 * WORLD.latencyMs, signal);
+      throw new TaskplaneError('unavailable', 'connection refused', { details: { notSent: true } });
+    }
     await this.clock.sleep(WORLD.latencyMs, signal);
+    if (door === 'page') {
+      await this.clock.sleep(WORLD.latencyMs, signal);
+      throw new TaskplaneError('unavailable', 'HTTP 404 with a page that is not A2A', {
+        details: { httpStatus: 404, route: NOT_PROTOCOL },
+      });
+    }
     let result: T;
     try {
       result = fn();
@@ -103,13 +142,30 @@ export class SimConnector implements Connector {
       await this.clock.sleep(WORLD.latencyMs, signal);
       throw err;
     }
-    await this.clock.sleep(WORLD.latencyMs, signal);
+    await this.clock.sleep(WORLD.latencyMs + answerDelayMs, signal);
     return result;
+  }
+
+  /** Reads the agent card (one request) and binds the interface it lists. */
+  private async readCard(signal: AbortSignal): Promise<void> {
+    this.ledger.request('card');
+    const door = this.agent.frontDoor('card', 'card');
+    await this.clock.sleep(WORLD.latencyMs, signal);
+    const route = this.agent.revision;
+    await this.clock.sleep(WORLD.latencyMs, signal);
+    if (door === 'refused') throw new TaskplaneError('unavailable', 'connection refused');
+    if (door === 'page') throw new TaskplaneError('unavailable', 'agent card: HTTP 404');
+    this.route = route;
+  }
+
+  /** The interface in use (Connector.revision): the engine records `card_changed` when it moves. */
+  get revision(): string {
+    return `JSONRPC lab-agent/v${this.route}`;
   }
 
   start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot> {
     const req = this.sendRequest(request);
-    return this.call('send', signal, () => this.heard(this.agent.send(req)));
+    return this.call('send', signal, () => this.heard(this.agent.send(req)), this.agent.startDelayMs);
   }
 
   /**
@@ -118,7 +174,13 @@ export class SimConnector implements Connector {
    */
   startStream(request: StartRequest, signal: AbortSignal): AsyncGenerator<RemoteSnapshot> {
     const req = this.sendRequest(request);
-    return this.streamCall('send', req.job, signal, (conn) => this.agent.send(req, conn));
+    return this.streamCall(
+      'send',
+      req.job,
+      signal,
+      (conn) => this.agent.send(req, conn),
+      this.agent.startDelayMs,
+    );
   }
 
   private sendRequest(request: StartRequest): {
@@ -171,10 +233,11 @@ export class SimConnector implements Connector {
     job: number,
     signal: AbortSignal,
     attach: (conn: StreamConn) => unknown,
+    answerDelayMs = 0,
   ): AsyncGenerator<RemoteSnapshot> {
     const stream = new OpenStream(this.net, job);
     try {
-      await this.call(kind, signal, () => attach(stream.conn));
+      await this.call(kind, signal, () => attach(stream.conn), answerDelayMs);
     } catch (err) {
       stream.close();
       throw err;
@@ -192,6 +255,11 @@ export class SimConnector implements Connector {
       stream.close();
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** CancelTask: what the agent says now (CANCELED, or still working when its cancel takes a while). */
+  cancel(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
+    return this.call('cancel', signal, () => this.heard(this.agent.cancel(remoteId)));
   }
 
   answer(remoteId: string, answer: InputAnswer, signal: AbortSignal): Promise<RemoteSnapshot> {
@@ -225,6 +293,13 @@ export class SimConnector implements Connector {
   }
 }
 
+/** The value A2A connectors put in `details.route` for an answer that is not the protocol's (connector.ts). */
+const NOT_PROTOCOL = 'not_protocol';
+
+function isPage(err: unknown): boolean {
+  return err instanceof TaskplaneError && err.details?.route === NOT_PROTOCOL;
+}
+
 /** One open stream's events, buffered until the engine reads them. */
 class OpenStream {
   readonly conn: StreamConn;
@@ -245,7 +320,7 @@ class OpenStream {
 
   close(): void {
     if (!this.conn.open) return;
-    this.conn.open = false;
+    this.conn.close();
     this.put('done');
   }
 

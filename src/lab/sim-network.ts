@@ -18,10 +18,14 @@ export interface AgentSnapshot {
 }
 
 export type A2AState =
-  'TASK_STATE_WORKING' | 'TASK_STATE_INPUT_REQUIRED' | 'TASK_STATE_COMPLETED' | 'TASK_STATE_FAILED';
+  | 'TASK_STATE_WORKING'
+  | 'TASK_STATE_INPUT_REQUIRED'
+  | 'TASK_STATE_COMPLETED'
+  | 'TASK_STATE_FAILED'
+  | 'TASK_STATE_CANCELED';
 
 export function isTerminalA2A(state: A2AState): boolean {
-  return state === 'TASK_STATE_COMPLETED' || state === 'TASK_STATE_FAILED';
+  return state === 'TASK_STATE_COMPLETED' || state === 'TASK_STATE_FAILED' || state === 'TASK_STATE_CANCELED';
 }
 
 export interface StreamSink {
@@ -43,6 +47,7 @@ export class StreamConn {
     if (net.faults.flaps) {
       this.cancelDrop = net.clock.setTimer(exponential(net.random, WORLD.flapMeanMs), () => this.drop());
     }
+    net.openStreams.add(this);
   }
 
   push(snapshot: AgentSnapshot): void {
@@ -59,6 +64,7 @@ export class StreamConn {
     this.net.clock.setTimer(WORLD.latencyMs, () => {
       if (!this.open) return;
       this.open = false;
+      this.net.openStreams.delete(this);
       this.sink.end('done');
     });
   }
@@ -75,9 +81,17 @@ export class StreamConn {
     this.net.clock.setTimer(WORLD.latencyMs, () => this.drop());
   }
 
+  /** The client hung up (its own abort or the end of its loop). Its pending drop, if any, then does nothing. */
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    this.net.openStreams.delete(this);
+  }
+
   drop(): void {
     if (!this.open) return;
     this.open = false;
+    this.net.openStreams.delete(this);
     this.cancelDrop?.();
     this.net.ledger.drop(this.job, this.net.clock.now());
     this.sink.end('drop');
@@ -100,6 +114,8 @@ export type WebhookReceiver = (delivery: WebhookDelivery) => Promise<void> | voi
  */
 export class SimNetwork {
   private receiver: WebhookReceiver | null = null;
+  /** Streams open now, so a fault can break them all at once (`dropStreams`). */
+  readonly openStreams = new Set<StreamConn>();
 
   constructor(
     readonly clock: VirtualClock,
@@ -114,6 +130,11 @@ export class SimNetwork {
 
   openStream(job: number, sink: StreamSink): StreamConn {
     return new StreamConn(this, job, sink);
+  }
+
+  /** Every open stream breaks now, as when a proxy between client and agent restarts. */
+  dropStreams(): void {
+    for (const stream of [...this.openStreams]) stream.drop();
   }
 
   receiverDown(atMs: number): boolean {

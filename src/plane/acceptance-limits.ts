@@ -17,6 +17,12 @@ export interface AcceptanceLimitsOptions {
   maxSchemaDepth?: number;
   /** Longest `pattern`, `patternProperties` key or other regular expression, in characters. @default 1024 */
   maxPatternLength?: number;
+  /**
+   * Longest a schema may take to compile when the plane compiles off the event loop (the server does, in
+   * a worker thread); past it the compile is stopped and the schema refused, and refused at once when
+   * sent again. @default 2000
+   */
+  compileTimeoutMs?: number;
 }
 
 export type AcceptanceLimits = Required<AcceptanceLimitsOptions>;
@@ -25,6 +31,7 @@ export const defaultAcceptanceLimits: AcceptanceLimits = {
   maxSchemaBytes: 16_384,
   maxSchemaDepth: 32,
   maxPatternLength: 1024,
+  compileTimeoutMs: 2000,
 };
 
 function positiveInteger(field: string, value: number): number {
@@ -40,6 +47,10 @@ export function acceptanceLimits(options: AcceptanceLimitsOptions = {}): Accepta
     maxPatternLength: positiveInteger(
       'acceptance.maxPatternLength',
       options.maxPatternLength ?? d.maxPatternLength,
+    ),
+    compileTimeoutMs: positiveInteger(
+      'acceptance.compileTimeoutMs',
+      options.compileTimeoutMs ?? d.compileTimeoutMs,
     ),
   };
 }

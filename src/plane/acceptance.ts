@@ -1,4 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
+import standalone from 'ajv/dist/standalone/index.js';
 import type { AcceptanceRecord, Envelope } from '../core/envelope.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
@@ -10,7 +12,7 @@ import { linearRegExp } from './linear-regexp.ts';
  * "Completion is not acceptance"): a job can succeed remotely and still be rejected here because its output does
  * not match the schema the caller gave at creation.
  *
- * A schema is one tenant's input compiled into code that runs on the shared event loop, so:
+ * A schema is one tenant's input compiled into code that runs in the shared process, so:
  * - each schema is compiled by an Ajv instance of its own: nothing it declares (`$id`, nested `$id`s,
  *   definitions) is visible to another tenant's schema, and two tenants may use the same `$id`;
  * - every regular expression (`pattern`, `patternProperties`, `propertyNames.pattern`) runs in RE2
@@ -18,6 +20,8 @@ import { linearRegExp } from './linear-regexp.ts';
  * - `format` is an annotation, as JSON Schema 2020-12 makes it by default: no format validator (each a
  *   hand-written regular expression) ever runs on an output;
  * - size, depth and pattern length are capped before anything is kept (acceptance-limits.ts);
+ * - with a SchemaCompiler (the server wires worker-schema-compiler.ts) the compile runs in a worker thread
+ *   within a deadline, and the event loop only validates, which RE2 keeps linear in the output;
  * - compiled validators are cached by the schema's canonical hash in a bounded LRU, so repeats of one
  *   schema (idempotent retries parse a fresh object each time) compile once and memory stays flat.
  */
@@ -28,12 +32,43 @@ export const COMPILED_SCHEMAS_KEPT = 256;
 /** Rejection reasons kept on the envelope: a large output can fail in every element. */
 const REASONS_KEPT = 20;
 
-interface Compiled {
+/** A schema compiled into a validator, with what the limit checks need to know of it. */
+export interface CompiledSchema {
   validate: ValidateFunction;
+  /** Characters in its longest regular expression. */
   longestPattern: number;
 }
 
-const compiled = new Map<string, Compiled>();
+/**
+ * Compiles schemas somewhere other than the event loop (worker-schema-compiler.ts: a worker thread with a
+ * deadline). Without one, the plane compiles in process, as the lab (in a browser) does.
+ */
+export interface SchemaCompiler {
+  /**
+   * Compiles `schema` (already within the size and depth limits) into a validator. Rejects with an
+   * Error whose message says what is wrong with the schema, or with a SchemaCompileTimeout after
+   * `deadlineMs` of compiling.
+   */
+  compile(schema: Record<string, unknown>, deadlineMs: number): Promise<CompiledSchema>;
+}
+
+/** A compile that ran past its deadline (and was stopped). */
+export class SchemaCompileTimeout extends Error {
+  constructor(readonly deadlineMs: number) {
+    super(`compiling took longer than ${deadlineMs} ms`);
+    this.name = 'SchemaCompileTimeout';
+  }
+}
+
+const compiled = new Map<string, CompiledSchema>();
+/** Compiles in flight off the loop, by key: concurrent creates with one schema share one compile. */
+const compiling = new Map<string, Promise<CompiledSchema>>();
+/**
+ * Schemas whose compile ran out of time, by key (least recently refused goes first): sending one again is
+ * refused at once instead of holding the compiler for another deadline.
+ */
+const tooSlow = new Map<string, number>();
+const TOO_SLOW_KEPT = 256;
 const utf8 = new TextEncoder();
 
 /** Checks schemas against the JSON Schema meta-schema; it never compiles or registers a caller's schema. */
@@ -62,15 +97,9 @@ function checkDepth(schema: object, maxDepth: number): void {
   }
 }
 
-function compile(schema: Record<string, unknown>): Compiled {
-  if (!metaValidator.validateSchema(schema)) {
-    throw new Error(`schema is invalid: ${metaValidator.errorsText(metaValidator.errors)}`);
-  }
-  let longestPattern = 0;
-  const regExp = linearRegExp((pattern) => {
-    longestPattern = Math.max(longestPattern, pattern.length);
-  });
-  const ajv = new Ajv({
+/** The Ajv options of every compile; `source` keeps the generated code for standaloneCode. */
+function ajvFor(regExp: RegExpEngine, source: boolean): Ajv {
+  return new Ajv({
     allErrors: true,
     strict: false,
     // Nothing the schema declares is registered for later compiles; the instance is this schema's alone.
@@ -82,57 +111,250 @@ function compile(schema: Record<string, unknown>): Compiled {
     logger: false,
     // Ajv's optimizer roughly doubles compile time to save little at validation; compiling is the cost a
     // caller controls (one compile per distinct schema), so it is the one kept small.
-    code: { regExp, optimize: false },
+    code: { regExp, optimize: false, source },
   });
-  return { validate: ajv.compile(schema), longestPattern };
 }
 
-function compiledFor(schema: Record<string, unknown>): Compiled {
-  const key = sha256Hex(canonicalJson(schema));
-  const hit = compiled.get(key);
-  if (hit) {
-    compiled.delete(key);
-    compiled.set(key, hit);
-    return hit;
+function checkMeta(schema: Record<string, unknown>): void {
+  if (!metaValidator.validateSchema(schema)) {
+    throw new Error(`schema is invalid: ${metaValidator.errorsText(metaValidator.errors)}`);
   }
-  const fresh = compile(schema);
+}
+
+/** Compiles a schema in this thread. Throws an Error saying what is wrong with it. */
+export function compileSchema(schema: Record<string, unknown>): CompiledSchema {
+  checkMeta(schema);
+  let longestPattern = 0;
+  const regExp = linearRegExp((pattern) => {
+    longestPattern = Math.max(longestPattern, pattern.length);
+  });
+  return { validate: ajvFor(regExp, false).compile(schema), longestPattern };
+}
+
+/**
+ * Compiles a schema into the source of a standalone validator (Ajv's standalone code, CommonJS), for a
+ * compile that runs in another thread: the code crosses as a string and `validatorFromSource` turns it
+ * into a function here. Its regular expressions are required as LINEAR_REGEXP_MODULE.
+ */
+export function compileSchemaSource(schema: Record<string, unknown>): {
+  source: string;
+  longestPattern: number;
+} {
+  checkMeta(schema);
+  let longestPattern = 0;
+  const regExp = Object.assign(
+    linearRegExp((pattern) => {
+      longestPattern = Math.max(longestPattern, pattern.length);
+    }),
+    { code: `require(${JSON.stringify(LINEAR_REGEXP_MODULE)})` },
+  );
+  const ajv = ajvFor(regExp, true);
+  return { source: standalone.default(ajv, ajv.compile(schema)), longestPattern };
+}
+
+/** The name a standalone validator requires its regular-expression engine by. */
+export const LINEAR_REGEXP_MODULE = 'taskplane:linear-regexp';
+
+function remember(key: string, fresh: CompiledSchema): CompiledSchema {
   compiled.set(key, fresh);
   if (compiled.size > COMPILED_SCHEMAS_KEPT) compiled.delete(compiled.keys().next().value!);
   return fresh;
 }
 
-/**
- * Checks a caller's schema: its shape, the limits, that it compiles. Throws invalid_argument naming the
- * field `acceptance.schema`. The compiled validator is kept for when the job's output arrives.
- */
-export function checkAcceptanceSchema(
-  schema: unknown,
-  limits: AcceptanceLimits = defaultAcceptanceLimits,
-): Record<string, unknown> {
+function cached(key: string): CompiledSchema | undefined {
+  const hit = compiled.get(key);
+  if (hit) {
+    compiled.delete(key);
+    compiled.set(key, hit);
+  }
+  return hit;
+}
+
+const keyOf = (schema: Record<string, unknown>) => sha256Hex(canonicalJson(schema));
+
+function compiledFor(schema: Record<string, unknown>): CompiledSchema {
+  const key = keyOf(schema);
+  return cached(key) ?? remember(key, compileSchema(schema));
+}
+
+/** The checks that need no compile: shape, depth, size. Returns the schema's cache key. */
+function precheck(schema: unknown, limits: AcceptanceLimits): string {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
     throw refuse('must be a JSON Schema object');
   }
   checkDepth(schema, limits.maxSchemaDepth);
-  let bytes: number;
+  let text: string;
   try {
-    bytes = utf8.encode(canonicalJson(schema)).length;
+    text = canonicalJson(schema);
   } catch (err) {
     throw refuse((err as Error).message);
   }
-  if (bytes > limits.maxSchemaBytes)
+  if (utf8.encode(text).length > limits.maxSchemaBytes)
     throw refuse(`larger than ${limits.maxSchemaBytes} bytes (limit acceptance.maxSchemaBytes)`);
-  let result: Compiled;
-  try {
-    result = compiledFor(schema as Record<string, unknown>);
-  } catch (err) {
-    throw refuse((err as Error).message);
-  }
+  return sha256Hex(text);
+}
+
+function checkPatterns(result: CompiledSchema, limits: AcceptanceLimits): void {
   if (result.longestPattern > limits.maxPatternLength) {
     throw refuse(
       `a pattern is longer than ${limits.maxPatternLength} characters (limit acceptance.maxPatternLength)`,
     );
   }
+}
+
+/**
+ * Checks a caller's schema: its shape, the limits, that it compiles. Throws invalid_argument naming the
+ * field `acceptance.schema`. The compiled validator is kept for when the job's output arrives. Compiles
+ * on this thread; `checkAcceptanceSchemaOffLoop` is the same with a SchemaCompiler.
+ */
+export function checkAcceptanceSchema(
+  schema: unknown,
+  limits: AcceptanceLimits = defaultAcceptanceLimits,
+): Record<string, unknown> {
+  const key = precheck(schema, limits);
+  let result: CompiledSchema;
+  try {
+    result = cached(key) ?? remember(key, compileSchema(schema as Record<string, unknown>));
+  } catch (err) {
+    throw refuse((err as Error).message);
+  }
+  checkPatterns(result, limits);
   return schema as Record<string, unknown>;
+}
+
+/**
+ * `checkAcceptanceSchema` with the compile done by `compiler` (a worker thread), within
+ * `limits.compileTimeoutMs`: a schema that takes longer is refused (and refused at once when sent again).
+ * Only the cheap checks and the cache lookup run on this thread.
+ */
+export async function checkAcceptanceSchemaOffLoop(
+  schema: unknown,
+  compiler: SchemaCompiler,
+  limits: AcceptanceLimits = defaultAcceptanceLimits,
+): Promise<Record<string, unknown>> {
+  const key = precheck(schema, limits);
+  if (tooSlow.has(key)) throw slowRefusal(tooSlow.get(key)!);
+  let result = cached(key);
+  if (!result) {
+    try {
+      result = await compileOffLoop(
+        key,
+        schema as Record<string, unknown>,
+        compiler,
+        limits.compileTimeoutMs,
+      );
+    } catch (err) {
+      if (err instanceof SchemaCompileTimeout) {
+        tooSlow.delete(key);
+        tooSlow.set(key, err.deadlineMs);
+        if (tooSlow.size > TOO_SLOW_KEPT) tooSlow.delete(tooSlow.keys().next().value!);
+        throw slowRefusal(err.deadlineMs);
+      }
+      throw refuse((err as Error).message);
+    }
+  }
+  checkPatterns(result, limits);
+  return schema as Record<string, unknown>;
+}
+
+function slowRefusal(deadlineMs: number): TaskplaneError {
+  return refuse(`took longer than ${deadlineMs} ms to compile (limit acceptance.compileTimeoutMs)`);
+}
+
+function compileOffLoop(
+  key: string,
+  schema: Record<string, unknown>,
+  compiler: SchemaCompiler,
+  deadlineMs: number,
+): Promise<CompiledSchema> {
+  let pending = compiling.get(key);
+  if (!pending) {
+    pending = compiler.compile(schema, deadlineMs).then((fresh) => remember(key, fresh));
+    compiling.set(key, pending);
+    const forget = () => compiling.delete(key);
+    pending.then(forget, forget);
+  }
+  return pending;
+}
+
+/**
+ * Makes sure the validator of a stored schema is compiled before its job's output is decided, compiling
+ * it with `compiler` when it is not held (the plane restarted, or the cache let it go), so deciding does
+ * not compile on this thread. A schema that fails here fails again in decideAcceptance, which says why.
+ */
+export async function prepareAcceptance(
+  schema: Record<string, unknown>,
+  compiler: SchemaCompiler,
+  limits: AcceptanceLimits = defaultAcceptanceLimits,
+): Promise<void> {
+  const key = keyOf(schema);
+  if (compiled.has(key)) return;
+  await compileOffLoop(key, schema, compiler, limits.compileTimeoutMs).catch(() => undefined);
+}
+
+/** How many failing places a refusal names: the first few are what a person acts on. */
+export const INPUT_VIOLATIONS_NAMED = 5;
+
+/** One place where a job's input fails its target's input schema (JSON Pointer paths, as Ajv gives them). */
+export interface InputViolation {
+  /** Where in `input` (`""` is the input itself). */
+  instancePath: string;
+  /** The schema keyword that failed (`required`, `type`, `minimum`, …). */
+  keyword: string;
+  /** Where in the schema that keyword is (`#/properties/amount/minimum`). */
+  schemaPath: string;
+  message: string;
+}
+
+/**
+ * Checks a job's input against its target's input schema (Connector.inputSchema), compiled and cached
+ * like an acceptance schema (own Ajv instance, RE2 patterns, no format validators). A mismatch is
+ * `unprocessable` (HTTP 422, not 400): the request is well-formed and every field valid, but the target
+ * does not take this input. The error names each failing instance path and keyword, in its message and
+ * in `details.violations`. A schema that does not compile is the operator's configuration error.
+ */
+/**
+ * Checks a target's input schema when it is configured (it must be an object that compiles), so a bad
+ * one stops the start with a `config` error naming `field` instead of failing each create later.
+ */
+export function checkInputSchema(field: string, schema: unknown): Record<string, unknown> {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    throw new TaskplaneError('config', `${field}: must be a JSON Schema object`, { field });
+  try {
+    compiledFor(schema as Record<string, unknown>);
+  } catch (err) {
+    throw new TaskplaneError('config', `${field}: ${(err as Error).message}`, { field });
+  }
+  return schema as Record<string, unknown>;
+}
+
+export function checkTargetInput(target: string, schema: Record<string, unknown>, input: unknown): void {
+  let validate: ValidateFunction;
+  try {
+    validate = compiledFor(schema).validate;
+  } catch (err) {
+    throw new TaskplaneError('config', `targets.${target}.inputSchema: ${(err as Error).message}`, {
+      field: `targets.${target}.inputSchema`,
+    });
+  }
+  if (validate(input) === true) return;
+  const errors = validate.errors ?? [];
+  const violations: InputViolation[] = errors.slice(0, INPUT_VIOLATIONS_NAMED).map((e) => ({
+    instancePath: e.instancePath,
+    keyword: e.keyword,
+    schemaPath: e.schemaPath,
+    message: e.message ?? 'is not valid',
+  }));
+  const named = violations.map(
+    (v) => `input${v.instancePath} ${v.message} (${v.keyword} at ${v.schemaPath})`,
+  );
+  if (errors.length > INPUT_VIOLATIONS_NAMED)
+    named.push(`… and ${errors.length - INPUT_VIOLATIONS_NAMED} more`);
+  throw new TaskplaneError(
+    'unprocessable',
+    `target ${target} does not take this input: ${named.join('; ') || 'it does not match the input schema'}`,
+    { field: 'input', details: { violations } },
+  );
 }
 
 /** The output the schema is checked against: the remote's result when it gave one, else its artifacts' contents. */

@@ -1,3 +1,4 @@
+import type { SchemaCompiler } from './acceptance.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Random } from '../core/random.ts';
@@ -7,7 +8,6 @@ import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
-
 
 /** Resolves a target name to its connector; throws `not_found` (or returns undefined) for unknown targets. */
 export type ConnectorResolver = (target: string) => Connector | undefined;
@@ -50,6 +50,8 @@ export interface PlaneContext {
    * policy reaches the start path without importing it.
    */
   startAgain(envelope: Envelope): Promise<StartOutcome>;
+  /** Compiles acceptance schemas off the event loop, when the plane was given one (PlanePorts). */
+  schemaCompiler?: SchemaCompiler;
 }
 
 export type StartOutcome =

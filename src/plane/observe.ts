@@ -13,7 +13,7 @@ import { TaskplaneError, VersionConflictError } from '../core/errors.ts';
 import { decideTransition, isTerminal, type TransitionDecision } from '../core/states.ts';
 import type { RemoteSnapshot } from '../connectors/connector.ts';
 import { neutralParts } from './artifact-content.ts';
-import { decideAcceptance } from './acceptance.ts';
+import { decideAcceptance, prepareAcceptance } from './acceptance.ts';
 import type { PlaneContext } from './context.ts';
 
 /**
@@ -173,11 +173,17 @@ export async function observe(
   for (let attempt = 0; attempt < ctx.config.maxObserveRetries; attempt++) {
     const env = await ctx.store.getEnvelope(envelopeId);
     if (!env) throw new TaskplaneError('not_found', 'envelope not found');
-    const now = ctx.clock.now();
     const decision = decideTransition(
       { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
       { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
     );
+    const schema = env.acceptance?.status === 'pending' ? env.acceptance.schema : undefined;
+    if (decision.apply && isTerminal(snapshot.state) && schema && ctx.schemaCompiler) {
+      // Deciding acceptance below is synchronous: a validator the cache no longer holds is compiled
+      // off the event loop first (a no-op when it is held).
+      await prepareAcceptance(schema, ctx.schemaCompiler, ctx.config.acceptance);
+    }
+    const now = ctx.clock.now();
     // A stale snapshot must not touch anything; a duplicate may still carry new artifact chunks.
     const fresh = decision.apply || decision.reason === 'duplicate';
     const next: Envelope = { ...env };

@@ -33,7 +33,12 @@ import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, EnvelopeStore, Page } from '../store/store.ts';
 import type { InboundWebhook, RemoteSnapshot } from '../connectors/connector.ts';
 import { readArtifacts, type ArtifactContent } from './artifact-content.ts';
-import { checkAcceptanceSchema } from './acceptance.ts';
+import {
+  checkAcceptanceSchema,
+  checkAcceptanceSchemaOffLoop,
+  checkTargetInput,
+  type SchemaCompiler,
+} from './acceptance.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, tenantBudgetExhausted } from './budgets.ts';
 import {
@@ -75,6 +80,11 @@ export interface PlanePorts {
   options?: PlaneOptions;
   /** Lease owner name; unique per process. @default a random id */
   instanceId?: string;
+  /**
+   * Where acceptance schemas are compiled (worker-schema-compiler.ts: a worker thread with a deadline,
+   * which the server wires). @default in process, on the event loop (the lab, tests)
+   */
+  schemaCompiler?: SchemaCompiler;
 }
 
 /**
@@ -157,6 +167,7 @@ export class Plane {
       streamAttached: (id) => this.watchers.get(id)?.state === 'attached',
       revisions: new Map(),
       startsInFlight: new Set(),
+      ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
       startAgain: async (envelope) => {
         const outcome = await startOnce(this.ctx, envelope, { resend: true });
@@ -288,10 +299,15 @@ export class Plane {
       if (existing) return sameOrConflict(existing);
     }
     // After the idempotency lookup: a repeat returns its envelope without compiling the schema again.
+    const compiler = this.ports.schemaCompiler;
     const schema =
       req.acceptance?.schema === undefined
         ? undefined
-        : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
+        : compiler
+          ? await checkAcceptanceSchemaOffLoop(req.acceptance.schema, compiler, this.config.acceptance)
+          : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
+    // Every field is valid; whether the target takes this input is the next question (422, not 400).
+    if (connector.inputSchema) checkTargetInput(target, connector.inputSchema, req.input);
     const overBudget = await tenantBudgetExhausted(ctx, tenant);
     if (overBudget) {
       // Nothing to record it on yet: the refusal (409 with the reason) and a log line say why.

@@ -1,3 +1,5 @@
+import { ServerResponse } from 'node:http';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { EnvelopeEvent } from '../core/envelope.ts';
@@ -20,6 +22,12 @@ export interface EventStreamOptions {
   signal?: AbortSignal;
   /** Maps an event before it is sent (drop fields the client should not see). */
   view?: (e: EnvelopeEvent) => unknown;
+  /** Ends the stream too (its API key was revoked). */
+  revoked?: AbortSignal;
+  /** Called once when the stream has ended, however it ended (frees the tenant's stream slot). */
+  onEnd?: () => void;
+  /** Least time between two sends of a busy stream; events in between go out together. @default 250 */
+  batchMs?: number;
 }
 
 /**
@@ -61,61 +69,147 @@ export async function resumePoint(c: Context, store: EnvelopeStore): Promise<num
   return Number.isInteger(n) && n >= 0 ? n : 0;
 }
 
-export function eventStream(c: Context, o: EventStreamOptions): Response {
-  return streamSSE(c, async (stream) => {
-    let last = o.afterSeq;
-    let dirty = true;
-    let wake: (() => void) | null = null;
-    let closed = false;
-    const poke = () => {
-      dirty = true;
-      wake?.();
-    };
-    const unsubscribe = streamWakeups(o.store).add(o.envelopeId ?? null, o.tenant, poke);
-    const close = () => {
-      closed = true;
-      wake?.();
-    };
-    stream.onAbort(close);
-    o.signal?.addEventListener('abort', close, { once: true });
-    try {
-      while (!closed) {
-        if (dirty) {
-          dirty = false;
-          for (;;) {
-            const events = await streamWakeups(o.store).read(o.tenant, o.envelopeId ?? null, last);
-            for (const e of events) {
-              await stream.writeSSE({
-                id: String(e.seq),
-                event: e.type,
-                data: o.view ? JSON.stringify(o.view(e)) : eventJson(e),
-              });
-              last = e.seq;
-            }
-            if (events.length < PAGE || closed) break;
-          }
-          continue;
-        }
-        const timedOut = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(true), o.keepAliveMs ?? 15_000);
-          wake = () => {
-            clearTimeout(timer);
-            resolve(false);
-          };
-          if (dirty || closed) wake();
-        });
-        wake = null;
-        if (timedOut && !closed) {
-          await stream.write(': keep-alive\n\n');
-          dirty = true;
-        }
-      }
-    } finally {
-      unsubscribe();
-      o.signal?.removeEventListener('abort', close);
-    }
-  });
+/** What a stream writes to: hono's web stream (in-process, other runtimes) or node:http's response. */
+interface SseSink {
+  /** Resolves once the chunk may be followed by more (the socket buffer drained), or at once. */
+  write(chunk: Uint8Array): Promise<void> | void;
 }
+
+const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache',
+  Connection: 'keep-alive',
+};
+
+/**
+ * Serves the stream. On @hono/node-server (the plane's server) the frames go straight to node:http's
+ * response with its own backpressure, and an event's frame is encoded once for every stream that sends
+ * it: hono's web-stream writer costs a TransformStream, a string encode and several promise hops per
+ * frame per stream, which a tenant with many streams multiplies by each of its writes
+ * (docs/performance.md, "Abuse"). Anywhere else (in-process `app.fetch`) hono's `streamSSE` serves it.
+ */
+export function eventStream(c: Context, o: EventStreamOptions): Response {
+  const env = c.env as { incoming?: unknown; outgoing?: unknown } | undefined;
+  const res = env?.outgoing;
+  if (res instanceof ServerResponse && !res.headersSent) {
+    res.writeHead(200, SSE_HEADERS);
+    res.flushHeaders();
+    let closed = false;
+    const listeners = new Set<() => void>();
+    const onClose = () => {
+      closed = true;
+      for (const fn of listeners) fn();
+    };
+    if (res.destroyed) closed = true;
+    else res.once('close', onClose);
+    const sink: SseSink = {
+      write(chunk) {
+        if (closed || res.writableEnded) return;
+        if (res.write(chunk)) return;
+        return new Promise<void>((resolve) => {
+          const done = () => {
+            res.off('drain', done);
+            listeners.delete(done);
+            resolve();
+          };
+          res.on('drain', done);
+          listeners.add(done);
+        });
+      },
+    };
+    void pump(o, sink, (fn) => (closed ? fn() : listeners.add(fn))).finally(() => {
+      res.off('close', onClose);
+      if (!res.writableEnded) res.end();
+    });
+    return RESPONSE_ALREADY_SENT;
+  }
+  return streamSSE(c, (stream) =>
+    pump(o, { write: (chunk) => stream.write(chunk).then(() => undefined) }, (fn) => stream.onAbort(fn)),
+  );
+}
+
+async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => void) => void): Promise<void> {
+  let last = o.afterSeq;
+  let dirty = true;
+  let wake: (() => void) | null = null;
+  let closed = false;
+  const poke = () => {
+    dirty = true;
+    wake?.();
+  };
+  const unsubscribe = streamWakeups(o.store).add(o.envelopeId ?? null, o.tenant, poke);
+  const close = () => {
+    closed = true;
+    wake?.();
+  };
+  onAbort(close);
+  const signals = [o.signal, o.revoked].filter((s): s is AbortSignal => s !== undefined);
+  for (const s of signals) {
+    if (s.aborted) closed = true;
+    else s.addEventListener('abort', close, { once: true });
+  }
+  // When this stream last sent: a wake-up soon after waits out the rest of BATCH_MS (see below).
+  let sentAt = Number.NEGATIVE_INFINITY;
+  try {
+    while (!closed) {
+      if (dirty) {
+        const rest = sentAt + (o.batchMs ?? BATCH_MS) - performance.now();
+        if (rest > 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, rest);
+            wake = () => {
+              if (!closed) return;
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = null;
+          if (closed) break;
+        }
+        dirty = false;
+        sentAt = performance.now();
+        for (;;) {
+          const events = await streamWakeups(o.store).read(o.tenant, o.envelopeId ?? null, last);
+          if (events.length > 0 && !closed) {
+            // One write per page: a burst of events costs one socket write per stream, not one each.
+            const frames = events.map((e) => eventFrame(e, o.view));
+            last = events[events.length - 1]!.seq;
+            await sink.write(frames.length === 1 ? frames[0]! : Buffer.concat(frames));
+          }
+          if (events.length < PAGE || closed) break;
+        }
+        continue;
+      }
+      const timedOut = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(true), o.keepAliveMs ?? 15_000);
+        wake = () => {
+          clearTimeout(timer);
+          resolve(false);
+        };
+        if (dirty || closed) wake();
+      });
+      wake = null;
+      if (timedOut && !closed) {
+        await sink.write(KEEP_ALIVE);
+        dirty = true;
+      }
+    }
+  } finally {
+    unsubscribe();
+    for (const s of signals) s.removeEventListener('abort', close);
+    o.onEnd?.();
+  }
+}
+
+const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
+
+/**
+ * A stream sends at once when it has been quiet, and at most once per this interval while its tenant
+ * keeps writing: what happened in between goes out in one write. Each send costs a log read and a
+ * socket write per stream, so without it a tenant's write rate times its stream count was work for the
+ * event loop; with it the work is bounded by the stream count alone (docs/performance.md, "Abuse").
+ */
+const BATCH_MS = 250;
 
 /**
  * The change fan-out of a store's open streams: one store subscription, and each change wakes only the
@@ -219,13 +313,22 @@ class StreamWakeups {
 
 const PAGE = 500;
 
-/** JSON of an event, once per event object: a shared read hands every woken stream the same objects. */
-const eventJsonCache = new WeakMap<EnvelopeEvent, string>();
+/**
+ * An event's SSE frame (hono's `writeSSE` layout: event, data, id), encoded once per event object: a
+ * shared read hands every woken stream the same objects, so a thousand streams send one buffer.
+ */
+const frameCache = new WeakMap<EnvelopeEvent, Buffer>();
 
-function eventJson(e: EnvelopeEvent): string {
-  let text = eventJsonCache.get(e);
-  if (text === undefined) eventJsonCache.set(e, (text = JSON.stringify(e)));
-  return text;
+function eventFrame(e: EnvelopeEvent, view: ((e: EnvelopeEvent) => unknown) | undefined): Buffer {
+  if (view) return frameOf(e, JSON.stringify(view(e)));
+  let frame = frameCache.get(e);
+  if (frame === undefined) frameCache.set(e, (frame = frameOf(e, JSON.stringify(e))));
+  return frame;
+}
+
+/** JSON.stringify leaves no line break in its output, so the data is one `data:` line. */
+function frameOf(e: EnvelopeEvent, data: string): Buffer {
+  return Buffer.from(`event: ${e.type}\ndata: ${data}\nid: ${e.seq}\n\n`);
 }
 
 /** Envelopes whose tenant is remembered: the recently changed ones are what later changes touch. */

@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from '../core/logger.ts';
 import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
+import { bodyLeftUnread } from './request-body.ts';
 
 /**
  * Our error codes → HTTP, at the edge only: the one table the plane server answers from. The
@@ -9,8 +10,10 @@ import { isTaskplaneError, type ErrorCode } from '../core/errors.ts';
  */
 const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
   invalid_argument: 400,
+  unprocessable: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  resource_exhausted: 429,
   not_found: 404,
   conflict: 409,
   version_conflict: 409,
@@ -27,7 +30,13 @@ const STATUS: Record<ErrorCode, ContentfulStatusCode> = {
 };
 
 export interface ErrorBody {
-  error: { code: string; message: string; field: string | null };
+  error: {
+    code: string;
+    message: string;
+    field: string | null;
+    /** 422 only: where the input fails the target's input schema (plane/acceptance.ts InputViolation). */
+    violations?: unknown[];
+  };
 }
 
 export function errorResponse(err: unknown): { status: ContentfulStatusCode; body: ErrorBody } {
@@ -35,7 +44,11 @@ export function errorResponse(err: unknown): { status: ContentfulStatusCode; bod
     const status = STATUS[err.code] ?? 500;
     const message =
       status >= 500 && err.code !== 'unavailable' && err.code !== 'timeout' ? 'internal error' : err.message;
-    return { status, body: { error: { code: err.code, message, field: err.field ?? null } } };
+    const body: ErrorBody = { error: { code: err.code, message, field: err.field ?? null } };
+    // Only this code's details are shown: they are built from the caller's own input and the schema.
+    if (err.code === 'unprocessable' && Array.isArray(err.details?.violations))
+      body.error.violations = err.details.violations;
+    return { status, body };
   }
   return { status: 500, body: { error: { code: 'internal', message: 'internal error', field: null } } };
 }
@@ -44,6 +57,9 @@ export function sendError(c: Context, err: unknown): Response {
   const { status, body } = errorResponse(err);
   // A refused request body that may still be arriving: close rather than read the rest (request-body.ts).
   if (isTaskplaneError(err) && err.details?.closeConnection === true) c.header('connection', 'close');
+  else if (bodyLeftUnread(c.req.raw)) c.header('connection', 'close');
+  const retryAfter = isTaskplaneError(err) ? err.details?.retryAfterSeconds : undefined;
+  if (typeof retryAfter === 'number') c.header('retry-after', String(retryAfter));
   return c.json(body, status);
 }
 

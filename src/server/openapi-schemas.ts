@@ -33,11 +33,34 @@ const source = { enum: ['create', 'stream', 'push', 'poll', 'reconcile', 'api', 
 
 export const schemas: Record<string, unknown> = {
   Error: closed({
-    error: closed({
-      code: { type: 'string', description: 'stable code: invalid_argument, not_found, conflict, …' },
-      message: str,
-      field: { ...nullable('string'), description: 'the request field at fault, when one is' },
-    }),
+    error: closedExcept(
+      {
+        code: {
+          type: 'string',
+          description: 'stable code: invalid_argument, unprocessable, not_found, conflict, …',
+        },
+        message: str,
+        field: { ...nullable('string'), description: 'the request field at fault, when one is' },
+        violations: {
+          type: 'array',
+          description:
+            "422 only: where `input` fails the target's input schema (the first few places; the message says how many more)",
+          items: closed({
+            instancePath: {
+              type: 'string',
+              description: 'JSON Pointer into `input` ("" is the input itself)',
+            },
+            keyword: {
+              type: 'string',
+              description: 'the JSON Schema keyword that failed (required, type, …)',
+            },
+            schemaPath: { type: 'string', description: 'where that keyword is in the schema' },
+            message: str,
+          }),
+        },
+      },
+      ['violations'],
+    ),
   }),
   PendingInput: closed(
     {

@@ -18,8 +18,9 @@ const withBody = {
   '400': err('BadRequest'),
   '413': err('TooLarge'),
   '415': err('UnsupportedMediaType'),
-  '422': err('Unprocessable'),
 };
+/** Routes a per-tenant limit applies to (server/tenant-limits.ts): writes and streams. */
+const limited = { '429': err('TooManyRequests') };
 /** Routes that may call the remote agent. */
 const upstream = { '502': err('RemoteError'), '503': err('Unavailable'), '504': err('Timeout') };
 const taskId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
@@ -81,8 +82,10 @@ export function openApiDocument(): Record<string, unknown> {
             '202': json('Accepted: the envelope is durable, the remote start runs behind it', 'Task'),
             ...keyed,
             ...withBody,
+            ...limited,
             '403': err('Forbidden'),
             '409': err('Conflict'),
+            '422': err('Unprocessable'),
             ...upstream,
           },
         },
@@ -124,6 +127,7 @@ export function openApiDocument(): Record<string, unknown> {
             '200': task,
             ...keyed,
             ...withBody,
+            ...limited,
             '403': err('Forbidden'),
             '404': err('NotFound'),
             '409': err('Conflict'),
@@ -152,6 +156,7 @@ export function openApiDocument(): Record<string, unknown> {
             '200': task,
             ...keyed,
             ...withBody,
+            ...limited,
             '403': err('Forbidden'),
             '404': err('NotFound'),
             '409': err('Conflict'),
@@ -215,21 +220,21 @@ export function openApiDocument(): Record<string, unknown> {
         get: {
           summary: "A task's events as SSE",
           parameters: [taskId, ...streamFrom],
-          responses: { '200': sse, ...keyed, '404': err('NotFound') },
+          responses: { '200': sse, ...keyed, '404': err('NotFound'), ...limited },
         },
       },
       '/v1/events': {
         get: {
           summary: "All of the tenant's task events as SSE",
           parameters: streamFrom,
-          responses: { '200': sse, ...keyed },
+          responses: { '200': sse, ...keyed, ...limited },
         },
       },
       '/v1/stream-tickets': {
         post: {
           summary:
             'A short-lived ticket (60 s) that opens the stream routes in place of the key (?ticket=); it names the key, which is checked again on use',
-          responses: { '201': json('A stream ticket', 'StreamTicket'), ...keyed },
+          responses: { '201': json('A stream ticket', 'StreamTicket'), ...keyed, ...limited },
         },
       },
       '/v1/signals': {
@@ -282,7 +287,7 @@ export function openApiDocument(): Record<string, unknown> {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       responses: {
         BadRequest: errorResponse(
-          '400: malformed request (not JSON, too deep, a query parameter or field wrong)',
+          '400 invalid_argument: malformed request (not JSON, too deep, a query parameter or field wrong, an acceptance schema that is not a valid JSON Schema); `error.field` names the field',
         ),
         Unauthenticated: errorResponse(
           '401: no valid API key (or, on the webhook route, no valid push token)',
@@ -296,7 +301,20 @@ export function openApiDocument(): Record<string, unknown> {
         ),
         TooLarge: errorResponse('413: request body over the limit'),
         UnsupportedMediaType: errorResponse('415: request body is not application/json'),
-        Unprocessable: errorResponse('422: the body is JSON but a field is not acceptable'),
+        TooManyRequests: {
+          ...errorResponse(
+            "429 resource_exhausted: over one of the tenant's limits (writes per second, creates in flight, open streams; the message names it); retry after Retry-After seconds",
+          ),
+          headers: {
+            'Retry-After': {
+              description: 'seconds to wait before retrying',
+              schema: { type: 'integer', minimum: 1 },
+            },
+          },
+        },
+        Unprocessable: errorResponse(
+          "422 unprocessable: the body is well-formed and every field valid, but the target's input schema refuses `input`; `error.violations` names each failing place (instancePath in the input, the schema keyword and its schemaPath), and so does the message",
+        ),
         RemoteError: errorResponse('502: the remote agent answered something unusable'),
         Unavailable: errorResponse('503: the remote agent cannot be reached now; retry'),
         Timeout: errorResponse('504: the remote agent did not answer in time; retry'),

@@ -48,12 +48,30 @@ export function tooDeep(maxDepth: number): TaskplaneError {
  */
 export async function readBodyText(req: Request, maxBytes: number, maxJsonDepth?: number): Promise<string> {
   const depth = maxJsonDepth === undefined ? null : new JsonDepthScanner(maxJsonDepth);
-  return readLimitedBody(
+  const text = await readLimitedBody(
     req,
     maxBytes,
     () => payloadTooLarge(maxBytes),
     depth ? (chunk) => (depth.feed(chunk) ? null : tooDeep(depth.maxDepth)) : undefined,
   );
+  bodiesRead.add(req);
+  return text;
+}
+
+/** Requests whose body was read to its end (readBodyText): their connection can carry the next request. */
+const bodiesRead = new WeakSet<Request>();
+
+/**
+ * Whether `req` came with a body that nobody read to its end: refused before it was read (401, 403, 404,
+ * 429) or part way. Answering keeps it arriving; @hono/node-server would then read and discard up to
+ * 64 MiB of it to keep the connection, so the answer closes the connection instead (http-errors.ts).
+ */
+export function bodyLeftUnread(req: Request): boolean {
+  if (bodiesRead.has(req) || req.method === 'GET' || req.method === 'HEAD') return false;
+  const declared = req.headers.get('content-length');
+  if (declared !== null) return Number(declared) > 0;
+  if (req.headers.has('transfer-encoding')) return true;
+  return req.body !== null && !req.bodyUsed;
 }
 
 /** Parses `text` as JSON within the depth limit; bad or too deep JSON is a 400 naming `body`. */

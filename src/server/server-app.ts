@@ -3,12 +3,13 @@ import { join, normalize } from 'node:path';
 import { Hono, type Context } from 'hono';
 import type { Logger } from '../core/logger.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../core/bounded-json.ts';
+import { SystemClock, type Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { ApiKeyRecord, EnvelopeStore } from '../store/store.ts';
 import { timingSafeEqualString } from '../plane/constant-time.ts';
 import type { KeyRing } from './api-keys.ts';
-import { errorHandler } from './http-errors.ts';
+import { errorHandler, sendError } from './http-errors.ts';
 import type { LabRequestHandler } from './lab-route.ts';
 import { createMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
@@ -20,8 +21,9 @@ import {
   type BodyLimits,
 } from './request-body.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
+import { TenantLimits, type TenantLimitsOptions } from './tenant-limits.ts';
 
-export interface ServerAppOptions {
+export interface ServerAppOptions extends TenantLimitsOptions {
   plane: Plane;
   store: EnvelopeStore;
   keys: KeyRing;
@@ -46,6 +48,8 @@ export interface ServerAppOptions {
   maxJsonDepth?: number;
   /** prom-client default process metrics. @default true */
   defaultMetrics?: boolean;
+  /** Time for the per-tenant write rate (tenant-limits.ts). @default a SystemClock */
+  clock?: Clock;
 }
 
 export type MetricsAccess = { kind: 'open' } | { kind: 'token'; token: string } | { kind: 'closed' };
@@ -70,28 +74,6 @@ export const DASHBOARD_CSP = [
 const SSE_ROUTE = /^\/v1\/(?:events|tasks\/[^/]+\/events)$/;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** Ends a stream response's body when `signal` aborts (its key was revoked), as a client leaving would. */
-function endWith(res: Response, signal: AbortSignal): Response {
-  const reader = res.body!.getReader();
-  const cut = () => void reader.cancel(signal.reason).catch(() => {});
-  if (signal.aborted) cut();
-  else signal.addEventListener('abort', cut, { once: true });
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) {
-        signal.removeEventListener('abort', cut);
-        controller.close();
-      } else controller.enqueue(value);
-    },
-    cancel(reason) {
-      signal.removeEventListener('abort', cut);
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(body, { status: res.status, headers: res.headers });
-}
-
 const STATIC_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -109,6 +91,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const maxJsonDepth = o.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
   const limits: BodyLimits = { maxBytes: o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxJsonDepth };
   const maxWebhookBytes = o.maxWebhookBytes ?? DEFAULT_MAX_WEBHOOK_BYTES;
+  const tenantLimits = new TenantLimits(o.clock ?? new SystemClock(), o);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/metrics', async (c) => {
@@ -172,12 +155,29 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     c.set('tenant', key.tenant);
     c.set('keyId', key.id);
     keyOf.set(c.req.raw, key);
+    // The tenant's share, checked before its body is read: a refused request costs no more than its headers.
+    if (!READ_METHODS.has(c.req.method)) tenantLimits.takeWrite(key.tenant);
+    if (c.req.method === 'POST' && c.req.path === '/v1/tasks') {
+      const release = tenantLimits.enterCreate(key.tenant);
+      try {
+        await next();
+      } finally {
+        release();
+      }
+      return;
+    }
     await next();
-    if (stream && c.res.body && (c.res.headers.get('content-type') ?? '').startsWith('text/event-stream'))
-      c.res = endWith(c.res, o.keys.streamSignal(key.id));
   });
   app.post('/v1/stream-tickets', (c) => c.json(o.tickets.issue(keyOf.get(c.req.raw)!), 201));
-  registerTaskRoutes(app, { plane: o.plane, store: o.store, signal: o.signal, limits });
+  registerTaskRoutes(app, {
+    plane: o.plane,
+    store: o.store,
+    signal: o.signal,
+    limits,
+    tenantLimits,
+    // A stream ends when its key is revoked, as a client leaving would end it.
+    revoked: (keyId) => o.keys.streamSignal(keyId),
+  });
 
   if (o.lab) {
     const lab = o.lab;
@@ -205,7 +205,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
       }
     });
   }
-  app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route', field: null } }, 404));
+  app.notFound((c) => sendError(c, new TaskplaneError('not_found', 'no such route')));
   // Routes and middleware throw; this one handler answers every error and logs it (http-errors.ts).
   app.onError(errorHandler(o.logger));
   return app;

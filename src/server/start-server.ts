@@ -13,12 +13,14 @@ import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-connector.ts';
 import { Plane } from '../plane/plane.ts';
+import { WorkerSchemaCompiler } from '../plane/worker-schema-compiler.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
 import { labRoute } from './lab-route.ts';
 import { connectTarget, type ConnectorDeps, type TargetConfig } from './targets.ts';
 import { createServerApp, type MetricsAccess, type ServerAppOptions } from './server-app.ts';
+import type { TenantLimitsOptions } from './tenant-limits.ts';
 
 /** Options of `startServer`; every default is the CLI's. */
 export interface ServerOptions {
@@ -71,8 +73,11 @@ export interface ServerOptions {
   random?: Random;
   /** prom-client process metrics (off in tests that start many servers). @default true */
   defaultMetrics?: boolean;
-  /** Request body limits and JSON nesting limit (server-app.ts and docs/security.md give the defaults). */
-  limits?: Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>;
+  /**
+   * Request body limits, the JSON nesting limit and the per-tenant limits (server-app.ts,
+   * tenant-limits.ts; docs/security.md gives the defaults).
+   */
+  limits?: Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'> & TenantLimitsOptions;
   /**
    * Names this plane process as the owner of its leases; unique per process sharing a database.
    * @default `plane@<hostname>:<port>`, or a random id with port 0
@@ -152,13 +157,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
 
   // Listen first: the plane's public URL may be the listening address, known only now.
-  let handler: ((req: Request) => Response | Promise<Response>) | null = null;
+  let handler: ((req: Request, env: unknown) => Response | Promise<Response>) | null = null;
   const port = options.port ?? 8080;
   const bind = options.bind ?? '127.0.0.1';
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve(
       {
-        fetch: (req) => (handler ? handler(req) : new Response('starting', { status: 503 })),
+        // The node objects go through as hono's `c.env`: SSE streams write to the response directly.
+        fetch: (req, env) => (handler ? handler(req, env) : new Response('starting', { status: 503 })),
         port,
         hostname: bind,
       },
@@ -175,10 +181,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // reconciliation leases) back at once instead of waiting out its dead predecessor's.
   const instanceId =
     options.instanceId ?? (port !== 0 ? `plane@${hostname()}:${port}` : newId(clock, random, 'pln_'));
+  // Acceptance schemas compile in a worker thread with a deadline, never on the event loop.
+  const schemaCompiler = new WorkerSchemaCompiler({ clock });
   const plane = new Plane({
     clock,
     random,
     store,
+    schemaCompiler,
     connectors: (target) => connectors.get(target),
     logger: logger.child({ part: 'plane' }),
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
@@ -230,8 +239,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     ...(options.lab === false ? {} : { lab: labRoute(ROOT_DIR, logger.child({ part: 'lab-page' })) }),
     ...(options.defaultMetrics !== undefined ? { defaultMetrics: options.defaultMetrics } : {}),
     ...options.limits,
+    clock,
   });
-  handler = (req) => app.fetch(req);
+  handler = (req, env) => app.fetch(req, env);
   await plane.start();
   await keys.start((err) =>
     logger.warn({ err: err instanceof Error ? err.message : 'error' }, 'API key sweep failed'),
@@ -254,6 +264,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
         await Promise.allSettled([...revocations]);
         await plane.stop();
+        await schemaCompiler.close();
         await closed;
         if (ownsStore) await store.close();
       })()),

@@ -4,6 +4,7 @@ import type { Logger } from '../core/logger.ts';
 import type { Random } from '../core/random.ts';
 import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
+import { checkInputSchema } from '../plane/acceptance.ts';
 import { mcpTarget } from './target-kinds/mcp.ts';
 
 /**
@@ -134,6 +135,12 @@ export class TargetSettings {
     return out;
   }
 
+  /** A JSON Schema setting (a target's input schema): an object that compiles. */
+  schema(setting: string): Record<string, unknown> | undefined {
+    const value = this.config[setting];
+    return value === undefined ? undefined : checkInputSchema(this.field(setting), value);
+  }
+
   /** Refuses settings this kind does not know (a typo would otherwise be silently ignored). */
   only(known: readonly string[]): void {
     for (const key of Object.keys(this.config))
@@ -158,6 +165,7 @@ const a2aTarget: TargetKind = {
       'cardTtlMs',
       'idempotentStart',
       'webhookSigningSecret',
+      'inputSchema',
     ]);
     const headers = s.strings('headers');
     const timeoutMs = s.int('timeoutMs', 1);
@@ -165,6 +173,7 @@ const a2aTarget: TargetKind = {
     const cardTtlMs = s.int('cardTtlMs', 0);
     const idempotentStart = s.boolean('idempotentStart');
     const webhookSigningSecret = s.string('webhookSigningSecret');
+    const inputSchema = s.schema('inputSchema');
     return new A2AConnector({
       target: name,
       clock: deps.clock,
@@ -175,6 +184,7 @@ const a2aTarget: TargetKind = {
       ...(cardTtlMs !== undefined ? { cardTtlMs } : {}),
       ...(idempotentStart !== undefined ? { idempotentStart } : {}),
       ...(webhookSigningSecret ? { webhookSigningSecret } : {}),
+      ...(inputSchema ? { inputSchema } : {}),
     });
   },
 };

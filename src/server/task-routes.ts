@@ -7,6 +7,7 @@ import type { Plane } from '../plane/plane.ts';
 import type { EnvelopeStore } from '../store/store.ts';
 import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
 import { readJsonObject, type BodyLimits } from './request-body.ts';
+import type { TenantLimits } from './tenant-limits.ts';
 
 /** Hono variables set by the auth middleware. */
 export type ServerEnv = { Variables: { tenant: string; keyId: string } };
@@ -73,7 +74,14 @@ function createWait(prefer: string | undefined, query: string | undefined): 'sta
 
 export function registerTaskRoutes(
   app: Hono<ServerEnv>,
-  deps: { plane: Plane; store: EnvelopeStore; signal: AbortSignal; limits: BodyLimits },
+  deps: {
+    plane: Plane;
+    store: EnvelopeStore;
+    signal: AbortSignal;
+    limits: BodyLimits;
+    tenantLimits: TenantLimits;
+    revoked: (keyId: string) => AbortSignal;
+  },
 ): void {
   const { plane, store } = deps;
   const jsonBody = (req: Request) => readJsonObject(req, deps.limits);
@@ -161,21 +169,28 @@ export function registerTaskRoutes(
     const tenant = c.get('tenant');
     const id = c.req.param('id');
     await plane.get(tenant, id);
+    const afterSeq = await resumePoint(c, store);
     return eventStream(c, {
       store,
       tenant,
       envelopeId: id,
-      afterSeq: await resumePoint(c, store),
+      afterSeq,
       signal: deps.signal,
+      revoked: deps.revoked(c.get('keyId')),
+      onEnd: deps.tenantLimits.openStream(tenant),
     });
   });
 
   app.get('/v1/events', async (c) => {
+    const tenant = c.get('tenant');
+    const afterSeq = await resumePoint(c, store);
     return eventStream(c, {
       store,
-      tenant: c.get('tenant'),
-      afterSeq: await resumePoint(c, store),
+      tenant,
+      afterSeq,
       signal: deps.signal,
+      revoked: deps.revoked(c.get('keyId')),
+      onEnd: deps.tenantLimits.openStream(tenant),
     });
   });
 

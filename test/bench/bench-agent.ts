@@ -1,9 +1,10 @@
 import { defineAgent } from '../../src/host/agent-api.ts';
+import { defineTool } from '../../src/host/tool-api.ts';
 
 /**
  * The trivial agent our host runs in `npm run bench:host`, matching sdk-server.ts: completes at once,
  * or with a data part `{"fanout": N}` waits for the go signal (an input answer), then publishes N
- * WORKING status updates and completes.
+ * WORKING status updates and completes. Its MCP tool `bench_tool` completes at once too (the MCP rows).
  */
 export default defineAgent({
   card: { name: 'bench', description: 'bench agent', version: '1.0.0' },
@@ -18,4 +19,12 @@ export default defineAgent({
     }
     return 'ok';
   },
+  tools: [
+    defineTool({
+      name: 'bench_tool',
+      async run() {
+        return 'ok';
+      },
+    }),
+  ],
 });

@@ -11,8 +11,12 @@ wait_ready() {
 
 # start_host CHECKOUT DB_URL OUT_FILE: `taskplane host` of CHECKOUT with the bench agent, on a free port.
 # Sets HOST_PID and HOST_URL (its JSON-RPC URL).
+# It runs CHECKOUT's sources (through tsx, which also loads the .ts agent on Node 20), so neither checkout
+# needs a build; a checkout from before the sources had a loader runs its bin/taskplane.js.
 start_host() {
-  (cd "$1" && LOG_LEVEL=warn exec node bin/taskplane.js host --port 0 --db "$2" \
+  local cli=bin/taskplane.js
+  [ -f "$1/test/support/cli-from-source.mjs" ] && cli=test/support/cli-from-source.mjs
+  (cd "$1" && LOG_LEVEL=warn exec node "$cli" host --port 0 --db "$2" \
     --agent test/bench/bench-agent.ts > "$3" 2>&1) &
   HOST_PID=$!
   wait_ready "$3"

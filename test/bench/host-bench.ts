@@ -7,7 +7,9 @@
  * in-process load generator (fetch keep-alive, bounded concurrency, loopback only, bounded time).
  *
  * Rows: non-blocking SendMessage req/s and p99, GetTask req/s and p99, time to deliver 1,000 status
- * events to 100 SSE subscribers. Medians of BENCH_RUNS rounds (default 5) and ratios.
+ * events to 100 SSE subscribers. Medians of BENCH_RUNS rounds (default 5) and ratios. Then our host's
+ * MCP surface alone (no other server here hosts the 2026-07-28 tasks extension): tools/call answered
+ * with a CreateTaskResult (the task durably stored first) and tasks/get, same load, same rounds.
  *
  * Load generator for sends and GetTask: wrk (`--wrk`, the default when /usr/bin/wrk exists; `--no-wrk`
  * forces the in-process one). wrk is C and costs the shared two cores far less per request than any
@@ -40,6 +42,7 @@ const USE_WRK = process.argv.includes('--wrk') || (!process.argv.includes('--no-
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
 const WRK_SCRIPT = join(import.meta.dirname, 'wrk-a2a.lua');
+const WRK_MCP_SCRIPT = join(import.meta.dirname, 'wrk-mcp.lua');
 const V = { 'content-type': 'application/json', 'A2A-Version': '1.0' };
 
 interface Target {
@@ -106,6 +109,7 @@ function wrk(
   seconds: number,
   prefix: string,
   body = '{}',
+  mcp?: { method: string; name: string },
 ): Promise<WrkResult> {
   const args = [
     '-t1',
@@ -115,7 +119,7 @@ function wrk(
     '10s',
     '--latency',
     '-s',
-    WRK_SCRIPT,
+    mcp ? WRK_MCP_SCRIPT : WRK_SCRIPT,
     url,
   ];
   return new Promise((resolve, reject) => {
@@ -123,7 +127,13 @@ function wrk(
       WRK_BIN,
       args,
       {
-        env: { ...process.env, BENCH_MODE: mode, BENCH_BODY: body, BENCH_PREFIX: prefix },
+        env: {
+          ...process.env,
+          BENCH_MODE: mode,
+          BENCH_BODY: body,
+          BENCH_PREFIX: prefix,
+          ...(mcp ? { BENCH_MCP_METHOD: mcp.method, BENCH_MCP_NAME: mcp.name } : {}),
+        },
         timeout: (seconds + 30) * 1000,
       },
       (err, stdout, stderr) => {
@@ -154,11 +164,16 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
  * fan-out) just as a request goes out on it: such a request is sent again once, as the node:http docs
  * advise (`request.reusedSocket`). Without it, a whole bench run died on one ECONNRESET.
  */
-function post(url: string, body: string, retried = false): Promise<Record<string, unknown>> {
+function post(
+  url: string,
+  body: string,
+  retried = false,
+  headers: Record<string, string> = V,
+): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
-      { method: 'POST', agent, headers: { ...V, 'content-length': Buffer.byteLength(body) } },
+      { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -178,7 +193,7 @@ function post(url: string, body: string, retried = false): Promise<Record<string
     );
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (!retried && req.reusedSocket && err.code === 'ECONNRESET')
-        post(url, body, true).then(resolve, reject);
+        post(url, body, true, headers).then(resolve, reject);
       else reject(err);
     });
     req.end(body);
@@ -394,12 +409,81 @@ async function benchServer(script: string, target: Omit<Target, 'proc' | 'url'>)
   return { ...target, proc, url: proc.readyMatch![1]! };
 }
 
+/** A 2026-07-28 request declaring the tasks extension, and the headers that must mirror it. */
+function mcpRequest(method: string, params: Record<string, unknown>, name: string) {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method,
+    params: {
+      ...params,
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+      },
+    },
+  });
+  const headers = {
+    'content-type': 'application/json',
+    'MCP-Protocol-Version': '2026-07-28',
+    'Mcp-Method': method,
+    'Mcp-Name': name,
+  };
+  return { body, headers, method, name };
+}
+
+interface McpSample {
+  createRps: number;
+  createP99: number;
+  createCpuUs: number;
+  getRps: number;
+  getP99: number;
+  getCpuUs: number;
+}
+
+/** One run of the MCP rows against our host: tools/call → CreateTaskResult, then tasks/get. */
+async function mcpSample(t: Target, r: number): Promise<McpSample> {
+  const url = `${t.url}/mcp`;
+  const pid = t.proc.pid;
+  const create = mcpRequest('tools/call', { name: 'bench_tool' }, 'bench_tool');
+  const first = await post(url, create.body, false, create.headers);
+  const taskId = (first.result as { resultType: string; taskId: string }).taskId;
+  if ((first.result as { resultType: string }).resultType !== 'task') throw new Error('no CreateTaskResult');
+  const get = mcpRequest('tasks/get', { taskId }, taskId);
+  await post(url, get.body, false, get.headers);
+  const phase = async (req: ReturnType<typeof mcpRequest>) => {
+    const c0 = cpuMs(pid);
+    const s = USE_WRK
+      ? await wrk(url, 'get', SECONDS, `mcp${r}`, req.body, { method: req.method, name: req.name })
+      : {
+          ...(await load(
+            REQUESTS,
+            CONCURRENCY,
+            async () => void (await post(url, req.body, false, req.headers)),
+          )),
+          requests: REQUESTS,
+        };
+    return { ...s, cpuUs: ((cpuMs(pid) - c0) * 1000) / s.requests };
+  };
+  const c = await phase(create);
+  const g = await phase(get);
+  return {
+    createRps: c.rps,
+    createP99: c.p99,
+    createCpuUs: c.cpuUs,
+    getRps: g.rps,
+    getP99: g.p99,
+    getCpuUs: g.cpuUs,
+  };
+}
+
 async function main() {
   const loadStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-'));
   const env = { LOG_LEVEL: 'warn' };
   const targets: Target[] = [];
   const samples: Sample[][] = [];
+  const mcpSamples: McpSample[] = [];
   try {
     targets.push(
       {
@@ -442,6 +526,8 @@ async function main() {
         console.error(`run ${r + 1}/${RUNS}: ${targets[i]!.name} …`);
         samples[i]!.push(await sample(targets[i]!, getBodies[i]!, r));
       }
+      console.error(`run ${r + 1}/${RUNS}: ${targets[0]!.name}, MCP …`);
+      mcpSamples.push(await mcpSample(targets[0]!, r));
     }
   } finally {
     await Promise.all(targets.map((t) => t.proc.stop()));
@@ -496,6 +582,15 @@ async function main() {
     `ours / bare: sends ${x(roundRatio(o, c, 'sendRps'))}, GetTask ${x(roundRatio(o, c, 'getRps'))}, fan-out time ${x(roundRatio(o, c, 'fanoutMs'))}`,
   );
   console.log(`sdk / bare: fan-out time ${x(roundRatio(d, c, 'fanoutMs'))}`);
+  const mm = (k: keyof McpSample) => median(mcpSamples.map((s) => s[k]));
+  console.log('');
+  console.log(
+    '| taskplane host, MCP 2026-07-28 | tools/call → CreateTaskResult req/s | p99 ms | server CPU µs/req | tasks/get req/s | p99 ms | server CPU µs/req |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  console.log(
+    `| SQLite, durable | ${f(mm('createRps'))} | ${f(mm('createP99'), 1)} | ${f(mm('createCpuUs'))} | ${f(mm('getRps'))} | ${f(mm('getP99'), 1)} | ${f(mm('getCpuUs'))} |`,
+  );
 }
 
 await main();

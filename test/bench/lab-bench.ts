@@ -35,7 +35,8 @@ await timed('one 240-task run (engine, push + reconcile, all faults)', 1000, () 
 await timed('one 240-task run (engine, stream, all faults)', 1000, () =>
   runLab(withSettings(DEFAULT_SETTINGS, { delivery: 'stream' })),
 );
-const bin = fileURLToPath(new URL('../../bin/taskplane.js', import.meta.url));
+// The CLI from the sources: the bench measures this checkout, not whatever dist/ was last built from.
+const bin = fileURLToPath(new URL('../support/cli-from-source.mjs', import.meta.url));
 await timed('full `taskplane lab` (9 runs, new process)', 10_000, () =>
   execFileSync('node', [bin, 'lab'], { stdio: 'ignore' }),
 );

@@ -38,6 +38,10 @@ const BAD: Array<[field: keyof HostOptions, value: unknown]> = [
   ['maxJsonDepth', 0],
   ['hostId', ''],
   ['hostLeaseMs', Number.POSITIVE_INFINITY],
+  ['agent', { card: { name: 'a' }, tools: [] }],
+  ['mcpTaskTtlMs', 0],
+  ['mcpTaskTtlMs', 1.5],
+  ['mcpPollIntervalMs', -1],
 ];
 
 describe('host options', () => {
@@ -61,6 +65,8 @@ describe('host options', () => {
       maxJsonDepth: 64,
       hostId: undefined,
       hostLeaseMs: 30_000,
+      mcpTaskTtlMs: 86_400_000,
+      mcpPollIntervalMs: 1000,
     });
   });
 

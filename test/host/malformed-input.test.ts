@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningHost } from '../../src/host/start-host.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
@@ -262,4 +263,40 @@ it('the host is still serving after all of that', async () => {
     }),
   );
   expect(json.error).toBeUndefined();
+});
+
+describe('a body the host does not read closes the connection', () => {
+  /** POSTs a chunked body that keeps coming until the answer; the answer's status and Connection header. */
+  function endlessPost(path: string): Promise<{ status: number; connection: string | undefined }> {
+    const url = new URL(h.url);
+    return new Promise((resolve, reject) => {
+      const req = request({
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...V },
+      });
+      const chunk = Buffer.alloc(16 * 1024, 0x20);
+      let answered = false;
+      req.on('response', (res) => {
+        answered = true;
+        resolve({ status: res.statusCode!, connection: res.headers.connection });
+        res.resume();
+        req.destroy();
+      });
+      req.on('error', (err) => (answered ? undefined : reject(err)));
+      const pump = () => {
+        while (!answered && req.write(chunk));
+        if (!answered) req.once('drain', pump);
+      };
+      pump();
+    });
+  }
+
+  it('on the routes hono serves (no such route: 404) as on the bindings (413)', async () => {
+    expect(await endlessPost('/nope')).toEqual({ status: 404, connection: 'close' });
+    expect(await endlessPost('/.well-known/agent-card.json')).toMatchObject({ connection: 'close' });
+    expect(await endlessPost('/a2a/jsonrpc')).toEqual({ status: 413, connection: 'close' });
+  });
 });

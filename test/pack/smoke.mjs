@@ -78,6 +78,20 @@ async function commandLine() {
         : undefined;
     });
     check(state === 'succeeded', `the task ${state}`);
+    // An acceptance schema compiles in the plane's worker thread (dist/plane/schema-compile-worker.js).
+    const schema = { type: 'object', properties: { note: { type: 'string', pattern: '^(a+)+$' } } };
+    const withSchema = await fetch(`${url}/v1/tasks`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ target: 'demo', input: { durationMs: 10, steps: 1 }, acceptance: { schema } }),
+    });
+    const checked = await withSchema.json();
+    check(withSchema.status === 202, `POST /v1/tasks with an acceptance schema → ${withSchema.status}`);
+    const decided = await until('its acceptance to be decided', 60_000, async () => {
+      const got = await (await fetch(`${url}/v1/tasks/${checked.id}`, { headers: auth })).json();
+      return got.acceptance && got.acceptance.status !== 'pending' ? got.acceptance.status : undefined;
+    });
+    check(['accepted', 'rejected'].includes(decided), `its acceptance decided: ${decided}`);
     const page = await fetch(`${url}/`);
     check(page.status === 200, 'GET / (dashboard) → 200');
     const lab = await fetch(`${url}/lab/lab.js`);

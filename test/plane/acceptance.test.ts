@@ -8,6 +8,8 @@ import {
   decideAcceptance,
 } from '../../src/plane/acceptance.ts';
 import { planeConfig } from '../../src/plane/options.ts';
+import { Plane } from '../../src/plane/plane.ts';
+import { SeededRandom } from '../../src/core/random.ts';
 import { harness, type Harness } from './harness.ts';
 
 let h: Harness | undefined;
@@ -139,10 +141,14 @@ describe('acceptance schema limits', () => {
       expect.objectContaining({ code: 'config', field: 'acceptance.maxSchemaDepth' }),
     );
     expect(() => planeConfig({ acceptance: { maxSchemaBytes: 1.5 } })).toThrow(/acceptance\.maxSchemaBytes/);
+    expect(() => planeConfig({ acceptance: { compileTimeoutMs: 0 } })).toThrow(
+      /acceptance\.compileTimeoutMs/,
+    );
     expect(planeConfig().acceptance).toEqual({
       maxSchemaBytes: 16_384,
       maxSchemaDepth: 32,
       maxPatternLength: 1024,
+      compileTimeoutMs: 2000,
     });
   });
 });
@@ -205,5 +211,88 @@ describe('acceptance schemas are isolated per job', () => {
     const held = compiledSchemaCount();
     checkAcceptanceSchema({ maxLength: 9, minLength: 3, type: 'string' });
     expect(compiledSchemaCount()).toBe(held);
+  });
+});
+
+describe("the target's input schema (422)", () => {
+  const inputSchema = {
+    type: 'object',
+    required: ['kind'],
+    properties: { kind: { enum: ['report'] }, pages: { type: 'integer', minimum: 1 } },
+  };
+
+  /** A plane whose target `fake` declares an input schema. */
+  async function strictPlane(): Promise<Harness> {
+    const made = await harness();
+    const plain = made.remote.connector('fake');
+    const strict = { ...plain, inputSchema };
+    await made.plane.stop();
+    made.plane = new Plane({
+      clock: made.clock,
+      random: new SeededRandom(2),
+      store: made.store,
+      connectors: (t) => (t === 'fake' ? strict : undefined),
+    });
+    await made.plane.start();
+    return made;
+  }
+
+  it('refuses an input the schema does not take as unprocessable, naming instance path and keyword; nothing is recorded or sent', async () => {
+    h = await strictPlane();
+    const err = (await h.plane
+      .create({ tenant: A, target: 'fake', input: { kind: 'report', pages: 0 }, idempotencyKey: 'k1' })
+      .catch((e: unknown) => e)) as TaskplaneError;
+    expect(err).toBeInstanceOf(TaskplaneError);
+    expect(err.code).toBe('unprocessable');
+    expect(err.field).toBe('input');
+    expect(err.message).toContain('input/pages must be >= 1 (minimum at #/properties/pages/minimum)');
+    expect(err.details?.violations).toEqual([
+      {
+        instancePath: '/pages',
+        keyword: 'minimum',
+        schemaPath: '#/properties/pages/minimum',
+        message: 'must be >= 1',
+      },
+    ]);
+    expect((await h.plane.list(A)).items).toHaveLength(0);
+    expect(h.remote.calls.filter((c) => c.method === 'start')).toHaveLength(0);
+    // The same key with an input the target takes creates the job: the refusal kept nothing.
+    const { envelope } = await h.plane.create({
+      tenant: A,
+      target: 'fake',
+      input: { kind: 'report', pages: 3 },
+      idempotencyKey: 'k1',
+    });
+    expect(envelope.state).toBe('accepted');
+  });
+
+  it('a field error is still invalid_argument (400), checked before the input schema', async () => {
+    h = await strictPlane();
+    const err = (await h.plane
+      .create({ tenant: A, target: 'fake', input: {}, acceptance: { schema: { type: 'nonsense' } } })
+      .catch((e: unknown) => e)) as TaskplaneError;
+    expect(err.code).toBe('invalid_argument');
+    expect(err.field).toBe('acceptance.schema');
+  });
+
+  it('names the first five places and says how many more', async () => {
+    h = await strictPlane();
+    const many = {
+      type: 'object',
+      properties: Object.fromEntries([...'abcdefg'].map((k) => [k, { type: 'string' }])),
+    };
+    const plane = new Plane({
+      clock: h.clock,
+      random: new SeededRandom(3),
+      store: h.store,
+      connectors: () => ({ ...h!.remote.connector('fake'), inputSchema: many }),
+    });
+    const input = Object.fromEntries([...'abcdefg'].map((k) => [k, 1]));
+    const err = (await plane
+      .create({ tenant: A, target: 'fake', input })
+      .catch((e: unknown) => e)) as TaskplaneError;
+    expect(err.code).toBe('unprocessable');
+    expect(err.details?.violations).toHaveLength(5);
+    expect(err.message).toMatch(/… and 2 more$/);
   });
 });

@@ -36,6 +36,8 @@ interface Answer {
 
 let host: RunningHost;
 let server: RunningServer;
+/** A plane whose per-tenant limits are tiny, for the 429 answers. */
+let limited: RunningServer;
 const answers: Answer[] = [];
 const sseEvents: unknown[] = [];
 
@@ -45,7 +47,19 @@ beforeAll(async () => {
   server = await startServer({
     port: 0,
     db: 'memory:',
-    targets: { agent: { baseUrl: host.url, idempotentStart: true } },
+    targets: {
+      agent: { baseUrl: host.url, idempotentStart: true },
+      // The same agent behind a target that takes only report requests of a known kind.
+      strict: {
+        baseUrl: host.url,
+        idempotentStart: true,
+        inputSchema: {
+          type: 'object',
+          required: ['kind'],
+          properties: { kind: { enum: ['report', 'fail'] }, pages: { type: 'integer', minimum: 1 } },
+        },
+      },
+    },
     apiKeys: `alpha:${KEY_A},beta:${KEY_B}`,
     dashboard: false,
     lab: false,
@@ -53,8 +67,20 @@ beforeAll(async () => {
     plane: { results: { maxArtifactBytes: 2000 } },
     logger,
   });
+  limited = await startServer({
+    port: 0,
+    db: 'memory:',
+    targets: { agent: { baseUrl: host.url, idempotentStart: true } },
+    apiKeys: `alpha:${KEY_A}`,
+    dashboard: false,
+    lab: false,
+    defaultMetrics: false,
+    limits: { writeBurstPerTenant: 1, writesPerSecondPerTenant: 0.001, maxStreamsPerTenant: 1 },
+    logger,
+  });
 });
 afterAll(async () => {
+  await limited?.close();
   await server?.close();
   await host?.close();
 });
@@ -64,11 +90,17 @@ async function call(
   method: string,
   template: string,
   params: Record<string, string> = {},
-  init: { body?: string; key?: string | null; query?: string; headers?: Record<string, string> } = {},
+  init: {
+    body?: string;
+    key?: string | null;
+    query?: string;
+    headers?: Record<string, string>;
+    on?: RunningServer;
+  } = {},
 ): Promise<{ status: number; body: unknown }> {
   const path = template.replace(/\{(\w+)\}/g, (_, k: string) => encodeURIComponent(params[k] ?? ''));
   const key = init.key === undefined ? KEY_A : init.key;
-  const res = await fetch(`${server.url}${path}${init.query ?? ''}`, {
+  const res = await fetch(`${(init.on ?? server).url}${path}${init.query ?? ''}`, {
     method: method.toUpperCase(),
     headers: {
       ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -78,6 +110,12 @@ async function call(
     ...(init.body !== undefined ? { body: init.body } : {}),
   });
   const contentType = res.headers.get('content-type') ?? '';
+  // A stream is only recorded here (its events are checked by readStream).
+  if (contentType.startsWith('text/event-stream')) {
+    answers.push({ method, template, status: res.status, contentType, body: null });
+    void res.body?.cancel();
+    return { status: res.status, body: null };
+  }
   const text = await res.text();
   const body: unknown = /json/.test(contentType) ? JSON.parse(text) : text;
   answers.push({ method, template, status: res.status, contentType, body });
@@ -160,6 +198,29 @@ async function exercise(): Promise<void> {
   await call('post', '/v1/tasks', {}, { body: JSON.stringify({ target: 'agent', input: 'other' }), headers });
   await call('post', '/v1/tasks', {}, { body: '{not json' });
   await call('post', '/v1/tasks', {}, { body: JSON.stringify({ target: 'nowhere', input: 1 }) });
+  // Every field valid, but the target's input schema refuses the input: 422 naming where and why.
+  const refused = await call(
+    'post',
+    '/v1/tasks',
+    {},
+    { body: JSON.stringify({ target: 'strict', input: { kind: 'report', pages: 0 } }) },
+  );
+  expect(refused.status).toBe(422);
+  expect(refused.body).toMatchObject({
+    error: {
+      code: 'unprocessable',
+      field: 'input',
+      violations: [{ instancePath: '/pages', keyword: 'minimum', schemaPath: '#/properties/pages/minimum' }],
+    },
+  });
+  expect((refused.body as { error: { message: string } }).error.message).toContain('input/pages');
+  const takes = await call(
+    'post',
+    '/v1/tasks',
+    {},
+    { body: JSON.stringify({ target: 'strict', input: { kind: 'report', pages: 2 } }) },
+  );
+  expect(takes.status).toBe(202);
   await call('get', '/v1/tasks/{id}', { id: report });
 
   const accepted = await create({ kind: 'report' }, { acceptance: { schema: { type: 'string' } } });
@@ -219,6 +280,25 @@ async function exercise(): Promise<void> {
     { kind: 'a2a', target: 'agent' },
     { key: null, body: '{}' },
   );
+
+  // Over a per-tenant limit: the one write of the burst, then 429 on every write route; one stream, then 429.
+  const on = limited;
+  const created = await call(
+    'post',
+    '/v1/tasks',
+    {},
+    { on, body: JSON.stringify({ target: 'agent', input: 1 }) },
+  );
+  const id = (created.body as { id: string }).id;
+  await call('post', '/v1/tasks', {}, { on, body: JSON.stringify({ target: 'agent', input: 2 }) });
+  await call('post', '/v1/tasks/{id}/cancel', { id }, { on, body: '{}' });
+  await call('post', '/v1/tasks/{id}/input', { id }, { on, body: JSON.stringify({ requestId: 'r' }) });
+  await call('post', '/v1/stream-tickets', {}, { on });
+  const stream = await fetch(`${limited.url}/v1/events`, { headers: { authorization: `Bearer ${KEY_A}` } });
+  expect(stream.status).toBe(200);
+  await call('get', '/v1/events', {}, { on });
+  await call('get', '/v1/tasks/{id}/events', { id }, { on });
+  await stream.body!.cancel();
 }
 
 /** The schema a documented answer promises for a JSON body, or why there is none. */
@@ -270,7 +350,18 @@ describe('the OpenAPI document', () => {
 
     // The answers covered what the contract is about.
     const statuses = new Set(answers.map((a) => a.status));
-    for (const s of [200, 201, 202, 400, 401, 404, 409]) expect(statuses).toContain(s);
+    for (const s of [200, 201, 202, 400, 401, 404, 409, 422]) expect(statuses).toContain(s);
+    const limitedRoutes = answers.filter((a) => a.status === 429).map((a) => `${a.method} ${a.template}`);
+    expect(new Set(limitedRoutes)).toEqual(
+      new Set([
+        'post /v1/tasks',
+        'post /v1/tasks/{id}/cancel',
+        'post /v1/tasks/{id}/input',
+        'post /v1/stream-tickets',
+        'get /v1/events',
+        'get /v1/tasks/{id}/events',
+      ]),
+    );
     const states = new Set(
       answers
         .filter((a) => a.template === '/v1/tasks/{id}' && a.status === 200)

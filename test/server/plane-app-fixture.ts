@@ -3,10 +3,12 @@ import pino, { type Logger } from 'pino';
 import { SystemClock, type Clock } from '../../src/core/clock.ts';
 import type { Connector } from '../../src/connectors/connector.ts';
 import { CryptoRandom } from '../../src/core/random.ts';
+import type { SchemaCompiler } from '../../src/plane/acceptance.ts';
 import { Plane } from '../../src/plane/plane.ts';
 import { KeyRing, seedApiKeys } from '../../src/server/api-keys.ts';
 import { StreamTickets } from '../../src/server/stream-tickets.ts';
 import { createServerApp, type ServerAppOptions } from '../../src/server/server-app.ts';
+import type { TenantLimitsOptions } from '../../src/server/tenant-limits.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
@@ -15,7 +17,10 @@ export const KEY_A = 'key-aaaaaaaaaaaaaaaa';
 export const KEY_B = 'key-bbbbbbbbbbbbbbbb';
 
 export interface PlaneAppOptions {
-  limits?: Partial<Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>>;
+  limits?: Partial<Pick<ServerAppOptions, 'maxBodyBytes' | 'maxWebhookBytes' | 'maxJsonDepth'>> &
+    TenantLimitsOptions;
+  /** The clock of the per-tenant write rate (server-app.ts); @default a SystemClock */
+  limitsClock?: Clock;
   store?: Store;
   /** @default a SystemClock; a VirtualClock keeps the engine's timed work (polls, retries) from running. */
   clock?: Clock;
@@ -23,6 +28,8 @@ export interface PlaneAppOptions {
   connectors?: Record<string, Connector>;
   /** @default a silent logger */
   logger?: Logger;
+  /** Where acceptance schemas compile (PlanePorts.schemaCompiler). @default in process */
+  schemaCompiler?: SchemaCompiler;
 }
 
 /**
@@ -40,6 +47,7 @@ export async function planeApp(o: PlaneAppOptions = {}) {
     store,
     connectors: (t) => (Object.hasOwn(connectors, t) ? connectors[t] : undefined),
     options: { publicUrl: 'http://plane.test' },
+    ...(o.schemaCompiler ? { schemaCompiler: o.schemaCompiler } : {}),
   });
   await plane.start();
   const shutdown = new AbortController();
@@ -56,6 +64,7 @@ export async function planeApp(o: PlaneAppOptions = {}) {
     signal: shutdown.signal,
     defaultMetrics: false,
     ...o.limits,
+    ...(o.limitsClock ? { clock: o.limitsClock } : {}),
   });
   const fetch = (path: string, init: RequestInit = {}) =>
     app.fetch(new Request(`http://plane.test${path}`, { duplex: 'half', ...init } as RequestInit));

@@ -72,6 +72,18 @@ describe('targets: --target, the targets file and their settings', () => {
     );
   });
 
+  it("takes a target's input schema, refusing one that is not an object or does not compile", () => {
+    const inputSchema = { type: 'object', required: ['kind'] };
+    const c = connectTarget('docs', { kind: 'a2a', baseUrl: 'http://x', inputSchema }, deps());
+    expect(c.inputSchema).toEqual(inputSchema);
+    expect(() =>
+      connectTarget('docs', { kind: 'a2a', baseUrl: 'http://x', inputSchema: 'x' }, deps()),
+    ).toThrow('targets.docs.inputSchema: must be a JSON Schema object');
+    expect(() =>
+      connectTarget('docs', { kind: 'a2a', baseUrl: 'http://x', inputSchema: { type: 'nonsense' } }, deps()),
+    ).toThrow(/^targets.docs.inputSchema: schema is invalid/);
+  });
+
   it('a plane started with a target config (URL from the environment) runs a task on it', async () => {
     const peer = await startSdkPeer({ autoFinishMs: 1 });
     const server = await startServer({

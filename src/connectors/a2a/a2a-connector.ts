@@ -66,6 +66,11 @@ export interface A2AConnectorOptions {
    * pushes are accepted
    */
   webhookSigningSecret?: string;
+  /**
+   * JSON Schema a job's `input` must satisfy for this target (as the caller sends it: a string, `{parts}`
+   * or data), checked by the plane at create (422 when it fails). @default none: any input is sent
+   */
+  inputSchema?: Record<string, unknown>;
   /** Judges signature timestamps. @default the system clock */
   clock?: Clock;
 }
@@ -229,6 +234,10 @@ export class A2AConnector implements Connector {
     const c = new A2AConnector(options);
     await c.ready(signal);
     return c;
+  }
+
+  get inputSchema(): Record<string, unknown> | null {
+    return this.options.inputSchema ?? null;
   }
 
   get card(): AgentCard | null {

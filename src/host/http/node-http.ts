@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Clock } from '../../core/clock.ts';
 import { payloadTooLarge } from '../../protocols/a2a/errors.ts';
 import type { HeaderReader } from '../../protocols/a2a/handler.ts';
 import type { BindingOptions, HttpReply, HttpRequest } from '../../protocols/a2a/http-common.ts';
@@ -18,7 +17,7 @@ export function nodeListener(
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     core(new NodeHttpRequest(req, res)).then(
-      (reply) => send(reply, req, res, options.clock),
+      (reply) => send(reply, req, res),
       (err: unknown) => {
         // The cores never reject; should one, the client must not hang.
         options.onInternalError?.(err);
@@ -223,17 +222,18 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
   });
 }
 
-function send(reply: HttpReply, req: IncomingMessage, res: ServerResponse, clock: Clock): void {
+function send(reply: HttpReply, req: IncomingMessage, res: ServerResponse): void {
   if (reply.kind === 'json') {
-    if (reply.body === null) res.writeHead(reply.status, reply.headers).end();
+    // A body left unread (refused before or while it was read: 401, 404, 413, or on a route that takes
+    // none) may still be arriving: the answer closes the connection (node ends the socket once the
+    // answer is written) rather than reading the rest, which a client could make endless. A body the
+    // parser has wholly received (`complete`: every GET) node discards itself and keeps the connection.
+    const headers = req.complete ? reply.headers : { ...reply.headers, Connection: 'close' };
+    if (reply.body === null) res.writeHead(reply.status, headers).end();
     else
       res
-        .writeHead(reply.status, { ...reply.headers, 'Content-Length': Buffer.byteLength(reply.body) })
+        .writeHead(reply.status, { ...headers, 'Content-Length': Buffer.byteLength(reply.body) })
         .end(reply.body);
-    // A body left unread (refused with 413, or on a route that takes none) may still be arriving:
-    // discard it so the connection can carry the next request. One the parser has wholly received
-    // (`complete`: every GET) node discards itself when the response finishes.
-    if (!req.complete) drain(req, clock);
     return;
   }
   res.writeHead(200, reply.headers);
@@ -269,34 +269,4 @@ class ResponseSink implements SseSink {
   end(): void {
     this.res.end();
   }
-}
-
-/**
- * Bounds on discarding a refused body, as @hono/node-server's `drainIncoming` has them: a client still
- * sending after its 413 gets this much (time or bytes) before the connection is closed.
- */
-const DRAIN_TIMEOUT_MS = 500;
-const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
-
-function drain(req: IncomingMessage, clock: Clock): void {
-  let bytes = 0;
-  const stop = () => {
-    cancelTimer();
-    req.off('data', onData);
-    req.off('end', stop);
-    req.off('error', stop);
-  };
-  const forceClose = () => {
-    stop();
-    req.socket.destroySoon();
-  };
-  const onData = (chunk: Buffer) => {
-    bytes += chunk.length;
-    if (bytes > MAX_DRAIN_BYTES) forceClose();
-  };
-  const cancelTimer = clock.setTimer(DRAIN_TIMEOUT_MS, forceClose);
-  req.on('data', onData);
-  req.on('end', stop);
-  req.on('error', stop);
-  req.resume();
 }

@@ -4,6 +4,7 @@ import {
   isObj,
   json,
   jsonObj,
+  keyPath,
   nonEmptyStr,
   obj,
   optInt,
@@ -166,6 +167,25 @@ export function decodeUpdateTaskParams(params: Obj | undefined): UpdateTaskParam
     inputResponses: decodeInputResponses(own(p, 'inputResponses'), 'params.inputResponses'),
   };
   return withMeta(out, p, true);
+}
+
+/**
+ * `tasks/update` as a server reads it: the envelope strictly, the answers only as a map of objects.
+ * The extension says a server SHOULD ignore answers to keys that are not outstanding, so an answer
+ * under such a key must not fail the request by its shape; the server decodes the answers it takes
+ * with `decodeInputResponses`.
+ */
+export function decodeUpdateTaskEnvelope(params: Obj | undefined): {
+  taskId: string;
+  inputResponses: Record<string, Obj>;
+  meta: RequestMeta;
+} {
+  const p = obj(params, 'params');
+  const raw = obj(own(p, 'inputResponses'), 'params.inputResponses');
+  const inputResponses = Object.fromEntries(
+    Object.keys(raw).map((key) => [key, obj(raw[key], keyPath('params.inputResponses', key))]),
+  );
+  return { taskId: nonEmptyStr(p, 'taskId', 'params'), inputResponses, meta: decodeRequestMeta(p) };
 }
 
 /** `subscriptions/listen`; only the task part of `notifications` is read here. */

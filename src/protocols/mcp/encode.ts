@@ -132,6 +132,8 @@ export function discoverResult(options: {
   tasks?: boolean;
   instructions?: string;
   ttlMs?: number;
+  /** Required with `ttlMs` by the 2026-07-28 schema (CacheableResult). */
+  cacheScope?: 'public' | 'private';
 }): DiscoverResult {
   const caps: ServerCapabilities = { ...(options.capabilities ?? {}) };
   if (options.tasks !== false) caps.extensions = { ...(caps.extensions ?? {}), [TASKS_EXTENSION]: {} };
@@ -144,6 +146,7 @@ export function discoverResult(options: {
   };
   if (options.instructions !== undefined) out.instructions = options.instructions;
   if (options.ttlMs !== undefined) out.ttlMs = options.ttlMs;
+  if (options.cacheScope !== undefined) out.cacheScope = options.cacheScope;
   return out;
 }
 

@@ -171,27 +171,29 @@ describe('the node adapter answers as the web-standard binding does', () => {
 describe('the node adapter on a socket', () => {
   const big = rpc('SendMessage', { pad: 'z'.repeat(100_000) });
 
-  it('an oversized chunked body → 413 while it streams, and the connection carries the next request', async () => {
+  it('an oversized chunked body → 413 while it streams, and the connection is closed instead of read to its end', async () => {
     const agent = sockets.keepAliveAgent();
     const chunks = chunked(big);
     const refused = await send('', V, chunks, agent);
     expect(refused.status).toBe(413);
+    expect(refused.headers.connection).toBe('close');
     expect(JSON.parse(refused.body).error).toMatchObject({
       code: -32600,
       data: [{ reason: 'PAYLOAD_TOO_LARGE' }],
     });
     const next = await send('', V, [rpc('GetTask', { id: 't1' })], agent);
-    expect(next.reusedSocket).toBe(true);
+    expect(next.reusedSocket).toBe(false);
     expect(JSON.parse(next.body).result.id).toBe('t1');
   });
 
-  it('an oversized declared body → 413 unread, and the connection carries the next request', async () => {
+  it('an oversized declared body → 413 unread, and the connection is closed', async () => {
     const agent = sockets.keepAliveAgent();
     const refused = await send('', { ...V, 'content-length': String(Buffer.byteLength(big)) }, [big], agent);
     expect(refused.status).toBe(413);
+    expect(refused.headers.connection).toBe('close');
     expect(stub.contexts).toHaveLength(0);
     const next = await send('', V, [rpc('GetTask', { id: 't1' })], agent);
-    expect(next.reusedSocket).toBe(true);
+    expect(next.reusedSocket).toBe(false);
     expect(next.status).toBe(200);
   });
 

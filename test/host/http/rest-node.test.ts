@@ -315,37 +315,40 @@ describe('the REST node adapter answers as the web-standard binding does', () =>
 describe('the REST node adapter on a socket', () => {
   const big = JSON.stringify({ pad: 'z'.repeat(100_000) });
 
-  it('an oversized chunked body → 413 while it streams, and the connection carries the next request', async () => {
+  it('an oversized chunked body → 413 while it streams, and the connection is closed instead of read to its end', async () => {
     const agent = sockets.keepAliveAgent();
     const chunks = chunked(big);
     const refused = await send('POST', `${REST}/message:send`, J, chunks, agent);
     expect(refused.status).toBe(413);
+    expect(refused.headers.connection).toBe('close');
     expect(JSON.parse(refused.body).error).toMatchObject({
       code: 413,
       details: [{ reason: 'PAYLOAD_TOO_LARGE' }],
     });
     const next = await send('GET', `${REST}/tasks/t1`, V, [], agent);
-    expect(next.reusedSocket).toBe(true);
+    expect(next.reusedSocket).toBe(false);
     expect(JSON.parse(next.body).id).toBe('t1');
   });
 
-  it('an oversized declared body → 413 unread, and the connection carries the next request', async () => {
+  it('an oversized declared body → 413 unread, and the connection is closed', async () => {
     const agent = sockets.keepAliveAgent();
     const headers = { ...J, 'content-length': String(Buffer.byteLength(big)) };
     const refused = await send('POST', `${REST}/message:send`, headers, [big], agent);
     expect(refused.status).toBe(413);
+    expect(refused.headers.connection).toBe('close');
     expect(stub.contexts).toHaveLength(0);
     const next = await send('GET', `${REST}/tasks/t1`, V, [], agent);
-    expect(next.reusedSocket).toBe(true);
+    expect(next.reusedSocket).toBe(false);
     expect(next.status).toBe(200);
   });
 
-  it('a body on a route that takes none is discarded, and the connection carries the next request', async () => {
+  it('a body on a route that takes none is not read: the 404 closes the connection', async () => {
     const agent = sockets.keepAliveAgent();
     const refused = await send('POST', `${REST}/nope`, J, chunked(big), agent);
     expect(refused.status).toBe(404);
+    expect(refused.headers.connection).toBe('close');
     const next = await send('GET', `${REST}/tasks/t1`, V, [], agent);
-    expect(next.reusedSocket).toBe(true);
+    expect(next.reusedSocket).toBe(false);
     expect(next.status).toBe(200);
   });
 

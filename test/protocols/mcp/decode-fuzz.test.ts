@@ -6,6 +6,7 @@ import {
   decodeRequestMeta,
   decodeSubscriptionsListenParams,
   decodeTaskIdParams,
+  decodeUpdateTaskEnvelope,
   decodeUpdateTaskParams,
 } from '../../../src/protocols/mcp/decode.ts';
 import {
@@ -40,6 +41,7 @@ const DECODERS: Record<string, (v: unknown) => unknown> = {
   decodeCallToolParamsLegacy: (v) => decodeCallToolParams(asParams(v), false),
   decodeTaskIdParams: (v) => decodeTaskIdParams(asParams(v), true),
   decodeUpdateTaskParams: (v) => decodeUpdateTaskParams(asParams(v)),
+  decodeUpdateTaskEnvelope: (v) => decodeUpdateTaskEnvelope(asParams(v)),
   decodeSubscriptionsListenParams: (v) => decodeSubscriptionsListenParams(asParams(v)),
   decodeInputRequests: (v) => decodeInputRequests(v, 'inputRequests'),
   decodeInputResponses: (v) => decodeInputResponses(v, 'inputResponses'),
