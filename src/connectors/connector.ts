@@ -143,6 +143,13 @@ export interface ConnectorCapabilities {
    * reason, is never resubmitted, and reconciliation keeps asking.
    */
   notFound?: 'lost' | 'unknown';
+  /**
+   * A `not_found` for a job we hold means the remote dropped it at the end of its lifetime, not that it
+   * lost it: the engine records `expired` instead of applying the lost policy. MCP: an unknown task id
+   * is -32602, a server may drop a task once its ttlMs has passed, and without a list the two cannot be
+   * told apart. @default false
+   */
+  notFoundIsExpiry?: boolean;
 }
 
 export interface StartRequest {
@@ -195,6 +202,11 @@ export interface RemoteSnapshot {
    * the rest pending.
    */
   inputRequests?: InputRequest[] | null;
+  /**
+   * The remote id this snapshot's job was known by until now (an MCP exchange held by the connector
+   * that the server turned into a task): the engine rebinds the job to `remoteId`.
+   */
+  replacesRemoteId?: string;
   artifacts?: RemoteArtifact[];
   result?: unknown;
   /** Text of the remote's current status message, when it gives one. */
@@ -216,6 +228,9 @@ export interface InputRequest {
   /** What answering it does on the remote, when the protocol has several kinds (`tool_confirmation`, `budget`). */
   method?: string;
 }
+
+/** The same shape, by the name the MCP connector uses. */
+export type RemoteInputRequest = InputRequest;
 
 export interface RemoteArtifact {
   artifactId: string;
@@ -243,6 +258,12 @@ export interface InputAnswer {
   /** A fresh messageId for the answer, fixed before the call so a retry is idempotent. */
   messageId: string;
   value: unknown;
+  /**
+   * The stream cursor the envelope holds for the job (`RemoteSnapshot.cursor`), for a connector that
+   * keeps an exchange's state there (an MCP input round's `requestState`), so an answer survives a
+   * restart of the plane.
+   */
+  cursor?: string | null;
 }
 
 export interface InboundWebhook {

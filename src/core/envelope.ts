@@ -126,6 +126,9 @@ export interface PendingInput {
 }
 
 /** One of several keyed requests pending at once. */
+export type PendingInputRequest = PendingRequest;
+
+/** One of several keyed requests pending at once. */
 export interface PendingRequest {
   requestId: string;
   prompt: string;

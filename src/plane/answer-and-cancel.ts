@@ -73,7 +73,11 @@ export async function answerInput(
   const remoteId = envelope.remoteId!;
   try {
     const snap = await remoteCall(ctx, 'answer', envelope, (signal) =>
-      connector.answer!(remoteId, { requestId: req.requestId, messageId, value: req.value }, signal),
+      connector.answer!(
+        remoteId,
+        { requestId: req.requestId, messageId, value: req.value, cursor: envelope.streamCursor },
+        signal,
+      ),
     );
     const result = await observe(ctx, envelopeId, snap, 'api');
     ctx.wake(envelopeId);
@@ -89,7 +93,17 @@ export async function answerInput(
               { type: 'input_answer_failed', data: { requestId: req.requestId, error: describeError(err) } },
             ],
           }
-        : null,
+        : env.pendingInput?.requestId === req.requestId && env.pendingInput.answeredAt
+          ? {
+              next: { ...env, pendingInput: { ...env.pendingInput, answeredAt: null, answer: null } },
+              events: [
+                {
+                  type: 'input_answer_failed',
+                  data: { requestId: req.requestId, error: describeError(err) },
+                },
+              ],
+            }
+          : null,
     );
     throw err;
   }
@@ -122,7 +136,11 @@ export async function resendAnswer(ctx: PlaneContext, envelopeId: string): Promi
       if (!pendingEntry(still, entry.requestId)) continue;
       const { messageId, value } = entry.answer!;
       const snap = await remoteCall(ctx, 'answer', env, (signal) =>
-        connector.answer!(remoteId, { requestId: entry.requestId, messageId, value }, signal),
+        connector.answer!(
+          remoteId,
+          { requestId: entry.requestId, messageId, value, cursor: seen.envelope.streamCursor },
+          signal,
+        ),
       );
       await observe(ctx, envelopeId, snap, 'api');
       resent = true;

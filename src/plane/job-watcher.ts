@@ -287,10 +287,11 @@ export class JobWatcher {
       }
       const jitter = 1 + cfg.jitterRatio * (2 * ctx.random.next() - 1);
       this.state = env.remoteId === null ? 'parked' : 'polling';
+      // Jitter spreads the polls but never below the server's own guidance (MCP pollIntervalMs).
       const wait =
         errors > 0
           ? (nextBackoff(cfg.errorBackoff, errors - 1, ctx.random) ?? cfg.maximumIntervalMs)
-          : interval * jitter;
+          : Math.max(interval * jitter, connector.capabilities.pollIntervalMs ?? 0);
       if ((await this.wakeSignal.wait(env.remoteId === null ? Infinity : wait)) === 'stopped') return;
       const fresh = await this.current();
       if (!fresh || fresh.remoteId === null) continue;

@@ -1,5 +1,5 @@
 import { isTerminal } from '../core/states.ts';
-import type { PlaneContext } from './context.ts';
+import { connectorFor, type PlaneContext } from './context.ts';
 import { jobBudgetExhausted } from './budgets.ts';
 import { updateLocal } from './observe.ts';
 
@@ -31,6 +31,10 @@ export async function handleLost(
   ctx.counters.count('taskNotFoundOwn', { id: envelopeId });
   if (capabilities?.notFound === 'unknown') {
     await markGone(ctx, envelopeId, lostRemoteId, source);
+    return 'unknown';
+  }
+  if (capabilities?.notFoundIsExpiry) {
+    await recordExpired(ctx, envelopeId, lostRemoteId, source);
     return 'unknown';
   }
   let resubmit = false;
@@ -276,4 +280,105 @@ export async function handleStartLost(ctx: PlaneContext, envelopeId: string): Pr
   );
   ctx.counters.count(resubmit ? 'resubmitted' : 'escalated', envelope);
   return resubmit;
+}
+
+/**
+ * The remote no longer knows a job it created and that we saw alive, on a remote that drops jobs at
+ * the end of their lifetime (Connector `notFoundIsExpiry`: MCP -32602 on a task we hold): `expired`,
+ * the remote's own lifetime rule, never a guessed success or failure. A cancel asked meanwhile ends
+ * with that outcome too.
+ */
+async function recordExpired(
+  ctx: PlaneContext,
+  envelopeId: string,
+  remoteId: string,
+  source: string,
+): Promise<void> {
+  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
+    if (isTerminal(env.state) || env.remoteId !== remoteId) return null;
+    return {
+      next: {
+        ...env,
+        state: 'expired',
+        pendingInput: null,
+        cancel: env.cancel ? { ...env.cancel, outcome: 'expired', pending: null } : env.cancel,
+        error: {
+          code: 'remote_forgot',
+          message: 'the remote no longer knows this task (ended its lifetime)',
+        },
+        reconciliation: {
+          result: 'ok',
+          at: now,
+          attempts: (env.reconciliation?.attempts ?? 0) + 1,
+          note: `not found (${source}): expired`,
+        },
+      },
+      events: [
+        {
+          type: 'state_changed',
+          data: { source, from: env.state, to: 'expired', reason: 'not_found_after_alive', remoteId },
+        },
+        ...(env.cancel && env.cancel.outcome === null
+          ? [{ type: 'cancel_outcome' as const, data: { outcome: 'expired', source } }]
+          : []),
+      ],
+    };
+  });
+  if (written)
+    ctx.logger.info(
+      { envelopeId, target: envelope.target, remoteId, source },
+      'remote dropped the job: expired',
+    );
+}
+
+/**
+ * A start whose answer was lost on a remote that neither deduplicates a resend nor lists its jobs
+ * (MCP: a lost CreateTaskResult cannot be found again). The job is `unknown`, saying why, and the
+ * lost policy decides: `resubmit` (returns true: the caller starts it again, knowing the first call
+ * may also run) or `escalate` (`lost`, for a person).
+ */
+export async function handleStartInDoubt(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
+  let resubmit = false;
+  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
+    if (isTerminal(env.state) || env.remoteId !== null) return null;
+    const attempts = (env.reconciliation?.attempts ?? 0) + 1;
+    resubmit =
+      ctx.config.lostPolicy === 'resubmit' &&
+      env.state !== 'cancel_requested' &&
+      attempts <= ctx.config.maxResubmits &&
+      !jobBudgetExhausted(env);
+    const note = 'start answer lost; the remote has no list to find the job by, nor deduplicates a resend';
+    const events: Array<{ type: 'state_changed' | 'lost'; data: Record<string, unknown> }> = [];
+    if (env.state !== 'unknown')
+      events.push({
+        type: 'state_changed',
+        data: { source: 'policy', from: env.state, to: 'unknown', reason: 'create_result_lost' },
+      });
+    events.push({
+      type: 'lost',
+      data: {
+        source: 'start',
+        remoteId: null,
+        policy: resubmit ? 'resubmit' : 'escalate',
+        attempt: attempts,
+      },
+    });
+    return {
+      next: {
+        ...env,
+        state: resubmit ? 'unknown' : 'lost',
+        cancel:
+          env.cancel && !resubmit ? { ...env.cancel, outcome: env.cancel.outcome ?? 'lost' } : env.cancel,
+        reconciliation: { result: resubmit ? 'lost' : 'escalated', at: now, attempts, note },
+      },
+      events,
+    };
+  });
+  if (written)
+    ctx.logger.info(
+      { envelopeId, target: envelope.target, policy: resubmit ? 'resubmit' : 'escalate' },
+      'start answer lost and cannot be found again',
+    );
+  if (!resubmit && written) ctx.counters.count('escalated', envelope);
+  return written && resubmit;
 }

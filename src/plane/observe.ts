@@ -75,13 +75,18 @@ function artifactRefs(
 }
 
 /** The pending input the envelope should show after this observation. */
-function nextPendingInput(env: Envelope, snapshot: RemoteSnapshot, now: number): PendingInput | null {
+function nextPendingInput(
+  env: Envelope,
+  snapshot: RemoteSnapshot,
+  now: number,
+  answerDoubtMs: number,
+): PendingInput | null {
   const waiting =
     env.state === 'waiting_for_input' ||
     (env.state === 'cancel_requested' && snapshot.state === 'waiting_for_input');
   if (!waiting) return null;
   if (snapshot.inputRequests && snapshot.inputRequests.length > 0)
-    return pendingRequests(env.pendingInput, snapshot.inputRequests, now);
+    return pendingRequests(env.pendingInput, snapshot.inputRequests, now, answerDoubtMs);
   const req = snapshot.inputRequest ?? {
     // A remote that gives no request id (A2A has none) still gets a stable one per status version.
     requestId: `req_${snapshot.remoteVersion ?? snapshot.stateTimestamp ?? 0}`,
@@ -109,10 +114,14 @@ function pendingRequests(
   prior: PendingInput | null,
   listed: NonNullable<RemoteSnapshot['inputRequests']>,
   now: number,
+  /** A key answered this long ago and still listed did not get through: it can be answered again. */
+  answerDoubtMs: number,
 ): PendingInput {
   const known = new Map((prior?.requests ?? []).map((r) => [r.requestId, r]));
   const requests: PendingRequest[] = listed.map((r) => {
     const before = known.get(r.requestId);
+    if (before?.answeredAt && now - before.answeredAt >= answerDoubtMs)
+      return { ...before, answeredAt: null, answer: null };
     if (before) return before;
     const fresh: PendingRequest = {
       requestId: r.requestId,
@@ -186,6 +195,16 @@ export async function observe(
       events.push({ envelopeId: env.id, tenant: env.tenant, type, at: now, data: { source, ...data } });
 
     if (fresh && !isTerminal(env.state)) {
+      if (
+        snapshot.replacesRemoteId !== undefined &&
+        env.remoteId === snapshot.replacesRemoteId &&
+        snapshot.remoteId &&
+        snapshot.remoteId !== env.remoteId
+      ) {
+        // The job moved to a remote object of its own (an MCP input round became a task).
+        next.remoteId = snapshot.remoteId;
+        event('bound', { remoteId: snapshot.remoteId, replaces: snapshot.replacesRemoteId });
+      }
       if (env.remoteId === null && snapshot.remoteId) {
         next.remoteId = snapshot.remoteId;
         event('bound', { remoteId: snapshot.remoteId });
@@ -243,7 +262,7 @@ export async function observe(
       }
     }
     if (fresh && !isTerminal(env.state)) {
-      const pending = nextPendingInput(next, snapshot, now);
+      const pending = nextPendingInput(next, snapshot, now, 2 * ctx.config.requestTimeoutMs);
       if (pending !== env.pendingInput) {
         next.pendingInput = pending;
         const before = new Set(pendingIds(env.pendingInput));
@@ -263,6 +282,7 @@ export async function observe(
       next.streamCursor !== env.streamCursor ||
       next.webhookIds !== env.webhookIds ||
       next.usage !== env.usage ||
+      next.pendingInput !== env.pendingInput ||
       next.statusMessage !== env.statusMessage;
     // The last APPLIED stream event: a duplicate or stale frame changes nothing, so it neither moves
     // lastEventId nor costs a write of its own.

@@ -22,7 +22,7 @@ import {
 } from './context.ts';
 import { deliverPendingCancel } from './cancel-delivery.ts';
 import { observe, updateLocal } from './observe.ts';
-import { handleStartLost } from './lost-policy.ts';
+import { handleStartInDoubt, handleStartLost } from './lost-policy.ts';
 
 /**
  * Starting a remote job, and starting it again. The envelope (with its messageId and contextId) is
@@ -118,6 +118,23 @@ export async function ensureStarted(
     if (ctx.startsInFlight.has(envelopeId)) return;
     const connector = connectorFor(ctx, env.target);
     try {
+      if (
+        !connector.capabilities.idempotentStart &&
+        !connector.capabilities.list &&
+        (env.startMaybeSent ?? false)
+      ) {
+        // Nothing can find the job a lost answer created, and a resend may make a second one: the
+        // lost policy decides (lost-policy.ts handleStartInDoubt).
+        if (!(await handleStartInDoubt(ctx, env.id))) return;
+        const outcome = await startOnce(ctx, (await ctx.store.getEnvelope(env.id)) ?? env, { resend: true });
+        if (outcome.kind !== 'retry') {
+          ctx.ensureWatching(env.id);
+          return;
+        }
+        const wait = nextBackoff(ctx.config.startRetry, attempt, ctx.random, ctx.clock.now() - env.createdAt);
+        if (wait === undefined || !(await waitBeforeRetry(ctx, envelopeId, wait))) return;
+        continue;
+      }
       if (env.state === 'cancel_requested') {
         await cancelBeforeStart(ctx, env, connector);
         return;

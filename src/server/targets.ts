@@ -7,6 +7,7 @@ import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
 import { checkInputSchema } from '../plane/acceptance.ts';
 import { openaiTarget } from './target-kinds/openai.ts';
 import { claudeTarget } from './target-kinds/claude.ts';
+import { mcpTarget } from './target-kinds/mcp.ts';
 
 /**
  * Targets: the remotes a plane tracks jobs on, each of one kind (`a2a`, and each further connector's
@@ -195,6 +196,7 @@ export const TARGET_KINDS: Readonly<Record<string, TargetKind>> = {
   a2a: a2aTarget,
   openai: openaiTarget,
   claude: claudeTarget,
+  mcp: mcpTarget,
 };
 
 function kindOfUrl(url: string): TargetConfig | null {

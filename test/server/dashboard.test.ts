@@ -63,6 +63,8 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     const row = page.locator(`tr[data-id="${asking.id}"]`);
     await row.locator('.state[data-state="waiting_for_input"]').waitFor();
     expect(await row.locator('td.pending').textContent()).toBe('Which edition?');
+    // Each task shows its kind (the connector it runs on).
+    expect(await row.locator('td.kind').textContent()).toBe('fake');
 
     await row.click();
     await page.locator('#timeline li[data-type="input_requested"]').waitFor();

@@ -62,9 +62,44 @@ function age(ms) {
   return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
 }
 
+/** The requests still waiting for an answer: each keyed one (MCP), else the single one. */
+function openRequests(p) {
+  if (!p) return [];
+  if (p.requests) return p.requests.filter((r) => !r.answeredAt);
+  return p.answeredAt ? [] : [p];
+}
+
 function pendingText(t) {
-  const p = t.pendingInput;
-  return p && !p.answeredAt ? p.prompt || p.requestId : '';
+  const open = openRequests(t.pendingInput);
+  if (open.length === 0) return '';
+  const first = open[0].prompt || open[0].requestId;
+  return open.length > 1 ? `${first} (+${open.length - 1})` : first;
+}
+
+/**
+ * What the answer box sends: JSON when it parses to an object, else the text. For a request whose
+ * schema has one property (an MCP form), the text is that property's value.
+ */
+function answerValue(req, text) {
+  try {
+    const v = JSON.parse(text);
+    if (v && typeof v === 'object' && !Array.isArray(v)) return v;
+  } catch {
+    /* plain text */
+  }
+  const props = Object.keys(req.schema?.properties ?? {});
+  if (props.length === 1) {
+    const type = req.schema.properties[props[0]]?.type;
+    const n = Number(text);
+    const value =
+      type === 'boolean'
+        ? /^(true|yes|y|1)$/i.test(text)
+        : (type === 'integer' || type === 'number') && text !== '' && Number.isFinite(n)
+          ? n
+          : text;
+    return { [props[0]]: value };
+  }
+  return text;
 }
 
 function renderRow(t) {
@@ -74,6 +109,7 @@ function renderRow(t) {
     el('td', {}, el('code', {}, t.id.slice(0, 18) + '…')),
     el('td', {}, el('span', { class: 'state', 'data-state': t.state }, t.state)),
     el('td', {}, t.target),
+    el('td', { class: 'kind' }, t.connector),
     el('td', { class: 'age', 'data-created': String(t.createdAt) }, age(t.createdAt)),
     el('td', { class: 'pending' }, pendingText(t)),
     el('td', {}, t.acceptance ? t.acceptance.status : ''),
@@ -151,13 +187,15 @@ function renderDetail(t) {
   $('#detail').hidden = false;
   $('#detail-id').textContent = `${t.id} · ${t.state}${t.nativeState ? ` (${t.nativeState})` : ''}`;
   const actions = [];
-  if (t.pendingInput && !t.pendingInput.answeredAt && !TERMINAL.has(t.state)) {
-    const input = el('input', { id: 'answer-input', placeholder: t.pendingInput.prompt || 'answer' });
+  const open = TERMINAL.has(t.state) ? [] : openRequests(t.pendingInput);
+  open.forEach((req, i) => {
+    const suffix = i === 0 ? '' : `-${i}`;
+    const input = el('input', { id: `answer-input${suffix}`, placeholder: req.prompt || 'answer' });
     const send = async () => {
       try {
         await api('POST', `/v1/tasks/${t.id}/input`, {
-          requestId: t.pendingInput.requestId,
-          value: input.value,
+          requestId: req.requestId,
+          value: answerValue(req, input.value),
         });
         await refreshTask(t.id);
       } catch (err) {
@@ -167,13 +205,13 @@ function renderDetail(t) {
     actions.push(
       el(
         'div',
-        { class: 'answer' },
-        el('span', {}, t.pendingInput.prompt),
+        { class: 'answer', 'data-request': req.requestId },
+        el('span', {}, req.method ? `${req.prompt} (${req.requestId})` : req.prompt),
         input,
-        el('button', { id: 'answer-button', onclick: send }, 'Answer'),
+        el('button', { id: `answer-button${suffix}`, onclick: send }, 'Answer'),
       ),
     );
-  }
+  });
   if (!TERMINAL.has(t.state) && t.state !== 'cancel_requested') {
     actions.push(
       el(
