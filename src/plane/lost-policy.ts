@@ -1,5 +1,5 @@
 import { isTerminal } from '../core/states.ts';
-import { connectorFor, type PlaneContext } from './context.ts';
+import { type PlaneContext } from './context.ts';
 import { jobBudgetExhausted } from './budgets.ts';
 import { updateLocal } from './observe.ts';
 
