@@ -121,10 +121,12 @@ export async function ensureStarted(
       if (
         !connector.capabilities.idempotentStart &&
         !connector.capabilities.list &&
+        !connector.capabilities.startUnfindable &&
         (env.startMaybeSent ?? false)
       ) {
         // Nothing can find the job a lost answer created, and a resend may make a second one: the
-        // lost policy decides (lost-policy.ts handleStartInDoubt).
+        // lost policy decides (lost-policy.ts handleStartInDoubt). A remote that says so itself
+        // (startUnfindable, below) has its own rule, because a delivery may still name the job.
         if (!(await handleStartInDoubt(ctx, env.id))) return;
         const outcome = await startOnce(ctx, (await ctx.store.getEnvelope(env.id)) ?? env, { resend: true });
         if (outcome.kind !== 'retry') {

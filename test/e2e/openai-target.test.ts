@@ -66,6 +66,29 @@ class Watch {
     return r.body;
   }
 
+  /**
+   * Resolves once an event of `type` about task `id` has come over the stream. The plane's event stream
+   * batches a busy stream's frames, so a task read over the API can be ahead of the events seen here.
+   */
+  async untilEvent(id: string, type: string, timeoutMs = 10_000): Promise<PlaneEvent> {
+    const found = () => this.of(id).find((e) => e.type === type);
+    const deadline = Date.now() + timeoutMs;
+    while (!found()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for a ${type} event of ${id}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, 500);
+        function done() {
+          clearTimeout(timer);
+          waiters.delete(done);
+          resolve();
+        }
+        const waiters = this.waiters;
+        waiters.add(done);
+      });
+    }
+    return found()!;
+  }
+
   /** Resolves with the task once `pred` holds, re-reading it after each of its events. */
   async until(id: string, pred: (t: Task) => boolean, what: string, timeoutMs = 30_000): Promise<Task> {
     const deadline = Date.now() + timeoutMs;
@@ -290,6 +313,7 @@ describe('serve with an openai target against the emulator (real processes)', ()
     const t = await watch.until(created.id, (x) => TERMINAL.has(x.state), 'the outcome');
     expect(t.state).toBe('succeeded');
     expect(t.cancel?.outcome).toBe('succeeded');
+    await watch.untilEvent(created.id, 'cancel_outcome');
     const types = watch.of(created.id).map((e) => e.type);
     expect(types).toContain('cancel_requested');
     expect(watch.of(created.id).find((e) => e.type === 'cancel_outcome')?.data.outcome).toBe('succeeded');
