@@ -46,13 +46,24 @@ export async function answerInput(
       throw new TaskplaneError('conflict', 'no input is pending for this task', { field: 'requestId' });
     }
     const entry = pendingEntry(pending, req.requestId);
+    // Name what is still open, so a caller holding a stale key knows which to answer.
+    const open = (pending.requests ?? [pending]).filter((r) => !r.answeredAt).map((r) => r.requestId);
+    const outstanding = `(outstanding: ${open.join(', ') || 'none'})`;
     if (!entry) {
-      throw new TaskplaneError('conflict', 'requestId does not match the pending input request', {
-        field: 'requestId',
-      });
+      throw new TaskplaneError(
+        'conflict',
+        `requestId: '${req.requestId}' is not an outstanding input request of this task ${outstanding}`,
+        { field: 'requestId' },
+      );
     }
     if (entry.answeredAt)
-      throw new TaskplaneError('conflict', 'this input request was already answered', { field: 'requestId' });
+      throw new TaskplaneError(
+        'conflict',
+        `requestId: '${req.requestId}' was already answered ${outstanding}`,
+        {
+          field: 'requestId',
+        },
+      );
     if (!env.remoteId) throw new TaskplaneError('failed_precondition', 'task has no remote job yet');
     const budget =
       raise !== null && env.budget && raise > env.budget.limit ? { ...env.budget, limit: raise } : env.budget;

@@ -174,7 +174,13 @@ export async function observe(
     const now = ctx.clock.now();
     // A snapshot of another remote job than the one bound (a resubmission replaced it between the
     // caller's read and this one) is not news about this job.
-    const otherJob = env.remoteId !== null && snapshot.remoteId !== '' && snapshot.remoteId !== env.remoteId;
+    // A snapshot that names the bound id as the one it replaces (an MCP input round that became a task)
+    // is this job's.
+    const otherJob =
+      env.remoteId !== null &&
+      snapshot.remoteId !== '' &&
+      snapshot.remoteId !== env.remoteId &&
+      snapshot.replacesRemoteId !== env.remoteId;
     const decision: TransitionDecision = otherJob
       ? { apply: false, reason: 'stale' }
       : decideTransition(
