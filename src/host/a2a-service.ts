@@ -32,6 +32,7 @@ import {
   statusEvent,
   taskOf,
   toIso,
+  newTaskRecord,
   wireTask,
 } from './task-model.ts';
 import type { TaskFeed } from './task-feed.ts';
@@ -309,20 +310,7 @@ export class A2AService implements A2ARequestHandler {
       host: this.o.liveness.hostId,
       pushConfigs: configId !== undefined,
     };
-    const record: AgentTaskRecord = {
-      id,
-      owner: caller.owner,
-      tenant: caller.tenant,
-      contextId,
-      state: task.status.state,
-      statusTimestamp: now,
-      task: task as unknown as Record<string, unknown>,
-      executorState: executor as unknown as Record<string, unknown>,
-      createdAt: now,
-      updatedAt: now,
-      version: 1,
-    };
-    const first: StoredEvent = { task: wireTask(task), _v: 1 };
+    const { record, first } = newTaskRecord({ id, scope: caller, contextId, task, executor, now });
     const outbox = configId ? await this.o.writer.outboxRows(id, [first], now) : [];
     const result = await this.o.store.createAgentTask(
       record,

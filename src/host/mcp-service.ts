@@ -75,7 +75,7 @@ import {
   setStatus,
   statusEvent,
   toIso,
-  wireTask,
+  newTaskRecord,
 } from './task-model.ts';
 import type { TaskWriter } from './task-writer.ts';
 import type { ToolDefinition } from './tool-api.ts';
@@ -308,20 +308,7 @@ export class McpService {
       pushConfigs: false,
       mcp,
     };
-    const record: AgentTaskRecord = {
-      id,
-      owner: call.owner,
-      tenant: call.tenant,
-      contextId,
-      state: task.status.state,
-      statusTimestamp: now,
-      task: task as unknown as Record<string, unknown>,
-      executorState: executor as unknown as Record<string, unknown>,
-      createdAt: now,
-      updatedAt: now,
-      version: 1,
-    };
-    const first: StoredEvent = { task: wireTask(task), _v: 1 };
+    const { record, first } = newTaskRecord({ id, scope: call, contextId, task, executor, now });
     const result = await store.createAgentTask(
       record,
       messageId,

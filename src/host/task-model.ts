@@ -73,6 +73,34 @@ export interface McpTaskState {
 
 export type StoredEvent = StreamResponse & { _v?: number };
 
+/**
+ * A new task's store row and its first event (the task as created), however it was asked for (A2A
+ * SendMessage, MCP tools/call).
+ */
+export function newTaskRecord(o: {
+  id: string;
+  scope: { owner: string; tenant: string };
+  contextId: string;
+  task: Task;
+  executor: ExecutorState;
+  now: number;
+}): { record: AgentTaskRecord; first: StoredEvent } {
+  const record: AgentTaskRecord = {
+    id: o.id,
+    owner: o.scope.owner,
+    tenant: o.scope.tenant,
+    contextId: o.contextId,
+    state: o.task.status.state,
+    statusTimestamp: o.now,
+    task: o.task as unknown as Record<string, unknown>,
+    executorState: o.executor as unknown as Record<string, unknown>,
+    createdAt: o.now,
+    updatedAt: o.now,
+    version: 1,
+  };
+  return { record, first: { task: wireTask(o.task), _v: 1 } };
+}
+
 export function toIso(ms: number): string {
   return new Date(ms).toISOString();
 }
