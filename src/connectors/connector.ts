@@ -276,16 +276,10 @@ export interface WebhookSignal {
   deliveryId: string;
   /** The verification secret presented (`PushRegistration.token`), checked against the stored hash. */
   token: string | null;
-  /**
-   * `target`: the connector verified the delivery with the target's own signing secret (Standard
-   * Webhooks, one endpoint for every job of the target, as Claude sends them), so no per-job token is
-   * needed; the job is found by its remote id, and a delivery about a job that is not ours is ignored.
-   */
-  verifiedBy?: 'target';
   snapshot: RemoteSnapshot | null;
   /**
    * The connector verified the delivery's signature with the target's own secret (webhooks configured
-   * per project, not per job: OpenAI). No per-job token exists; the ingress records the delivery,
+   * per project or account, not per job: OpenAI, Claude). No per-job token exists; the ingress records the delivery,
    * answers, then fetches the truth, and finds the job by remote id or by the `correlationId` the
    * remote echoes back.
    */

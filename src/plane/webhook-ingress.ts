@@ -51,12 +51,7 @@ export async function handleWebhook(
   const env = request.envelopeId
     ? await ctx.store.getEnvelope(request.envelopeId)
     : await ctx.store.findEnvelopeByRemoteId(target, signal.remoteId);
-  if (signal.verifiedBy === 'target') {
-    // Signed by the target itself for every job it runs (one endpoint per account): a delivery about
-    // a job that is not ours (another client's, or one whose start has not answered yet) is ignored,
-    // and reconciliation covers the latter.
-    if (!env || env.target !== target) return { status: 'ignored', envelopeId: null };
-  } else if (!env || !tokenMatches(env, target, signal.token)) throw unauthenticated();
+  if (!env || !tokenMatches(env, target, signal.token)) throw unauthenticated();
   const source = `${connector.kind}-push:${target}`;
   const record = () =>
     ctx.store.recordDelivery({
@@ -135,7 +130,8 @@ async function processDelivery(
 }
 
 /**
- * A delivery signed with the target's own secret (webhooks configured per project, not per job: OpenAI).
+ * A delivery signed with the target's own secret (webhooks configured per project or account, not per
+ * job: OpenAI, Claude).
  * Found by remote id; a job whose start answer was lost is found by the envelope id the remote echoes
  * back (`correlationId`), read with one get, which is then also the truth to observe. A delivery about
  * a job that is not ours (another application in the same project) is ignored with a 2xx, so the

@@ -327,7 +327,7 @@ export class ClaudeConnector implements Connector {
       deliveryId: h[WEBHOOK_ID_HEADER]!,
       token: null,
       snapshot: null,
-      verifiedBy: 'target',
+      signedByTarget: true,
     };
   }
 
