@@ -8,9 +8,9 @@ import { configError } from '../core/errors.ts';
  */
 export interface AcceptanceLimitsOptions {
   /**
-   * Largest schema, measured as its canonical JSON in UTF-8 bytes. Compiling a schema into a validator
-   * runs on the event loop and its cost grows with the schema's size, so this bounds the pause one
-   * create can cause; real acceptance schemas are a few KiB. @default 16384
+   * Largest schema, measured as its canonical JSON in UTF-8 bytes. Compiling a schema costs in
+   * proportion to its size (on the event loop when the plane has no off-loop compiler, as in the lab),
+   * so this bounds the work one create can cause; real acceptance schemas are a few KiB. @default 16384
    */
   maxSchemaBytes?: number;
   /** Deepest nesting of objects and arrays in a schema (the schema object itself is depth 1). @default 32 */

@@ -5,7 +5,7 @@ import {
   A2A_VERSION_HEADER,
   type A2AMethod,
 } from '../../protocols/a2a/types.ts';
-import { readSse } from './sse-reader.ts';
+import { readSse } from '../sse-reader.ts';
 import { a2aWireError, routeError, transportError } from './wire-errors.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { TaskplaneError } from '../../core/errors.ts';
 import { requestHeaders } from '../../protocols/mcp/headers.ts';
 import type { JsonObject, JsonRpcErrorObject, JsonValue } from '../../protocols/mcp/types.ts';
-import { readSse } from '../a2a/sse-reader.ts';
+import { readSseJson } from '../sse-reader.ts';
 import { transportError } from '../a2a/wire-errors.ts';
 
 /**
@@ -129,14 +129,7 @@ export async function rpcCall(
   const type = (response.headers.get('content-type') ?? '').toLowerCase();
   try {
     if (type.includes('text/event-stream') && response.body) {
-      for await (const ev of readSse(response.body, both)) {
-        if (!ev.data) continue;
-        let msg: unknown;
-        try {
-          msg = JSON.parse(ev.data);
-        } catch {
-          continue;
-        }
+      for await (const msg of readSseJson(response.body, both)) {
         const c = classify(msg, id);
         if (c?.kind === 'response') return { ...answer(c.value, response.status, method), sessionId };
         if (c?.kind === 'request' && opts.onServerRequest?.(c.req))
@@ -274,14 +267,7 @@ export async function* rpcListen(
     answer(c.value, response.status, method);
     throw new TaskplaneError('unavailable', `remote: ${method} answered without a stream`);
   }
-  for await (const ev of readSse(response.body, both)) {
-    if (!ev.data) continue;
-    let msg: unknown;
-    try {
-      msg = JSON.parse(ev.data);
-    } catch {
-      continue;
-    }
+  for await (const msg of readSseJson(response.body, both)) {
     if (!isObject(msg)) continue;
     const c = classify(msg, id);
     if (c?.kind === 'response') {

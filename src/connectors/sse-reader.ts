@@ -1,10 +1,11 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { TaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError } from '../core/errors.ts';
 
 /**
  * Reads an SSE response body as a sequence of events (eventsource-parser does the framing). The
  * iterator ends when the server closes the stream normally; a broken connection throws `unavailable`,
- * which the engine treats as a drop and answers with SubscribeToTask, never with a resend.
+ * which the engine treats as a drop and answers by reattaching (A2A SubscribeToTask, MCP listen), never
+ * with a resend. Shared by the connectors that read SSE themselves (A2A, MCP).
  */
 export async function* readSse(
   body: ReadableStream<Uint8Array>,
@@ -34,5 +35,22 @@ export async function* readSse(
     }
   } finally {
     reader.cancel().catch(() => {});
+  }
+}
+
+/** The JSON messages of an SSE body, one per event with data; an event whose data is not JSON is skipped. */
+export async function* readSseJson(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal,
+): AsyncGenerator<unknown> {
+  for await (const ev of readSse(body, signal)) {
+    if (!ev.data) continue;
+    let msg: unknown;
+    try {
+      msg = JSON.parse(ev.data);
+    } catch {
+      continue;
+    }
+    yield msg;
   }
 }
