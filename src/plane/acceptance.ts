@@ -20,7 +20,7 @@ import { linearRegExp } from './linear-regexp.ts';
  * - `format` is an annotation, as JSON Schema 2020-12 makes it by default: no format validator (each a
  *   hand-written regular expression) ever runs on an output;
  * - size, depth and pattern length are capped before anything is kept (acceptance-limits.ts);
- * - with a SchemaCompiler (the server wires worker-schema-compiler.ts) the compile runs in a worker thread
+ * - with a SchemaCompiler (the server wires server/worker-schema-compiler.ts) the compile runs in a worker thread
  *   within a deadline, and the event loop only validates, which RE2 keeps linear in the output;
  * - compiled validators are cached by the schema's canonical hash in a bounded LRU, so repeats of one
  *   schema (idempotent retries parse a fresh object each time) compile once and memory stays flat.
@@ -40,7 +40,7 @@ export interface CompiledSchema {
 }
 
 /**
- * Compiles schemas somewhere other than the event loop (worker-schema-compiler.ts: a worker thread with a
+ * Compiles schemas somewhere other than the event loop (server/worker-schema-compiler.ts: a worker thread with a
  * deadline). Without one, the plane compiles in process, as the lab (in a browser) does.
  */
 export interface SchemaCompiler {

@@ -16,7 +16,7 @@ export function linearRegExp(seen: (pattern: string) => void = () => {}, lazy = 
     // JSON Schema patterns are ECMA-262 syntax: translate the JS-only spellings (`\/`, `(?<name>`, `\u{…}`).
     const compile = () => RE2JS.compile(RE2JS.translateRegExp(pattern));
     // Lazy: compiled at the first test, for a validator whose patterns another thread compiled already
-    // (a standalone validator made from a worker's code, worker-schema-compiler.ts).
+    // (a standalone validator made from a worker's code, server/worker-schema-compiler.ts).
     let re = lazy ? null : compile();
     return {
       // `pattern` is unanchored (JSON Schema): it matches when found anywhere in the string.

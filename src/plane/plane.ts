@@ -81,7 +81,7 @@ export interface PlanePorts {
   /** Lease owner name; unique per process. @default a random id */
   instanceId?: string;
   /**
-   * Where acceptance schemas are compiled (worker-schema-compiler.ts: a worker thread with a deadline,
+   * Where acceptance schemas are compiled (server/worker-schema-compiler.ts: a worker thread with a deadline,
    * which the server wires). @default in process, on the event loop (the lab, tests)
    */
   schemaCompiler?: SchemaCompiler;

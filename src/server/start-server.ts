@@ -13,7 +13,7 @@ import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-connector.ts';
 import { Plane } from '../plane/plane.ts';
-import { WorkerSchemaCompiler } from '../plane/worker-schema-compiler.ts';
+import { WorkerSchemaCompiler } from './worker-schema-compiler.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';

@@ -78,7 +78,7 @@ async function commandLine() {
         : undefined;
     });
     check(state === 'succeeded', `the task ${state}`);
-    // An acceptance schema compiles in the plane's worker thread (dist/plane/schema-compile-worker.js).
+    // An acceptance schema compiles in the plane's worker thread (dist/server/schema-compile-worker.js).
     const schema = { type: 'object', properties: { note: { type: 'string', pattern: '^(a+)+$' } } };
     const withSchema = await fetch(`${url}/v1/tasks`, {
       method: 'POST',

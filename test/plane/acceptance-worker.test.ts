@@ -13,7 +13,7 @@ import {
   type SchemaCompiler,
 } from '../../src/plane/acceptance.ts';
 import { acceptanceLimits } from '../../src/plane/acceptance-limits.ts';
-import { WorkerSchemaCompiler } from '../../src/plane/worker-schema-compiler.ts';
+import { WorkerSchemaCompiler } from '../../src/server/worker-schema-compiler.ts';
 import { planeApp } from '../server/plane-app-fixture.ts';
 import { untilStored } from '../support/until-stored.ts';
 

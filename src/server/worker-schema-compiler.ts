@@ -7,8 +7,8 @@ import {
   SchemaCompileTimeout,
   type CompiledSchema,
   type SchemaCompiler,
-} from './acceptance.ts';
-import { linearRegExp } from './linear-regexp.ts';
+} from '../plane/acceptance.ts';
+import { linearRegExp } from '../plane/linear-regexp.ts';
 
 /** One compile sent to the worker (schema-compile-worker.ts). */
 export interface CompileRequest {

@@ -5,7 +5,7 @@
  * point (a compile past its deadline); it holds nothing worth keeping.
  */
 import { parentPort } from 'node:worker_threads';
-import { compileSchemaSource } from './acceptance.ts';
+import { compileSchemaSource } from '../plane/acceptance.ts';
 import type { CompileReply, CompileRequest } from './worker-schema-compiler.ts';
 
 const port = parentPort!;
