@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { TaskplaneError } from '../../src/core/errors.ts';
-import { newEnvelope, type Envelope } from '../../src/core/envelope.ts';
+import type { Envelope } from '../../src/core/envelope.ts';
+import { makeEnvelope } from '../store/suite/fixtures.ts';
 import {
   COMPILED_SCHEMAS_KEPT,
   checkAcceptanceSchema,
@@ -23,26 +24,7 @@ const B = 'tenant-b';
 
 /** A succeeded envelope whose acceptance is still to be decided against `schema`. */
 function finished(schema: Record<string, unknown>, result: unknown): Envelope {
-  const env = newEnvelope({
-    id: 'tsk_1',
-    tenant: A,
-    actor: null,
-    workflowId: null,
-    parentId: null,
-    connector: 'a2a',
-    target: 'fake',
-    contextId: 'ctx_1',
-    messageId: 'msg_1',
-    requestKind: 'message',
-    input: 1,
-    inputHash: 'sha256:x',
-    idempotencyKey: null,
-    createdAt: 0,
-    budget: null,
-    timeoutMs: null,
-    expectedDurationMs: null,
-    acceptance: { status: 'pending', reasons: [], schema },
-  });
+  const env = makeEnvelope({ tenant: A, acceptance: { status: 'pending', reasons: [], schema } });
   return { ...env, state: 'succeeded', result };
 }
 
