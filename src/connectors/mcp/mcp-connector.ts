@@ -9,8 +9,6 @@ import {
 } from '../../protocols/mcp/decode-result.ts';
 import { requestMeta } from '../../protocols/mcp/encode.ts';
 import { advertisesTasks, discoverFallback, eraOf, pickVersion } from '../../protocols/mcp/era.ts';
-import { McpError } from '../../protocols/mcp/errors.ts';
-import { decodeInputResponses } from '../../protocols/mcp/input.ts';
 import {
   MODERN_PROTOCOL_VERSION,
   type Implementation,
@@ -26,15 +24,10 @@ import type {
   RemoteSnapshot,
   StartRequest,
 } from '../connector.ts';
+import { inputResponse, mrtrCursor, mrtrFromCursor, staleKey, type Mrtr } from './input-rounds.ts';
 import { LegacyTasks, decoded, legacyInitialize, type Era } from './legacy-tasks.ts';
 import { McpRpcError, rpcCall, rpcListen, type CallOptions, type RpcOptions } from './rpc.ts';
-import {
-  asJsonObject,
-  immediateSnapshot,
-  inputRequestsOf,
-  mrtrSnapshot,
-  taskSnapshot,
-} from './task-snapshot.ts';
+import { immediateSnapshot, inputRequestsOf, mrtrSnapshot, taskSnapshot } from './task-snapshot.ts';
 
 /**
  * The MCP client connector: a job is one `tools/call`.
@@ -81,17 +74,6 @@ export interface McpConnectorOptions {
   fetch?: typeof fetch;
   /** @default { name: 'taskplane', version: '1' } */
   clientInfo?: Implementation;
-}
-
-/** One MRTR exchange the connector holds: the call to repeat and what was answered so far. */
-interface Mrtr {
-  name: string;
-  args: JsonObject;
-  contextId: string | null;
-  requestState?: string;
-  requests: RemoteInputRequest[];
-  responses: InputResponses;
-  round: number;
 }
 
 const SYSTEM_CLOCK = new SystemClock();
@@ -521,66 +503,5 @@ export class McpConnector implements Connector {
     const { result } = await this.call('tasks/cancel', { taskId: remoteId }, signal);
     decoded(() => decodeAckResult(result));
     return this.get(remoteId, signal);
-  }
-}
-
-function staleKey(key: string, outstanding: RemoteInputRequest[]): TaskplaneError {
-  const keys = outstanding.map((r) => r.requestId);
-  return new TaskplaneError(
-    'conflict',
-    `requestId: '${key}' is not an outstanding input request of this task (outstanding: ${keys.join(', ') || 'none'})`,
-    { field: 'requestId', retryable: false },
-  );
-}
-
-/**
- * A caller's answer as an MCP input response. An elicitation answer may be given whole
- * (`{action, content}`) or as its content alone, which means "accept" with that content.
- */
-function inputResponse(key: string, value: unknown): JsonObject {
-  const v = value && typeof value === 'object' && !Array.isArray(value) ? (value as JsonObject) : null;
-  const whole = v && ('action' in v || 'roots' in v || 'model' in v);
-  const response = whole
-    ? v
-    : { action: 'accept', content: (v ?? { value: value as JsonValue }) as JsonObject };
-  try {
-    return decodeInputResponses({ [key]: response }, 'value')[key]!;
-  } catch (err) {
-    if (err instanceof McpError)
-      throw new TaskplaneError('invalid_argument', err.message.replace(/^Invalid params: /, ''), {
-        field: err.field ?? 'value',
-        retryable: false,
-      });
-    throw err;
-  }
-}
-
-/** An MRTR round as the envelope keeps it (its stream cursor), so an answer survives a plane restart. */
-function mrtrCursor(m: Mrtr): string {
-  return JSON.stringify({ mrtr: 1, ...m });
-}
-
-function mrtrFromCursor(cursor: string | null | undefined): Mrtr | undefined {
-  if (!cursor) return undefined;
-  try {
-    const v = JSON.parse(cursor) as Partial<Mrtr> & { mrtr?: number };
-    if (
-      v.mrtr !== 1 ||
-      typeof v.name !== 'string' ||
-      !Array.isArray(v.requests) ||
-      typeof v.round !== 'number'
-    )
-      return undefined;
-    return {
-      name: v.name,
-      args: asJsonObject(v.args),
-      contextId: typeof v.contextId === 'string' ? v.contextId : null,
-      requests: v.requests,
-      responses: asJsonObject(v.responses) as InputResponses,
-      round: v.round,
-      ...(typeof v.requestState === 'string' ? { requestState: v.requestState } : {}),
-    };
-  } catch {
-    return undefined;
   }
 }
