@@ -86,8 +86,8 @@ describe('serve --demo', () => {
       recovered: { resumed: number; waiting: number };
     };
     expect(line.hostId).toBe('taskplane-demo-host');
-    // The four unfinished sample tasks (two still running, one waiting for input, the long haul) are
-    // the restarted host's own: resumed now, not skipped as a live stranger's for 30 s.
+    // The unfinished sample tasks, A2A tasks and MCP tool tasks alike (still running, waiting for input,
+    // the long haul), are the restarted host's own: resumed now, not skipped as a live stranger's for 30 s.
     expect(line.recovered.resumed + line.recovered.waiting).toBeGreaterThanOrEqual(2);
     await second.stop();
   }, 90_000);
