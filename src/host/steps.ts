@@ -139,6 +139,18 @@ export async function runStep<T>(
     throw new StepFailedError(name, recorded.attempts, recorded.error ?? 'unknown error');
   const startedAt = recorded?.startedAt ?? deps.clock.now();
   let attempts = recorded?.attempts ?? 0;
+  /** Journals the step as failed; returns the error to throw. */
+  const failed = async (reason: string, cause: unknown): Promise<StepFailedError> => {
+    const entry: StepRecord = {
+      state: 'failed',
+      attempts,
+      startedAt,
+      endedAt: deps.clock.now(),
+      error: reason,
+    };
+    await deps.write((d) => journal(d, name, entry, deps));
+    return new StepFailedError(name, attempts, reason, cause === undefined ? undefined : { cause });
+  };
   for (let retry = 0; ; retry++) {
     attempts++;
     const attempt = attempts;
@@ -154,29 +166,10 @@ export async function runStep<T>(
         await deps.clock.sleep(nextBackoff(plan.policy, retry, deps.random) ?? 0, deps.signal);
         continue;
       }
-      const reason = errorText(err);
-      await deps.write((d) =>
-        journal(
-          d,
-          name,
-          { state: 'failed', attempts, startedAt, endedAt: deps.clock.now(), error: reason },
-          deps,
-        ),
-      );
-      throw new StepFailedError(name, attempts, reason, { cause: err });
+      throw await failed(errorText(err), err);
     }
     const encoded = encodeResult(name, value);
-    if (typeof encoded !== 'string') {
-      await deps.write((d) =>
-        journal(
-          d,
-          name,
-          { state: 'failed', attempts, startedAt, endedAt: deps.clock.now(), error: encoded.error },
-          deps,
-        ),
-      );
-      throw new StepFailedError(name, attempts, encoded.error);
-    }
+    if (typeof encoded !== 'string') throw await failed(encoded.error, undefined);
     const done: StepRecord = { state: 'succeeded', attempts, startedAt, endedAt: deps.clock.now() };
     // Two parses: the journal's copy is shared with the stored record, the caller's is its own.
     if (encoded !== '') done.result = JSON.parse(encoded) as unknown;
