@@ -6,6 +6,8 @@ import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { VirtualClock } from '../../src/core/clock.ts';
 import { call, startTestHost, waitForTask, type Wire } from './in-process.ts';
+import { mcp, pollTask } from './mcp/mcp-client.ts';
+import { defineTool } from '../../src/host/tool-api.ts';
 
 /**
  * ctx.step in one process: the journal answers a resumed execute, a step cut off by a shutdown runs
@@ -241,5 +243,43 @@ describe('ctx.step', () => {
       expect.stringContaining('backoffMs must be'),
       expect.stringContaining('over the 65536 a step may record'),
     ]);
+  });
+
+  it('an MCP tool has the same steps: journaled, keyed, replayed', async () => {
+    const store = new MemoryStore();
+    const keys: string[] = [];
+    const h = await startTestHost(store, {
+      agent: defineAgent({
+        card: { name: 'steps', description: 'steps', version: '1' },
+        tools: [
+          defineTool({
+            name: 'pay',
+            description: 'charges once',
+            inputSchema: { type: 'object' },
+            task: 'required',
+            resumable: true,
+            async run(ctx) {
+              const charge = await ctx.step('charge', ({ key }) => {
+                keys.push(key);
+                return { id: 'ch_9' };
+              });
+              const again = await ctx.step('charge', () => ({ id: 'never' }));
+              expect(ctx.stepKey('charge')).toBe(keys[0]);
+              return `charged ${charge.id} ${again.id}`;
+            },
+          }),
+        ],
+      }),
+    });
+    hosts.push(h);
+    const created = await mcp(h.mcpUrl, 'tools/call', { name: 'pay', arguments: {} });
+    const done = await pollTask(
+      h.mcpUrl,
+      created.body.result.taskId as string,
+      (t: Wire) => t.status !== 'working',
+    );
+    expect(done).toMatchObject({ status: 'completed' });
+    expect(done.result.content[0].text).toBe('charged ch_9 ch_9');
+    expect(keys).toHaveLength(1);
   });
 });
