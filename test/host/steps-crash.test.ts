@@ -235,5 +235,5 @@ describe('journaled steps under SIGKILL', () => {
     expect(failures, `seed ${SEED}`).toEqual([]);
     // Every kill point was exercised.
     expect(new Set([...trials.values()].flatMap((t) => t.plan))).toEqual(new Set(POINTS));
-  }, 120_000);
+  }, 180_000);
 });
