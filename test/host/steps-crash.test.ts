@@ -2,10 +2,9 @@ import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../src/core/random.ts';
-import { STEP_METADATA_KEY } from '../../src/host/steps.ts';
 import { PaymentServer } from '../fixtures/payment-server.ts';
 import { spawnHost, type TestProcess } from '../support/process.ts';
-import { tempDb } from './helpers.ts';
+import { stepHistory, tempDb } from './helpers.ts';
 import { call, type Wire } from './in-process.ts';
 
 /**
@@ -214,9 +213,7 @@ describe('journaled steps under SIGKILL', () => {
       const charges = payments.chargesOf(t.id);
       const requests = payments.requestsOf(t.id);
       const receipt = task?.artifacts?.[0]?.parts?.[0]?.data as { id?: string } | undefined;
-      const step = ((task?.history ?? []) as Wire[]).find((m) => m.metadata?.[STEP_METADATA_KEY])?.metadata[
-        STEP_METADATA_KEY
-      ];
+      const [step] = stepHistory(task);
       const why: string[] = [];
       if (task?.status?.state !== 'TASK_STATE_COMPLETED') why.push(`state ${task?.status?.state}`);
       if (charges.length !== 1) why.push(`${charges.length} charges`);

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { defineAgent, type AgentDefinition } from '../../src/host/agent-api.ts';
-import { STEP_METADATA_KEY } from '../../src/host/steps.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
+import { stepHistory } from './helpers.ts';
 import { call, startTestHost, waitForTask, type Wire } from './in-process.ts';
 
 /**
@@ -67,10 +67,7 @@ describe('steps on a shared PostgreSQL', () => {
     expect(payOnB!.key).toBe(payOnA!.key);
     const task = (await storeB.getAgentTask(id))!.task as Wire;
     expect(task.status.message.parts[0].text).toBe('12A ch_1');
-    const steps = (task.history as Wire[]).flatMap((m) =>
-      m.metadata?.[STEP_METADATA_KEY] ? [m.metadata[STEP_METADATA_KEY]] : [],
-    );
-    expect(steps.map((s: Wire) => [s.name, s.outcome, s.attempts])).toEqual([
+    expect(stepHistory(task).map((s) => [s.name, s.outcome, s.attempts])).toEqual([
       ['reserve', 'succeeded', 1],
       ['pay', 'succeeded', 2],
     ]);

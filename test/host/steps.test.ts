@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { defineAgent, type ExecutionContext } from '../../src/host/agent-api.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
-import { STEP_METADATA_KEY, StepFailedError } from '../../src/host/steps.ts';
+import { StepFailedError } from '../../src/host/steps.ts';
+import { stepHistory } from './helpers.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { VirtualClock } from '../../src/core/clock.ts';
@@ -49,10 +50,7 @@ async function finished(store: Store, taskId: string): Promise<Wire> {
   return (await store.getAgentTask(taskId))!.task;
 }
 
-const stepEntries = (task: Wire): Wire[] =>
-  ((task.history ?? []) as Wire[]).flatMap((m) =>
-    m.metadata?.[STEP_METADATA_KEY] ? [m.metadata[STEP_METADATA_KEY]] : [],
-  );
+const stepEntries = (task: Wire): Wire[] => stepHistory(task);
 
 describe('ctx.step', () => {
   it('runs once, returns the recorded JSON and lists the step in the history', async () => {
