@@ -5,7 +5,7 @@ import { NORMALIZED_STATES } from '../core/states.ts';
 import { intOption, listOption, table } from './cli-options.ts';
 
 /**
- * `taskplane tasks create|get|list|cancel|answer|watch|result`: a thin client of the /v1 API. Readable
+ * `taskplane tasks create|get|list|cancel|answer|accept|reject|watch|result`: a thin client of the /v1 API. Readable
  * tables by default, `--json` for scripts. URL and key from `--url`/`--key` or
  * TASKPLANE_URL/TASKPLANE_API_KEY.
  */
@@ -114,6 +114,26 @@ function age(ms: number): string {
     : s < 3600
       ? `${Math.floor(s / 60)}m${s % 60}s`
       : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
+}
+
+interface AcceptanceView {
+  status: string;
+  reasons: string[];
+  receiptId?: string;
+  checks?: Array<{ check: string; verdict: string; reasons: string[] }>;
+  decidedBy?: { keyId: string | null; actor: string | null };
+}
+
+/** The acceptance verdict, then each check run with its verdict and reasons. */
+function acceptanceLines(a: AcceptanceView): string[] {
+  const by = a.decidedBy ? ` by ${a.decidedBy.actor ?? a.decidedBy.keyId ?? 'anonymous'}` : '';
+  const lines = [`acceptance:  ${a.status}${by}${a.receiptId ? ` (receipt ${a.receiptId})` : ''}`];
+  for (const c of a.checks ?? [])
+    lines.push(
+      `  ${c.check.padEnd(13)} ${c.verdict}${c.reasons.length ? `: ${indent(c.reasons.join('; '))}` : ''}`,
+    );
+  if (!a.checks?.length && a.reasons.length) lines.push(`  ${indent(a.reasons.join('; '))}`);
+  return lines;
 }
 
 function taskRows(tasks: TaskRow[]): string {
@@ -240,7 +260,7 @@ export function registerTasksCommand(program: Command): void {
       for (const a of arts) lines.push(`artifact:    ${a.artifactId} ${a.hash}`);
       if (t.cancel) lines.push(`cancel:      ${JSON.stringify(t.cancel)}`);
       if (t.reconciliation) lines.push(`reconcile:   ${JSON.stringify(t.reconciliation)}`);
-      if (t.acceptance) lines.push(`acceptance:  ${JSON.stringify(t.acceptance)}`);
+      if (t.acceptance) lines.push(...acceptanceLines(t.acceptance as AcceptanceView));
       return lines.join('\n');
     });
   });
@@ -269,6 +289,23 @@ export function registerTasksCommand(program: Command): void {
     const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/cancel`, {})) as TaskRow;
     print(c, t, () => taskRows([t]));
   });
+
+  for (const decision of ['accepted', 'rejected'] as const) {
+    tasks
+      .command(`${decision === 'accepted' ? 'accept' : 'reject'} <id>`)
+      .description(`record that a person ${decision} the finished task's output (its state does not change)`)
+      .requiredOption('--reason <text>', 'why (kept in the acceptance record and its event)')
+      .option('--actor <name>', 'who decided, beside the API key the call is made with')
+      .action(async (id: string, o: { reason: string; actor?: string }, cmd: Command) => {
+        const c = conn(cmd);
+        const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/acceptance`, {
+          decision,
+          reason: o.reason,
+          ...(o.actor !== undefined ? { actor: o.actor } : {}),
+        })) as TaskRow;
+        print(c, t, () => [taskRows([t]), ...acceptanceLines(t.acceptance as AcceptanceView)].join('\n'));
+      });
+  }
 
   tasks
     .command('answer <id> <value>')

@@ -266,7 +266,23 @@ export interface AcceptanceRecord {
   status: 'pending' | 'accepted' | 'rejected';
   reasons: string[];
   schema?: Record<string, unknown>;
+  /** Artifact id (or name) → the `sha256:<hex>` it must hash to. */
+  artifactHashes?: Record<string, string>;
+  /** A receipt the output must carry: the JSON Pointer (RFC 6901) of its id in the output. */
+  receipt?: { pointer: string };
+  /** The receipt id found, once the receipt check passed. */
+  receiptId?: string;
+  /** The checks run, in order, each with its verdict and reasons; a person's decision is the last. */
+  checks?: AcceptanceCheck[];
+  /** Who decided, when a person did (the API key id, and the actor they gave). */
+  decidedBy?: { keyId: string | null; actor: string | null };
   decidedAt?: number | null;
+}
+
+export interface AcceptanceCheck {
+  check: 'schema' | 'artifact_hash' | 'receipt' | 'person';
+  verdict: 'passed' | 'failed';
+  reasons: string[];
 }
 
 export type ObservationSource = 'create' | 'stream' | 'push' | 'poll' | 'reconcile' | 'api' | 'local';

@@ -99,6 +99,24 @@ export interface ArtifactChunk {
   lastChunk?: boolean;
 }
 
+/** Options of `ctx.step`. */
+export interface StepOptions {
+  /** Further attempts, in this run, after `fn` throws. @default 0 */
+  retries?: number;
+  /** Wait before the first retry, doubling for each next one (full jitter, at most 60 s). @default 1000 */
+  backoffMs?: number;
+}
+
+/** What a step's function is given. */
+export interface StepAttempt {
+  /** The step's idempotency key (`ctx.stepKey(name)`): pass it to the external system. */
+  readonly key: string;
+  /** 1 for the first attempt; counts on across retries and restarts. */
+  readonly attempt: number;
+  /** The execute's signal: pass it to the outbound call. */
+  readonly signal: AbortSignal;
+}
+
 /** What `reply` sees of a new message. */
 export interface ReplyContext {
   /** The message (its own copy). */
@@ -143,6 +161,23 @@ export interface ExecutionContext {
   save(checkpoint: Record<string, unknown>): Promise<void>;
   /** Waits on the host's clock; rejects when `signal` fires. */
   sleep(ms: number): Promise<void>;
+  /**
+   * A journaled step, for a side effect that must happen once (a payment, an email, a write to another
+   * system). Runs `fn` once per task and step `name` and records its outcome durably before returning
+   * it; when execute runs again (a host restart, input across a restart) the recorded result is
+   * returned, or the recorded failure thrown, without calling `fn`. A step that was running when the
+   * host died runs again, with the same `attempt.key` (`stepKey(name)`): send it to the other system
+   * as its idempotency key (an `Idempotency-Key` header) so the retry does not act twice. The result
+   * must be JSON (at most 64 KiB) and is returned as JSON (a Date comes back a string). `fn` throwing
+   * on its last attempt throws a StepFailedError: the task fails only if execute lets it escape.
+   * Each attempt and the outcome are WORKING status updates; outcomes join the task's history.
+   */
+  step<T>(name: string, fn: (attempt: StepAttempt) => T | Promise<T>, options?: StepOptions): Promise<T>;
+  /**
+   * The idempotency key of step `name` of this task: stable across restarts and host processes,
+   * unguessable (derived from a secret kept in the store), different for every task and name.
+   */
+  stepKey(name: string): string;
   /** Finishes the task as TASK_STATE_COMPLETED. */
   complete(message?: string | Part[]): Promise<void>;
   /** Finishes the task as TASK_STATE_FAILED with a reason the client can read. */

@@ -10,8 +10,11 @@ export {
   type ExecutionContext,
   type InputAnswer,
   type ReplyContext,
+  type StepAttempt,
+  type StepOptions,
   type Artifact,
 } from './agent-api.ts';
+export { StepFailedError } from './steps.ts';
 export {
   defineTool,
   ToolProtocolError,

@@ -1,6 +1,6 @@
 import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
-import type { AgentTaskStore } from '../store/store.ts';
+import type { AgentTaskRecord, AgentTaskStore } from '../store/store.ts';
 import { isTerminalTaskState } from '../protocols/a2a/types.ts';
 import type { AgentDefinition } from './agent-api.ts';
 import type { Executions } from './executions.ts';
@@ -14,6 +14,9 @@ export interface RecoveryCounts {
   failed: number;
   waiting: number;
 }
+
+/** Takeover writes in flight at once during a sweep. */
+const RECOVERY_CONCURRENCY = 32;
 
 export const NOT_RESUMABLE_REASON =
   'The agent host restarted while this task was in progress and this agent cannot resume work; send the request again.';
@@ -48,74 +51,90 @@ export class Recovery {
 
   async recover(): Promise<RecoveryCounts> {
     const counts: RecoveryCounts = { resumed: 0, failed: 0, waiting: 0 };
-    const { store, writer, clock, executions, liveness, agent } = this.o;
-    const me = liveness.hostId;
-    // One liveness probe per host per sweep, not one per task.
-    const alive = new Map<string, boolean>();
-    const isAlive = async (host: string | undefined) => {
-      if (host === undefined) return false;
+    const { store, liveness } = this.o;
+    // One liveness probe per host per sweep, not one per task (the promise is cached, so tasks taken
+    // over concurrently share it).
+    const alive = new Map<string, Promise<boolean>>();
+    const isAlive = (host: string | undefined): Promise<boolean> => {
+      if (host === undefined) return Promise.resolve(false);
       let known = alive.get(host);
-      if (known === undefined) alive.set(host, (known = await liveness.isAlive(host)));
+      if (known === undefined) alive.set(host, (known = liveness.isAlive(host)));
       return known;
     };
-    for (const record of await store.listActiveAgentTasks()) {
-      if (executions.isTracked(record.id)) continue;
-      const exec = executorStateOf(record);
-      const owner = exec?.host;
-      if (owner !== me && (await isAlive(owner))) continue;
-      const stillOwned = (host: string | undefined) => host === owner;
-      const resumable = isResumable(agent, exec?.mcp);
-      if (record.state === 'TASK_STATE_INPUT_REQUIRED' && exec?.pendingInput && resumable) {
-        const taken = await writer.update(record.id, (d) => {
-          if (
-            d.task.status.state !== 'TASK_STATE_INPUT_REQUIRED' ||
-            !stillOwned(d.executor.host) ||
-            d.executor.host === me
-          )
-            return null;
-          d.executor.host = me;
-          return { events: [] };
-        });
-        const current = executorStateOf(taken.record);
-        const pending =
-          current.host === me && taken.record.state === 'TASK_STATE_INPUT_REQUIRED'
-            ? current.pendingInput
-            : undefined;
-        if (pending) {
-          executions.armInputTimeout(record.id, pending.index, pending.deadlineAt);
-          counts.waiting++;
-        }
-        continue;
+    // Takeovers run side by side, a bounded number at a time: each is a durable write, and writes that
+    // are in flight together share a commit (the store's group commit), so a restart with many unfinished
+    // tasks costs a few fsyncs rather than one per task before the host is ready.
+    const records = await store.listActiveAgentTasks();
+    let next = 0;
+    const worker = async () => {
+      while (next < records.length) await this.recoverOne(records[next++]!, counts, isAlive);
+    };
+    await Promise.all(Array.from({ length: Math.min(RECOVERY_CONCURRENCY, records.length) }, worker));
+    return counts;
+  }
+
+  private async recoverOne(
+    record: AgentTaskRecord,
+    counts: RecoveryCounts,
+    isAlive: (host: string | undefined) => Promise<boolean>,
+  ): Promise<void> {
+    const { writer, clock, executions, liveness, agent } = this.o;
+    const me = liveness.hostId;
+    if (executions.isTracked(record.id)) return;
+    const exec = executorStateOf(record);
+    const owner = exec?.host;
+    if (owner !== me && (await isAlive(owner))) return;
+    const stillOwned = (host: string | undefined) => host === owner;
+    const resumable = isResumable(agent, exec?.mcp);
+    if (record.state === 'TASK_STATE_INPUT_REQUIRED' && exec?.pendingInput && resumable) {
+      const taken = await writer.update(record.id, (d) => {
+        if (
+          d.task.status.state !== 'TASK_STATE_INPUT_REQUIRED' ||
+          !stillOwned(d.executor.host) ||
+          d.executor.host === me
+        )
+          return null;
+        d.executor.host = me;
+        return { events: [] };
+      });
+      const current = executorStateOf(taken.record);
+      const pending =
+        current.host === me && taken.record.state === 'TASK_STATE_INPUT_REQUIRED'
+          ? current.pendingInput
+          : undefined;
+      if (pending) {
+        executions.armInputTimeout(record.id, pending.index, pending.deadlineAt);
+        counts.waiting++;
       }
-      if (resumable && exec) {
-        const taken = await writer.update(record.id, (d) => {
-          if (isTerminalTaskState(d.task.status.state) || !stillOwned(d.executor.host)) return null;
-          d.executor.host = me;
-          setStatus(
-            d.task,
-            'TASK_STATE_WORKING',
-            clock.now(),
-            executions.msg(d, 'Resumed after an agent host restart.'),
-          );
-          return { events: [statusEvent(d.task)] };
-        });
-        if (taken.written) {
-          executions.start(taken.record, true);
-          counts.resumed++;
-        }
-        continue;
-      }
-      const failed = await writer.update(record.id, (d) => {
-        if (isTerminalTaskState(d.task.status.state) || !stillOwned(d.executor?.host)) return null;
-        delete d.executor.pendingInput;
-        const message = executions.msg(d, NOT_RESUMABLE_REASON);
-        setStatus(d.task, 'TASK_STATE_FAILED', clock.now(), message);
-        (d.task.history ??= []).push(message);
+      return;
+    }
+    if (resumable && exec) {
+      const taken = await writer.update(record.id, (d) => {
+        if (isTerminalTaskState(d.task.status.state) || !stillOwned(d.executor.host)) return null;
+        d.executor.host = me;
+        setStatus(
+          d.task,
+          'TASK_STATE_WORKING',
+          clock.now(),
+          executions.msg(d, 'Resumed after an agent host restart.'),
+        );
         return { events: [statusEvent(d.task)] };
       });
-      if (failed.written) counts.failed++;
+      if (taken.written) {
+        executions.start(taken.record, true);
+        counts.resumed++;
+      }
+      return;
     }
-    return counts;
+    const failed = await writer.update(record.id, (d) => {
+      if (isTerminalTaskState(d.task.status.state) || !stillOwned(d.executor?.host)) return null;
+      delete d.executor.pendingInput;
+      const message = executions.msg(d, NOT_RESUMABLE_REASON);
+      setStatus(d.task, 'TASK_STATE_FAILED', clock.now(), message);
+      (d.task.history ??= []).push(message);
+      return { events: [statusEvent(d.task)] };
+    });
+    if (failed.written) counts.failed++;
   }
 
   /** Sweeps again every interval (crashed peers' tasks), one sweep at a time. */

@@ -27,6 +27,7 @@ import { openHostStore } from './host-store.ts';
 import { PushOutbox } from './push-outbox.ts';
 import { createPushSender } from './push-sender.ts';
 import { systemResolver } from './ssrf.ts';
+import { loadStepKeySecret } from './steps.ts';
 import { TaskFeed } from './task-feed.ts';
 import { TaskStreams } from './task-streams.ts';
 import { TaskWriter } from './task-writer.ts';
@@ -158,6 +159,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     inputTimeoutMs,
     hostId,
     feed,
+    stepKeySecret: await loadStepKeySecret(store, random),
   });
   const recovery = new Recovery({ store, writer, clock, executions, liveness, agent, logger });
   let baseUrl = config.publicUrl ?? '';

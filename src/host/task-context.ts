@@ -12,13 +12,15 @@ import {
   type TaskArtifactUpdateEvent,
   type TaskState,
 } from '../protocols/a2a/types.ts';
-import type { ArtifactChunk, ExecutionContext, InputAnswer } from './agent-api.ts';
+import type { ArtifactChunk, ExecutionContext, InputAnswer, StepAttempt, StepOptions } from './agent-api.ts';
+import { checkStepName, runStep, stepKeyOf } from './steps.ts';
 import {
   applyArtifact,
   type ExecutorState,
   executorStateOf,
   jsonCopy,
   setStatus,
+  type StepRecord,
   type StoredEvent,
   statusEvent,
   triggerOf,
@@ -53,6 +55,8 @@ export interface TaskContextDeps {
   logger: Logger;
   /** @default 900000 (15 min, the lab's figure) */
   inputTimeoutMs: number;
+  /** The store's step-key secret (steps.ts loadStepKeySecret). */
+  stepKeySecret: string;
 }
 
 /** What a TaskContext asks of the Executions that runs it. */
@@ -99,6 +103,10 @@ export class TaskContext implements ExecutionContext {
   private childLogger: Logger | undefined;
   private askIndex = 0;
   private started = false;
+  /** Step outcomes journaled in this run, over those of `exec` (the journal as execute started). */
+  private stepsDone: Map<string, StepRecord> | undefined;
+  /** Steps running now, by name: a second call with the same name waits for the first. */
+  private stepsRunning: Map<string, Promise<unknown>> | undefined;
 
   constructor(
     private readonly executions: ExecutionHost,
@@ -116,6 +124,8 @@ export class TaskContext implements ExecutionContext {
     this.askInput = this.askInput.bind(this);
     this.save = this.save.bind(this);
     this.sleep = this.sleep.bind(this);
+    this.step = this.step.bind(this);
+    this.stepKey = this.stepKey.bind(this);
     this.complete = this.complete.bind(this);
     this.fail = this.fail.bind(this);
     this.reject = this.reject.bind(this);
@@ -262,6 +272,40 @@ export class TaskContext implements ExecutionContext {
 
   sleep(ms: number): Promise<void> {
     return this.o.clock.sleep(ms, this.entry.controller.signal);
+  }
+
+  step<T>(name: string, fn: (attempt: StepAttempt) => T | Promise<T>, options?: StepOptions): Promise<T> {
+    const key = this.stepKey(name);
+    const running = (this.stepsRunning ??= new Map()).get(name);
+    if (running) return running.then(() => this.step(name, fn, options));
+    const recorded = this.stepsDone?.get(name) ?? this.exec.steps?.[name];
+    const run = runStep(name, key, fn, options, recorded, {
+      clock: this.o.clock,
+      random: this.o.random,
+      signal: this.entry.controller.signal,
+      stopped: () => this.entry.stopped !== undefined,
+      write: async (mutate) => {
+        let entry: StepRecord | undefined;
+        await this.write((d) => {
+          const change = mutate(d);
+          entry = d.executor.steps?.[name];
+          return change;
+        });
+        // Only once durable: a later call with this name in this run replays what a restart would.
+        if (entry && entry.state !== 'running') (this.stepsDone ??= new Map()).set(name, entry);
+      },
+    });
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.stepsRunning.set(name, settled);
+    void settled.then(() => this.stepsRunning?.delete(name));
+    return run;
+  }
+
+  stepKey(name: string): string {
+    return stepKeyOf(this.o.stepKeySecret, this.taskId, checkStepName(name));
   }
 
   async complete(message?: string | Part[]): Promise<void> {

@@ -44,6 +44,25 @@ export interface ExecutorState {
   pushConfigs?: boolean;
   /** Present exactly on tasks that are MCP tool calls (mcp-service.ts). */
   mcp?: McpTaskState;
+  /** The journal of `ctx.step` by step name (steps.ts); replaced whole on every change. */
+  steps?: Record<string, StepRecord>;
+}
+
+/**
+ * One journaled step. `running`: an attempt started and no outcome is known (the host may have died in
+ * it): a resumed execute runs it again under the same key. `succeeded`/`failed`: the outcome, replayed.
+ */
+export interface StepRecord {
+  state: 'running' | 'succeeded' | 'failed';
+  /** Attempts started over the task's life, across restarts. */
+  attempts: number;
+  /** When the first attempt started (ms). */
+  startedAt: number;
+  endedAt?: number;
+  /** What the step's function returned (JSON), when it succeeded with a value. */
+  result?: unknown;
+  /** The last attempt's error text, when it failed (host-private: never shown to the client). */
+  error?: string;
 }
 
 /**

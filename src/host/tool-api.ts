@@ -1,4 +1,5 @@
 import type { Logger } from '../core/logger.ts';
+import type { StepAttempt, StepOptions } from './agent-api.ts';
 import type {
   ElicitResult,
   InputRequest,
@@ -99,6 +100,10 @@ export interface ToolContext {
   elicit(message: string, requestedSchema: JsonObject): Promise<ElicitResult>;
   save(checkpoint: Record<string, unknown>): Promise<void>;
   sleep(ms: number): Promise<void>;
+  /** A journaled side effect, as an A2A execute's `ctx.step` (agent-api.ts; docs/host.md "Side effects"). */
+  step<T>(name: string, fn: (attempt: StepAttempt) => T | Promise<T>, options?: StepOptions): Promise<T>;
+  /** The step's idempotency key, as `ctx.stepKey`. */
+  stepKey(name: string): string;
 }
 
 /** A JSON-RPC error the task ends `failed` with (protocol errors only; tool errors are `isError`). */

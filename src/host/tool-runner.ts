@@ -1,6 +1,6 @@
 import type { Logger } from '../core/logger.ts';
 import type { ElicitResult, InputRequest, InputResponses, JsonObject } from '../protocols/mcp/types.ts';
-import type { AgentDefinition } from './agent-api.ts';
+import type { AgentDefinition, StepAttempt, StepOptions } from './agent-api.ts';
 import type { McpTaskState } from './task-model.ts';
 import type { TaskContext } from './task-context.ts';
 import type { ToolContext, ToolDefinition, ToolOutput } from './tool-api.ts';
@@ -44,6 +44,16 @@ export class ToolCallContext implements ToolContext {
     this.elicit = this.elicit.bind(this);
     this.save = this.save.bind(this);
     this.sleep = this.sleep.bind(this);
+    this.step = this.step.bind(this);
+    this.stepKey = this.stepKey.bind(this);
+  }
+
+  step<T>(name: string, fn: (attempt: StepAttempt) => T | Promise<T>, options?: StepOptions): Promise<T> {
+    return this.ctx.step(name, fn, options);
+  }
+
+  stepKey(name: string): string {
+    return this.ctx.stepKey(name);
   }
 
   get resumed(): boolean {

@@ -1,9 +1,10 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import standalone from 'ajv/dist/standalone/index.js';
-import type { AcceptanceRecord, Envelope } from '../core/envelope.ts';
+import type { AcceptanceCheck, AcceptanceRecord, Envelope } from '../core/envelope.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
+import { artifactHashCheck, receiptCheck } from './acceptance-checks.ts';
 import { defaultAcceptanceLimits, type AcceptanceLimits } from './acceptance-limits.ts';
 import { linearRegExp } from './linear-regexp.ts';
 
@@ -365,6 +366,8 @@ function outputOf(envelope: Envelope, artifactContents: unknown[]): unknown {
 
 /**
  * Decides acceptance for an envelope that just reached a terminal state; null when none was asked for.
+ * The checks run in order (schema, artifact hash pins, receipt), each recorded with its verdict and
+ * reasons, and the first that fails rejects: later ones are not run on an output already rejected.
  * Never throws: a schema that no longer compiles (stored under older rules) or a validator that fails
  * rejects this job with the reason, instead of failing the observation that carries its terminal state.
  */
@@ -378,26 +381,49 @@ export function decideAcceptance(
   if (envelope.state !== 'succeeded') {
     return { ...current, status: 'rejected', reasons: [`task ended ${envelope.state}`], decidedAt: now };
   }
-  if (!current.schema) return { ...current, status: 'accepted', reasons: [], decidedAt: now };
+  const output = outputOf(envelope, artifactContents);
+  const checks: AcceptanceCheck[] = [];
+  let receiptId: string | undefined;
+  const run: Array<() => AcceptanceCheck> = [];
+  if (current.schema) run.push(() => schemaCheck(current.schema!, output));
+  if (current.artifactHashes) run.push(() => artifactHashCheck(current.artifactHashes!, envelope.artifacts));
+  if (current.receipt)
+    run.push(() => {
+      const r = receiptCheck(current.receipt!.pointer, output);
+      receiptId = r.receiptId;
+      return r.check;
+    });
+  for (const check of run) {
+    const result = check();
+    checks.push(result);
+    if (result.verdict === 'failed') break;
+  }
+  const failed = checks.find((c) => c.verdict === 'failed');
+  return {
+    ...current,
+    status: failed ? 'rejected' : 'accepted',
+    reasons: failed ? failed.reasons : [],
+    ...(checks.length > 0 ? { checks } : {}),
+    ...(receiptId !== undefined ? { receiptId } : {}),
+    decidedAt: now,
+  };
+}
+
+function schemaCheck(schema: Record<string, unknown>, output: unknown): AcceptanceCheck {
+  const failed = (reasons: string[]): AcceptanceCheck => ({ check: 'schema', verdict: 'failed', reasons });
   let validate: ValidateFunction;
   let valid: boolean;
   try {
-    validate = compiledFor(current.schema).validate;
-    valid = validate(outputOf(envelope, artifactContents)) === true;
+    validate = compiledFor(schema).validate;
+    valid = validate(output) === true;
   } catch (err) {
-    const reason = `acceptance schema could not be checked: ${(err as Error)?.message ?? String(err)}`;
-    return { ...current, status: 'rejected', reasons: [reason], decidedAt: now };
+    return failed([`acceptance schema could not be checked: ${(err as Error)?.message ?? String(err)}`]);
   }
-  if (valid) return { ...current, status: 'accepted', reasons: [], decidedAt: now };
+  if (valid) return { check: 'schema', verdict: 'passed', reasons: [] };
   const errors = validate.errors ?? [];
   const reasons = errors
     .slice(0, REASONS_KEPT)
     .map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`);
   if (errors.length > REASONS_KEPT) reasons.push(`… and ${errors.length - REASONS_KEPT} more`);
-  return {
-    ...current,
-    status: 'rejected',
-    reasons: reasons.length ? reasons : ['output does not match schema'],
-    decidedAt: now,
-  };
+  return failed(reasons.length ? reasons : ['output does not match schema']);
 }

@@ -39,6 +39,8 @@ import {
   checkTargetInput,
   type SchemaCompiler,
 } from './acceptance.ts';
+import { checkAcceptanceExtras } from './acceptance-checks.ts';
+import { decideByPerson, type AcceptanceDecision } from './acceptance-decision.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, enforceRunningBudgets, tenantBudgetExhausted } from './budgets.ts';
 import {
@@ -113,8 +115,15 @@ export interface CreateTaskRequest {
   contextId?: string | null;
   expectedDurationMs?: number | null;
   timeoutMs?: number | null;
-  /** JSON Schema the output must satisfy for business acceptance. */
-  acceptance?: { schema?: Record<string, unknown> } | null;
+  /**
+   * Business acceptance (docs/plane.md "Acceptance"): the JSON Schema the output must satisfy, the
+   * hashes artifacts must have, the receipt id the output must carry.
+   */
+  acceptance?: {
+    schema?: Record<string, unknown>;
+    artifactHashes?: Record<string, string>;
+    receipt?: { pointer: string };
+  } | null;
   /** Spend cap for this job in the remote's usage unit; once reached, no new remote work for it. */
   budget?: { limit: number; unit: string } | null;
 }
@@ -314,6 +323,7 @@ export class Plane {
         : compiler
           ? await checkAcceptanceSchemaOffLoop(req.acceptance.schema, compiler, this.config.acceptance)
           : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
+    const acceptanceExtras = checkAcceptanceExtras(req.acceptance);
     // Every field is valid; whether the target takes this input is the next question (422, not 400).
     if (connector.inputSchema) checkTargetInput(target, connector.inputSchema, req.input);
     const overBudget = await tenantBudgetExhausted(ctx, tenant);
@@ -346,7 +356,7 @@ export class Plane {
       acceptance:
         schema === undefined && !req.acceptance
           ? null
-          : { status: 'pending', reasons: [], ...(schema ? { schema } : {}) },
+          : { status: 'pending', reasons: [], ...(schema ? { schema } : {}), ...acceptanceExtras },
     });
     const created = await ctx.store.createEnvelope(envelope, [
       {
@@ -446,6 +456,12 @@ export class Plane {
   async cancel(tenant: string, id: string, actor: string | null = null): Promise<Envelope> {
     await this.get(tenant, id);
     return cancelTask(this.ctx, id, actor);
+  }
+
+  /** A person accepts or rejects a finished task's output (acceptance-decision.ts). */
+  async decideAcceptance(tenant: string, id: string, req: AcceptanceDecision): Promise<Envelope> {
+    await this.get(tenant, id);
+    return decideByPerson(this.ctx, id, req);
   }
 
   async answer(tenant: string, id: string, req: AnswerRequest): Promise<Envelope> {

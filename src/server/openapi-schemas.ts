@@ -130,6 +130,21 @@ export const schemas: Record<string, unknown> = {
       status: { enum: ['pending', 'accepted', 'rejected'] },
       reasons: { type: 'array', items: str },
       schema: { type: 'object' },
+      artifactHashes: { type: 'object', additionalProperties: str },
+      receipt: closed({ pointer: str }, ['pointer']),
+      receiptId: str,
+      checks: {
+        type: 'array',
+        items: closed(
+          {
+            check: { enum: ['schema', 'artifact_hash', 'receipt', 'person'] },
+            verdict: { enum: ['passed', 'failed'] },
+            reasons: { type: 'array', items: str },
+          },
+          ['check', 'verdict', 'reasons'],
+        ),
+      },
+      decidedBy: closed({ keyId: nullable('string'), actor: nullable('string') }),
       decidedAt: msOrNull('epoch ms'),
     },
     ['status', 'reasons'],

@@ -135,6 +135,38 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
       },
+      '/v1/tasks/{id}/acceptance': {
+        post: {
+          summary:
+            "A person accepts or rejects a finished task's output with a reason (the acceptance event records the API key and actor); the task's state does not change",
+          parameters: [taskId],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['decision', 'reason'],
+                  properties: {
+                    decision: { enum: ['accepted', 'rejected'] },
+                    reason: { type: 'string' },
+                    actor: { type: 'string' },
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            '200': task,
+            ...keyed,
+            ...withBody,
+            ...limited,
+            '400': err('BadRequest'),
+            '404': err('NotFound'),
+            '409': err('Conflict'),
+          },
+        },
+      },
       '/v1/tasks/{id}/input': {
         post: {
           summary:
@@ -338,7 +370,24 @@ export function openApiDocument(): Record<string, unknown> {
               description:
                 'at createdAt + timeoutMs the plane asks the remote to cancel (its own timer) and records the true outcome',
             },
-            acceptance: { type: 'object', properties: { schema: { type: 'object' } } },
+            acceptance: {
+              type: 'object',
+              description: 'checks run in order once the remote reports success (docs/plane.md "Acceptance")',
+              properties: {
+                schema: { type: 'object' },
+                artifactHashes: {
+                  type: 'object',
+                  additionalProperties: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' },
+                  description: 'artifact id or name → the hash it must have (as its `hash` shows)',
+                },
+                receipt: {
+                  type: 'object',
+                  required: ['pointer'],
+                  properties: { pointer: { type: 'string' } },
+                  description: 'JSON Pointer to the receipt id the output must carry',
+                },
+              },
+            },
             budget: {
               type: 'object',
               required: ['limit', 'unit'],

@@ -3,7 +3,7 @@ import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
 import { artifactView, outputSummary, registerArtifactRoutes } from './artifact-routes.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { isNormalizedState, type NormalizedState } from '../core/states.ts';
-import type { Plane } from '../plane/plane.ts';
+import type { CreateTaskRequest, Plane } from '../plane/plane.ts';
 import type { EnvelopeStore } from '../store/store.ts';
 import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
 import { readJsonObject, type BodyLimits } from './request-body.ts';
@@ -89,7 +89,7 @@ export function registerTaskRoutes(
   app.post('/v1/tasks', async (c) => {
     const body = await jsonBody(c.req.raw);
     const idempotencyKey = c.req.header('idempotency-key') ?? str(body, 'idempotencyKey');
-    const acceptance = body.acceptance as { schema?: Record<string, unknown> } | undefined;
+    const acceptance = body.acceptance as CreateTaskRequest['acceptance'] | undefined;
     const wait = createWait(c.req.header('prefer'), c.req.query('wait'));
     const { envelope, created } = await plane.create(
       {
@@ -145,6 +145,17 @@ export function registerTaskRoutes(
     return c.json(
       taskView(await plane.cancel(c.get('tenant'), c.req.param('id'), str(body, 'actor') ?? null)),
     );
+  });
+
+  app.post('/v1/tasks/:id/acceptance', async (c) => {
+    const body = await jsonBody(c.req.raw);
+    const env = await plane.decideAcceptance(c.get('tenant'), c.req.param('id'), {
+      decision: body.decision as 'accepted' | 'rejected',
+      reason: body.reason as string,
+      keyId: c.get('keyId') ?? null,
+      actor: str(body, 'actor') ?? null,
+    });
+    return c.json(taskView(env));
   });
 
   app.post('/v1/tasks/:id/input', async (c) => {

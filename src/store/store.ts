@@ -24,7 +24,7 @@ import type { NormalizedState } from '../core/states.ts';
  */
 export interface Store extends EnvelopeStore, AgentTaskStore {}
 
-/** What both users of a store need: its capabilities, leases, the change feed and closing it. */
+/** What both users of a store need: its capabilities, leases, settings, the change feed and closing it. */
 export interface StoreCommon {
   readonly capabilities: StoreCapabilities;
 
@@ -35,6 +35,11 @@ export interface StoreCommon {
    */
   acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
   releaseLease(name: string, owner: string): Promise<void>;
+
+  // --- settings (first-start API key, instance id, the host's step-key secret) ----------------
+  getSetting(key: string): Promise<string | undefined>;
+  /** Sets `key` only if absent; returns the value now stored (so two processes agree). */
+  putSettingIfAbsent(key: string, value: string): Promise<string>;
 
   // --- change feed ----------------------------------------------------------------------------
   /**
@@ -87,11 +92,6 @@ export interface EnvelopeStore extends StoreCommon {
    * is new, false when it was recorded before (a duplicate). Durable before it returns.
    */
   recordDelivery(delivery: InboundDelivery): Promise<boolean>;
-
-  // --- settings (first-start API key, instance id) ------------------------------------------
-  getSetting(key: string): Promise<string | undefined>;
-  /** Sets `key` only if absent; returns the value now stored (so two processes agree). */
-  putSettingIfAbsent(key: string, value: string): Promise<string>;
 
   // --- API keys of the control plane (only their hashes) -------------------------------------
   /**

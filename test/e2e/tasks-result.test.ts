@@ -77,6 +77,21 @@ describe('taskplane tasks result', () => {
       artifacts: [{ artifactId: 'echo', parts: [{ kind: 'text', text: 'two words' }] }],
     });
 
+    // A person rejects the succeeded task's output: the verdict, who and why, apart from its state.
+    const rejected = await cli(
+      url,
+      'reject',
+      echo,
+      '--reason',
+      'not the words we asked for',
+      '--actor',
+      'ana',
+    );
+    expect(rejected.code).toBe(0);
+    expect(rejected.out).toMatch(/^acceptance: +rejected by ana$/m);
+    expect(rejected.out).toMatch(/^ +person +failed: not the words we asked for$/m);
+    expect(rejected.out).toContain('succeeded');
+
     const failing = await create({ durationMs: 0, steps: 1, fail: true });
     const failedGet = await cli(url, 'get', failing);
     expect(failedGet.out).toMatch(/^failure: +failed: The demo agent was asked to fail\.$/m);

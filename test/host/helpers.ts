@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync } from 'node:fs';
+import { STEP_METADATA_KEY } from '../../src/host/steps.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -137,4 +138,13 @@ export function userMessage(
   extra: Record<string, unknown> = {},
 ) {
   return { messageId, role: 'ROLE_USER', parts: [part], ...extra };
+}
+
+/** The step entries (`metadata["taskplane/step"]`) of a wire task's history, in order. */
+export function stepHistory(task: { history?: Array<{ metadata?: Record<string, unknown> }> } | undefined) {
+  return (task?.history ?? []).flatMap((m) => {
+    const entry = m.metadata?.[STEP_METADATA_KEY] as
+      { name: string; outcome: string; attempts: number; startedAt: string; endedAt?: string } | undefined;
+    return entry ? [entry] : [];
+  });
 }

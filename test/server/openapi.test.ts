@@ -256,6 +256,25 @@ async function exercise(): Promise<void> {
   await call('post', '/v1/tasks/{id}/cancel', { id: waiting }, { body: '{}' });
   await until(waiting, isTerminal);
 
+  // A person's acceptance decision: recorded with who; a bad decision names its field.
+  const decided = await call(
+    'post',
+    '/v1/tasks/{id}/acceptance',
+    { id: accepted },
+    { body: JSON.stringify({ decision: 'accepted', reason: 'checked by hand', actor: 'ana' }) },
+  );
+  expect(decided.body).toMatchObject({
+    state: 'succeeded',
+    acceptance: { status: 'accepted', reasons: ['checked by hand'], decidedBy: { actor: 'ana' } },
+  });
+  const bad = await call(
+    'post',
+    '/v1/tasks/{id}/acceptance',
+    { id: accepted },
+    { body: JSON.stringify({ decision: 'maybe' }) },
+  );
+  expect(bad).toMatchObject({ status: 400, body: { error: { field: 'decision' } } });
+
   for (const id of [report, accepted, budgeted, big, failing, asking, waiting]) {
     await call('get', '/v1/tasks/{id}', { id });
     await call('get', '/v1/tasks/{id}/history', { id });

@@ -228,7 +228,32 @@ function renderDetail(t) {
     );
   }
   $('#detail-actions').replaceChildren(...actions);
-  $('#detail-output').replaceChildren(...usageBlock(t), ...outputBlock(t));
+  $('#detail-output').replaceChildren(...usageBlock(t), ...acceptanceBlock(t), ...outputBlock(t));
+}
+
+// Acceptance apart from the state: the verdict, who decided when a person did, and each check run with
+// its verdict and reasons (docs/plane.md "Acceptance").
+function acceptanceBlock(t) {
+  const a = t.acceptance;
+  if (!a) return [];
+  const by = a.decidedBy ? ` by ${a.decidedBy.actor || a.decidedBy.keyId || 'anonymous'}` : '';
+  const receipt = a.receiptId ? ` · receipt ${a.receiptId}` : '';
+  const checks = (a.checks || []).map((c) =>
+    el(
+      'li',
+      { 'data-check': c.check, 'data-verdict': c.verdict },
+      `${c.check}: ${c.verdict}${c.reasons.length ? ` — ${c.reasons.join('; ')}` : ''}`,
+    ),
+  );
+  if (!checks.length && a.reasons.length) checks.push(el('li', {}, a.reasons.join('; ')));
+  return [
+    el(
+      'div',
+      { class: 'acceptance', 'data-status': a.status },
+      `acceptance: ${a.status}${by}${receipt}`,
+      el('ul', {}, ...checks),
+    ),
+  ];
 }
 
 // Tokens and cost as the remote reported them (`usage`): keys ending in `_tokens` are token counts,
