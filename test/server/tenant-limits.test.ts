@@ -149,7 +149,7 @@ describe('per-tenant body rate', () => {
       { highWaterMark: 0 },
     );
     let answered = false;
-    const paced = app.fetch('/v1/tasks', { method: 'POST', headers: headers(KEY_A), body });
+    const paced = Promise.resolve(app.fetch('/v1/tasks', { method: 'POST', headers: headers(KEY_A), body }));
     void paced.then(() => (answered = true));
     // Two chunks fill the bucket; the third puts the tenant 1,000 bytes in debt: one second's wait.
     await untilPulled(() => pulled, 3);
