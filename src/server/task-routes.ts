@@ -1,4 +1,5 @@
 import type { Context, Hono } from 'hono';
+import type { Clock } from '../core/clock.ts';
 import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
 import { artifactView, outputSummary, registerArtifactRoutes } from './artifact-routes.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -81,6 +82,8 @@ export function registerTaskRoutes(
     limits: BodyLimits;
     tenantLimits: TenantLimits;
     revoked: (keyId: string) => AbortSignal;
+    /** Time for the streams' batching and keep-alive. */
+    clock: Clock;
   },
 ): void {
   const { plane, store } = deps;
@@ -180,6 +183,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
+      clock: deps.clock,
     });
   });
 
@@ -193,6 +197,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
+      clock: deps.clock,
     });
   });
 
