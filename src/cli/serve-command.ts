@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import pino from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
-import { intOption, LOG_LEVELS } from './cli-options.ts';
+import { intOption, LOG_LEVELS, numberOption } from './cli-options.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
 import { DEMO_MCP_TARGET, DEMO_TARGET, demoTargets, seedDemoTasks, startDemoHost } from '../server/demo.ts';
@@ -113,6 +113,29 @@ export function registerServeCommand(program: Command): void {
       '--metrics-token <token>',
       'bearer token /metrics requires (also TASKPLANE_METRICS_TOKEN); without one /metrics is open on loopback and refused beyond it',
     )
+    .option(
+      '--max-body-bytes <bytes>',
+      'request body limit of the /v1 routes (413 past it)',
+      intOption(1),
+      1_048_576,
+    )
+    .option('--max-webhook-bytes <bytes>', 'request body limit of the webhook route', intOption(1), 65_536)
+    .option('--max-json-depth <levels>', 'nesting a JSON body may have (400 past it)', intOption(1), 64)
+    .option(
+      '--tenant-writes-per-second <n>',
+      'per tenant: keyed POSTs a second, sustained (429 past it; docs/security.md)',
+      numberOption,
+      200,
+    )
+    .option('--tenant-write-burst <n>', 'per tenant: POSTs at once after a pause', intOption(1), 400)
+    .option('--tenant-creates-in-flight <n>', 'per tenant: creates handled at once', intOption(1), 64)
+    .option('--tenant-streams <n>', 'per tenant: SSE streams open at once', intOption(1), 500)
+    .option(
+      '--tenant-body-bytes-per-second <bytes>',
+      'per tenant: request body bytes read a second (past it, bodies are read more slowly)',
+      numberOption,
+      2_097_152,
+    )
     .option('--no-stream', 'do not watch tasks over streams')
     .option('--poll', 'poll every task (fallback mechanism)', false)
     .addOption(
@@ -174,6 +197,16 @@ export function registerServeCommand(program: Command): void {
               metricsToken: (opts.metricsToken as string | undefined) ?? process.env.TASKPLANE_METRICS_TOKEN!,
             }
           : {}),
+        limits: {
+          maxBodyBytes: opts.maxBodyBytes as number,
+          maxWebhookBytes: opts.maxWebhookBytes as number,
+          maxJsonDepth: opts.maxJsonDepth as number,
+          writesPerSecondPerTenant: opts.tenantWritesPerSecond as number,
+          writeBurstPerTenant: opts.tenantWriteBurst as number,
+          maxCreatesInFlightPerTenant: opts.tenantCreatesInFlight as number,
+          maxStreamsPerTenant: opts.tenantStreams as number,
+          bodyBytesPerSecondPerTenant: opts.tenantBodyBytesPerSecond as number,
+        },
         // The demo host is on this machine, so push to the listening URL works and shows the fast path.
         publicUrl: (opts.publicUrl as string | undefined) ?? (opts.demo ? 'self' : null),
         plane: mergePlaneOptions(

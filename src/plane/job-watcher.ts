@@ -1,3 +1,4 @@
+import { untilAborted } from './abortable-stream.ts';
 import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
@@ -149,7 +150,11 @@ export class JobWatcher {
       this.state = 'attached';
       ctx.counters.request('start', env);
       ctx.startsInFlight.add(env.id);
-      for await (const snap of connector.startStream!(startRequest(env, push), childSignal(ctx.signal))) {
+      const signal = childSignal(ctx.signal);
+      for await (const snap of untilAborted(
+        connector.startStream!(startRequest(env, push), signal),
+        signal,
+      )) {
         const result = await observe(ctx, env.id, snap, bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
@@ -252,7 +257,11 @@ export class JobWatcher {
       try {
         if (dropped) ctx.counters.count('reattaches', env);
         ctx.counters.request('subscribe', env);
-        for await (const snap of connector.observe!(remoteId, env.streamCursor, childSignal(ctx.signal))) {
+        const signal = childSignal(ctx.signal);
+        for await (const snap of untilAborted(
+          connector.observe!(remoteId, env.streamCursor, signal),
+          signal,
+        )) {
           attempt = 0;
           dropped = false;
           const result = await observe(ctx, env.id, snap, 'stream');

@@ -68,6 +68,7 @@ import { SignalCounters } from './signals.ts';
 import { collectSignals, type PlaneSignals } from './signal-report.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
+import { StartQueue, type NextTurn } from './start-queue.ts';
 import { noteStartFailed, prepareConnector } from './start-attempts.ts';
 import { handleWebhook, type WebhookResult } from './webhook-ingress.ts';
 import { TimeoutTimers } from './timeouts.ts';
@@ -88,6 +89,12 @@ export interface PlanePorts {
    * which the server wires). @default in process, on the event loop (the lab, tests)
    */
   schemaCompiler?: SchemaCompiler;
+  /**
+   * Runs a function on a later turn of the event loop: new jobs' starts wait for it, so a create's answer
+   * is written before its start's work runs, and a burst of starts is spread over several turns
+   * (plane/start-queue.ts). The server passes one built on setImmediate. @default none: starts run at once
+   */
+  nextTurn?: NextTurn;
 }
 
 /**
@@ -157,6 +164,7 @@ export class Plane {
   private readonly leases: WatchLeases;
   private readonly timeouts: TimeoutTimers;
   private leaseLoops: Array<WorkerLoop<string>> = [];
+  private readonly startQueue: StartQueue;
   private started = false;
 
   constructor(private readonly ports: PlanePorts) {
@@ -196,6 +204,7 @@ export class Plane {
     this.reconciler = new Reconciler(this.ctx, instanceId);
     this.leases = new WatchLeases(this.ctx, instanceId);
     this.timeouts = new TimeoutTimers(this.ctx);
+    this.startQueue = new StartQueue(ports.nextTurn ?? null);
   }
 
   /**
@@ -381,11 +390,19 @@ export class Plane {
   /**
    * The first start of a new job, in the background. The connector learns the remote first (A2A: its
    * card), so the choice between a streaming and a plain start is the remote's, not a default; a
-   * streaming start hands the job to its watcher, a plain one to recovery on failure.
+   * streaming start hands the job to its watcher, a plain one to recovery on failure. It waits in the
+   * start queue for its turn (plane/start-queue.ts), so the create's answer goes out first.
    */
   private beginStart(env: Envelope): Promise<StartOutcome> {
     const ctx = this.ctx;
+    // Stopped before its turn came (or while it waited on the store): nothing was sent, and recovery
+    // starts it on the next plane start.
+    const stopped = (): StartOutcome => ({
+      kind: 'retry',
+      error: { code: 'unavailable', message: 'plane stopped' },
+    });
     const run = async (): Promise<StartOutcome> => {
+      if (ctx.signal.aborted) return stopped();
       // Ours to watch before the remote hears of it, so another plane's adoption sweep never starts it
       // too; if another plane took it first, that plane starts it.
       if (!(await this.leases.claim(env.id))) {
@@ -405,6 +422,7 @@ export class Plane {
         ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
         return { kind: 'retry', error: describeError(err) };
       }
+      if (ctx.signal.aborted) return stopped();
       if (mechanismFor(ctx, connector) === 'stream' && connector.startStream) {
         // One call starts and streams (A2A SendStreamingMessage); the watcher owns recovery from here.
         return new Promise<StartOutcome>((resolve) => this.startWatcher(env.id, 'stream', resolve));
@@ -421,7 +439,8 @@ export class Plane {
       }
       return outcome;
     };
-    const started = run().catch((err: unknown): StartOutcome => {
+    const queued = new Promise<StartOutcome>((resolve) => this.startQueue.push(() => resolve(run())));
+    const started = queued.catch((err: unknown): StartOutcome => {
       ctx.logger.error({ envelopeId: env.id, err: describeError(err) }, 'start failed unexpectedly; retried');
       ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
       return { kind: 'retry', error: describeError(err) };
@@ -539,6 +558,8 @@ export class Plane {
     const mechanism = mechanismFor(this.ctx, connector);
     if (mechanism === 'push-only') return;
     if (!(await this.leases.claim(id))) return;
+    // stop() may have begun while this waited on the store: it waits only for the watchers it saw.
+    if (this.controller.signal.aborted) return;
     const raced = this.watchers.get(id);
     if (raced && raced.state !== 'done') return;
     this.startWatcher(id, mechanism);

@@ -2,6 +2,7 @@ import { ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
+import { SystemClock, type Clock } from '../core/clock.ts';
 import type { EnvelopeEvent } from '../core/envelope.ts';
 import type { ChangeNotice, EnvelopeStore } from '../store/store.ts';
 
@@ -28,6 +29,8 @@ export interface EventStreamOptions {
   onEnd?: () => void;
   /** Least time between two sends of a busy stream; events in between go out together. @default 250 */
   batchMs?: number;
+  /** Time for the batching and the keep-alive. @default a SystemClock */
+  clock?: Clock;
 }
 
 /**
@@ -148,18 +151,21 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
     if (s.aborted) closed = true;
     else s.addEventListener('abort', close, { once: true });
   }
+  const clock = o.clock ?? SYSTEM_CLOCK;
+  const batchMs = o.batchMs ?? BATCH_MS;
   // When this stream last sent: a wake-up soon after waits out the rest of BATCH_MS (see below).
   let sentAt = Number.NEGATIVE_INFINITY;
   try {
     while (!closed) {
       if (dirty) {
-        const rest = sentAt + (o.batchMs ?? BATCH_MS) - performance.now();
+        // At most batchMs, should the clock have stepped back.
+        const rest = Math.min(batchMs, sentAt + batchMs - clock.now());
         if (rest > 0) {
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, rest);
+            const cancel = clock.setTimer(rest, resolve);
             wake = () => {
               if (!closed) return;
-              clearTimeout(timer);
+              cancel();
               resolve();
             };
           });
@@ -167,13 +173,14 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
           if (closed) break;
         }
         dirty = false;
-        sentAt = performance.now();
         for (;;) {
           const events = await streamWakeups(o.store).read(o.tenant, o.envelopeId ?? null, last);
           if (events.length > 0 && !closed) {
             // One write per page: a burst of events costs one socket write per stream, not one each.
             const frames = events.map((e) => eventFrame(e, o.view));
             last = events[events.length - 1]!.seq;
+            // Only a send starts the interval: a read that found nothing leaves the stream quiet.
+            sentAt = clock.now();
             await sink.write(frames.length === 1 ? frames[0]! : Buffer.concat(frames));
           }
           if (events.length < PAGE || closed) break;
@@ -181,9 +188,9 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
         continue;
       }
       const timedOut = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => resolve(true), o.keepAliveMs ?? 15_000);
+        const cancel = clock.setTimer(o.keepAliveMs ?? 15_000, () => resolve(true));
         wake = () => {
-          clearTimeout(timer);
+          cancel();
           resolve(false);
         };
         if (dirty || closed) wake();
@@ -202,6 +209,7 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
 }
 
 const KEEP_ALIVE = Buffer.from(': keep-alive\n\n');
+const SYSTEM_CLOCK = new SystemClock();
 
 /**
  * A stream sends at once when it has been quiet, and at most once per this interval while its tenant

@@ -46,17 +46,31 @@ export function tooDeep(maxDepth: number): TaskplaneError {
  * otherwise the stream is counted chunk by chunk and cancelled at the first chunk past the limit. With
  * `maxJsonDepth`, nesting is scanned as the chunks arrive and a body past it is refused there too.
  */
-export async function readBodyText(req: Request, maxBytes: number, maxJsonDepth?: number): Promise<string> {
+export async function readBodyText(
+  req: Request,
+  maxBytes: number,
+  maxJsonDepth?: number,
+  pace?: BodyPace,
+): Promise<string> {
   const depth = maxJsonDepth === undefined ? null : new JsonDepthScanner(maxJsonDepth);
-  const text = await readLimitedBody(
-    req,
-    maxBytes,
-    () => payloadTooLarge(maxBytes),
-    depth ? (chunk) => (depth.feed(chunk) ? null : tooDeep(depth.maxDepth)) : undefined,
-  );
+  const scan = depth ? (chunk: Uint8Array) => (depth.feed(chunk) ? null : tooDeep(depth.maxDepth)) : null;
+  const inspect = pace
+    ? (chunk: Uint8Array) => {
+        const refused = scan?.(chunk) ?? null;
+        const wait = refused ? undefined : pace(chunk.byteLength);
+        return wait ? wait.then(() => null) : refused;
+      }
+    : (scan ?? undefined);
+  const text = await readLimitedBody(req, maxBytes, () => payloadTooLarge(maxBytes), inspect);
   bodiesRead.add(req);
   return text;
 }
+
+/**
+ * Counts a chunk's bytes against the sender's body rate; a promise means: read the next chunk once it
+ * settles (server/tenant-limits.ts paceBody).
+ */
+export type BodyPace = (bytes: number) => Promise<void> | undefined;
 
 /** Requests whose body was read to its end (readBodyText): their connection can carry the next request. */
 const bodiesRead = new WeakSet<Request>();
@@ -100,10 +114,14 @@ function requireJsonContentType(req: Request): void {
   );
 }
 
-/** A JSON object body within the limits; an empty body is `{}`. */
-export async function readJsonObject(req: Request, limits: BodyLimits): Promise<Record<string, unknown>> {
+/** A JSON object body within the limits, read at `pace`; an empty body is `{}`. */
+export async function readJsonObject(
+  req: Request,
+  limits: BodyLimits,
+  pace?: BodyPace,
+): Promise<Record<string, unknown>> {
   requireJsonContentType(req);
-  const text = await readBodyText(req, limits.maxBytes, limits.maxJsonDepth);
+  const text = await readBodyText(req, limits.maxBytes, limits.maxJsonDepth, pace);
   if (!text) return {};
   const body = parseJsonBody(text, limits.maxJsonDepth);
   if (!body || typeof body !== 'object' || Array.isArray(body))

@@ -48,7 +48,7 @@ export interface ServerAppOptions extends TenantLimitsOptions {
   maxJsonDepth?: number;
   /** prom-client default process metrics. @default true */
   defaultMetrics?: boolean;
-  /** Time for the per-tenant write rate (tenant-limits.ts). @default a SystemClock */
+  /** Time for the per-tenant limits (tenant-limits.ts) and the SSE streams' batching. @default a SystemClock */
   clock?: Clock;
 }
 
@@ -91,7 +91,8 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const maxJsonDepth = o.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
   const limits: BodyLimits = { maxBytes: o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxJsonDepth };
   const maxWebhookBytes = o.maxWebhookBytes ?? DEFAULT_MAX_WEBHOOK_BYTES;
-  const tenantLimits = new TenantLimits(o.clock ?? new SystemClock(), o);
+  const clock = o.clock ?? new SystemClock();
+  const tenantLimits = new TenantLimits(clock, o);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/metrics', async (c) => {
@@ -177,6 +178,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     tenantLimits,
     // A stream ends when its key is revoked, as a client leaving would end it.
     revoked: (keyId) => o.keys.streamSignal(keyId),
+    clock,
   });
 
   if (o.lab) {

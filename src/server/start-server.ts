@@ -188,6 +188,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     random,
     store,
     schemaCompiler,
+    // New jobs' starts run on a later turn than their create, whose answer is then written first.
+    nextTurn: (fn) => void setImmediate(fn),
     connectors: (target) => connectors.get(target),
     logger: logger.child({ part: 'plane' }),
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },

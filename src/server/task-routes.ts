@@ -1,4 +1,5 @@
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
+import type { Clock } from '../core/clock.ts';
 import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
 import { artifactView, outputSummary, registerArtifactRoutes } from './artifact-routes.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -81,13 +82,17 @@ export function registerTaskRoutes(
     limits: BodyLimits;
     tenantLimits: TenantLimits;
     revoked: (keyId: string) => AbortSignal;
+    /** Time for the streams' batching and keep-alive. */
+    clock: Clock;
   },
 ): void {
   const { plane, store } = deps;
-  const jsonBody = (req: Request) => readJsonObject(req, deps.limits);
+  // A tenant's bodies are read at its body rate (tenant-limits.ts paceBody).
+  const jsonBody = (c: Context<ServerEnv>) =>
+    readJsonObject(c.req.raw, deps.limits, (bytes) => deps.tenantLimits.paceBody(c.get('tenant'), bytes));
 
   app.post('/v1/tasks', async (c) => {
-    const body = await jsonBody(c.req.raw);
+    const body = await jsonBody(c);
     const idempotencyKey = c.req.header('idempotency-key') ?? str(body, 'idempotencyKey');
     const acceptance = body.acceptance as CreateTaskRequest['acceptance'] | undefined;
     const wait = createWait(c.req.header('prefer'), c.req.query('wait'));
@@ -141,7 +146,7 @@ export function registerTaskRoutes(
   });
 
   app.post('/v1/tasks/:id/cancel', async (c) => {
-    const body = await jsonBody(c.req.raw);
+    const body = await jsonBody(c);
     return c.json(
       taskView(await plane.cancel(c.get('tenant'), c.req.param('id'), str(body, 'actor') ?? null)),
     );
@@ -159,7 +164,7 @@ export function registerTaskRoutes(
   });
 
   app.post('/v1/tasks/:id/input', async (c) => {
-    const body = await jsonBody(c.req.raw);
+    const body = await jsonBody(c);
     const env = await plane.answer(c.get('tenant'), c.req.param('id'), {
       requestId: str(body, 'requestId') ?? '',
       value: body.value,
@@ -189,6 +194,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
+      clock: deps.clock,
     });
   });
 
@@ -202,6 +208,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
+      clock: deps.clock,
     });
   });
 

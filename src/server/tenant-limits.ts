@@ -22,6 +22,14 @@ export interface TenantLimitsOptions {
   writeBurstPerTenant?: number;
   /** SSE streams (`/v1/events`, `/v1/tasks/{id}/events`) one tenant may hold open. @default 500 */
   maxStreamsPerTenant?: number;
+  /**
+   * Request body bytes one tenant's requests are read at, sustained (every keyed route with a body). Past
+   * it the plane reads the tenant's bodies more slowly instead of refusing them: its next chunk waits
+   * until the tenant's byte bucket (two seconds' worth) has refilled, and the socket waits with it. A
+   * tenant sending bodies without end then costs the event loop this many bytes a second, not as many as
+   * its connections carry. @default 2097152 (2 MiB)
+   */
+  bodyBytesPerSecondPerTenant?: number;
 }
 
 export type TenantLimitsConfig = Required<TenantLimitsOptions>;
@@ -31,7 +39,11 @@ export const DEFAULT_TENANT_LIMITS: TenantLimitsConfig = {
   writesPerSecondPerTenant: 200,
   writeBurstPerTenant: 400,
   maxStreamsPerTenant: 500,
+  bodyBytesPerSecondPerTenant: 2 * 1024 * 1024,
 };
+
+/** The byte bucket holds this many seconds of the body rate: a 1 MiB body after a pause is read at once. */
+const BODY_BURST_SECONDS = 2;
 
 /** Options → defaults → validated config; a value that is not a positive number names its field. */
 export function tenantLimitsConfig(options: TenantLimitsOptions = {}): TenantLimitsConfig {
@@ -39,7 +51,7 @@ export function tenantLimitsConfig(options: TenantLimitsOptions = {}): TenantLim
   for (const name of Object.keys(DEFAULT_TENANT_LIMITS) as Array<keyof TenantLimitsConfig>) {
     const value = options[name];
     if (value === undefined) continue;
-    const integer = name !== 'writesPerSecondPerTenant';
+    const integer = name !== 'writesPerSecondPerTenant' && name !== 'bodyBytesPerSecondPerTenant';
     if (
       !(typeof value === 'number' && value > 0 && Number.isFinite(value)) ||
       (integer && !Number.isInteger(value))
@@ -58,9 +70,39 @@ export function resourceExhausted(message: string, limit: string, retryAfterSeco
   });
 }
 
-interface Bucket {
-  tokens: number;
-  at: number;
+/**
+ * A token bucket per key: `rate` tokens a second up to `burst`. `take` may leave it in debt (the body
+ * bytes of a chunk already read); the debt is how long the taker waits.
+ */
+class TokenBuckets {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    private readonly rate: number,
+    private readonly burst: number,
+  ) {}
+
+  /**
+   * Takes `n` tokens of `key`; with `whole`, only when it has all `n` (else it takes none). Returns the
+   * tokens left after taking (below zero: in debt), or before, when none were taken.
+   */
+  take(key: string, n: number, now: number, whole: boolean): { taken: boolean; tokens: number } {
+    const bucket = this.buckets.get(key) ?? { tokens: this.burst, at: now };
+    // A clock that stepped back refills nothing rather than draining the bucket.
+    bucket.tokens = Math.min(this.burst, bucket.tokens + (Math.max(0, now - bucket.at) * this.rate) / 1000);
+    bucket.at = now;
+    const taken = !whole || bucket.tokens >= n;
+    if (taken) bucket.tokens -= n;
+    this.buckets.set(key, bucket);
+    if (this.buckets.size > MAX_TRACKED) this.forgetFull(now);
+    return { taken, tokens: bucket.tokens };
+  }
+
+  /** Entries of keys idle long enough to have refilled are as good as none. */
+  private forgetFull(now: number): void {
+    for (const [key, b] of this.buckets)
+      if (b.tokens + ((now - b.at) * this.rate) / 1000 >= this.burst) this.buckets.delete(key);
+  }
 }
 
 /**
@@ -72,34 +114,39 @@ export class TenantLimits {
   readonly config: TenantLimitsConfig;
   private readonly creates = new Map<string, number>();
   private readonly streams = new Map<string, number>();
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly writes: TokenBuckets;
+  private readonly bodyBytes: TokenBuckets;
 
   constructor(
     private readonly clock: Clock,
     options: TenantLimitsOptions = {},
   ) {
     this.config = tenantLimitsConfig(options);
+    this.writes = new TokenBuckets(this.config.writesPerSecondPerTenant, this.config.writeBurstPerTenant);
+    const byteRate = this.config.bodyBytesPerSecondPerTenant;
+    this.bodyBytes = new TokenBuckets(byteRate, byteRate * BODY_BURST_SECONDS);
   }
 
   /** Takes one write token of `tenant`, or throws the 429. */
   takeWrite(tenant: string): void {
-    const { writesPerSecondPerTenant: rate, writeBurstPerTenant: burst } = this.config;
-    const now = this.clock.now();
-    const bucket = this.buckets.get(tenant) ?? { tokens: burst, at: now };
-    // A clock that stepped back refills nothing rather than draining the bucket.
-    bucket.tokens = Math.min(burst, bucket.tokens + (Math.max(0, now - bucket.at) * rate) / 1000);
-    bucket.at = now;
-    if (bucket.tokens < 1) {
-      this.buckets.set(tenant, bucket);
+    const rate = this.config.writesPerSecondPerTenant;
+    const { taken, tokens } = this.writes.take(tenant, 1, this.clock.now(), true);
+    if (!taken)
       throw resourceExhausted(
         `too many writes: more than ${rate} per second for this tenant`,
         'writesPerSecondPerTenant',
-        (1 - bucket.tokens) / rate,
+        (1 - tokens) / rate,
       );
-    }
-    bucket.tokens -= 1;
-    this.buckets.set(tenant, bucket);
-    if (this.buckets.size > MAX_TRACKED) this.forgetFullBuckets(now);
+  }
+
+  /**
+   * Counts `bytes` of a body `tenant` sent; resolves once the tenant's body rate allows the next chunk
+   * (at once while its bucket holds bytes), so its bodies are read no faster than the limit.
+   */
+  paceBody(tenant: string, bytes: number): Promise<void> | undefined {
+    const { tokens } = this.bodyBytes.take(tenant, bytes, this.clock.now(), false);
+    if (tokens >= 0) return undefined;
+    return this.clock.sleep((-tokens * 1000) / this.config.bodyBytesPerSecondPerTenant);
   }
 
   /** A create slot of `tenant`, or the 429; call the returned function once the create is answered. */
@@ -140,13 +187,7 @@ export class TenantLimits {
       else counts.set(tenant, left);
     };
   }
-
-  private forgetFullBuckets(now: number): void {
-    const { writesPerSecondPerTenant: rate, writeBurstPerTenant: burst } = this.config;
-    for (const [tenant, b] of this.buckets)
-      if (b.tokens + ((now - b.at) * rate) / 1000 >= burst) this.buckets.delete(tenant);
-  }
 }
 
-/** Buckets kept before the full ones (tenants idle long enough to have refilled) are swept. */
+/** Buckets kept before the full ones (keys idle long enough to have refilled) are swept. */
 const MAX_TRACKED = 10_000;

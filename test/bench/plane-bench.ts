@@ -5,18 +5,14 @@
  * envelope's update (p50, p99), which is the engine's per-mechanism observation-delay signal.
  * Reconciliation is on (default 10-min interval) and one round is run while the tasks are in flight.
  *
- * Then the create latency: POST /v1/tasks over HTTP on an SQLite plane against an agent on the
- * official SDK server that takes 2 s to answer SendMessage. Create answers once the envelope is
- * durable, so its p50/p99 should not depend on the agent (goal: p99 < 10 ms).
+ * Then the create latency (create-latency.ts): POST /v1/tasks over HTTP on an SQLite plane against an
+ * agent on the official SDK server, in its own process, that takes 2 s to answer SendMessage. Create
+ * answers once the envelope is durable, so its p50/p99 should not depend on the agent (goal: p99 < 10 ms).
  *
  *   npm run bench:plane -- [tasks=40] [creates=200]
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
-import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
-import { startSdkPeer } from '../peers/sdk-peer.ts';
+import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './create-latency.ts';
 import { spawnHost } from '../support/process.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
@@ -144,53 +140,6 @@ async function run(
   }
 }
 
-/** Create latency over HTTP on SQLite against an agent that answers SendMessage after 2 s. */
-async function createLatency(store: 'sqlite' | 'memory'): Promise<{
-  p50: number;
-  p99: number;
-  max: number;
-  n: number;
-  accepted: number;
-}> {
-  const peer = await startSdkPeer({ streaming: false, startDelayMs: 2_000, autoFinishMs: 100 });
-  const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-create-'));
-  const key = 'bench-key-create-123';
-  const server = await startServer({
-    port: 0,
-    db: store === 'sqlite' ? `sqlite:${join(dir, 'plane.db')}` : 'memory:',
-    apiKeys: `default:${key}`,
-    connectors: { slow: new A2AConnector({ target: 'slow', baseUrl: peer.base }) },
-    dashboard: false,
-    defaultMetrics: false,
-    logger: silent,
-  });
-  const times: number[] = [];
-  let accepted = 0;
-  try {
-    const post = async (i: number) => {
-      const t0 = performance.now();
-      const res = await fetch(`${server.url}/v1/tasks`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ target: 'slow', input: `job ${i}` }),
-      });
-      await res.arrayBuffer();
-      if (res.status === 202) accepted++;
-      return performance.now() - t0;
-    };
-    for (let i = 0; i < 20; i++) await post(-i); // warm-up: connections, JIT, the agent card
-    accepted = 0;
-    for (let i = 0; i < CREATES; i++) times.push(await post(i));
-  } finally {
-    await server.close();
-    await peer.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-  times.sort((a, b) => a - b);
-  const at = (p: number) => times[Math.min(times.length - 1, Math.ceil((p / 100) * times.length) - 1)]!;
-  return { p50: at(50), p99: at(99), max: times[times.length - 1]!, n: times.length, accepted };
-}
-
 const rows: Row[] = [];
 rows.push(
   await run(
@@ -237,9 +186,15 @@ console.log(
 console.log("task's first transition (made by the host while the start request is still in flight).");
 
 // The memory store beside it separates the durable write (fsync) from the rest of the request.
-for (const store of ['sqlite', 'memory'] as const) {
-  const c = await createLatency(store);
-  console.log(
-    `create (POST /v1/tasks, ${store}, agent answers SendMessage after 2 s): p50 ${c.p50.toFixed(2)} ms, p99 ${c.p99.toFixed(2)} ms, max ${c.max.toFixed(2)} ms over ${c.n} creates (${c.accepted} answered 202 accepted)${store === 'sqlite' ? '; goal p99 < 10 ms' : ''}`,
-  );
+const agent = await startSlowAgent();
+try {
+  for (const store of ['sqlite', 'memory'] as const)
+    console.log(
+      formatCreateLatency(
+        store,
+        await measureCreateLatency({ agentUrl: agent.url, store, creates: CREATES }),
+      ),
+    );
+} finally {
+  await agent.close();
 }

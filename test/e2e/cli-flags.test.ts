@@ -32,6 +32,14 @@ describe('CLI flag values', () => {
       "option '--reconcile-interval-ms <ms>' argument 'soon' is invalid. Expected a positive integer.",
     ],
     [
+      ['serve', '--tenant-streams', '0'],
+      "option '--tenant-streams <n>' argument '0' is invalid. Expected a positive integer.",
+    ],
+    [
+      ['serve', '--tenant-writes-per-second', 'lots'],
+      "option '--tenant-writes-per-second <n>' argument 'lots' is invalid. Expected a number.",
+    ],
+    [
       ['host', '--auth', 'basic'],
       "option '--auth <mode>' argument 'basic' is invalid. Allowed choices are none, keys.",
     ],
@@ -85,5 +93,36 @@ describe('CLI flag values', () => {
     const r = await run(['serve', '--bogus']);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe("taskplane: unknown option '--bogus'\n(add --help for usage)\n");
+  });
+
+  it('the limit flags reach the plane: past --tenant-streams a stream is refused naming the limit', async () => {
+    const key = 'flags-key-0123456789';
+    const serve = await spawnTaskplane(
+      ['serve', '--port', '0', '--db', 'memory:', '--tenant-streams', '1', '--max-body-bytes', '64'],
+      {
+        env: { TASKPLANE_API_KEYS: `acme:${key}`, LOG_LEVEL: 'silent' },
+        ready: /taskplane serve ready (http:\S+)/,
+      },
+    );
+    try {
+      const url = serve.readyMatch![1]!;
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      const first = await fetch(`${url}/v1/events?from=now`, { headers });
+      expect(first.status).toBe(200);
+      const second = await fetch(`${url}/v1/events?from=now`, { headers });
+      expect(second.status).toBe(429);
+      expect(((await second.json()) as { error: { message: string } }).error.message).toMatch(
+        /maxStreamsPerTenant/,
+      );
+      await first.body!.cancel();
+      const big = await fetch(`${url}/v1/tasks`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ target: 'none', input: 'x'.repeat(100) }),
+      });
+      expect(big.status).toBe(413);
+    } finally {
+      await serve.stop();
+    }
   });
 });

@@ -8,6 +8,7 @@ import { freshSchemaName, urlForSchema } from '../support/pg.ts';
 import type { ConnectorCapabilities } from '../../src/connectors/connector.ts';
 import { Plane } from '../../src/plane/plane.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
+import type { NextTurn } from '../../src/plane/start-queue.ts';
 import { FakeRemote, drain } from './fake-remote.ts';
 
 /** A plane on a virtual clock, a memory store and one fake remote registered as target `fake`. */
@@ -33,7 +34,7 @@ export async function harness(
   caps: Partial<ConnectorCapabilities> = {},
   seed = 1,
   connectorOptions: { startStream?: boolean } = {},
-  setup: { store?: string; instanceId?: string } = {},
+  setup: { store?: string; instanceId?: string; nextTurn?: NextTurn } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock(1_700_000_000_000);
   // PLANE_TEST_STORE=sqlite::memory: or =postgres (a fresh schema each) runs the engine tests on another backend.
@@ -78,6 +79,7 @@ export async function harness(
       random,
       store,
       connectors: (t) => (t === 'fake' ? connector : undefined),
+      ...(setup.nextTurn ? { nextTurn: setup.nextTurn } : {}),
       options: opts,
       // PLANE_TEST_LOG=1 shows the engine's warnings while debugging a test.
       ...(process.env.PLANE_TEST_LOG ? { logger: pino({ level: 'debug' }) } : {}),

@@ -34,6 +34,16 @@ async function errorOf(res: Response) {
   return ((await res.json()) as { error: { code: string; message: string; field: string | null } }).error;
 }
 
+/** Waits (on event-loop turns, not time) until a body stream was pulled `n` times. */
+async function untilPulled(pulled: () => number, n: number): Promise<void> {
+  for (let turn = 0; pulled() < n; turn++) {
+    if (turn > 1000) throw new Error(`body pulled ${pulled()} times, expected ${n}`);
+    await new Promise((r) => setImmediate(r));
+  }
+  // A few more turns: a pull beyond n would show now.
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+}
+
 async function tasksOf(app: App, tenant: string): Promise<number> {
   return (await app.store.listEnvelopes({ tenant })).items.length;
 }
@@ -114,6 +124,46 @@ describe('per-tenant creates in flight', () => {
     const bad = await app.fetch('/v1/tasks', { method: 'POST', headers: headers(KEY_A), body: '{not json' });
     expect(bad.status).toBe(400);
     expect((await create(app, KEY_A)).status).toBe(202);
+  });
+});
+
+describe('per-tenant body rate', () => {
+  it("a tenant past its body rate has its body read more slowly, not refused; the other tenant's bodies are read at once", async () => {
+    const clock = new VirtualClock(Date.parse('2026-12-01T00:00:00Z'));
+    // 1,000 bytes a second, a bucket of 2,000: a 5,000-byte body takes its first 2,000 bytes at once.
+    const app = await start({ limitsClock: clock, limits: { bodyBytesPerSecondPerTenant: 1000 } });
+    const text = JSON.stringify({ target: 'fake', input: 'x'.repeat(4970) });
+    const chunks = Array.from({ length: Math.ceil(text.length / 1000) }, (_, i) =>
+      new TextEncoder().encode(text.slice(i * 1000, (i + 1) * 1000)),
+    );
+    expect(chunks).toHaveLength(5);
+    let pulled = 0;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          const next = chunks[pulled++];
+          if (next) controller.enqueue(next);
+          else controller.close();
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    let answered = false;
+    const paced = Promise.resolve(app.fetch('/v1/tasks', { method: 'POST', headers: headers(KEY_A), body }));
+    void paced.then(() => (answered = true));
+    // Two chunks fill the bucket; the third puts the tenant 1,000 bytes in debt: one second's wait.
+    await untilPulled(() => pulled, 3);
+    expect(answered).toBe(false);
+    expect((await create(app, KEY_B, 'beta')).status).toBe(202);
+    await clock.advance(999);
+    expect(pulled).toBe(3);
+    await clock.advance(1);
+    await untilPulled(() => pulled, 4);
+    await clock.advance(1000);
+    await untilPulled(() => pulled, 5);
+    await clock.advance(1000);
+    expect((await paced).status).toBe(202);
+    expect(await tasksOf(app, 'alpha')).toBe(1);
   });
 });
 
@@ -204,6 +254,10 @@ describe('limit options', () => {
       writesPerSecondPerTenant: 200,
       writeBurstPerTenant: 400,
       maxStreamsPerTenant: 500,
+      bodyBytesPerSecondPerTenant: 2 * 1024 * 1024,
     });
+    expect(() => new TenantLimits(clock, { bodyBytesPerSecondPerTenant: Number.NaN })).toThrow(
+      /limits\.bodyBytesPerSecondPerTenant: must be a number > 0/,
+    );
   });
 });

@@ -1,0 +1,123 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { STARTS_PER_TURN } from '../../src/plane/start-queue.ts';
+import type { PlaneOptions } from '../../src/plane/options.ts';
+import { harness, type Harness } from './harness.ts';
+
+/**
+ * New jobs' starts wait in the start queue for a later turn of the event loop (the server's is
+ * setImmediate; here the test runs each turn by hand): a create answers before its start's work runs,
+ * a burst of starts is spread over turns, and stop() never waits on a start that has not begun.
+ */
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const T = 'tenant-a';
+const starts = () => h!.remote.calls.filter((c) => c.method === 'start' || c.method === 'startStream').length;
+
+/** A harness whose plane defers starts to turns this test runs with `turn()`. */
+async function withTurns(options: PlaneOptions = {}, startStream = false) {
+  const turns: Array<() => void> = [];
+  h = await harness(options, {}, 1, { startStream }, { nextTurn: (fn) => turns.push(fn) });
+  return {
+    async turn() {
+      for (const fn of turns.splice(0)) fn();
+      await h!.settle();
+    },
+    waiting: () => turns.length,
+  };
+}
+
+describe('start queue', () => {
+  it('a create returns with its envelope durable and nothing sent; the next turn sends the start', async () => {
+    const turns = await withTurns({ delivery: { stream: false, push: false, poll: true } });
+    const { envelope, created } = await h!.plane.create({ tenant: T, target: 'fake', input: 'q' });
+    expect(created).toBe(true);
+    await h!.settle();
+    expect(starts()).toBe(0);
+    expect((await h!.store.getEnvelope(envelope.id))?.state).toBe('accepted');
+    expect(turns.waiting()).toBe(1);
+    await turns.turn();
+    expect(starts()).toBe(1);
+    expect((await h!.store.getEnvelope(envelope.id))?.remoteId).not.toBeNull();
+  });
+
+  it(`a burst of creates begins at most ${STARTS_PER_TURN} starts per turn, each job started once`, async () => {
+    const turns = await withTurns({ delivery: { stream: false, push: false, poll: true } });
+    const n = STARTS_PER_TURN * 2 + 3;
+    for (let i = 0; i < n; i++) await h!.plane.create({ tenant: T, target: 'fake', input: i });
+    await h!.settle();
+    const perTurn: number[] = [];
+    let before = 0;
+    while (turns.waiting() > 0) {
+      await turns.turn();
+      perTurn.push(starts() - before);
+      before = starts();
+    }
+    expect(perTurn).toEqual([STARTS_PER_TURN, STARTS_PER_TURN, 3]);
+    expect(h!.remote.jobs.size).toBe(n);
+  });
+
+  it('wait: started still waits for the remote, through the queue', async () => {
+    const turns = await withTurns({ delivery: { stream: false, push: false, poll: true } });
+    const pending = h!.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    let answered = false;
+    void pending.then(() => (answered = true));
+    await h!.settle();
+    expect(answered).toBe(false);
+    await turns.turn();
+    const { envelope } = await pending;
+    expect(envelope.remoteId).not.toBeNull();
+  });
+
+  it('stop() with starts still queued returns; nothing was sent and a restarted plane starts each job once', async () => {
+    const turns = await withTurns({ delivery: { stream: true, push: false } });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++)
+      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
+    const stopped = h!.plane.stop();
+    // The queued starts find the plane stopped when their turn comes, and stop() waits for no more.
+    await turns.turn();
+    await stopped;
+    expect(starts()).toBe(0);
+    for (const id of ids) expect((await h!.store.getEnvelope(id))?.startAttempts ?? 0).toBe(0);
+    await h!.restart();
+    await h!.advance(1_000);
+    for (const id of ids) expect((await h!.store.getEnvelope(id))?.remoteId).not.toBeNull();
+    expect(starts()).toBe(3);
+  });
+});
+
+describe('stop right after a create', () => {
+  // stop() at every point of a start in flight, for each way a job is watched: it must return, and a
+  // restarted plane must start the job exactly once.
+  const setups: Array<[string, PlaneOptions, boolean]> = [
+    ['streaming start', { delivery: { stream: true, push: false } }, true],
+    ['start, then stream', { delivery: { stream: true, push: false } }, false],
+    ['start, then poll', { delivery: { stream: false, push: false, poll: true } }, false],
+    [
+      'start, then push',
+      { delivery: { stream: false, push: true, poll: false }, publicUrl: 'http://plane.test' },
+      false,
+    ],
+  ];
+  for (const [name, options, startStream] of setups)
+    it(`${name}: stop() returns at every step of the start, and the job is started once after a restart`, async () => {
+      for (let steps = 0; steps < 12; steps++) {
+        h = await harness(options, {}, steps + 1, { startStream });
+        h.remote.startDelayMs = steps % 2 ? 0 : 500;
+        const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: steps });
+        for (let i = 0; i < steps; i++) await Promise.resolve();
+        await h.plane.stop();
+        await h.restart();
+        await h.advance(120_000);
+        const after = await h.store.getEnvelope(envelope.id);
+        expect(after?.remoteId).not.toBeNull();
+        expect(h.remote.jobsByMessageId(envelope.messageId!)).toHaveLength(1);
+        await h.close();
+        h = undefined;
+      }
+    });
+});
