@@ -5,7 +5,7 @@ import { TaskplaneError } from '../core/errors.ts';
 import { intOption, LOG_LEVELS } from './cli-options.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
-import { demoTarget, seedDemoTasks, startDemoHost } from '../server/demo.ts';
+import { demoTarget, parseDemoTasks, seedDemoTasks, startDemoHost } from '../server/demo.ts';
 import { startServer } from '../server/start-server.ts';
 import {
   parseTargetSigningSecrets,
@@ -63,16 +63,14 @@ function printForPeople(lines: string[]): void {
   console.log(tty ? `\x1b[2m${rule}\x1b[0m` : rule);
 }
 
-function readTargetsFile(path: string): string {
+function readOptionFile(path: string, flag: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
     throw new TaskplaneError(
       'config',
-      `--targets-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      {
-        field: 'targets-file',
-      },
+      `--${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      { field: flag },
     );
   }
 }
@@ -125,6 +123,10 @@ export function registerServeCommand(program: Command): void {
       'engine options as JSON (see docs/plane.md; also TASKPLANE_PLANE_OPTIONS), merged over the flags',
     )
     .option('--demo', 'also run the demo agent host as target "demo" and start sample tasks', false)
+    .option(
+      '--demo-tasks-file <path>',
+      'with --demo: more sample tasks as JSON [{"target", "label", "input", "budget"?}] (npm start adds its emulator targets\' this way)',
+    )
     .addOption(
       new Option('--log-level <level>', 'JSON log level on stderr (default: warn with --demo, else info)')
         .choices(LOG_LEVELS)
@@ -140,7 +142,7 @@ export function registerServeCommand(program: Command): void {
         mkdirSync(parsed.path.slice(0, parsed.path.lastIndexOf('/')), { recursive: true });
       const targetsFile = (opts.targetsFile as string | undefined) ?? process.env.TASKPLANE_TARGETS_FILE;
       const targets: Record<string, TargetConfig> = {
-        ...(targetsFile ? parseTargetsFile(readTargetsFile(targetsFile), targetsFile) : {}),
+        ...(targetsFile ? parseTargetsFile(readOptionFile(targetsFile, 'targets-file'), targetsFile) : {}),
         ...parseTargets(process.env.TASKPLANE_TARGETS),
         ...parseTargets((opts.target as string[]).join(',')),
       };
@@ -150,6 +152,13 @@ export function registerServeCommand(program: Command): void {
       );
       for (const [name, webhookSigningSecret] of Object.entries(secrets))
         targets[name] = { ...targets[name]!, webhookSigningSecret };
+      const demoTasksFile = opts.demoTasksFile as string | undefined;
+      if (demoTasksFile && !opts.demo)
+        throw new TaskplaneError('config', '--demo-tasks-file goes with --demo', { field: 'demo-tasks-file' });
+      // Read and checked before anything starts, so a mistake in it stops nothing half-way.
+      const extraDemoTasks = demoTasksFile
+        ? parseDemoTasks(readOptionFile(demoTasksFile, 'demo-tasks-file'), demoTasksFile)
+        : [];
       let host: RunningHost | null = null;
       if (opts.demo) {
         mkdirSync('data', { recursive: true });
@@ -202,6 +211,11 @@ export function registerServeCommand(program: Command): void {
         lines.push(
           `  demo host: ${host.url} (target "demo"); started ${ids.length} sample tasks, one will ask "Which edition?"`,
         );
+        if (extraDemoTasks.length > 0) {
+          const more = await seedDemoTasks(server, 'default', extraDemoTasks);
+          const on = [...new Set(extraDemoTasks.map((t) => t.target))].join(', ');
+          lines.push(`  more sample tasks: started ${more.length} on ${on} (--demo-tasks-file)`);
+        }
       }
       lines.push(`  logs: JSON on stderr at level ${level} (--log-level to change)`);
       printForPeople(lines);

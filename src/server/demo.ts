@@ -1,3 +1,4 @@
+import { configError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { startHost, type RunningHost } from '../host/start-host.ts';
 import type { RunningServer } from './start-server.ts';
@@ -8,7 +9,17 @@ import type { RunningServer } from './start-server.ts';
  * one of them waiting for input. The host keeps its own SQLite file; push goes to the plane over
  * loopback, which the host allows for this pairing only.
  */
-export const DEMO_TASKS: Array<{ label: string; input: unknown }> = [
+export interface DemoTask {
+  label: string;
+  input: unknown;
+  /** @default 'demo' */
+  target?: string;
+  budget?: { limit: number; unit: string };
+  /** @default the input's `durationMs` plus a minute, else a minute */
+  expectedDurationMs?: number;
+}
+
+export const DEMO_TASKS: DemoTask[] = [
   { label: 'quick echo', input: 'hello from the taskplane demo' },
   { label: 'steady work', input: { durationMs: 20_000, steps: 5, artifactChunks: 2 } },
   {
@@ -47,21 +58,66 @@ export function demoTarget(host: RunningHost): { kind: 'a2a'; baseUrl: string; i
   return { kind: 'a2a', baseUrl: host.url, idempotentStart: true };
 }
 
-/** Starts the sample tasks; returns their ids. */
-export async function seedDemoTasks(server: RunningServer, tenant = 'default'): Promise<string[]> {
+/**
+ * More sample tasks, from `serve --demo --demo-tasks-file`: a JSON array of `{target, label, input,
+ * budget?, expectedDurationMs?}` (`npm start` puts its emulator targets' tasks there). Checked before
+ * anything starts; errors name `demo-tasks[i].<field>`.
+ */
+export function parseDemoTasks(text: string, path: string): DemoTask[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw configError('demo-tasks-file', `${path} is not JSON`);
+  }
+  if (!Array.isArray(json)) throw configError('demo-tasks-file', `${path} must hold an array of tasks`);
+  return json.map((raw: unknown, i): DemoTask => {
+    const t = (raw ?? {}) as Record<string, unknown>;
+    const field = (name: string) => `demo-tasks[${i}].${name}`;
+    if (typeof t.target !== 'string' || t.target === '') throw configError(field('target'), 'is required');
+    if (typeof t.label !== 'string' || t.label === '') throw configError(field('label'), 'is required');
+    if (t.input === undefined) throw configError(field('input'), 'is required');
+    const b = t.budget as { limit?: unknown; unit?: unknown } | undefined;
+    if (b !== undefined && (typeof b?.limit !== 'number' || typeof b.unit !== 'string'))
+      throw configError(field('budget'), 'must be {limit: number, unit: string}');
+    const d = t.expectedDurationMs;
+    if (d !== undefined && (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 1))
+      throw configError(field('expectedDurationMs'), 'must be an integer >= 1');
+    return {
+      target: t.target,
+      label: t.label,
+      input: t.input,
+      ...(b ? { budget: { limit: b.limit as number, unit: b.unit as string } } : {}),
+      ...(d !== undefined ? { expectedDurationMs: d as number } : {}),
+    };
+  });
+}
+
+function expectedDuration(t: DemoTask): number {
+  if (t.expectedDurationMs !== undefined) return t.expectedDurationMs;
+  const ms = (t.input as { durationMs?: unknown } | null)?.durationMs;
+  return (typeof ms === 'number' ? ms : 0) + 60_000;
+}
+
+/** Starts the sample tasks (the built-in ones unless others are given); returns their ids. */
+export async function seedDemoTasks(
+  server: RunningServer,
+  tenant = 'default',
+  tasks: readonly DemoTask[] = DEMO_TASKS,
+): Promise<string[]> {
   const ids: string[] = [];
-  for (const t of DEMO_TASKS) {
+  for (const t of tasks) {
     const { envelope } = await server.plane.create(
       {
         tenant,
-        target: 'demo',
+        target: t.target ?? 'demo',
         input: t.input,
         actor: 'demo',
         workflowId: `demo:${t.label}`,
-        expectedDurationMs:
-          typeof t.input === 'object' ? (t.input as { durationMs: number }).durationMs + 60_000 : 60_000,
+        expectedDurationMs: expectedDuration(t),
+        ...(t.budget ? { budget: t.budget } : {}),
       },
-      // "Started" in the ready banner means the host has them.
+      // "Started" in the ready banner means the remote has them.
       { wait: 'started' },
     );
     ids.push(envelope.id);
