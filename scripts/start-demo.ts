@@ -153,14 +153,21 @@ export async function startDemo(o: DemoOptions = {}): Promise<DemoRun> {
     const claudeTarget = await emulatorTarget(claude, { apiKey: claudeKey, apiKeyEnv: CLAUDE_KEY_ENV });
 
     const own = userTargetsFile(args, env);
-    const theirs = own ? (JSON.parse(readFileSync(resolve(cwd, own), 'utf8')) as Record<string, unknown>) : {};
+    const theirs = own
+      ? (JSON.parse(readFileSync(resolve(cwd, own), 'utf8')) as Record<string, unknown>)
+      : {};
     const targetsFile = join(dataDir, 'demo-targets.json');
     writeFileSync(
       targetsFile,
       JSON.stringify(
         {
           ...theirs,
-          openai: { kind: 'openai', baseUrl: openaiUrl, apiKey: { env: OPENAI_KEY_ENV }, model: 'gpt-emulated' },
+          openai: {
+            kind: 'openai',
+            baseUrl: openaiUrl,
+            apiKey: { env: OPENAI_KEY_ENV },
+            model: 'gpt-emulated',
+          },
           claude: claudeTarget,
         },
         null,

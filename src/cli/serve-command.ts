@@ -154,7 +154,9 @@ export function registerServeCommand(program: Command): void {
         targets[name] = { ...targets[name]!, webhookSigningSecret };
       const demoTasksFile = opts.demoTasksFile as string | undefined;
       if (demoTasksFile && !opts.demo)
-        throw new TaskplaneError('config', '--demo-tasks-file goes with --demo', { field: 'demo-tasks-file' });
+        throw new TaskplaneError('config', '--demo-tasks-file goes with --demo', {
+          field: 'demo-tasks-file',
+        });
       // Read and checked before anything starts, so a mistake in it stops nothing half-way.
       const extraDemoTasks = demoTasksFile
         ? parseDemoTasks(readOptionFile(demoTasksFile, 'demo-tasks-file'), demoTasksFile)

@@ -73,7 +73,11 @@ describe('npm start', () => {
             resolve(tasks);
           }
         };
-        const follower = new EventFollower(client, () => void check(), () => void check());
+        const follower = new EventFollower(
+          client,
+          () => void check(),
+          () => void check(),
+        );
       });
     const is = (state: string) => (t: Task) => t.state === state;
     const tasks = await reach({

@@ -212,9 +212,9 @@ describe('Claude emulator: scripted turns through the official SDK', () => {
       listed.push(x.id);
     expect(listed).toEqual([s.id]);
     // Rescheduling is still busy: it cannot be archived.
-    expect(await client.beta.sessions.archive(s.id).catch((e: unknown) => (e as { status: number }).status)).toBe(
-      400,
-    );
+    expect(
+      await client.beta.sessions.archive(s.id).catch((e: unknown) => (e as { status: number }).status),
+    ).toBe(400);
     emu.control.release(s.id);
     const frames = await stream.until((e) => e.type === 'session.status_idle');
     expect(types(frames)[0]).toBe('session.status_running');
