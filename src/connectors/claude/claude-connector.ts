@@ -264,7 +264,10 @@ export class ClaudeConnector implements Connector {
   private async scan(query: ListChangedQuery, signal: AbortSignal, all: boolean): Promise<ListChangedPage> {
     const o = this.options;
     const at = decodeCursor(query.cursor);
-    const from = Math.max(0, Math.min(query.since, this.clock.now() - (o.reconcileWindowMs ?? DEFAULT_WINDOW_MS)));
+    const from = Math.max(
+      0,
+      Math.min(query.since, this.clock.now() - (o.reconcileWindowMs ?? DEFAULT_WINDOW_MS)),
+    );
     const page = await this.call('list sessions', (c) =>
       c.beta.sessions.list(
         {

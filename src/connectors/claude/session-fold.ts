@@ -251,7 +251,8 @@ export class SessionFold {
     // asked of us, flagged so a reader sees why no progress shows. A plain running clears the flag.
     if (this.status === 'rescheduling')
       return { ...base, state: 'running', nativeState: 'rescheduling', statusMessage: 'retrying' };
-    if (this.status === 'running') return { ...base, state: 'running', nativeState: 'running', statusMessage: null };
+    if (this.status === 'running')
+      return { ...base, state: 'running', nativeState: 'running', statusMessage: null };
     if (this.status === 'idle') return { ...base, state: 'accepted', nativeState: 'idle' };
     return { ...base, state: 'unknown', nativeState: this.status };
   }

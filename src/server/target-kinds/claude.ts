@@ -64,12 +64,14 @@ export const claudeTarget: TargetKind = {
     });
     if (archiveAfterTerminal)
       // Sessions whose job ended while no plane was there to archive them (a crash in between).
-      void connector.sweepUnarchived().catch((err: unknown) =>
-        deps.logger.warn(
-          { target: name, err: err instanceof Error ? err.message : String(err) },
-          'archive sweep at start failed; reconciliation retries it',
-        ),
-      );
+      void connector
+        .sweepUnarchived()
+        .catch((err: unknown) =>
+          deps.logger.warn(
+            { target: name, err: err instanceof Error ? err.message : String(err) },
+            'archive sweep at start failed; reconciliation retries it',
+          ),
+        );
     return connector;
   },
 };
