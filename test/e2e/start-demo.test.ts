@@ -1,9 +1,10 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EMULATOR_DEMO_TASKS, startDemo, type DemoRun } from '../../scripts/start-demo.ts';
-import { CLI_FROM_SOURCE } from '../support/process.ts';
+import { CLI_FROM_SOURCE, REPO_ROOT, spawnProcess } from '../support/process.ts';
 import { EventFollower, PlaneClient } from './plane-client.ts';
 
 /**
@@ -110,5 +111,45 @@ describe('npm start', () => {
     // The emulators went with it.
     await expect(fetch(`${run.emulators.claude}/v1/agents`)).rejects.toThrow();
     await expect(fetch(`${run.emulators.openai}/responses/x`)).rejects.toThrow();
+  }, 120_000);
+
+  it('`npm start` itself: the script runs the entry, which runs the built CLI; a doubled SIGINT is passed on once and ends all', async () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(pkg.scripts.start).toBe('node --import tsx scripts/start-demo.ts');
+    // The same command from a scratch directory (its data/ goes there), with tsx resolved from the repo.
+    const dir = mkdtempSync(join(tmpdir(), 'taskplane-npm-start-'));
+    const tsx = createRequire(join(REPO_ROOT, 'package.json')).resolve('tsx');
+    const proc = await spawnProcess(
+      process.execPath,
+      [
+        '--import',
+        tsx,
+        join(REPO_ROOT, 'scripts/start-demo.ts'),
+        '--port',
+        '0',
+        '--db',
+        `sqlite:${dir}/plane.db`,
+      ],
+      {
+        cwd: dir,
+        env: { TASKPLANE_API_KEYS: `default:${KEY}`, LOG_LEVEL: undefined },
+        ready: /more sample tasks: started 9 on openai, claude/,
+        readyTimeoutMs: 60_000,
+      },
+    );
+    const claude = /Claude Managed Agents emulator at (http:\S+)/.exec(proc.stdout)![1]!;
+    expect(proc.stdout).toMatch(
+      /^taskplane demo: local emulators \(stand-ins for testing, not the real services\)/,
+    );
+    expect((await fetch(`${claude}/v1/agents`)).status).toBe(401);
+    // npm and a terminal may both deliver one Ctrl-C: serve still shuts down in order.
+    proc.child.kill('SIGINT');
+    proc.child.kill('SIGINT');
+    const exit = await proc.exited;
+    expect(exit.code).toBe(0);
+    expect(proc.stdout).toContain('taskplane serve stopped');
+    await expect(fetch(`${claude}/v1/agents`)).rejects.toThrow();
   }, 120_000);
 });
