@@ -290,8 +290,9 @@ export class ClaudeConnector implements Connector {
       const changed = all && !(Date.parse(s.updated_at ?? '') < query.since);
       const cleanup = this.awaitsArchive(s);
       if (!changed && !cleanup) continue;
-      if (cleanup) this.remember(this.archiveChecked, s.id);
       const snap = this.settled(await this.read(s.id, signal, s));
+      // Checked once per process: one still waiting for input is read again when it changes.
+      if (cleanup) this.remember(this.archiveChecked, s.id);
       if (changed) items.push(snap);
     }
     const read = (at?.read ?? 0) + page.data.length;
