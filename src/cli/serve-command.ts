@@ -5,7 +5,14 @@ import { TaskplaneError } from '../core/errors.ts';
 import { intOption, LOG_LEVELS } from './cli-options.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
-import { demoTarget, parseDemoTasks, seedDemoTasks, startDemoHost } from '../server/demo.ts';
+import {
+  DEMO_MCP_TARGET,
+  DEMO_TARGET,
+  demoTargets,
+  parseDemoTasks,
+  seedDemoTasks,
+  startDemoHost,
+} from '../server/demo.ts';
 import { startServer } from '../server/start-server.ts';
 import {
   parseTargetSigningSecrets,
@@ -81,7 +88,7 @@ function collect(value: string, previous: string[]): string[] {
 
 /**
  * `taskplane serve`: the control plane (API, dashboard, engine). `--demo` also runs the demo agent host
- * in this process as target `demo` and starts a few sample tasks. The first stdout line is
+ * in this process as targets `demo` (A2A) and `demo-mcp` (MCP) and starts a few sample tasks on each. The first stdout line is
  * `taskplane serve ready <url>` so scripts and tests can wait on it.
  */
 export function registerServeCommand(program: Command): void {
@@ -122,7 +129,11 @@ export function registerServeCommand(program: Command): void {
       '--plane-options <json>',
       'engine options as JSON (see docs/plane.md; also TASKPLANE_PLANE_OPTIONS), merged over the flags',
     )
-    .option('--demo', 'also run the demo agent host as target "demo" and start sample tasks', false)
+    .option(
+      '--demo',
+      'also run the demo agent host as targets "demo" (A2A) and "demo-mcp" (MCP) and start sample tasks',
+      false,
+    )
     .option(
       '--demo-tasks-file <path>',
       'with --demo: more sample tasks as JSON [{"target", "label", "input", "budget"?}] (npm start adds its emulator targets\' this way)',
@@ -165,7 +176,7 @@ export function registerServeCommand(program: Command): void {
       if (opts.demo) {
         mkdirSync('data', { recursive: true });
         host = await startDemoHost({ logger });
-        targets.demo = demoTarget(host);
+        Object.assign(targets, demoTargets(host));
       }
       const lostPolicy = opts.lostPolicy as 'resubmit' | 'escalate';
       const server = await startServer({
@@ -211,7 +222,7 @@ export function registerServeCommand(program: Command): void {
       if (host) {
         const ids = await seedDemoTasks(server);
         lines.push(
-          `  demo host: ${host.url} (target "demo"); started ${ids.length} sample tasks, one will ask "Which edition?"`,
+          `  demo host: ${host.url} (target "${DEMO_TARGET}", A2A; target "${DEMO_MCP_TARGET}", MCP at /mcp); started ${ids.length} sample tasks, two will ask "Which edition?"`,
         );
         if (extraDemoTasks.length > 0) {
           const more = await seedDemoTasks(server, 'default', extraDemoTasks);

@@ -92,8 +92,12 @@ describe('npm start', () => {
       'claude: pauses at its budget': (t) => t.nativeState === 'idle/budget_reached',
       'claude: fails on purpose': is('failed'),
     });
-    expect(new Set([...tasks.values()].map((t) => t.target))).toEqual(new Set(['demo', 'openai', 'claude']));
-    expect([...tasks.values()].filter((t) => t.target !== 'demo')).toHaveLength(EMULATOR_DEMO_TASKS.length);
+    expect(new Set([...tasks.values()].map((t) => t.target))).toEqual(
+      new Set(['demo', 'demo-mcp', 'openai', 'claude']),
+    );
+    expect([...tasks.values()].filter((t) => t.target === 'openai' || t.target === 'claude')).toHaveLength(
+      EMULATOR_DEMO_TASKS.length,
+    );
 
     // The pending tool confirmation is answerable the way the dashboard answers it: its key and "allow".
     const asking = tasks.get('claude: asks to run a tool')!;
