@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EMULATOR_DEMO_TASKS, startDemo, type DemoRun } from '../../scripts/start-demo.ts';
+import { parseDemoTasks } from '../../src/server/demo.ts';
 import { CLI_FROM_SOURCE, REPO_ROOT, spawnProcess } from '../support/process.ts';
 import { EventFollower, PlaneClient } from './plane-client.ts';
 
@@ -31,6 +32,18 @@ afterAll(async () => {
 });
 
 describe('npm start', () => {
+  it('its sample tasks file is checked before anything starts, naming the wrong field', () => {
+    expect(parseDemoTasks(JSON.stringify(EMULATOR_DEMO_TASKS), 'f.json')).toEqual(EMULATOR_DEMO_TASKS);
+    expect(() => parseDemoTasks('[{"target":"claude","label":"x"}]', 'f.json')).toThrow(
+      /demo-tasks\[0\]\.input: is required/,
+    );
+    expect(() =>
+      parseDemoTasks('[{"target":"claude","label":"x","input":"a","budget":{"limit":"9"}}]', 'f.json'),
+    ).toThrow(/demo-tasks\[0\]\.budget/);
+    expect(() => parseDemoTasks('{}', 'f.json')).toThrow(/f\.json must hold an array/);
+    expect(() => parseDemoTasks('nope', 'f.json')).toThrow(/f\.json is not JSON/);
+  });
+
   it('runs openai and claude targets on the emulators beside the demo host; their tasks reach their states', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'taskplane-start-demo-'));
     run = await startDemo({
