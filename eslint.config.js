@@ -91,5 +91,5 @@ export default tseslint.config(
       ],
     },
   },
-  { files: ['src/cli/**/*.ts', 'test/**/*.ts'], rules: { 'no-console': 'off' } },
+  { files: ['src/cli/**/*.ts', 'test/**/*.ts', 'scripts/**/*.ts'], rules: { 'no-console': 'off' } },
 );

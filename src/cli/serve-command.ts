@@ -5,7 +5,14 @@ import { TaskplaneError } from '../core/errors.ts';
 import { intOption, LOG_LEVELS, numberOption } from './cli-options.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
-import { DEMO_MCP_TARGET, DEMO_TARGET, demoTargets, seedDemoTasks, startDemoHost } from '../server/demo.ts';
+import {
+  DEMO_MCP_TARGET,
+  DEMO_TARGET,
+  demoTargets,
+  parseDemoTasks,
+  seedDemoTasks,
+  startDemoHost,
+} from '../server/demo.ts';
 import { startServer } from '../server/start-server.ts';
 import {
   parseTargetSigningSecrets,
@@ -63,16 +70,14 @@ function printForPeople(lines: string[]): void {
   console.log(tty ? `\x1b[2m${rule}\x1b[0m` : rule);
 }
 
-function readTargetsFile(path: string): string {
+function readOptionFile(path: string, flag: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
     throw new TaskplaneError(
       'config',
-      `--targets-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      {
-        field: 'targets-file',
-      },
+      `--${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      { field: flag },
     );
   }
 }
@@ -152,6 +157,10 @@ export function registerServeCommand(program: Command): void {
       'also run the demo agent host as targets "demo" (A2A) and "demo-mcp" (MCP) and start sample tasks',
       false,
     )
+    .option(
+      '--demo-tasks-file <path>',
+      'with --demo: more sample tasks as JSON [{"target", "label", "input", "budget"?}] (npm start adds its emulator targets\' this way)',
+    )
     .addOption(
       new Option('--log-level <level>', 'JSON log level on stderr (default: warn with --demo, else info)')
         .choices(LOG_LEVELS)
@@ -167,7 +176,7 @@ export function registerServeCommand(program: Command): void {
         mkdirSync(parsed.path.slice(0, parsed.path.lastIndexOf('/')), { recursive: true });
       const targetsFile = (opts.targetsFile as string | undefined) ?? process.env.TASKPLANE_TARGETS_FILE;
       const targets: Record<string, TargetConfig> = {
-        ...(targetsFile ? parseTargetsFile(readTargetsFile(targetsFile), targetsFile) : {}),
+        ...(targetsFile ? parseTargetsFile(readOptionFile(targetsFile, 'targets-file'), targetsFile) : {}),
         ...parseTargets(process.env.TASKPLANE_TARGETS),
         ...parseTargets((opts.target as string[]).join(',')),
       };
@@ -177,6 +186,15 @@ export function registerServeCommand(program: Command): void {
       );
       for (const [name, webhookSigningSecret] of Object.entries(secrets))
         targets[name] = { ...targets[name]!, webhookSigningSecret };
+      const demoTasksFile = opts.demoTasksFile as string | undefined;
+      if (demoTasksFile && !opts.demo)
+        throw new TaskplaneError('config', '--demo-tasks-file goes with --demo', {
+          field: 'demo-tasks-file',
+        });
+      // Read and checked before anything starts, so a mistake in it stops nothing half-way.
+      const extraDemoTasks = demoTasksFile
+        ? parseDemoTasks(readOptionFile(demoTasksFile, 'demo-tasks-file'), demoTasksFile)
+        : [];
       let host: RunningHost | null = null;
       if (opts.demo) {
         mkdirSync('data', { recursive: true });
@@ -239,6 +257,11 @@ export function registerServeCommand(program: Command): void {
         lines.push(
           `  demo host: ${host.url} (target "${DEMO_TARGET}", A2A; target "${DEMO_MCP_TARGET}", MCP at /mcp); started ${ids.length} sample tasks, two will ask "Which edition?"`,
         );
+        if (extraDemoTasks.length > 0) {
+          const more = await seedDemoTasks(server, 'default', extraDemoTasks);
+          const on = [...new Set(extraDemoTasks.map((t) => t.target))].join(', ');
+          lines.push(`  more sample tasks: started ${more.length} on ${on} (--demo-tasks-file)`);
+        }
       }
       lines.push(`  logs: JSON on stderr at level ${level} (--log-level to change)`);
       printForPeople(lines);

@@ -1,3 +1,4 @@
+import { configError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { startHost, type RunningHost } from '../host/start-host.ts';
 import type { RunningServer } from './start-server.ts';
@@ -13,7 +14,16 @@ import type { TargetConfig } from './targets.ts';
 export const DEMO_TARGET = 'demo';
 export const DEMO_MCP_TARGET = 'demo-mcp';
 
-export const DEMO_TASKS: Array<{ label: string; target: string; input: unknown }> = [
+export interface DemoTask {
+  label: string;
+  target: string;
+  input: unknown;
+  budget?: { limit: number; unit: string };
+  /** @default the input's `durationMs` plus a minute, else a minute */
+  expectedDurationMs?: number;
+}
+
+export const DEMO_TASKS: DemoTask[] = [
   { label: 'quick echo', target: DEMO_TARGET, input: 'hello from the taskplane demo' },
   { label: 'steady work', target: DEMO_TARGET, input: { durationMs: 20_000, steps: 5, artifactChunks: 2 } },
   {
@@ -72,10 +82,55 @@ export function demoTargets(host: RunningHost): Record<string, TargetConfig> {
   };
 }
 
-/** Starts the sample tasks; returns their ids. */
-export async function seedDemoTasks(server: RunningServer, tenant = 'default'): Promise<string[]> {
+/**
+ * More sample tasks, from `serve --demo --demo-tasks-file`: a JSON array of `{target, label, input,
+ * budget?, expectedDurationMs?}` (`npm start` puts its emulator targets' tasks there). Checked before
+ * anything starts; errors name `demo-tasks[i].<field>`.
+ */
+export function parseDemoTasks(text: string, path: string): DemoTask[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw configError('demo-tasks-file', `${path} is not JSON`);
+  }
+  if (!Array.isArray(json)) throw configError('demo-tasks-file', `${path} must hold an array of tasks`);
+  return json.map((raw: unknown, i): DemoTask => {
+    const t = (raw ?? {}) as Record<string, unknown>;
+    const field = (name: string) => `demo-tasks[${i}].${name}`;
+    if (typeof t.target !== 'string' || t.target === '') throw configError(field('target'), 'is required');
+    if (typeof t.label !== 'string' || t.label === '') throw configError(field('label'), 'is required');
+    if (t.input === undefined) throw configError(field('input'), 'is required');
+    const b = t.budget as { limit?: unknown; unit?: unknown } | undefined;
+    if (b !== undefined && (typeof b?.limit !== 'number' || typeof b.unit !== 'string'))
+      throw configError(field('budget'), 'must be {limit: number, unit: string}');
+    const d = t.expectedDurationMs;
+    if (d !== undefined && (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 1))
+      throw configError(field('expectedDurationMs'), 'must be an integer >= 1');
+    return {
+      target: t.target,
+      label: t.label,
+      input: t.input,
+      ...(b ? { budget: { limit: b.limit as number, unit: b.unit as string } } : {}),
+      ...(d !== undefined ? { expectedDurationMs: d as number } : {}),
+    };
+  });
+}
+
+function expectedDuration(t: DemoTask): number {
+  if (t.expectedDurationMs !== undefined) return t.expectedDurationMs;
+  const ms = (t.input as { durationMs?: unknown } | null)?.durationMs;
+  return (typeof ms === 'number' ? ms : 0) + 60_000;
+}
+
+/** Starts the sample tasks (the built-in ones unless others are given); returns their ids. */
+export async function seedDemoTasks(
+  server: RunningServer,
+  tenant = 'default',
+  tasks: readonly DemoTask[] = DEMO_TASKS,
+): Promise<string[]> {
   const ids: string[] = [];
-  for (const t of DEMO_TASKS) {
+  for (const t of tasks) {
     const { envelope } = await server.plane.create(
       {
         tenant,
@@ -83,10 +138,10 @@ export async function seedDemoTasks(server: RunningServer, tenant = 'default'): 
         input: t.input,
         actor: 'demo',
         workflowId: `demo:${t.label}`,
-        expectedDurationMs:
-          typeof t.input === 'object' ? (t.input as { durationMs: number }).durationMs + 60_000 : 60_000,
+        expectedDurationMs: expectedDuration(t),
+        ...(t.budget ? { budget: t.budget } : {}),
       },
-      // "Started" in the ready banner means the host has them.
+      // "Started" in the ready banner means the remote has them.
       { wait: 'started' },
     );
     ids.push(envelope.id);

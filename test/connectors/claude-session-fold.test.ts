@@ -49,6 +49,31 @@ describe('Claude session fold', () => {
     expect(s.state).toBe('succeeded');
   });
 
+  it('rescheduling is running, flagged retrying, whether read from the session or the history; running again clears it', () => {
+    const fromObject = new SessionFold({ ...session, status: 'rescheduling' }, 'ctx').snapshot();
+    expect([fromObject.state, fromObject.nativeState, fromObject.statusMessage]).toEqual([
+      'running',
+      'rescheduling',
+      'retrying',
+    ]);
+    const rescheduled = fold([
+      { id: 'e1', type: 'session.status_running' },
+      { id: 'e2', type: 'session.status_rescheduled' },
+    ]);
+    expect([rescheduled.state, rescheduled.nativeState, rescheduled.statusMessage]).toEqual([
+      'running',
+      'rescheduling',
+      'retrying',
+    ]);
+    const resumed = fold([
+      { id: 'e1', type: 'session.status_running' },
+      { id: 'e2', type: 'session.status_rescheduled' },
+      { id: 'e3', type: 'session.status_running' },
+    ]);
+    expect([resumed.state, resumed.nativeState, resumed.statusMessage]).toEqual(['running', 'running', null]);
+    expect(WEBHOOK_TO_STREAM['session.status_rescheduled']).toBe('session.status_rescheduled');
+  });
+
   it('requires_action lists only unanswered blocking events; all answered reads as running again', () => {
     const base: SessionEvent[] = [
       { id: 'e1', type: 'session.status_running' },

@@ -240,6 +240,24 @@ describe('taskplane serve with a claude target', () => {
     expect((await terminal(task.id)).state).toBe('succeeded');
   }, 60_000);
 
+  it('a rescheduled session: its webhook is taken, the task stays running, then succeeds', async () => {
+    const task = await create('reschedule');
+    const sid = (await until(task.id, (x) => x.remoteId !== null, 'bound')).remoteId!;
+    // The emulator runs in this process: its state is read between I/O turns, no clock involved.
+    for (let i = 0; i < 100_000 && emu.control.session(sid)!.status !== 'rescheduling'; i++)
+      await new Promise((r) => setImmediate(r));
+    await emu.control.webhooksSettled();
+    const hooks = emu.control.deliveries.filter((d) => d.sessionId === sid);
+    expect(hooks.filter((d) => d.type === 'session.status_rescheduled').map((d) => d.status)).toEqual([
+      200, 200,
+    ]);
+    // A change of native state alone writes no event to wait on; the connector's own test reads the
+    // flag (test/connectors/claude-reconcile.test.ts). Here: still running, not waiting or ended.
+    expect((await get(task.id)).state).toBe('running');
+    emu.control.release(sid);
+    expect((await terminal(task.id)).state).toBe('succeeded');
+  }, 60_000);
+
   it('the plane SIGKILLed mid-session and restarted: a job that ended meanwhile and one waiting are both right', async () => {
     const hold = await create('hold');
     const custom = await create('custom_tool');

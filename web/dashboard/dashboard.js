@@ -183,14 +183,35 @@ function timelineItem(e) {
   );
 }
 
+/**
+ * What was typed into the answer boxes of the task shown, by request key, and which box had focus. A
+ * task waiting on several keyed requests (Claude tool calls) is re-rendered on every event about it,
+ * including the answer to one of them: without this, the answers typed for the others were lost.
+ */
+function typedAnswers(id) {
+  const typed = new Map();
+  let focused = null;
+  if ($('#detail-actions').dataset.task !== id) return { typed, focused };
+  for (const box of document.querySelectorAll('#detail-actions .answer')) {
+    const input = box.querySelector('input');
+    if (input.value) typed.set(box.dataset.request, input.value);
+    if (input === document.activeElement) focused = box.dataset.request;
+  }
+  return { typed, focused };
+}
+
 function renderDetail(t) {
   $('#detail').hidden = false;
   $('#detail-id').textContent = `${t.id} · ${t.state}${t.nativeState ? ` (${t.nativeState})` : ''}`;
+  const { typed, focused } = typedAnswers(t.id);
   const actions = [];
+  let focus = null;
   const open = TERMINAL.has(t.state) ? [] : openRequests(t.pendingInput);
   open.forEach((req, i) => {
     const suffix = i === 0 ? '' : `-${i}`;
     const input = el('input', { id: `answer-input${suffix}`, placeholder: req.prompt || 'answer' });
+    input.value = typed.get(req.requestId) ?? '';
+    if (focused === req.requestId) focus = input;
     const send = async () => {
       try {
         await api('POST', `/v1/tasks/${t.id}/input`, {
@@ -227,7 +248,9 @@ function renderDetail(t) {
       ),
     );
   }
+  $('#detail-actions').dataset.task = t.id;
   $('#detail-actions').replaceChildren(...actions);
+  focus?.focus();
   $('#detail-output').replaceChildren(...usageBlock(t), ...acceptanceBlock(t), ...outputBlock(t));
 }
 

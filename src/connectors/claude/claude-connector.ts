@@ -17,6 +17,7 @@ import type {
 } from '../connector.ts';
 import { claudeError, loadSdk, type AnthropicClient } from './sdk-errors.ts';
 import {
+  META_ARCHIVE,
   META_CANCEL,
   META_CONTEXT,
   META_ENVELOPE,
@@ -46,8 +47,20 @@ export interface ClaudeConnectorOptions {
   webhookSigningKey?: string;
   /** Session budget in US cents when the task has none in `cents`. @default no budget */
   defaultBudgetCents?: number;
-  /** Archive the session once the job is terminal (cleanup; the outcome is already recorded). @default false */
+  /**
+   * Archive the session once the job is terminal (cleanup; the outcome is already recorded). The intent
+   * is written into the session's metadata at create, so sessions a crash left unarchived are found by
+   * `sweepUnarchived` and by reconciliation. @default false
+   */
   archiveAfterTerminal?: boolean;
+  /**
+   * Reconciliation reads the agent's sessions created this far back (or since the oldest change asked
+   * for, when that is older), newest first, and folds those updated since the last round. Older open
+   * jobs are read one by one once overdue (the engine's own rule). @default 86400000 (a day)
+   */
+  reconcileWindowMs?: number;
+  /** At most this many sessions are read per reconciliation round (newest first). @default 1000 */
+  reconcileMaxSessions?: number;
   /** @default https://api.anthropic.com */
   baseUrl?: string;
   /** Per-call timeout. @default 30000 */
@@ -77,6 +90,29 @@ const RELEVANT = new Set([
 const ARCHIVE_TRIES = 5;
 const ARCHIVE_RETRY_MS = 1_000;
 const ARCHIVED_REMEMBERED = 10_000;
+const DEFAULT_WINDOW_MS = 86_400_000;
+const DEFAULT_MAX_SESSIONS = 1_000;
+
+/** Where a reconciliation listing stands between pages: the API's cursor and the sessions read so far. */
+interface ListCursor {
+  page: string;
+  read: number;
+}
+
+function encodeCursor(c: ListCursor): string {
+  return Buffer.from(JSON.stringify(c), 'utf8').toString('base64url');
+}
+
+function decodeCursor(text: string | undefined): ListCursor | null {
+  if (!text) return null;
+  try {
+    const c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<ListCursor>;
+    if (typeof c.page === 'string' && typeof c.read === 'number') return { page: c.page, read: c.read };
+  } catch {
+    // not one of ours: start over
+  }
+  return null;
+}
 
 const SYSTEM_CLOCK = new SystemClock();
 
@@ -98,6 +134,8 @@ export class ClaudeConnector implements Connector {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly archiving = new Set<string>();
+  /** Sessions whose need for an archive this process has already checked (bounded, like `archiving`). */
+  private readonly archiveChecked = new Set<string>();
   private readonly closing = new AbortController();
 
   constructor(private readonly options: ClaudeConnectorOptions) {
@@ -155,6 +193,7 @@ export class ClaudeConnector implements Connector {
       metadata: {
         [META_ENVELOPE]: request.envelopeId,
         [META_CONTEXT]: request.contextId ?? '',
+        ...(o.archiveAfterTerminal ? { [META_ARCHIVE]: 'after_terminal' } : {}),
       },
       ...(cents !== undefined
         ? {
@@ -188,24 +227,58 @@ export class ClaudeConnector implements Connector {
   }
 
   async get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
-    return this.settled(remoteId, (await this.read(remoteId, signal)).snapshot());
+    return this.settled(await this.read(remoteId, signal));
   }
 
   /**
-   * Sessions of the agent created at or after `since` (one page, archived ones included), those we
-   * created (our metadata) each with its folded history. This is how a lost create is found: by the
-   * contextId in the metadata.
+   * Sessions that changed at or after `since`, whatever their creation time: the API can filter only by
+   * creation, so the agent's sessions (archived included) are read newest first back to the window
+   * (`reconcileWindowMs`, or `since` when older), and those of ours whose `updated_at` is not before
+   * `since` are folded with their history. At most `reconcileMaxSessions` are read per listing; an
+   * older open job is read on its own once overdue. A lost create is found here too, by the contextId
+   * in the metadata. Sessions waiting to be archived after their job ended are archived on the way.
    */
   async listChanged(query: ListChangedQuery, signal: AbortSignal): Promise<ListChangedPage> {
+    return this.scan(query, signal, true);
+  }
+
+  /**
+   * Archives the sessions whose job ended while nothing archived them (a crash of the plane between
+   * the outcome and the archive): those created with the archive intent in their metadata, idle or
+   * terminated, unarchived, whose history holds an outcome. Reconciliation does the same on its way;
+   * this covers a start with no open job left to reconcile. Needs `archiveAfterTerminal`.
+   */
+  async sweepUnarchived(signal: AbortSignal = this.closing.signal): Promise<void> {
+    if (!this.options.archiveAfterTerminal) return;
+    let cursor: string | undefined;
+    do {
+      const page = await this.scan(
+        { since: Number.POSITIVE_INFINITY, ...(cursor ? { cursor } : {}) },
+        signal,
+        false,
+      );
+      cursor = page.nextCursor;
+    } while (cursor && !signal.aborted);
+  }
+
+  private async scan(query: ListChangedQuery, signal: AbortSignal, all: boolean): Promise<ListChangedPage> {
+    const o = this.options;
+    const at = decodeCursor(query.cursor);
+    const from = Math.max(
+      0,
+      Math.min(query.since, this.clock.now() - (o.reconcileWindowMs ?? DEFAULT_WINDOW_MS)),
+    );
     const page = await this.call('list sessions', (c) =>
       c.beta.sessions.list(
         {
-          agent_id: this.options.agentId,
-          'created_at[gte]': new Date(Math.max(0, query.since)).toISOString(),
-          include_archived: true,
-          order: 'asc',
+          agent_id: o.agentId,
+          'created_at[gte]': new Date(from).toISOString(),
+          // Archived sessions are listed for the changes; the sweep wants only what is left to archive.
+          include_archived: all,
+          ...(all ? {} : { statuses: ['idle', 'terminated'] as Array<'idle' | 'terminated'> }),
+          order: 'desc',
           limit: Math.min(100, Math.max(1, query.pageSize ?? 100)),
-          ...(query.cursor ? { page: query.cursor } : {}),
+          ...(at ? { page: at.page } : {}),
         },
         { signal },
       ),
@@ -213,9 +286,36 @@ export class ClaudeConnector implements Connector {
     const items: RemoteSnapshot[] = [];
     for (const s of page.data as unknown as SessionObject[]) {
       if (!s.metadata?.[META_ENVELOPE]) continue;
-      items.push(this.settled(s.id, (await this.read(s.id, signal, s)).snapshot()));
+      // No readable update time counts as changed: one read too many beats a missed change.
+      const changed = all && !(Date.parse(s.updated_at ?? '') < query.since);
+      const cleanup = this.awaitsArchive(s);
+      if (!changed && !cleanup) continue;
+      const snap = this.settled(await this.read(s.id, signal, s));
+      // Checked once per process: one still waiting for input is read again when it changes.
+      if (cleanup) this.remember(this.archiveChecked, s.id);
+      if (changed) items.push(snap);
     }
-    return page.next_page ? { items, nextCursor: page.next_page } : { items };
+    const read = (at?.read ?? 0) + page.data.length;
+    const max = o.reconcileMaxSessions ?? DEFAULT_MAX_SESSIONS;
+    return page.next_page && read < max
+      ? { items, nextCursor: encodeCursor({ page: page.next_page, read }) }
+      : { items };
+  }
+
+  /** Ours, meant to be archived once ended, not archived yet, not busy, and not checked by this process. */
+  private awaitsArchive(s: SessionObject): boolean {
+    return (
+      !!s.metadata?.[META_ARCHIVE] &&
+      !s.archived_at &&
+      (s.status === 'idle' || s.status === 'terminated') &&
+      !this.archiveChecked.has(s.id)
+    );
+  }
+
+  /** Only to save repeated work in one process; forgetting is harmless, so the memory is bounded. */
+  private remember(set: Set<string>, id: string): void {
+    if (set.size >= ARCHIVED_REMEMBERED) set.clear();
+    set.add(id);
   }
 
   /**
@@ -234,7 +334,7 @@ export class ClaudeConnector implements Connector {
     );
     try {
       const fold = await this.read(remoteId, signal);
-      let snap = this.settled(remoteId, fold.snapshot());
+      let snap = this.settled(fold);
       yield snap;
       if (isTerminal(snap.state)) return;
       for await (const frame of stream) {
@@ -249,7 +349,7 @@ export class ClaudeConnector implements Connector {
           fold.refresh(s as unknown as SessionObject);
         }
         if (!fold.add(e) || !RELEVANT.has(e.type)) continue;
-        snap = this.settled(remoteId, fold.snapshot());
+        snap = this.settled(fold);
         yield snap;
         if (isTerminal(snap.state)) return;
       }
@@ -268,7 +368,7 @@ export class ClaudeConnector implements Connector {
     const fold = await this.read(remoteId, signal);
     const open = fold.snapshot().inputRequests ?? [];
     const request = open.find((r) => r.requestId === answer.requestId);
-    if (!request) return this.settled(remoteId, fold.snapshot());
+    if (!request) return this.settled(fold);
     if (request.method === 'budget') {
       const cents = budgetLimit(answer.value);
       const current = Number(fold.session.budget?.max_list_cost?.amount);
@@ -297,7 +397,7 @@ export class ClaudeConnector implements Connector {
   async cancel(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
     const fold = await this.read(remoteId, signal);
     const now = fold.snapshot();
-    if (isTerminal(now.state)) return this.settled(remoteId, now);
+    if (isTerminal(now.state)) return this.settled(fold);
     if (now.nativeState === 'idle/budget_reached') {
       await this.call('mark cancel', (c) =>
         c.beta.sessions.update(remoteId, { metadata: { [META_CANCEL]: 'archive' } }, { signal }),
@@ -331,23 +431,26 @@ export class ClaudeConnector implements Connector {
     };
   }
 
-  /** A terminal snapshot, after which the session is archived when the target asks for it. */
-  private settled(remoteId: string, snap: RemoteSnapshot): RemoteSnapshot {
+  /**
+   * The fold's snapshot; when it is terminal, the session is archived if the target asks for it now or
+   * asked at its create (the metadata keeps that across a crash of the plane).
+   */
+  private settled(fold: SessionFold): RemoteSnapshot {
+    const snap = fold.snapshot();
+    const s = fold.session;
     if (
       isTerminal(snap.state) &&
-      this.options.archiveAfterTerminal &&
+      (this.options.archiveAfterTerminal || !!s.metadata?.[META_ARCHIVE]) &&
+      !s.archived_at &&
       snap.nativeState !== 'terminated/archived'
     )
-      this.archiveLater(remoteId);
+      this.archiveLater(s.id);
     return snap;
   }
 
   private archiveLater(remoteId: string): void {
     if (this.archiving.has(remoteId)) return;
-    // Only to avoid archiving one session twice from one process; a repeat is harmless, so the memory
-    // of it is bounded.
-    if (this.archiving.size >= ARCHIVED_REMEMBERED) this.archiving.clear();
-    this.archiving.add(remoteId);
+    this.remember(this.archiving, remoteId);
     const signal = this.closing.signal;
     void (async () => {
       for (let i = 0; i < ARCHIVE_TRIES && !signal.aborted; i++) {
@@ -360,10 +463,13 @@ export class ClaudeConnector implements Connector {
             { target: this.target, remoteId, err: { code: e.code, message: e.message } },
             'archive after terminal failed',
           );
-          if (e.code !== 'remote_error' && e.code !== 'unavailable') return;
+          if (e.code !== 'remote_error' && e.code !== 'unavailable') break;
           await this.clock.sleep(ARCHIVE_RETRY_MS, signal).catch(() => undefined);
         }
       }
+      // Not archived: the next reconciliation round or sweep looks at it again.
+      this.archiving.delete(remoteId);
+      this.archiveChecked.delete(remoteId);
     })();
   }
 }

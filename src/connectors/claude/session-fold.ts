@@ -31,6 +31,8 @@ export interface SessionObject {
     list_cost?: { amount?: string } | null;
   } | null;
   archived_at?: string | null;
+  /** RFC 3339; moves on every status change, which is what reconciliation lists by. */
+  updated_at?: string | null;
   /** The agent as the session runs it, with its tools (custom tools carry their input schema). */
   agent?: { tools?: Array<{ type?: string; name?: string; input_schema?: unknown }> } | null;
 }
@@ -40,6 +42,11 @@ export const META_ENVELOPE = 'taskplane_envelope';
 export const META_CONTEXT = 'taskplane_context';
 /** Written just before taskplane archives a session as a cancel, so `terminated` reads as cancelled. */
 export const META_CANCEL = 'taskplane_cancel';
+/**
+ * Written at create when the target archives sessions once their job is terminal: the intent lives
+ * with the session, so a plane that crashed before archiving finds it again (claude-connector.ts).
+ */
+export const META_ARCHIVE = 'taskplane_archive';
 
 /** Events that are never the record: preview deltas and heartbeats. */
 const NOT_PERSISTED = new Set(['ping', 'event_start', 'event_delta']);
@@ -240,8 +247,12 @@ export class SessionFold {
       }
       return { ...base, state: 'unknown', nativeState: `idle/${stop ?? 'none'}` };
     }
-    if (this.status === 'running' || this.status === 'rescheduling')
-      return { ...base, state: 'running', nativeState: this.status };
+    // Rescheduling is the service retrying after a transient failure of its own: still running, nothing
+    // asked of us, flagged so a reader sees why no progress shows. A plain running clears the flag.
+    if (this.status === 'rescheduling')
+      return { ...base, state: 'running', nativeState: 'rescheduling', statusMessage: 'retrying' };
+    if (this.status === 'running')
+      return { ...base, state: 'running', nativeState: 'running', statusMessage: null };
     if (this.status === 'idle') return { ...base, state: 'accepted', nativeState: 'idle' };
     return { ...base, state: 'unknown', nativeState: this.status };
   }

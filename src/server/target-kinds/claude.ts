@@ -12,6 +12,8 @@ import { TargetSettings, type TargetKind } from '../targets.ts';
  *   "defaultBudgetCents": 500, "archiveAfterTerminal": true } }
  * ```
  *
+ * With `archiveAfterTerminal` the connector sweeps, once at start, the sessions a crash left unarchived.
+ *
  * `baseUrl` points it elsewhere than https://api.anthropic.com (the emulator in test/emulators/claude/).
  */
 export const claudeTarget: TargetKind = {
@@ -32,6 +34,8 @@ export const claudeTarget: TargetKind = {
       'baseUrl',
       'timeoutMs',
       'maxRetries',
+      'reconcileWindowMs',
+      'reconcileMaxSessions',
     ]);
     const agentVersion = s.int('agentVersion', 1);
     const webhookSigningKey = s.string('webhookSigningKey');
@@ -39,7 +43,9 @@ export const claudeTarget: TargetKind = {
     const archiveAfterTerminal = s.boolean('archiveAfterTerminal');
     const timeoutMs = s.int('timeoutMs', 1);
     const maxRetries = s.int('maxRetries', 0);
-    return new ClaudeConnector({
+    const reconcileWindowMs = s.int('reconcileWindowMs', 1);
+    const reconcileMaxSessions = s.int('reconcileMaxSessions', 1);
+    const connector = new ClaudeConnector({
       target: name,
       clock: deps.clock,
       logger: deps.logger,
@@ -53,6 +59,19 @@ export const claudeTarget: TargetKind = {
       ...(archiveAfterTerminal !== undefined ? { archiveAfterTerminal } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(maxRetries !== undefined ? { maxRetries } : {}),
+      ...(reconcileWindowMs !== undefined ? { reconcileWindowMs } : {}),
+      ...(reconcileMaxSessions !== undefined ? { reconcileMaxSessions } : {}),
     });
+    if (archiveAfterTerminal)
+      // Sessions whose job ended while no plane was there to archive them (a crash in between).
+      void connector
+        .sweepUnarchived()
+        .catch((err: unknown) =>
+          deps.logger.warn(
+            { target: name, err: err instanceof Error ? err.message : String(err) },
+            'archive sweep at start failed; reconciliation retries it',
+          ),
+        );
+    return connector;
   },
 };

@@ -5,8 +5,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import Anthropic from '@anthropic-ai/sdk';
 import { SeededRandom } from '../../../src/core/random.ts';
+import { emulatorTarget } from './emulator-target.ts';
 import { startClaudeEmulator } from './server.ts';
 
 const USAGE = `usage: npm run emulator:claude -- [--port N] [--seed N] [--api-key KEY]
@@ -72,30 +72,15 @@ async function main(): Promise<void> {
   console.log(`Claude Managed Agents emulator on ${emu.url} (api key ${apiKey})`);
   const targetsFile = values['targets-file'] as string | undefined;
   if (targetsFile) {
-    const client = new Anthropic({ apiKey, baseURL: emu.url, maxRetries: 0 });
-    const agent = await client.beta.agents.create({
-      name: 'demo',
-      model: 'claude-sonnet-4-6',
-      tools: [
-        {
-          type: 'custom',
-          name: 'lookup',
-          description: 'looks a thing up',
-          input_schema: { type: 'object', properties: { query: { type: 'string' } } },
-        },
-      ],
-    } as never);
-    const env = await client.beta.environments.create({ name: 'demo', config: { type: 'cloud' } });
-    const target = {
-      kind: 'claude',
-      baseUrl: emu.url,
-      agentId: agent.id,
-      environmentId: env.id,
-      apiKey: { env: 'CLAUDE_API_KEY' },
-      ...(webhookSecret ? { webhookSigningKey: { env: 'CLAUDE_WEBHOOK_SECRET' } } : {}),
-    };
+    const target = await emulatorTarget(emu, {
+      apiKey,
+      apiKeyEnv: 'CLAUDE_API_KEY',
+      ...(webhookSecret ? { webhookSecretEnv: 'CLAUDE_WEBHOOK_SECRET' } : {}),
+    });
     writeFileSync(targetsFile, JSON.stringify({ claude: target }, null, 2) + '\n');
-    console.log(`targets file ${targetsFile}: target "claude" (agent ${agent.id}, environment ${env.id})`);
+    console.log(
+      `targets file ${targetsFile}: target "claude" (agent ${String(target.agentId)}, environment ${String(target.environmentId)})`,
+    );
   }
   const stop = () => void emu.close().then(() => process.exit(0));
   process.once('SIGINT', stop);

@@ -45,6 +45,11 @@ export interface ClaudeEmulatorOptions {
   /** List cost of each model request, in US cents. Default 100. */
   costPerRequestCents?: number;
   webhook?: WebhookOptions;
+  /**
+   * Pause between the steps of a turn, on the clock. Default 0: one I/O turn, so tests need no clock;
+   * the demo (`npm start`) sets one so people see sessions run.
+   */
+  stepDelayMs?: number;
   /** Default 0 (a free port). */
   port?: number;
 }
@@ -152,6 +157,7 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
     },
     costPerRequestCents: () => costCents,
     turnsHeld: () => turnsHeld,
+    stepDelayMs: options.stepDelayMs ?? 0,
   };
 
   function findSession(id: string): Session {
@@ -267,6 +273,8 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
     const agentId = query.get('agent_id');
     if (agentId) list = list.filter((s) => s.agent['id'] === agentId);
     if (query.get('include_archived') !== 'true') list = list.filter((s) => s.archived_at === null);
+    const statuses = query.getAll('statuses[]');
+    if (statuses.length > 0) list = list.filter((s) => statuses.includes(s.status));
     for (const [op, keep] of [
       ['gt', (a: number, b: number) => a > b],
       ['gte', (a: number, b: number) => a >= b],

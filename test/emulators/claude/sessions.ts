@@ -27,6 +27,7 @@ export const SCRIPTS = [
   'refusal',
   'hold',
   'drop',
+  'reschedule',
 ] as const;
 export type Script = (typeof SCRIPTS)[number];
 
@@ -67,6 +68,8 @@ export interface Engine {
   costPerRequestCents(): number;
   /** While true no queued turn starts (`control.holdTurns`), so a test can attach first. */
   turnsHeld(): boolean;
+  /** Pause between a turn's steps on the clock; 0 (tests) is one I/O turn. */
+  stepDelayMs: number;
 }
 
 const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -132,8 +135,9 @@ export function pump(engine: Engine, s: Session): void {
 
 class Interrupted extends Error {}
 
-async function step(s: Session): Promise<void> {
-  await nextTick();
+async function step(engine: Engine, s: Session): Promise<void> {
+  if (engine.stepDelayMs > 0) await engine.clock.sleep(engine.stepDelayMs);
+  else await nextTick();
   if (s.deleted) throw new Interrupted();
   if (s.interrupted) throw new Interrupted();
 }
@@ -183,9 +187,9 @@ async function modelRequest(engine: Engine, s: Session): Promise<void> {
     await until(s, () => !s.pausedAtBudget);
     running(engine, s);
   }
-  await step(s);
+  await step(engine, s);
   const start = engine.emit(s, { type: 'span.model_request_start' });
-  await step(s);
+  await step(engine, s);
   s.usage.input_tokens += 100;
   s.usage.output_tokens += 50;
   s.usage.costCents += engine.costPerRequestCents();
@@ -233,7 +237,7 @@ async function requireAction(
 async function runTurn(engine: Engine, s: Session, message: SessionEvent): Promise<void> {
   const script = scriptOf(message);
   try {
-    await step(s);
+    await step(engine, s);
     running(engine, s);
     engine.emit(s, { ...message, processed_at: new Date(engine.clock.now()).toISOString() });
     await modelRequest(engine, s);
@@ -272,7 +276,7 @@ async function runTurn(engine: Engine, s: Session, message: SessionEvent): Promi
         break;
       case 'retries_exhausted':
         engine.emit(s, sessionError('model_overloaded_error', 'retrying'));
-        await step(s);
+        await step(engine, s);
         engine.emit(s, sessionError('model_overloaded_error', 'exhausted'));
         idle(engine, s, { type: 'retries_exhausted' });
         return;
@@ -295,8 +299,19 @@ async function runTurn(engine: Engine, s: Session, message: SessionEvent): Promi
         await until(s, () => s.released);
         agentMessage(engine, s, 'Released.');
         break;
+      case 'reschedule':
+        // A transient failure on the service's side: the session is rescheduled and retried there,
+        // with nothing asked of the client, until `release` lets the retry start.
+        setStatus(engine, s, 'rescheduling');
+        engine.emit(s, { type: 'session.status_rescheduled' });
+        engine.webhook('session.status_rescheduled', s);
+        await until(s, () => s.released);
+        running(engine, s);
+        await modelRequest(engine, s);
+        agentMessage(engine, s, 'Done after a reschedule.');
+        break;
     }
-    await step(s);
+    await step(engine, s);
     idle(engine, s, { type: 'end_turn' });
   } catch (err) {
     if (!(err instanceof Interrupted) || s.deleted) return;

@@ -201,6 +201,30 @@ describe('Claude emulator: scripted turns through the official SDK', () => {
     expect(types(frames)).not.toContain('agent.message');
   });
 
+  it('reschedule: status rescheduling (listed by statuses[]) until released, then running again to end_turn', async () => {
+    const s = await session();
+    const stream = await openStream(client, s.id);
+    await client.beta.sessions.events.send(s.id, { events: [text('reschedule')] });
+    await stream.until((e) => e.type === 'session.status_rescheduled');
+    expect((await client.beta.sessions.retrieve(s.id)).status).toBe('rescheduling');
+    const listed = [];
+    for await (const x of client.beta.sessions.list({ agent_id: ids.agentId, statuses: ['rescheduling'] }))
+      listed.push(x.id);
+    expect(listed).toEqual([s.id]);
+    // Rescheduling is still busy: it cannot be archived.
+    expect(
+      await client.beta.sessions.archive(s.id).catch((e: unknown) => (e as { status: number }).status),
+    ).toBe(400);
+    emu.control.release(s.id);
+    const frames = await stream.until((e) => e.type === 'session.status_idle');
+    expect(types(frames)[0]).toBe('session.status_running');
+    expect(stopType(frames.at(-1)!)).toBe('end_turn');
+    const idle = [];
+    for await (const x of client.beta.sessions.list({ agent_id: ids.agentId, statuses: ['rescheduling'] }))
+      idle.push(x.id);
+    expect(idle).toEqual([]);
+  });
+
   it('an abrupt stream drop with a tool call pending: the client reconnects, lists history and answers', async () => {
     const s = await session();
     const stream = await openStream(client, s.id);
