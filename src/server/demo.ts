@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../core/logger.ts';
 import { startHost, type RunningHost } from '../host/start-host.ts';
 import type { RunningServer } from './start-server.ts';
@@ -47,8 +48,16 @@ export function demoTarget(host: RunningHost): { kind: 'a2a'; baseUrl: string; i
   return { kind: 'a2a', baseUrl: host.url, idempotentStart: true };
 }
 
-/** Starts the sample tasks; returns their ids. */
-export async function seedDemoTasks(server: RunningServer, tenant = 'default'): Promise<string[]> {
+/** Marks a database the sample tasks were added to; its value says when (and a nonce, so two starts never tie). */
+export const DEMO_SEEDED_SETTING = 'demo.seededAt';
+
+/**
+ * Starts the sample tasks once per database; returns their ids, or null when an earlier start (this
+ * process or another on the same database) added them already. Every `npm start` used to add five more.
+ */
+export async function seedDemoTasks(server: RunningServer, tenant = 'default'): Promise<string[] | null> {
+  const mark = `${new Date().toISOString()} ${randomUUID()}`;
+  if ((await server.store.putSettingIfAbsent(DEMO_SEEDED_SETTING, mark)) !== mark) return null;
   const ids: string[] = [];
   for (const t of DEMO_TASKS) {
     const { envelope } = await server.plane.create(

@@ -55,6 +55,11 @@ describe('CLI flag values', () => {
       ['tasks', 'create', '--target', 't', '--input', 'x', '--expected-duration-ms', '-1'],
       "option '--expected-duration-ms <ms>' argument '-1' is invalid. Expected a positive integer.",
     ],
+    [['serve', '--db', 'memory:', '--plane-options', '[1]'], '--plane-options must be a JSON object'],
+    [
+      ['serve', '--db', 'memory:', '--plane-options', '{"poll": {"intervalMs": "soon"}}'],
+      'poll.intervalMs: must be a number > 0',
+    ],
     [
       ['lab', '--delivery', 'pigeon'],
       "option '--delivery <how>' argument 'pigeon' is invalid. Allowed choices are stream, push, poll.",
