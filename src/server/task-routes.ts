@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
 import { artifactView, outputSummary, registerArtifactRoutes } from './artifact-routes.ts';
 import { TaskplaneError } from '../core/errors.ts';
-import { isNormalizedState, type NormalizedState } from '../core/states.ts';
+import { isNormalizedState, NORMALIZED_STATES, type NormalizedState } from '../core/states.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { EnvelopeStore } from '../store/store.ts';
 import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
@@ -72,6 +72,20 @@ function createWait(prefer: string | undefined, query: string | undefined): 'sta
   return Math.min(seconds * 1000, MAX_CREATE_WAIT_MS);
 }
 
+/**
+ * The key from the Idempotency-Key header or the body's idempotencyKey. Both given and different is a
+ * 400: picking one silently would dedupe on a key the caller did not mean.
+ */
+function oneIdempotencyKey(header: string | undefined, body: string | undefined): string | undefined {
+  if (header !== undefined && body !== undefined && header !== body)
+    throw new TaskplaneError(
+      'invalid_argument',
+      'idempotencyKey: the body and the Idempotency-Key header name different keys; send one, or the same in both',
+      { field: 'idempotencyKey' },
+    );
+  return header ?? body;
+}
+
 export function registerTaskRoutes(
   app: Hono<ServerEnv>,
   deps: {
@@ -88,7 +102,7 @@ export function registerTaskRoutes(
 
   app.post('/v1/tasks', async (c) => {
     const body = await jsonBody(c.req.raw);
-    const idempotencyKey = c.req.header('idempotency-key') ?? str(body, 'idempotencyKey');
+    const idempotencyKey = oneIdempotencyKey(c.req.header('idempotency-key'), str(body, 'idempotencyKey'));
     const acceptance = body.acceptance as { schema?: Record<string, unknown> } | undefined;
     const wait = createWait(c.req.header('prefer'), c.req.query('wait'));
     const { envelope, created } = await plane.create(
@@ -117,8 +131,13 @@ export function registerTaskRoutes(
   app.get('/v1/tasks', async (c) => {
     const q = c.req.query();
     const states = q.state ? q.state.split(',').map((s) => s.trim()) : undefined;
-    if (states && !states.every(isNormalizedState))
-      throw new TaskplaneError('invalid_argument', 'state: unknown state', { field: 'state' });
+    const unknownStates = states?.filter((s) => !isNormalizedState(s)) ?? [];
+    if (unknownStates.length > 0)
+      throw new TaskplaneError(
+        'invalid_argument',
+        `state: unknown ${unknownStates.map((s) => `'${s}'`).join(', ')}; one of ${NORMALIZED_STATES.join(', ')}`,
+        { field: 'state' },
+      );
     const limit = q.limit ? Number(q.limit) : undefined;
     if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 500)) {
       throw new TaskplaneError('invalid_argument', 'limit: integer in 1..500', { field: 'limit' });
