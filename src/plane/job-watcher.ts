@@ -154,7 +154,7 @@ export class JobWatcher {
         if (!bound) {
           bound = true;
           ctx.startsInFlight.delete(env.id);
-          await noteStarted(ctx, env.id);
+          await noteStarted(ctx, env);
           report({ kind: 'started', envelope: result.envelope });
           // A cancel (or a timeout) that landed while the start was in flight goes out now, beside
           // the stream, which then carries the outcome.
@@ -205,6 +205,8 @@ export class JobWatcher {
     const ctx = this.ctx;
     let attempt = 0;
     let dropped = false;
+    /** When the stream last dropped, until a snapshot arrives again: the stream recovery time. */
+    let droppedAt: number | null = null;
     // What the previous stream did: decides whether to wait before (re)attaching.
     let last: 'none' | 'ended' | 'dropped' = 'none';
     if (startFirst) {
@@ -254,6 +256,8 @@ export class JobWatcher {
         ctx.counters.request('subscribe', env);
         for await (const snap of connector.observe!(remoteId, env.streamCursor, childSignal(ctx.signal))) {
           attempt = 0;
+          if (droppedAt !== null) ctx.counters.recovered(ctx.clock.now() - droppedAt);
+          droppedAt = null;
           dropped = false;
           const result = await observe(ctx, env.id, snap, 'stream');
           if (isTerminal(result.envelope.state) || result.envelope.remoteId !== remoteId) break;
@@ -265,6 +269,7 @@ export class JobWatcher {
         if (await this.onRemoteError(env, err, 'stream')) continue;
         ctx.counters.count('streamDrops', env);
         dropped = true;
+        droppedAt ??= ctx.clock.now();
         last = 'dropped';
       }
     }

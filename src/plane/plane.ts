@@ -61,7 +61,7 @@ import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './j
 import { observe, type ObserveResult } from './observe.ts';
 import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
 import { Reconciler, listActiveEnvelopes, recordCardChanged, type ReconcileReport } from './reconciler.ts';
-import { SignalCounters } from './signals.ts';
+import { SignalCounters, type LatencyHistograms } from './signals.ts';
 import { collectSignals, type PlaneSignals } from './signal-report.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
@@ -485,6 +485,11 @@ export class Plane {
 
   signals(tenant?: string): Promise<PlaneSignals> {
     return collectSignals(this.ctx, tenant);
+  }
+
+  /** This process's latency histograms (start, notification delay per mechanism, stream recovery), for /metrics. */
+  latencyHistograms(): LatencyHistograms {
+    return this.ctx.counters.histograms();
   }
 
   /** Requests made for one job so far (docs/a2a-notes.md, "Cost unit"). */

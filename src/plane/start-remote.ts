@@ -65,7 +65,7 @@ export async function startOnce(
   }
   ctx.startsInFlight.delete(env.id);
   const result = await observe(ctx, env.id, snapshot, 'create');
-  await noteStarted(ctx, env.id);
+  await noteStarted(ctx, env);
   return { kind: 'started', envelope: await deliverPendingCancel(ctx, env.id, result.envelope) };
 }
 
@@ -146,7 +146,7 @@ export async function ensureStarted(
         const found = await findByContext(ctx, env, connector);
         if (found) {
           await observe(ctx, env.id, found, 'reconcile');
-          await noteStarted(ctx, env.id);
+          await noteStarted(ctx, env);
           await deliverPendingCancel(ctx, env.id);
           ctx.ensureWatching(env.id);
           return;
