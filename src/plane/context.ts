@@ -8,6 +8,7 @@ import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
+import { inRemoteCallSpan } from './tracing.ts';
 
 /** Resolves a target name to its connector; throws `not_found` (or returns undefined) for unknown targets. */
 export type ConnectorResolver = (target: string) => Connector | undefined;
@@ -116,7 +117,8 @@ export async function remoteCall<T>(
     timeout.abort(new TaskplaneError('timeout', `${kind ?? 'call'} timed out`));
   });
   try {
-    return await fn(childSignal(ctx.signal, timeout.signal));
+    const signal = childSignal(ctx.signal, timeout.signal);
+    return await inRemoteCallSpan(kind ?? 'describe', envelope, () => fn(signal));
   } catch (err) {
     if (timedOut && !isTaskplaneError(err))
       throw new TaskplaneError('timeout', `${kind ?? 'call'} timed out`, { cause: err });

@@ -1,3 +1,4 @@
+import { inStreamSpan } from './tracing.ts';
 import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
@@ -149,7 +150,8 @@ export class JobWatcher {
       this.state = 'attached';
       ctx.counters.request('start', env);
       ctx.startsInFlight.add(env.id);
-      for await (const snap of connector.startStream!(startRequest(env, push), childSignal(ctx.signal))) {
+      const stream = connector.startStream!(startRequest(env, push), childSignal(ctx.signal));
+      for await (const snap of inStreamSpan('start', env, stream)) {
         const result = await observe(ctx, env.id, snap, bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
@@ -254,7 +256,8 @@ export class JobWatcher {
       try {
         if (dropped) ctx.counters.count('reattaches', env);
         ctx.counters.request('subscribe', env);
-        for await (const snap of connector.observe!(remoteId, env.streamCursor, childSignal(ctx.signal))) {
+        const stream = connector.observe!(remoteId, env.streamCursor, childSignal(ctx.signal));
+        for await (const snap of inStreamSpan('subscribe', env, stream)) {
           attempt = 0;
           if (droppedAt !== null) ctx.counters.recovered(ctx.clock.now() - droppedAt);
           droppedAt = null;
