@@ -164,3 +164,12 @@ export function describeError(err: unknown): { code: string; message: string } {
   if (isTaskplaneError(err)) return { code: err.code, message: err.message };
   return { code: 'internal', message: 'unexpected error' };
 }
+
+/** The fields every log line about a job carries, so an operator can filter one job, target or tenant. */
+export function jobFields(env: Pick<Envelope, 'id' | 'target' | 'tenant'>): {
+  envelopeId: string;
+  target: string;
+  tenant: string;
+} {
+  return { envelopeId: env.id, target: env.target, tenant: env.tenant };
+}

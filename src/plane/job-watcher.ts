@@ -13,6 +13,7 @@ import {
   wasNotSent,
   type PlaneContext,
   type StartOutcome,
+  jobFields,
 } from './context.ts';
 import { observe } from './observe.ts';
 import { deliverPendingCancel } from './cancel-delivery.ts';
@@ -268,7 +269,7 @@ export class JobWatcher {
         last = 'ended';
       } catch (err) {
         if (ctx.signal.aborted) return;
-        ctx.logger.debug({ envelopeId: env.id, err: describeError(err) }, 'stream ended with error');
+        ctx.logger.debug({ ...jobFields(env), err: describeError(err) }, 'stream ended with error');
         if (await this.onRemoteError(env, err, 'stream')) continue;
         ctx.counters.count('streamDrops', env);
         dropped = true;
@@ -290,7 +291,7 @@ export class JobWatcher {
       if (interval === null) interval = Math.max(cfg.intervalMs, connector.capabilities.pollIntervalMs ?? 0);
       if (cfg.deadlineMs !== null && ctx.clock.now() - env.createdAt > cfg.deadlineMs) {
         // Past the deadline the poller stops; reconciliation still covers the job (never invent an outcome).
-        ctx.logger.info({ envelopeId: env.id }, 'poll deadline reached');
+        ctx.logger.info(jobFields(env), 'poll deadline reached');
         return;
       }
       const jitter = 1 + cfg.jitterRatio * (2 * ctx.random.next() - 1);
@@ -314,7 +315,7 @@ export class JobWatcher {
           : Math.min(cfg.maximumIntervalMs, Math.max(interval * cfg.multiplier, guidance));
       } catch (err) {
         if (ctx.signal.aborted) return;
-        ctx.logger.debug({ envelopeId: fresh.id, err: describeError(err) }, 'poll failed');
+        ctx.logger.debug({ ...jobFields(fresh), err: describeError(err) }, 'poll failed');
         if (await this.onRemoteError(fresh, err, 'poll')) continue;
         errors++;
       }

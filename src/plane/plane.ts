@@ -55,6 +55,7 @@ import {
   type ConnectorResolver,
   type PlaneContext,
   type StartOutcome,
+  jobFields,
 } from './context.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
@@ -410,7 +411,7 @@ export class Plane {
       return outcome;
     };
     const started = run().catch((err: unknown): StartOutcome => {
-      ctx.logger.error({ envelopeId: env.id, err: describeError(err) }, 'start failed unexpectedly; retried');
+      ctx.logger.error({ ...jobFields(env), err: describeError(err) }, 'start failed unexpectedly; retried');
       ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
       return { kind: 'retry', error: describeError(err) };
     });

@@ -19,6 +19,7 @@ import {
   wasNotSent,
   type PlaneContext,
   type StartOutcome,
+  jobFields,
 } from './context.ts';
 import { deliverPendingCancel } from './cancel-delivery.ts';
 import { observe, updateLocal } from './observe.ts';
@@ -57,10 +58,7 @@ export async function startOnce(
       await noteStartFailed(ctx, env.id, err, wasNotSent(err) ? maybeSentBefore : true);
       return { kind: 'retry', error: describeError(err) };
     }
-    ctx.logger.info(
-      { envelopeId: env.id, target: env.target, err: describeError(err) },
-      'start refused by the remote',
-    );
+    ctx.logger.info({ ...jobFields(env), err: describeError(err) }, 'start refused by the remote');
     return { kind: 'refused', envelope: await recordStartRefused(ctx, env, err) };
   }
   ctx.startsInFlight.delete(env.id);
