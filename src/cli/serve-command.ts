@@ -6,7 +6,7 @@ import { intOption, LOG_LEVELS } from './cli-options.ts';
 import { keyLines, withFlagHint } from './serve-banner.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
-import { demoTarget, seedDemoTasks, startDemoHost } from '../server/demo.ts';
+import { DEMO_MCP_TARGET, DEMO_TARGET, demoTargets, seedDemoTasks, startDemoHost } from '../server/demo.ts';
 import { startServer } from '../server/start-server.ts';
 import {
   parseTargetSigningSecrets,
@@ -88,7 +88,7 @@ function collect(value: string, previous: string[]): string[] {
 
 /**
  * `taskplane serve`: the control plane (API, dashboard, engine). `--demo` also runs the demo agent host
- * in this process as target `demo` and starts a few sample tasks. The first stdout line is
+ * in this process as targets `demo` (A2A) and `demo-mcp` (MCP) and starts a few sample tasks on each. The first stdout line is
  * `taskplane serve ready <url>` so scripts and tests can wait on it.
  */
 export function registerServeCommand(program: Command): void {
@@ -129,7 +129,11 @@ export function registerServeCommand(program: Command): void {
       '--plane-options <json>',
       'engine options as JSON (see docs/plane.md; also TASKPLANE_PLANE_OPTIONS), merged over the flags',
     )
-    .option('--demo', 'also run the demo agent host as target "demo" and start sample tasks', false)
+    .option(
+      '--demo',
+      'also run the demo agent host as targets "demo" (A2A) and "demo-mcp" (MCP) and start sample tasks',
+      false,
+    )
     .addOption(
       new Option('--log-level <level>', 'JSON log level on stderr (default: warn with --demo, else info)')
         .choices(LOG_LEVELS)
@@ -159,7 +163,7 @@ export function registerServeCommand(program: Command): void {
       if (opts.demo) {
         mkdirSync('data', { recursive: true });
         host = await startDemoHost({ logger });
-        targets.demo = demoTarget(host);
+        Object.assign(targets, demoTargets(host));
       }
       const lostPolicy = opts.lostPolicy as 'resubmit' | 'escalate';
       const server = await startServer({
@@ -199,8 +203,8 @@ export function registerServeCommand(program: Command): void {
         const ids = await seedDemoTasks(server);
         lines.push(
           ids
-            ? `  demo host: ${host.url} (target "demo"); started ${ids.length} sample tasks, one will ask "Which edition?"`
-            : `  demo host: ${host.url} (target "demo"); its sample tasks were added on this database's first start`,
+            ? `  demo host: ${host.url} (target "${DEMO_TARGET}", A2A; target "${DEMO_MCP_TARGET}", MCP at /mcp); started ${ids.length} sample tasks, two will ask "Which edition?"`
+            : `  demo host: ${host.url} (target "${DEMO_TARGET}", A2A; target "${DEMO_MCP_TARGET}", MCP at /mcp); its sample tasks were added on this database's first start`,
         );
       }
       lines.push(`  logs: JSON on stderr at level ${level} (--log-level to change)`);

@@ -1,4 +1,5 @@
 import { defineAgent, type ExecutionContext } from './agent-api.ts';
+import { defineTool, type ToolContext } from './tool-api.ts';
 
 /**
  * The built-in demo agent, scriptable from a data part of the user message so tests and the lab can
@@ -10,6 +11,9 @@ import { defineAgent, type ExecutionContext } from './agent-api.ts';
  * (the task waits in INPUT_REQUIRED), streams one artifact in `artifactChunks` chunks, then completes,
  * or fails when `fail` is true. A plain text message gets a short echo task. It is resumable: progress
  * is checkpointed after every step, so a host restart continues where it stopped.
+ *
+ * The same script runs as the MCP tool `demo_task` (at `/mcp`) with the script as its arguments: it
+ * asks by elicitation, answers with a text result, and a `fail` ends it with a tool error (`isError`).
  */
 export interface DemoScript {
   durationMs: number;
@@ -39,6 +43,107 @@ interface Progress {
   answer?: string;
 }
 
+/** What the step loop needs of a task, whichever protocol it runs under. */
+interface DemoRun {
+  status(text: string): Promise<void>;
+  sleep(ms: number): Promise<void>;
+  save(checkpoint: Record<string, unknown>): Promise<void>;
+  /** Asks the caller; resolves with the answer's text. */
+  ask(prompt: string): Promise<string>;
+}
+
+/**
+ * The script's steps from its checkpoint (a resumed run goes on from there): a status per step, spread
+ * over durationMs, and the question half way (or at the end, for a script with no steps). Returns the
+ * progress, for the output that follows.
+ */
+async function workThrough(
+  script: DemoScript,
+  task: { checkpoint: Record<string, unknown> | undefined; resumed: boolean },
+  run: DemoRun,
+): Promise<Progress> {
+  const p: Progress = { step: 0, chunk: 0, ...(task.checkpoint as Partial<Progress> | undefined) };
+  // Show WORKING at once (the A2A host otherwise moves SUBMITTED → WORKING with the first change).
+  if (!task.resumed) await run.status(`starting: ${script.steps} steps over ${script.durationMs} ms`);
+  const stepMs = script.steps > 0 ? script.durationMs / script.steps : 0;
+  const askAt = script.askInput ? Math.floor(script.steps / 2) : -1;
+  const ask = async (prompt: string) => {
+    p.answer = await run.ask(prompt);
+    await run.save({ ...p });
+  };
+  for (;;) {
+    if (p.step === askAt && p.answer === undefined && script.askInput) await ask(script.askInput);
+    if (p.step >= script.steps) break;
+    if (stepMs > 0) await run.sleep(stepMs);
+    p.step++;
+    await run.status(`step ${p.step}/${script.steps}`);
+    await run.save({ ...p });
+  }
+  if (script.askInput && p.answer === undefined) await ask(script.askInput);
+  return p;
+}
+
+/** The ctx calls both contexts share, bound (a context's methods may live on its prototype). */
+function runOf(ctx: Omit<DemoRun, 'ask'>, ask: DemoRun['ask']): DemoRun {
+  return {
+    status: (text) => ctx.status(text),
+    sleep: (ms) => ctx.sleep(ms),
+    save: (checkpoint) => ctx.save(checkpoint),
+    ask,
+  };
+}
+
+/**
+ * The elicitation form the MCP tool asks with: one text field named `value`, which is what the plane
+ * wraps a plain answer in (`taskplane tasks answer <id> second`), and what the dashboard's answer box
+ * fills for a one-field form.
+ */
+const ANSWER_FORM = {
+  type: 'object',
+  properties: { value: { type: 'string', title: 'Answer' } },
+  required: ['value'],
+};
+
+/**
+ * The demo script as an MCP tool: the arguments are the script (`{}` runs the defaults). It runs as a
+ * task when the caller declared the tasks extension, synchronously otherwise.
+ */
+export const demoTool = defineTool({
+  name: 'demo_task',
+  title: 'Scripted long-running task',
+  description:
+    'Works in steps over durationMs, may ask a question (askInput), answers with a text result, or ends with a tool error when fail is true.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      durationMs: { type: 'integer', minimum: 0 },
+      steps: { type: 'integer', minimum: 0 },
+      askInput: { type: 'string' },
+      fail: { type: 'boolean' },
+    },
+  },
+  resumable: true,
+  async run(ctx: ToolContext) {
+    const script = demoScript(ctx.arguments, '');
+    const p = await workThrough(
+      script,
+      ctx,
+      runOf(ctx, async (prompt) => {
+        const answer = await ctx.elicit(prompt, ANSWER_FORM);
+        const given = answer.action === 'accept' ? answer.content?.value : undefined;
+        return typeof given === 'string' ? given : answer.action;
+      }),
+    );
+    if (script.fail)
+      return { content: [{ type: 'text', text: 'The demo tool was asked to fail.' }], isError: true };
+    const text = `done after ${script.steps} steps${p.answer ? ` (${p.answer})` : ''}`;
+    return {
+      content: [{ type: 'text', text }],
+      structuredContent: { steps: script.steps, answer: p.answer ?? null },
+    };
+  },
+});
+
 export const demoAgent = defineAgent({
   card: {
     name: 'taskplane demo agent',
@@ -57,32 +162,18 @@ export const demoAgent = defineAgent({
     ],
   },
   resumable: true,
+  tools: [demoTool],
   async execute(ctx: ExecutionContext) {
     const script = demoScript(ctx.data, ctx.text);
     if (!ctx.data) {
       await ctx.artifact({ artifactId: 'echo', name: 'echo', parts: [{ text: ctx.text }], lastChunk: true });
       return `echo: ${ctx.text}`;
     }
-    const p: Progress = { step: 0, chunk: 0, ...(ctx.checkpoint as Partial<Progress> | undefined) };
-    // Show WORKING at once (the host otherwise moves SUBMITTED → WORKING with the first change).
-    if (!ctx.resumed) await ctx.status(`starting: ${script.steps} steps over ${script.durationMs} ms`);
-    const stepMs = script.steps > 0 ? script.durationMs / script.steps : 0;
-    const askAt = script.askInput ? Math.floor(script.steps / 2) : -1;
-    for (;;) {
-      if (p.step === askAt && p.answer === undefined && script.askInput) {
-        p.answer = (await ctx.askInput(script.askInput)).text;
-        await ctx.save({ ...p });
-      }
-      if (p.step >= script.steps) break;
-      if (stepMs > 0) await ctx.sleep(stepMs);
-      p.step++;
-      await ctx.status(`step ${p.step}/${script.steps}`);
-      await ctx.save({ ...p });
-    }
-    if (script.askInput && p.answer === undefined) {
-      p.answer = (await ctx.askInput(script.askInput)).text;
-      await ctx.save({ ...p });
-    }
+    const p = await workThrough(
+      script,
+      ctx,
+      runOf(ctx, async (prompt) => (await ctx.askInput(prompt)).text),
+    );
     if (script.fail) {
       await ctx.fail('The demo agent was asked to fail.');
       return;

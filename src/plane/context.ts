@@ -7,6 +7,7 @@ import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
 import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
+import type { HeardLog } from './heard-log.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
 import { inRemoteCallSpan } from './tracing.ts';
 
@@ -44,6 +45,12 @@ export interface PlaneContext {
    * create a second remote job where the remote does not deduplicate.
    */
   startsInFlight: Set<string>;
+  /**
+   * When the remote's word about each open job last came in by a path other than reconciliation
+   * (start, stream, push, poll, an answer or cancel): observe notes it, the reconciler skips jobs heard
+   * of within its interval.
+   */
+  heard: HeardLog;
   onRevision(target: string, from: string | null, to: string | null): void;
   /**
    * Starts a lost job again with its same messageId (start-remote.ts startOnce); when that attempt

@@ -187,6 +187,10 @@ export async function observe(
           { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
           { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
         );
+    // The remote's word about this job, whatever it changes: reconciliation need not ask again soon.
+    if (decision.apply && isTerminal(decision.next.state)) ctx.heard.forget(env.target, env.id);
+    else if (!otherJob && source !== 'reconcile' && source !== 'local')
+      ctx.heard.note(env.target, env.id, now);
     const schema = env.acceptance?.status === 'pending' ? env.acceptance.schema : undefined;
     if (decision.apply && isTerminal(snapshot.state) && schema && ctx.schemaCompiler) {
       // Deciding acceptance below is synchronous: a validator the cache no longer holds is compiled

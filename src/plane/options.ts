@@ -77,6 +77,14 @@ export interface PlaneOptions {
     startGraceMs?: number;
     /** Lease on a target's reconciliation so several planes sharing a store do not all list. @default intervalMs */
     leaseTtlMs?: number;
+    /**
+     * The most jobs one round asks about one by one, per target (a protocol with no list, MCP, asks per
+     * task). Only jobs not heard of within `intervalMs` are asked about, the longest-unchecked first;
+     * those past the bound wait for the next round. @default 500
+     */
+    maxFetchesPerRound?: number;
+    /** How many of a round's one-by-one reads are in flight at once. @default 8 */
+    fetchConcurrency?: number;
   };
   /**
    * What to do when the remote no longer knows a job we created (TaskNotFound on our own task):
@@ -170,6 +178,8 @@ export interface PlaneConfig {
     orphanMarginMs: number;
     startGraceMs: number;
     leaseTtlMs: number;
+    maxFetchesPerRound: number;
+    fetchConcurrency: number;
   };
   lostPolicy: 'resubmit' | 'escalate';
   maxResubmits: number;
@@ -191,6 +201,12 @@ function positive(field: string, value: number): number {
 
 function nonNegative(field: string, value: number): number {
   if (!(Number.isFinite(value) && value >= 0)) throw configError(field, 'must be a number >= 0');
+  return value;
+}
+
+function intInRange(field: string, value: number, min: number, max: number): number {
+  if (!(Number.isInteger(value) && value >= min && value <= max))
+    throw configError(field, `must be an integer in ${min}..${max}`);
   return value;
 }
 
@@ -290,6 +306,8 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
       orphanMarginMs: nonNegative('reconcile.orphanMarginMs', r.orphanMarginMs ?? 300_000),
       startGraceMs: nonNegative('reconcile.startGraceMs', r.startGraceMs ?? 30_000),
       leaseTtlMs: positive('reconcile.leaseTtlMs', r.leaseTtlMs ?? intervalMs),
+      maxFetchesPerRound: intInRange('reconcile.maxFetchesPerRound', r.maxFetchesPerRound ?? 500, 1, 100_000),
+      fetchConcurrency: intInRange('reconcile.fetchConcurrency', r.fetchConcurrency ?? 8, 1, 64),
     },
     lostPolicy,
     maxResubmits,

@@ -61,6 +61,7 @@ import { silentLogger, type Logger } from '../core/logger.ts';
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
 import { observe, type ObserveResult } from './observe.ts';
 import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
+import { HeardLog } from './heard-log.ts';
 import { Reconciler, listActiveEnvelopes, recordCardChanged, type ReconcileReport } from './reconciler.ts';
 import { SignalCounters, type LatencyHistograms } from './signals.ts';
 import { collectSignals, type PlaneSignals } from './signal-report.ts';
@@ -168,6 +169,7 @@ export class Plane {
       streamAttached: (id) => this.watchers.get(id)?.state === 'attached',
       revisions: new Map(),
       startsInFlight: new Set(),
+      heard: new HeardLog(),
       ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
       onUsage: (envelope) => {

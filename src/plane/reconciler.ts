@@ -13,6 +13,7 @@ import {
 import { answerInDoubt, cancelTask, resendAnswer } from './answer-and-cancel.ts';
 import { observe, updateLocal } from './observe.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
+import { HeardLog } from './heard-log.ts';
 import { handleLost } from './lost-policy.ts';
 import { ensureStarted } from './start-remote.ts';
 
@@ -20,8 +21,11 @@ import { ensureStarted } from './start-remote.ts';
  * Reconciliation: the slow path that catches everything the fast path dropped (docs/a2a-notes.md,
  * "Delivery mix"). Per target and round: ONE paged listChanged(since the previous round) where the
  * connector can list, then one get() per job that the list did not mention and that is past its
- * expected duration plus a margin (or every job, where there is no list). TaskNotFound on our own job
- * → lost → policy. Jobs whose start was never confirmed are started again with the same messageId.
+ * expected duration plus a margin. Where there is no list (MCP has none by design) or it failed, one
+ * get() per job the fast path has not heard of within the interval (PlaneContext.heard). Either way
+ * a round asks about at most `maxFetchesPerRound` jobs, the longest-unchecked first, `fetchConcurrency`
+ * at a time; the rest wait for the next round. TaskNotFound on our own job → lost → policy. Jobs whose
+ * start was never confirmed are started again with the same messageId.
  */
 
 export const ACTIVE_STATES: NormalizedState[] = NORMALIZED_STATES.filter((s) => !isTerminal(s));
@@ -34,6 +38,8 @@ export interface ReconcileReport {
   changed: number;
   lost: number;
   restarted: number;
+  /** Jobs due a one-by-one read that the round's bound left for the next round. */
+  deferred: number;
 }
 
 /** Every non-terminal envelope, optionally of one target and/or tenant, oldest first. */
@@ -113,6 +119,8 @@ async function markUnreachable(ctx: PlaneContext, env: Envelope, err: unknown): 
 export class Reconciler {
   /** Start time of the previous completed round per target (in memory: after a restart we list from the oldest job). */
   private readonly lastRound = new Map<string, number>();
+  /** When this reconciler last read each open job on its own: the order of a bounded round. */
+  private readonly checked = new HeardLog();
 
   constructor(
     private readonly ctx: PlaneContext,
@@ -148,6 +156,7 @@ export class Reconciler {
       changed: 0,
       lost: 0,
       restarted: 0,
+      deferred: 0,
     };
     const lease = `reconcile:${target}`;
     const held = await ctx.store.acquireLease(
@@ -211,10 +220,11 @@ export class Reconciler {
     }
 
     const now = ctx.clock.now();
+    const due: Envelope[] = [];
     for (const env of active) {
       if (ctx.signal.aborted) break;
       try {
-        await this.reconcileJob(env, now, { seen, listFailed, report });
+        if (await this.reconcileJob(env, now, { seen, listFailed, report })) due.push(env);
       } catch (err) {
         // Isolated: this job is retried next round; the pass goes on with the others.
         if (!ctx.signal.aborted)
@@ -224,6 +234,10 @@ export class Reconciler {
           );
       }
     }
+    await this.fetchDue(target, due, report);
+    const open = new Set(active.map((e) => e.id));
+    ctx.heard.retain(target, open);
+    this.checked.retain(target, open);
     this.lastRound.set(target, roundStart);
     ctx.logger.info(
       {
@@ -234,18 +248,22 @@ export class Reconciler {
         changed: report.changed,
         lost: report.lost,
         restarted: report.restarted,
+        deferred: report.deferred,
       },
       'reconciliation pass',
     );
     return report;
   }
 
-  /** Everything one round does for one job. */
+  /**
+   * Everything one round does for one job but the read: its timeout, an undelivered cancel, an answer
+   * in doubt, a start never confirmed. True when the job is due a one-by-one read (fetchDue).
+   */
   private async reconcileJob(
     env: Envelope,
     now: number,
     round: { seen: Set<string>; listFailed: boolean; report: ReconcileReport },
-  ): Promise<void> {
+  ): Promise<boolean> {
     const ctx = this.ctx;
     const { report } = round;
     const connector = connectorFor(ctx, env.target);
@@ -254,24 +272,70 @@ export class Reconciler {
       // (never invent an outcome; a job that finishes anyway is recorded as finished). Before the
       // remote id is known the intent is kept and sent once it is.
       await cancelTask(ctx, env.id, 'timeout');
-      return;
+      return false;
     }
     // Cancel intent not yet acknowledged by the remote: send it again.
     if (cancelUndelivered(env)) await sendCancel(ctx, env.id);
     // Recorded long enough ago that its call has ended, yet the job still waits: send it again.
     if (answerInDoubt(env, now, 2 * ctx.config.requestTimeoutMs)) await resendAnswer(ctx, env.id);
-    if (round.seen.has(env.id)) return;
+    if (round.seen.has(env.id)) return false;
     if (env.remoteId === null) {
       if (now - env.createdAt >= ctx.config.reconcile.startGraceMs) {
         report.restarted++;
         await ensureStarted(ctx, env.id, { maxAttempts: 1 });
       }
-      return;
+      return false;
     }
-    const expected = env.expectedDurationMs ?? ctx.config.reconcile.defaultExpectedDurationMs;
-    const overdue = now - env.createdAt > expected + ctx.config.reconcile.orphanMarginMs;
-    if (connector.capabilities.list && !round.listFailed && !overdue) return;
-    const remoteId = env.remoteId;
+    if (connector.capabilities.list && !round.listFailed) {
+      // The list covers every change since the previous round; only a job running past its expected
+      // duration is read on its own (an orphan the remote may have forgotten).
+      const expected = env.expectedDurationMs ?? ctx.config.reconcile.defaultExpectedDurationMs;
+      return now - env.createdAt > expected + ctx.config.reconcile.orphanMarginMs;
+    }
+    // No list to catch what the fast path dropped: read each job it has gone quiet on.
+    const heard = ctx.heard.at(env.target, env.id);
+    return heard === undefined || now - heard >= ctx.config.reconcile.intervalMs;
+  }
+
+  /**
+   * The round's one-by-one reads: the jobs last heard of or checked longest ago first, at most
+   * `maxFetchesPerRound` of them, `fetchConcurrency` at a time. Checking a job moves it to the back, so
+   * a bound smaller than the backlog still reaches every job in turn.
+   */
+  private async fetchDue(target: string, due: Envelope[], report: ReconcileReport): Promise<void> {
+    const ctx = this.ctx;
+    const { maxFetchesPerRound, fetchConcurrency } = ctx.config.reconcile;
+    const last = (env: Envelope) =>
+      Math.max(ctx.heard.at(target, env.id) ?? -Infinity, this.checked.at(target, env.id) ?? -Infinity);
+    const order = due
+      .map((env) => ({ env, last: last(env) }))
+      // Stable: equally stale jobs keep the oldest-created-first order of the active list.
+      .sort((a, b) => (a.last < b.last ? -1 : a.last > b.last ? 1 : 0))
+      .map((x) => x.env);
+    const batch = order.slice(0, maxFetchesPerRound);
+    report.deferred = order.length - batch.length;
+    for (let i = 0; i < batch.length && !ctx.signal.aborted; i += fetchConcurrency) {
+      await Promise.all(
+        batch.slice(i, i + fetchConcurrency).map((env) =>
+          this.fetchJob(env, report).catch((err: unknown) => {
+            // Isolated: this job is read again next round; the others go on.
+            if (!ctx.signal.aborted)
+              ctx.logger.warn(
+                { envelopeId: env.id, target, err: describeError(err) },
+                'reconciling a job failed',
+              );
+          }),
+        ),
+      );
+    }
+  }
+
+  /** One job read on its own: its state observed, or lost, or its route unreachable. */
+  private async fetchJob(env: Envelope, report: ReconcileReport): Promise<void> {
+    const ctx = this.ctx;
+    const connector = connectorFor(ctx, env.target);
+    const remoteId = env.remoteId!;
+    this.checked.note(env.target, env.id, ctx.clock.now());
     report.fetched++;
     try {
       const snap = await remoteCall(ctx, 'get', env, (signal) => connector.get(remoteId, signal));

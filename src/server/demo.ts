@@ -2,22 +2,40 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../core/logger.ts';
 import { startHost, type RunningHost } from '../host/start-host.ts';
 import type { RunningServer } from './start-server.ts';
+import type { TargetConfig } from './targets.ts';
 
 /**
  * `serve --demo` (what `npm start` runs): the demo agent host beside the plane in this process,
- * registered as target `demo`, and a handful of sample tasks so a newcomer sees them move at once,
- * one of them waiting for input. The host keeps its own SQLite file; push goes to the plane over
- * loopback, which the host allows for this pairing only.
+ * registered twice: as target `demo` (its A2A interface) and as target `demo-mcp` (its MCP endpoint,
+ * the `demo_task` tool), and a handful of sample tasks on each so a newcomer sees them move at once,
+ * some waiting for input. The host keeps its own SQLite file; push goes to the plane over loopback,
+ * which the host allows for this pairing only.
  */
-export const DEMO_TASKS: Array<{ label: string; input: unknown }> = [
-  { label: 'quick echo', input: 'hello from the taskplane demo' },
-  { label: 'steady work', input: { durationMs: 20_000, steps: 5, artifactChunks: 2 } },
+export const DEMO_TARGET = 'demo';
+export const DEMO_MCP_TARGET = 'demo-mcp';
+
+export const DEMO_TASKS: Array<{ label: string; target: string; input: unknown }> = [
+  { label: 'quick echo', target: DEMO_TARGET, input: 'hello from the taskplane demo' },
+  { label: 'steady work', target: DEMO_TARGET, input: { durationMs: 20_000, steps: 5, artifactChunks: 2 } },
   {
     label: 'asks which edition',
+    target: DEMO_TARGET,
     input: { durationMs: 30_000, steps: 6, askInput: 'Which edition? (first / second)', artifactChunks: 2 },
   },
-  { label: 'fails on purpose', input: { durationMs: 10_000, steps: 2, fail: true } },
-  { label: 'long haul', input: { durationMs: 120_000, steps: 12, artifactChunks: 3 } },
+  { label: 'fails on purpose', target: DEMO_TARGET, input: { durationMs: 10_000, steps: 2, fail: true } },
+  { label: 'long haul', target: DEMO_TARGET, input: { durationMs: 120_000, steps: 12, artifactChunks: 3 } },
+  // The same script as MCP tool calls: the arguments of `demo_task`.
+  { label: 'tool call', target: DEMO_MCP_TARGET, input: { durationMs: 25_000, steps: 5 } },
+  {
+    label: 'tool asks which edition',
+    target: DEMO_MCP_TARGET,
+    input: { durationMs: 30_000, steps: 4, askInput: 'Which edition? (first / second)' },
+  },
+  {
+    label: 'tool fails on purpose',
+    target: DEMO_MCP_TARGET,
+    input: { durationMs: 8_000, steps: 2, fail: true },
+  },
 ];
 
 /**
@@ -29,8 +47,8 @@ export const DEMO_TASKS: Array<{ label: string; input: unknown }> = [
 export const DEMO_HOST_ID = 'taskplane-demo-host';
 
 /**
- * Starts the demo host. Call before startServer and pass `demoTarget(host)` in its targets, so the
- * plane's restart recovery finds the `demo` connector for tasks left from the previous run.
+ * Starts the demo host. Call before startServer and pass `demoTargets(host)` in its targets, so the
+ * plane's restart recovery finds the demo connectors for tasks left from the previous run.
  */
 export function startDemoHost(o: { logger: Logger; db?: string; port?: number }): Promise<RunningHost> {
   return startHost({
@@ -43,9 +61,16 @@ export function startDemoHost(o: { logger: Logger; db?: string; port?: number })
   });
 }
 
-/** Our host deduplicates SendMessage on messageId, so a lost start can simply be resent. */
-export function demoTarget(host: RunningHost): { kind: 'a2a'; baseUrl: string; idempotentStart: true } {
-  return { kind: 'a2a', baseUrl: host.url, idempotentStart: true };
+/**
+ * The demo host as the plane's two targets. Our host deduplicates SendMessage on messageId, so a lost
+ * A2A start can simply be resent; the MCP target calls the host's `demo_task` tool with each job's
+ * input as its arguments.
+ */
+export function demoTargets(host: RunningHost): Record<string, TargetConfig> {
+  return {
+    [DEMO_TARGET]: { kind: 'a2a', baseUrl: host.url, idempotentStart: true },
+    [DEMO_MCP_TARGET]: { kind: 'mcp', url: `${host.url}/mcp`, tool: 'demo_task' },
+  };
 }
 
 /** Marks a database the sample tasks were added to; its value says when (and a nonce, so two starts never tie). */
@@ -63,7 +88,7 @@ export async function seedDemoTasks(server: RunningServer, tenant = 'default'): 
     const { envelope } = await server.plane.create(
       {
         tenant,
-        target: 'demo',
+        target: t.target,
         input: t.input,
         actor: 'demo',
         workflowId: `demo:${t.label}`,

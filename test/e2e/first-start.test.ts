@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keyLines } from '../../src/cli/serve-banner.ts';
 import { silentLogger } from '../../src/core/logger.ts';
-import { demoTarget, seedDemoTasks, startDemoHost } from '../../src/server/demo.ts';
+import { DEMO_TASKS, demoTargets, seedDemoTasks, startDemoHost } from '../../src/server/demo.ts';
 import { startServer } from '../../src/server/start-server.ts';
 import { openStore } from '../../src/store/open-store.ts';
 import { spawnTaskplane } from '../support/process.ts';
@@ -84,17 +84,17 @@ describe('first start', () => {
         port: 0,
         db: `sqlite:${dir}/plane.db`,
         apiKeys: 'default:first-start-key-0123',
-        targets: { demo: demoTarget(host) },
+        targets: demoTargets(host),
         defaultMetrics: false,
       });
     const first = await start();
-    expect(await seedDemoTasks(first)).toHaveLength(5);
+    expect(await seedDemoTasks(first)).toHaveLength(DEMO_TASKS.length);
     expect(await seedDemoTasks(first)).toBeNull();
     await first.close();
     const second = await start();
     closers.push(() => second.close());
     expect(await seedDemoTasks(second)).toBeNull();
     const { items } = await second.store.listEnvelopes({ tenant: 'default', limit: 100 });
-    expect(items).toHaveLength(5);
+    expect(items).toHaveLength(DEMO_TASKS.length);
   }, 60_000);
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveLogLevel } from '../../src/cli/serve-command.ts';
+import { DEMO_TASKS } from '../../src/server/demo.ts';
 import { CLI_FROM_SOURCE, spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
 
 /**
@@ -49,10 +50,16 @@ describe('serve --demo', () => {
       return proc.stdout;
     };
     const listed = JSON.parse(await tasks('list', '--json', '--key', KEY, '--url', url)) as {
-      tasks: { id: string; target: string }[];
+      tasks: { id: string; target: string; connector: string }[];
     };
-    expect(listed.tasks.length).toBeGreaterThanOrEqual(5);
-    expect(listed.tasks.every((t) => t.target === 'demo')).toBe(true);
+    // The sample tasks go to the demo host's two faces: A2A as `demo`, MCP as `demo-mcp`.
+    const onTarget = (name: string) => listed.tasks.filter((t) => t.target === name);
+    expect(onTarget('demo').length).toBe(DEMO_TASKS.filter((t) => t.target === 'demo').length);
+    expect(onTarget('demo-mcp').length).toBe(DEMO_TASKS.filter((t) => t.target === 'demo-mcp').length);
+    expect(onTarget('demo-mcp').length).toBeGreaterThan(0);
+    expect(onTarget('demo').every((t) => t.connector === 'a2a')).toBe(true);
+    expect(onTarget('demo-mcp').every((t) => t.connector === 'mcp')).toBe(true);
+    expect(listed.tasks.length).toBe(DEMO_TASKS.length);
     const id = listed.tasks[0]!.id;
     // Parent flags before the subcommand still work too.
     const got = JSON.parse(await tasks('--key', KEY, '--url', url, 'get', id, '--json')) as { id: string };
@@ -79,8 +86,8 @@ describe('serve --demo', () => {
       recovered: { resumed: number; waiting: number };
     };
     expect(line.hostId).toBe('taskplane-demo-host');
-    // The four unfinished sample tasks (two still running, one waiting for input, the long haul) are
-    // the restarted host's own: resumed now, not skipped as a live stranger's for 30 s.
+    // The unfinished sample tasks, A2A tasks and MCP tool tasks alike (still running, waiting for input,
+    // the long haul), are the restarted host's own: resumed now, not skipped as a live stranger's for 30 s.
     expect(line.recovered.resumed + line.recovered.waiting).toBeGreaterThanOrEqual(2);
     await second.stop();
   }, 90_000);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/core/logger.ts';
-import { demoTarget, startDemoHost } from '../../src/server/demo.ts';
+import { demoTargets, startDemoHost } from '../../src/server/demo.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import { spawnTaskplane, type TestProcess } from '../support/process.ts';
 
@@ -27,7 +27,7 @@ describe('tasks watch', () => {
         port,
         db: `sqlite:${dir}/plane.db`,
         apiKeys: `default:${KEY}`,
-        targets: { demo: demoTarget(host) },
+        targets: demoTargets(host),
         defaultMetrics: false,
         lab: false,
       });

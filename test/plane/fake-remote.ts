@@ -55,6 +55,11 @@ export class FakeRemote {
   startFault: 'refused' | 'in_doubt' | null = null;
   /** A start answers this long after it arrives (on the clock): a slow agent. */
   startDelayMs = 0;
+  /** A get answers this long after it arrives (on the clock): a slow read. */
+  getDelayMs = 0;
+  /** The most gets that were in flight at once. */
+  maxGetsInFlight = 0;
+  private getsInFlight = 0;
   /** CancelTask ends the job as cancelled (otherwise the agent acknowledges and keeps running). */
   cancelCompletes = false;
   /** What the connector reports as its interface revision (a redeploy changes it). */
@@ -189,8 +194,14 @@ export class FakeRemote {
       },
       async get(id: string) {
         remote.calls.push({ method: 'get', id, at: remote.clock.now() });
-        remote.maybeFail('get');
-        return remote.snapshot(need(id));
+        remote.maxGetsInFlight = Math.max(remote.maxGetsInFlight, ++remote.getsInFlight);
+        try {
+          if (remote.getDelayMs > 0) await remote.clock.sleep(remote.getDelayMs);
+          remote.maybeFail('get');
+          return remote.snapshot(need(id));
+        } finally {
+          remote.getsInFlight--;
+        }
       },
       async listChanged(q: ListChangedQuery): Promise<ListChangedPage> {
         remote.calls.push({ method: 'list' });

@@ -59,7 +59,7 @@ describe('timeouts act on their own timer', () => {
 
 describe('budgets', () => {
   it('a job whose budget is used up may not be answered or resubmitted, and the envelope says why', async () => {
-    // No list: reconciliation gets every job, so the forgotten one is found at once.
+    // No list: reconciliation reads every job not heard of within its interval.
     h = await harness({ delivery: { stream: false, push: false, poll: false } }, { list: false });
     const { envelope } = await h.plane.create(
       {
@@ -90,6 +90,8 @@ describe('budgets', () => {
 
     // The agent forgets the job: resubmitting would be new spend, so it is escalated with the reason.
     h.remote.forget();
+    // A round's interval after the last word from the job (the observation above).
+    await h.advance(600_000);
     await h.plane.reconcileNow();
     const lost = await h.plane.get(T, envelope.id);
     expect(lost.state).toBe('lost');

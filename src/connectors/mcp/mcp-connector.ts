@@ -9,22 +9,12 @@ import {
 } from '../../protocols/mcp/decode-result.ts';
 import { requestMeta } from '../../protocols/mcp/encode.ts';
 import { advertisesTasks, discoverFallback, eraOf, pickVersion } from '../../protocols/mcp/era.ts';
-import { McpError } from '../../protocols/mcp/errors.ts';
-import { decodeInputRequests, decodeInputResponses } from '../../protocols/mcp/input.ts';
 import {
-  decodeInitializeResult,
-  decodeLegacyCreateTaskResult,
-  decodeLegacyTaskResult,
-  legacyServerSupportsToolTasks,
-} from '../../protocols/mcp/legacy.ts';
-import {
-  LEGACY_PROTOCOL_VERSION,
   MODERN_PROTOCOL_VERSION,
   type Implementation,
   type InputResponses,
   type JsonObject,
   type JsonValue,
-  type LegacyTask,
 } from '../../protocols/mcp/types.ts';
 import type {
   Connector,
@@ -34,23 +24,10 @@ import type {
   RemoteSnapshot,
   StartRequest,
 } from '../connector.ts';
-import {
-  McpRpcError,
-  rpcCall,
-  rpcListen,
-  rpcSend,
-  type CallOptions,
-  type RpcOptions,
-  type ServerRequest,
-} from './rpc.ts';
-import {
-  asJsonObject,
-  immediateSnapshot,
-  inputRequestsOf,
-  legacySnapshot,
-  mrtrSnapshot,
-  taskSnapshot,
-} from './task-snapshot.ts';
+import { inputResponse, mrtrCursor, mrtrFromCursor, staleKey, type Mrtr } from './input-rounds.ts';
+import { LegacyTasks, decoded, legacyInitialize, type Era } from './legacy-tasks.ts';
+import { McpRpcError, rpcCall, rpcListen, type CallOptions, type RpcOptions } from './rpc.ts';
+import { immediateSnapshot, inputRequestsOf, mrtrSnapshot, taskSnapshot } from './task-snapshot.ts';
 
 /**
  * The MCP client connector: a job is one `tools/call`.
@@ -66,8 +43,9 @@ import {
  * answered with `tasks/update` by key, and cancelled with `tasks/cancel`.
  *
  * An MRTR round (remote id `mrtr:…`) is held here and in its snapshots' cursor, which the envelope keeps,
- * so an answer after a restart still retries the call. Held in memory only, so lost with the process
- * (docs/plane.md, "MCP targets"): in 2025-11-25, the session and the server's pending elicitations.
+ * so an answer after a restart still retries the call. The 2025-11-25 path is legacy-tasks.ts; what it
+ * holds (the session, the server's pending elicitations) is in memory only, so lost with the process
+ * (docs/plane.md, "MCP targets").
  */
 export interface McpConnectorOptions {
   target: string;
@@ -98,25 +76,6 @@ export interface McpConnectorOptions {
   clientInfo?: Implementation;
 }
 
-interface Era {
-  modern: boolean;
-  version: string;
-  /** The server takes tasks: the extension advertised (modern), `tasks.requests.tools.call` (legacy). */
-  tasks: boolean;
-  session: string | null;
-}
-
-/** One MRTR exchange the connector holds: the call to repeat and what was answered so far. */
-interface Mrtr {
-  name: string;
-  args: JsonObject;
-  contextId: string | null;
-  requestState?: string;
-  requests: RemoteInputRequest[];
-  responses: InputResponses;
-  round: number;
-}
-
 const SYSTEM_CLOCK = new SystemClock();
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']);
 const MRTR = 'mrtr:';
@@ -128,17 +87,6 @@ const CALL = 'call:';
 
 function invalid(field: string, message: string): TaskplaneError {
   return new TaskplaneError('invalid_argument', `${field}: ${message}`, { field, retryable: false });
-}
-
-/** A peer answer that fails our decoders is the peer's fault, never a verdict on the job. */
-function decoded<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    if (err instanceof McpError)
-      throw new TaskplaneError('remote_error', `remote: ${err.message}`, { retryable: true });
-    throw err;
-  }
 }
 
 export class McpConnector implements Connector {
@@ -161,10 +109,8 @@ export class McpConnector implements Connector {
   private readonly mrtr = new Map<string, Mrtr>();
   /** Immediate results, so a `get` right after the start answers what the start said. */
   private readonly immediate = new Map<string, RemoteSnapshot>();
-  /** 2025-11-25: elicitation requests the server sent us for a task, by task id then key. */
-  private readonly legacyInput = new Map<string, Map<string, ServerRequest>>();
-  /** 2025-11-25: each tool's `execution.taskSupport`, from tools/list. */
-  private legacyTools: Map<string, string> | null = null;
+  /** The 2025-11-25 path. */
+  private readonly legacy: LegacyTasks;
 
   constructor(private readonly options: McpConnectorOptions) {
     this.target = options.target;
@@ -175,6 +121,21 @@ export class McpConnector implements Connector {
       timeoutMs: options.timeoutMs ?? 30_000,
       fetch: options.fetch ?? fetch,
     };
+    this.legacy = new LegacyTasks(
+      this.rpc,
+      {
+        call: (method, params, signal, extra) => this.call(method, params, signal, extra),
+        notePoll: (ms) => this.notePoll(ms),
+        immediate: (request, result) => {
+          const id = `${CALL}${request.messageId}`;
+          const snap = immediateSnapshot(id, request.contextId, result as never);
+          this.remember(id, snap);
+          return snap;
+        },
+        now: () => this.clock.now(),
+      },
+      options.legacyTtlMs,
+    );
   }
 
   /** The era and version in use, once negotiated. */
@@ -189,7 +150,7 @@ export class McpConnector implements Connector {
   async prepare(signal: AbortSignal, opts: { fresh?: boolean } = {}): Promise<void> {
     if (opts.fresh) {
       this.era = null;
-      this.legacyTools = null;
+      this.legacy.forgetTools();
     }
     await this.ready(signal);
   }
@@ -236,7 +197,7 @@ export class McpConnector implements Connector {
         if (mode === 'modern' || !this.legacyAnswer(err)) throw err;
       }
     }
-    return this.initialize(signal);
+    return legacyInitialize(this.rpc, this.clientInfo(), signal);
   }
 
   /** Whether a failed server/discover says "speak 2025-11-25" (protocols/mcp/era.ts discoverFallback). */
@@ -247,34 +208,6 @@ export class McpConnector implements Connector {
     if (err.details?.route === 'not_protocol') return http === 404 || http === 405 || http === 400;
     if (err instanceof McpRpcError) return discoverFallback(http, rpc) === 'legacy';
     return false;
-  }
-
-  private async initialize(signal: AbortSignal): Promise<Era> {
-    const { result, sessionId } = await rpcCall(
-      this.rpc,
-      'initialize',
-      {
-        protocolVersion: LEGACY_PROTOCOL_VERSION,
-        capabilities: { elicitation: {} },
-        clientInfo: this.clientInfo() as unknown as JsonObject,
-      },
-      { protocolVersion: LEGACY_PROTOCOL_VERSION, modern: false },
-      signal,
-    );
-    const init = decoded(() => decodeInitializeResult(result));
-    const era: Era = {
-      modern: false,
-      version: init.protocolVersion,
-      tasks: legacyServerSupportsToolTasks(init.capabilities),
-      session: sessionId,
-    };
-    await rpcSend(
-      this.rpc,
-      { jsonrpc: '2.0', method: 'notifications/initialized' },
-      { protocolVersion: era.version, modern: false, sessionId: era.session },
-      signal,
-    );
-    return era;
   }
 
   /** One call in the negotiated era; a 2025 session the server forgot is opened again, once. */
@@ -330,7 +263,7 @@ export class McpConnector implements Connector {
   async start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot> {
     const { name, args } = this.toolCall(request.input);
     const era = await this.ready(signal);
-    if (!era.modern) return this.legacyStart(request, name, args, era, signal);
+    if (!era.modern) return this.legacy.start(request, name, args, era, signal);
     return this.toolCallRound(
       `${MRTR}${request.messageId}`,
       request.contextId,
@@ -404,57 +337,6 @@ export class McpConnector implements Connector {
     return this.mrtrRound(mrtrId, state);
   }
 
-  private async legacyStart(
-    request: StartRequest,
-    name: string,
-    args: JsonObject,
-    era: Era,
-    signal: AbortSignal,
-  ): Promise<RemoteSnapshot> {
-    const params: JsonObject = { name, arguments: args };
-    if (era.tasks && (await this.legacyTaskSupport(name, signal)) !== 'forbidden')
-      params.task = this.options.legacyTtlMs !== undefined ? { ttl: this.options.legacyTtlMs } : {};
-    const { result } = await this.call('tools/call', params, signal);
-    const r = asJsonObject(result);
-    if (r.task !== undefined) {
-      const created = decoded(() => decodeLegacyCreateTaskResult(r));
-      this.notePoll(created.task.pollInterval);
-      return legacySnapshot(created.task, request.contextId, this.clock.now());
-    }
-    const id = `${CALL}${request.messageId}`;
-    const snap = immediateSnapshot(
-      id,
-      request.contextId,
-      decoded(() => decodeToolCallAnswer(r, false)).result as never,
-    );
-    this.remember(id, snap);
-    return snap;
-  }
-
-  /**
-   * 2025-11-25: a tool says in `tools/list` whether it may run as a task (`execution.taskSupport`,
-   * `forbidden` by default); asking for a task where it may not is a protocol error. Read once.
-   */
-  private async legacyTaskSupport(name: string, signal: AbortSignal): Promise<string> {
-    if (!this.legacyTools) {
-      const support = new Map<string, string>();
-      let cursor: string | undefined;
-      do {
-        const { result } = await this.call('tools/list', cursor ? { cursor } : {}, signal);
-        const r = asJsonObject(result);
-        for (const t of Array.isArray(r.tools) ? r.tools : []) {
-          const tool = asJsonObject(t);
-          const ts = asJsonObject(tool.execution).taskSupport;
-          if (typeof tool.name === 'string')
-            support.set(tool.name, typeof ts === 'string' ? ts : 'forbidden');
-        }
-        cursor = typeof r.nextCursor === 'string' && r.nextCursor ? r.nextCursor : undefined;
-      } while (cursor);
-      this.legacyTools = support;
-    }
-    return this.legacyTools.get(name) ?? 'forbidden';
-  }
-
   /** Keeps an immediate result for a read right after the start; the oldest go first past a bound. */
   private remember(id: string, snap: RemoteSnapshot): void {
     this.immediate.set(id, snap);
@@ -487,7 +369,7 @@ export class McpConnector implements Connector {
       throw this.mrtrGone(remoteId);
     }
     const era = await this.ready(signal);
-    if (!era.modern) return this.legacyGet(remoteId, signal);
+    if (!era.modern) return this.legacy.get(remoteId, signal);
     const { result } = await this.call('tasks/get', { taskId: remoteId }, signal);
     const task = decoded(() => decodeGetTaskResult(result));
     if (task.taskId !== remoteId)
@@ -511,66 +393,6 @@ export class McpConnector implements Connector {
 
   private outstanding(m: Mrtr): RemoteInputRequest[] {
     return m.requests.filter((r) => m.responses[r.requestId] === undefined);
-  }
-
-  private async legacyGet(taskId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
-    const { result } = await this.call('tasks/get', { taskId }, signal);
-    const task = decoded(() => decodeLegacyTaskResult(result));
-    this.notePoll(task.pollInterval);
-    const now = this.clock.now();
-    if (task.status === 'completed' || task.status === 'failed')
-      return legacySnapshot(task, null, now, await this.legacyPayload(taskId, signal));
-    if (task.status === 'input_required')
-      return legacySnapshot(task, null, now, undefined, await this.legacyRequests(task, signal));
-    this.legacyInput.delete(taskId);
-    return legacySnapshot(task, null, now);
-  }
-
-  /** tasks/result of a terminal 2025 task: the tool's result, or the JSON-RPC error it ended with. */
-  private async legacyPayload(
-    taskId: string,
-    signal: AbortSignal,
-  ): Promise<{ result?: JsonObject; error?: { code: number; message: string } }> {
-    try {
-      const { result } = await this.call('tasks/result', { taskId }, signal);
-      return { result: asJsonObject(result) };
-    } catch (err) {
-      if (err instanceof McpRpcError && err.code !== 'not_found') return { error: err.rpc };
-      throw err;
-    }
-  }
-
-  /**
-   * 2025-11-25 input: the server sends its elicitation requests on the `tasks/result` stream. Read until
-   * the first one, keep it (by its JSON-RPC id, the key answers name), and leave the server waiting for
-   * our response, which `answer` posts.
-   */
-  private async legacyRequests(task: LegacyTask, signal: AbortSignal): Promise<RemoteInputRequest[]> {
-    const known = this.legacyInput.get(task.taskId) ?? new Map<string, ServerRequest>();
-    if (known.size === 0) {
-      const seen: ServerRequest[] = [];
-      const read = new AbortController();
-      await this.call('tasks/result', { taskId: task.taskId }, AbortSignal.any([signal, read.signal]), {
-        onServerRequest: (req) => {
-          seen.push(req);
-          return true;
-        },
-      }).catch((err: unknown) => {
-        if (!read.signal.aborted && seen.length === 0) throw err;
-      });
-      read.abort();
-      for (const req of seen) known.set(String(req.id), req);
-      this.legacyInput.set(task.taskId, known);
-    }
-    const requests: JsonObject = {};
-    for (const [key, req] of known)
-      if (
-        req.method === 'elicitation/create' ||
-        req.method === 'sampling/createMessage' ||
-        req.method === 'roots/list'
-      )
-        requests[key] = { method: req.method, params: stripMeta(req.params) };
-    return inputRequestsOf(decoded(() => decodeInputRequests(requests, 'inputRequests')));
   }
 
   /**
@@ -641,20 +463,13 @@ export class McpConnector implements Connector {
     }
     const era = await this.ready(signal);
     if (!era.modern) {
-      const pending = this.legacyInput.get(remoteId)?.get(key);
-      if (!pending)
+      const snap = await this.legacy.answer(remoteId, key, response, era, signal);
+      if (!snap)
         throw staleKey(
           key,
-          [...(this.legacyInput.get(remoteId)?.keys() ?? [])].map((k) => ({ requestId: k, prompt: '' })),
+          this.legacy.outstanding(remoteId).map((k) => ({ requestId: k, prompt: '' })),
         );
-      await rpcSend(
-        this.rpc,
-        { jsonrpc: '2.0', id: pending.id, result: response },
-        { protocolVersion: era.version, modern: false, sessionId: era.session },
-        signal,
-      );
-      this.legacyInput.get(remoteId)?.delete(key);
-      return this.legacyGet(remoteId, signal);
+      return snap;
     }
     const { result } = await this.call(
       'tasks/update',
@@ -684,86 +499,9 @@ export class McpConnector implements Connector {
       };
     }
     const era = await this.ready(signal);
-    if (!era.modern) {
-      try {
-        const { result } = await this.call('tasks/cancel', { taskId: remoteId }, signal);
-        const task = decoded(() => decodeLegacyTaskResult(result));
-        return legacySnapshot(task, null, this.clock.now());
-      } catch (err) {
-        // 2025-11-25 answers -32602 for a task already terminal: read what it ended as.
-        if (isTaskplaneError(err) && err.code === 'not_found')
-          throw new TaskplaneError('failed_precondition', err.message, { retryable: false, cause: err });
-        throw err;
-      }
-    }
+    if (!era.modern) return this.legacy.cancel(remoteId, signal);
     const { result } = await this.call('tasks/cancel', { taskId: remoteId }, signal);
     decoded(() => decodeAckResult(result));
     return this.get(remoteId, signal);
-  }
-}
-
-function stripMeta(params: JsonObject): JsonObject {
-  const { _meta: _ignored, ...rest } = params;
-  return rest;
-}
-
-function staleKey(key: string, outstanding: RemoteInputRequest[]): TaskplaneError {
-  const keys = outstanding.map((r) => r.requestId);
-  return new TaskplaneError(
-    'conflict',
-    `requestId: '${key}' is not an outstanding input request of this task (outstanding: ${keys.join(', ') || 'none'})`,
-    { field: 'requestId', retryable: false },
-  );
-}
-
-/**
- * A caller's answer as an MCP input response. An elicitation answer may be given whole
- * (`{action, content}`) or as its content alone, which means "accept" with that content.
- */
-function inputResponse(key: string, value: unknown): JsonObject {
-  const v = value && typeof value === 'object' && !Array.isArray(value) ? (value as JsonObject) : null;
-  const whole = v && ('action' in v || 'roots' in v || 'model' in v);
-  const response = whole
-    ? v
-    : { action: 'accept', content: (v ?? { value: value as JsonValue }) as JsonObject };
-  try {
-    return decodeInputResponses({ [key]: response }, 'value')[key]!;
-  } catch (err) {
-    if (err instanceof McpError)
-      throw new TaskplaneError('invalid_argument', err.message.replace(/^Invalid params: /, ''), {
-        field: err.field ?? 'value',
-        retryable: false,
-      });
-    throw err;
-  }
-}
-
-/** An MRTR round as the envelope keeps it (its stream cursor), so an answer survives a plane restart. */
-function mrtrCursor(m: Mrtr): string {
-  return JSON.stringify({ mrtr: 1, ...m });
-}
-
-function mrtrFromCursor(cursor: string | null | undefined): Mrtr | undefined {
-  if (!cursor) return undefined;
-  try {
-    const v = JSON.parse(cursor) as Partial<Mrtr> & { mrtr?: number };
-    if (
-      v.mrtr !== 1 ||
-      typeof v.name !== 'string' ||
-      !Array.isArray(v.requests) ||
-      typeof v.round !== 'number'
-    )
-      return undefined;
-    return {
-      name: v.name,
-      args: asJsonObject(v.args),
-      contextId: typeof v.contextId === 'string' ? v.contextId : null,
-      requests: v.requests,
-      responses: asJsonObject(v.responses) as InputResponses,
-      round: v.round,
-      ...(typeof v.requestState === 'string' ? { requestState: v.requestState } : {}),
-    };
-  } catch {
-    return undefined;
   }
 }
