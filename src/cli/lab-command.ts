@@ -174,8 +174,11 @@ async function runLabCommand(f: LabFlags): Promise<void> {
     const mission = missionById(Number(f.mission));
     if (!mission) throw bad('mission', `must be one of ${MISSIONS.map((m) => m.id).join(', ')}`);
     const start = withSettings(missionSettings(mission, 'broken', base), patch);
+    // An attempt takes the defaults --help states (an idempotent handler unless --no-idempotent) over
+    // the broken start's naive handler, which is only the start's.
+    const attempt = withSettings(missionSettings(mission, 'broken', base), { idempotent: true, ...patch });
     plan = oneOff
-      ? [{ name: `mission:${mission.id}`, settings: check(start), mission }]
+      ? [{ name: `mission:${mission.id}`, settings: check(attempt), mission }]
       : [
           { name: `mission:${mission.id}:start`, settings: check(start), mission },
           ...planMissionsSolved(base, [mission.id]),

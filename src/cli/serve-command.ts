@@ -3,6 +3,7 @@ import { Option, type Command } from 'commander';
 import pino from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
 import { intOption, LOG_LEVELS, numberOption } from './cli-options.ts';
+import { keyLines, withFlagHint } from './serve-banner.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
 import {
@@ -10,6 +11,7 @@ import {
   DEMO_TARGET,
   demoTargets,
   parseDemoTasks,
+  DEMO_EXTRA_SEEDED_SETTING,
   seedDemoTasks,
   startDemoHost,
 } from '../server/demo.ts';
@@ -25,12 +27,16 @@ import type { PlaneOptions } from '../plane/options.ts';
 /** Flags first, then the JSON options over them, one level deep per section (delivery, stream, poll, …). */
 function mergePlaneOptions(base: PlaneOptions, json: string | undefined): PlaneOptions {
   if (!json) return base;
-  let extra: Record<string, unknown>;
+  let extra: unknown;
   try {
-    extra = JSON.parse(json) as Record<string, unknown>;
-  } catch {
-    throw new TaskplaneError('config', '--plane-options must be a JSON object', { field: 'plane-options' });
+    extra = JSON.parse(json);
+  } catch (err) {
+    throw new TaskplaneError('config', `--plane-options is not JSON: ${(err as Error).message}`, {
+      field: 'plane-options',
+    });
   }
+  if (!extra || typeof extra !== 'object' || Array.isArray(extra))
+    throw new TaskplaneError('config', '--plane-options must be a JSON object', { field: 'plane-options' });
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(extra)) {
     const prior = out[k];
@@ -236,31 +242,30 @@ export function registerServeCommand(program: Command): void {
           (opts.planeOptions as string | undefined) ?? process.env.TASKPLANE_PLANE_OPTIONS,
         ),
         logger,
+      }).catch((err: unknown) => {
+        throw withFlagHint(err);
       });
       const lines = [
         `taskplane serve ready ${server.url}`,
         `  dashboard: ${server.dashboardUrl}`,
         `  failure lab: ${server.url}/lab/`,
       ];
-      if (server.generatedApiKey) {
-        lines.push(
-          `  API key (tenant "default", shown once; only its hash is stored): ${server.generatedApiKey}`,
-        );
-        lines.push(`  try: TASKPLANE_API_KEY=${server.generatedApiKey} taskplane tasks list`);
-      } else if (!process.env.TASKPLANE_API_KEYS && !opts.keysFile) {
-        lines.push(
-          '  API key: the one printed at first start, or one from `taskplane keys create --tenant NAME`',
-        );
-      }
+      lines.push(...keyLines(server, db, !process.env.TASKPLANE_API_KEYS && !opts.keysFile));
       if (host) {
         const ids = await seedDemoTasks(server);
         lines.push(
-          `  demo host: ${host.url} (target "${DEMO_TARGET}", A2A; target "${DEMO_MCP_TARGET}", MCP at /mcp); started ${ids.length} sample tasks, two will ask "Which edition?"`,
+          ids
+            ? `  demo host: ${host.url} (target "${DEMO_TARGET}", A2A; target "${DEMO_MCP_TARGET}", MCP at /mcp); started ${ids.length} sample tasks, two will ask "Which edition?"`
+            : `  demo host: ${host.url} (target "${DEMO_TARGET}", A2A; target "${DEMO_MCP_TARGET}", MCP at /mcp); its sample tasks were added on this database's first start`,
         );
         if (extraDemoTasks.length > 0) {
-          const more = await seedDemoTasks(server, 'default', extraDemoTasks);
+          const more = await seedDemoTasks(server, 'default', extraDemoTasks, DEMO_EXTRA_SEEDED_SETTING);
           const on = [...new Set(extraDemoTasks.map((t) => t.target))].join(', ');
-          lines.push(`  more sample tasks: started ${more.length} on ${on} (--demo-tasks-file)`);
+          lines.push(
+            more
+              ? `  more sample tasks: started ${more.length} on ${on} (--demo-tasks-file)`
+              : `  more sample tasks on ${on}: added on this database's first start (--demo-tasks-file)`,
+          );
         }
       }
       lines.push(`  logs: JSON on stderr at level ${level} (--log-level to change)`);

@@ -1,8 +1,18 @@
 import type { Command } from 'commander';
-import { createParser } from 'eventsource-parser';
 import { TaskplaneError } from '../core/errors.ts';
 import { NORMALIZED_STATES } from '../core/states.ts';
-import { intOption, listOption, table } from './cli-options.ts';
+import { intOption, listOption } from './cli-options.ts';
+import { followEvents, type WatchedEvent } from './task-watch.ts';
+import {
+  acceptanceLines,
+  detailLines,
+  indent,
+  localTime,
+  TERMINAL,
+  taskRows,
+  type OutputSummary,
+  type TaskRow,
+} from './task-views.ts';
 
 /**
  * `taskplane tasks create|get|list|cancel|answer|accept|reject|watch|result`: a thin client of the /v1 API. Readable
@@ -13,31 +23,6 @@ interface Conn {
   url: string;
   key: string;
   json: boolean;
-}
-
-interface TaskRow {
-  id: string;
-  state: string;
-  target: string;
-  nativeState: string | null;
-  createdAt: number;
-  updatedAt: number;
-  pendingInput: { requestId: string; prompt: string; answeredAt?: number | null } | null;
-  statusMessage?: string | null;
-  error?: { code: string; message: string } | null;
-  output?: OutputSummary;
-  lastError?: { code: string; message: string; at: number; during: string } | null;
-  startAttempts?: number;
-  nextRetryAt?: number | null;
-  [k: string]: unknown;
-}
-
-interface OutputSummary {
-  text: string | null;
-  data: unknown[];
-  files: Array<{ artifactId: string; name: string | null; mediaType: string | null; size: number | null }>;
-  remoteOnly: string[];
-  truncated: boolean;
 }
 
 type ContentPart =
@@ -95,64 +80,11 @@ async function call(
   return json;
 }
 
-/** Why a job has no remote answer yet: the last failed attempt, how many starts, when the next is due. */
-function attemptLines(t: TaskRow): string[] {
-  const lines: string[] = [];
-  if (t.lastError)
-    lines.push(
-      `last error:  ${t.lastError.during}, ${age(t.lastError.at)} ago: ${t.lastError.code}: ${indent(t.lastError.message)}`,
-    );
-  if (t.lastError || (t.startAttempts ?? 0) > 1) lines.push(`start calls: ${t.startAttempts ?? 0}`);
-  if (t.nextRetryAt) lines.push(`next retry:  ${new Date(t.nextRetryAt).toLocaleTimeString()}`);
-  return lines;
-}
-
-function age(ms: number): string {
-  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  return s < 60
-    ? `${s}s`
-    : s < 3600
-      ? `${Math.floor(s / 60)}m${s % 60}s`
-      : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
-}
-
-interface AcceptanceView {
-  status: string;
-  reasons: string[];
-  receiptId?: string;
-  checks?: Array<{ check: string; verdict: string; reasons: string[] }>;
-  decidedBy?: { keyId: string | null; actor: string | null };
-}
-
-/** The acceptance verdict, then each check run with its verdict and reasons. */
-function acceptanceLines(a: AcceptanceView): string[] {
-  const by = a.decidedBy ? ` by ${a.decidedBy.actor ?? a.decidedBy.keyId ?? 'anonymous'}` : '';
-  const lines = [`acceptance:  ${a.status}${by}${a.receiptId ? ` (receipt ${a.receiptId})` : ''}`];
-  for (const c of a.checks ?? [])
-    lines.push(
-      `  ${c.check.padEnd(13)} ${c.verdict}${c.reasons.length ? `: ${indent(c.reasons.join('; '))}` : ''}`,
-    );
-  if (!a.checks?.length && a.reasons.length) lines.push(`  ${indent(a.reasons.join('; '))}`);
-  return lines;
-}
-
-function taskRows(tasks: TaskRow[]): string {
-  const rows = [['ID', 'STATE', 'TARGET', 'NATIVE', 'AGE', 'PENDING INPUT']];
-  for (const t of tasks) {
-    const input =
-      t.pendingInput && !t.pendingInput.answeredAt
-        ? `${t.pendingInput.requestId}: ${t.pendingInput.prompt}`
-        : '';
-    rows.push([t.id, t.state, t.target, t.nativeState ?? '', age(t.createdAt), input]);
-  }
-  return table(rows);
-}
-
 function print(c: Conn, value: unknown, human: () => string): void {
   console.log(c.json ? JSON.stringify(value, null, 2) : human());
 }
 
-/** `--input` is JSON when it parses as JSON, else plain text. */
+/** `tasks answer`'s value is JSON when it parses as JSON, else plain text. */
 function parseValue(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
@@ -161,11 +93,29 @@ function parseValue(text: string): unknown {
   }
 }
 
-const DETAIL_INDENT = ' '.repeat('output:      '.length);
-
-/** Continuation lines of a multi-line value line up under the first. */
-function indent(text: string): string {
-  return text.replace(/\n/g, `\n${DETAIL_INDENT}`);
+/**
+ * The request of `tasks create`: `--input` must be JSON (a typo in it is an error naming where, not a
+ * silently sent string), `--text` is a plain string; exactly one of them.
+ */
+export function createInput(o: { input?: string; text?: string }): unknown {
+  if ((o.input === undefined) === (o.text === undefined))
+    throw new TaskplaneError(
+      'invalid_argument',
+      'give the request as --input <json> or --text <text>, one of them',
+      {
+        field: 'input',
+      },
+    );
+  if (o.text !== undefined) return o.text;
+  try {
+    return JSON.parse(o.input!) as unknown;
+  } catch (err) {
+    throw new TaskplaneError(
+      'invalid_argument',
+      `--input is not JSON: ${(err as Error).message} (--text sends a plain string)`,
+      { field: 'input' },
+    );
+  }
 }
 
 function fileLine(f: { name: string | null; mediaType: string | null; size: number | null }): string {
@@ -199,7 +149,14 @@ function artifactText(a: ArtifactContent): string {
     .join('\n');
 }
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']);
+/** One event as a line: local time, task, type, and what happened. */
+function eventLine(e: WatchedEvent): string {
+  const detail =
+    e.type === 'state_changed'
+      ? `${String(e.data.from)} → ${String(e.data.to)} (${String(e.data.source)})`
+      : JSON.stringify(e.data);
+  return `${localTime(e.at)}  ${e.envelopeId}  ${e.type.padEnd(16)} ${detail}`;
+}
 
 export function registerTasksCommand(program: Command): void {
   const tasks = program
@@ -211,8 +168,10 @@ export function registerTasksCommand(program: Command): void {
 
   tasks
     .command('create')
+    .description('Start a task on a target; prints it (state accepted until the remote answers)')
     .requiredOption('--target <name>', 'target agent name')
-    .requiredOption('--input <json|text>', 'the request: JSON (e.g. a demo script) or plain text')
+    .option('--input <json>', 'the request as JSON (e.g. a demo script); see --text for a plain string')
+    .option('--text <text>', 'the request as a plain string')
     .option('--idempotency-key <key>', 'same key + same input returns the same task')
     .option(
       '--expected-duration-ms <ms>',
@@ -221,13 +180,20 @@ export function registerTasksCommand(program: Command): void {
     )
     .action(
       async (
-        o: { target: string; input: string; idempotencyKey?: string; expectedDurationMs?: number },
+        o: {
+          target: string;
+          input?: string;
+          text?: string;
+          idempotencyKey?: string;
+          expectedDurationMs?: number;
+        },
         cmd: Command,
       ) => {
+        const input = createInput(o);
         const c = conn(cmd);
         const body = {
           target: o.target,
-          input: parseValue(o.input),
+          input,
           ...(o.expectedDurationMs !== undefined ? { expectedDurationMs: o.expectedDurationMs } : {}),
         };
         const t = (await call(
@@ -241,34 +207,33 @@ export function registerTasksCommand(program: Command): void {
       },
     );
 
-  tasks.command('get <id>').action(async (id: string, _o: unknown, cmd: Command) => {
-    const c = conn(cmd);
-    const t = (await call(c, 'GET', `/v1/tasks/${encodeURIComponent(id)}`)) as TaskRow;
-    print(c, t, () => {
-      const lines = [
-        taskRows([t]),
-        '',
-        `remote id:   ${String(t.remoteId ?? '-')}`,
-        `message id:  ${String(t.messageId)}`,
-        `context id:  ${String(t.contextId)}`,
-      ];
-      if (t.error) lines.push(`failure:     ${t.error.code}: ${indent(t.error.message)}`);
-      if (t.statusMessage) lines.push(`message:     ${indent(t.statusMessage)}`);
-      lines.push(...attemptLines(t));
-      lines.push(...outputLines(t.output, t.id));
-      const arts = (t.artifacts as Array<{ artifactId: string; hash: string }>) ?? [];
-      for (const a of arts) lines.push(`artifact:    ${a.artifactId} ${a.hash}`);
-      if (t.cancel) lines.push(`cancel:      ${JSON.stringify(t.cancel)}`);
-      if (t.reconciliation) lines.push(`reconcile:   ${JSON.stringify(t.reconciliation)}`);
-      if (t.acceptance) lines.push(...acceptanceLines(t.acceptance as AcceptanceView));
-      return lines.join('\n');
+  tasks
+    .command('get <id>')
+    .description('Show one task: state, times, output, failure, pending input, cancel and acceptance')
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      const t = (await call(c, 'GET', `/v1/tasks/${encodeURIComponent(id)}`)) as TaskRow;
+      print(c, t, () => {
+        const lines = [
+          taskRows([t]),
+          '',
+          `remote id:   ${String(t.remoteId ?? '-')}`,
+          `message id:  ${String(t.messageId)}`,
+          `context id:  ${String(t.contextId)}`,
+          ...detailLines(t),
+        ];
+        lines.push(...outputLines(t.output, t.id));
+        const arts = (t.artifacts as Array<{ artifactId: string; hash: string }>) ?? [];
+        for (const a of arts) lines.push(`artifact:    ${a.artifactId} ${a.hash}`);
+        return lines.join('\n');
+      });
     });
-  });
 
   tasks
     .command('list')
+    .description('List tasks, newest change first; filter by state and target')
     .option('--state <states>', 'comma-separated states', listOption(NORMALIZED_STATES))
-    .option('--target <name>')
+    .option('--target <name>', 'only tasks on this target')
     .option('--limit <n>', 'page size', intOption(1, 500), 50)
     .action(async (o: { state?: string[]; target?: string; limit: number }, cmd: Command) => {
       const c = conn(cmd);
@@ -284,11 +249,16 @@ export function registerTasksCommand(program: Command): void {
       print(c, page, () => (page.tasks.length ? taskRows(page.tasks) : 'no tasks'));
     });
 
-  tasks.command('cancel <id>').action(async (id: string, _o: unknown, cmd: Command) => {
-    const c = conn(cmd);
-    const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/cancel`, {})) as TaskRow;
-    print(c, t, () => taskRows([t]));
-  });
+  tasks
+    .command('cancel <id>')
+    .description(
+      'Ask the remote to cancel a task; its final state comes from the remote (tasks get shows it)',
+    )
+    .action(async (id: string, _o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/cancel`, {})) as TaskRow;
+      print(c, t, () => taskRows([t]));
+    });
 
   for (const decision of ['accepted', 'rejected'] as const) {
     tasks
@@ -303,13 +273,13 @@ export function registerTasksCommand(program: Command): void {
           reason: o.reason,
           ...(o.actor !== undefined ? { actor: o.actor } : {}),
         })) as TaskRow;
-        print(c, t, () => [taskRows([t]), ...acceptanceLines(t.acceptance as AcceptanceView)].join('\n'));
+        print(c, t, () => [taskRows([t]), ...acceptanceLines(t.acceptance!)].join('\n'));
       });
   }
 
   tasks
     .command('answer <id> <value>')
-    .description('answer the pending input request (value: JSON or text)')
+    .description('Answer the pending input request (value: JSON, else taken as text)')
     .option('--request-id <id>', 'defaults to the pending request shown by `tasks get`')
     .action(async (id: string, value: string, o: { requestId?: string }, cmd: Command) => {
       const c = conn(cmd);
@@ -329,7 +299,7 @@ export function registerTasksCommand(program: Command): void {
   tasks
     .command('result <id>')
     .description(
-      "print a task's output: one text artifact raw, several one after another, the final status message when there are none; --json for all of it",
+      "Print a task's output: one text artifact raw, several one after another, the final status message when there are none; --json for all of it",
     )
     .action(async (id: string, _o: unknown, cmd: Command) => {
       const c = conn(cmd);
@@ -364,7 +334,9 @@ export function registerTasksCommand(program: Command): void {
 
   tasks
     .command('watch [id]')
-    .description('follow events live (one task from its start until it ends, or all tasks from now)')
+    .description(
+      'Follow events live (one task from its start until it ends, or all tasks from now); reconnects after a plane restart',
+    )
     .option('--replay', 'with no id: replay the whole event log first instead of starting from now')
     .action(async (id: string | undefined, o: { replay?: boolean }, cmd: Command) => {
       const c = conn(cmd);
@@ -374,40 +346,15 @@ export function registerTasksCommand(program: Command): void {
         : o.replay
           ? '/v1/events'
           : '/v1/events?from=now';
-      const res = await fetch(c.url + path, {
-        headers: { authorization: `Bearer ${c.key}`, accept: 'text/event-stream' },
-      }).catch(() => {
-        throw new TaskplaneError('unavailable', `cannot reach ${c.url}`);
-      });
-      if (!res.ok || !res.body) throw new TaskplaneError('remote_error', `${res.status}: cannot watch`);
-      let done = false;
-      const parser = createParser({
-        onEvent: (ev) => {
-          const e = JSON.parse(ev.data) as {
-            seq: number;
-            envelopeId: string;
-            type: string;
-            at: number;
-            data: Record<string, unknown>;
-          };
-          if (c.json) console.log(JSON.stringify(e));
-          else {
-            const detail =
-              e.type === 'state_changed'
-                ? `${String(e.data.from)} → ${String(e.data.to)} (${String(e.data.source)})`
-                : JSON.stringify(e.data);
-            console.log(`${new Date(e.at).toISOString()}  ${e.envelopeId}  ${e.type.padEnd(16)} ${detail}`);
-          }
-          if (id && e.type === 'state_changed' && TERMINAL.has(String(e.data.to))) done = true;
+      await followEvents({
+        url: c.url,
+        key: c.key,
+        path,
+        notice: (line) => console.error(line),
+        onEvent: (e) => {
+          console.log(c.json ? JSON.stringify(e) : eventLine(e));
+          return id !== undefined && e.type === 'state_changed' && TERMINAL.has(String(e.data.to));
         },
       });
-      const reader = res.body.getReader();
-      const dec = new TextDecoder();
-      while (!done) {
-        const { value, done: end } = await reader.read();
-        if (end) break;
-        parser.feed(dec.decode(value, { stream: true }));
-      }
-      await reader.cancel();
     });
 }

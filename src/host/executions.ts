@@ -1,3 +1,4 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { newId } from '../core/ids.ts';
 import type { AgentTaskRecord } from '../store/store.ts';
 import { isTerminalTaskState, type Message, type Part, type TaskState } from '../protocols/a2a/types.ts';
@@ -38,6 +39,25 @@ export interface ExecutionsOptions extends TaskContextDeps {
  * two things that outlive a call: the pending input request (its answer and its timeout) and restart
  * recovery.
  */
+/**
+ * The agent's execute in a span: a child of the trace the task's first request carried (host-app.ts
+ * makes it the active context), a new trace after a restart resumes it. A no-op without an SDK.
+ */
+function inExecuteSpan<T>(taskId: string, fn: () => Promise<T>): Promise<T> {
+  return trace
+    .getTracer('taskplane')
+    .startActiveSpan('taskplane execute', { attributes: { 'taskplane.task_id': taskId } }, async (span) => {
+      try {
+        return await fn();
+      } catch (err) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : 'error' });
+        throw err;
+      } finally {
+        span.end();
+      }
+    });
+}
+
 export class Executions implements ExecutionHost {
   private readonly live = new Map<string, Live>();
   private readonly timers = new Map<string, () => void>();
@@ -220,7 +240,8 @@ export class Executions implements ExecutionHost {
         await this.finish(taskId, 'TASK_STATE_FAILED', 'This agent serves MCP tools only (at /mcp).');
         return;
       }
-      const result = await this.o.agent.execute(ctx);
+      const execute = this.o.agent.execute.bind(this.o.agent);
+      const result = await inExecuteSpan(taskId, () => execute(ctx));
       if (!ctx.done && !entry.stopped) await this.finish(taskId, 'TASK_STATE_COMPLETED', result ?? undefined);
     } catch (err) {
       if (entry.stopped || err instanceof TaskClosedError) return;

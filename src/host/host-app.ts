@@ -1,3 +1,4 @@
+import { context, propagation } from '@opentelemetry/api';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
@@ -42,6 +43,14 @@ export function createHostApp(o: HostAppOptions): Hono {
   const modified = new CardModified(o.clock);
   // An answer that leaves a request body unread (refused before it was read: 401, 404, 413) closes the
   // connection rather than have @hono/node-server read and discard up to 64 MiB of it to keep it.
+  // A caller's W3C trace context (traceparent) becomes the active context for the request, so the
+  // agent's execute, started from it, continues the caller's trace (executions.ts). A no-op unless the
+  // application installed an OpenTelemetry SDK.
+  app.use((c, next) => {
+    const carrier: Record<string, string> = {};
+    c.req.raw.headers.forEach((value, name) => (carrier[name] = value));
+    return context.with(propagation.extract(context.active(), carrier), next);
+  });
   app.use(async (c, next) => {
     await next();
     const req = c.req.raw;

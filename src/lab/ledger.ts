@@ -27,9 +27,14 @@ export interface LabMetrics {
 
 export type SegmentKind = 'working' | 'input';
 
+/** What went wrong with a job, as the page labels its row. */
+export type JobProblem = 'lost' | 'unknown' | 'duplicate' | 'missed_input';
+
 /** What the page draws for one of the sixteen shown jobs. */
 export interface TimelineJob {
   job: number;
+  /** Set on the rows chosen because something went wrong with them; null on an ordinary row. */
+  problem: JobProblem | null;
   arrivalMs: number;
   durationMs: number;
   attempts: Array<{
@@ -77,16 +82,20 @@ export class Ledger {
   private delayCount = 0;
   private readonly ended = new Set<number>();
   private readonly sideEffects = new Map<number, number>();
+  /** Every job's bars (the page shows sixteen, chosen after the run by what went wrong). */
   readonly timeline = new Map<number, TimelineJob>();
+  private readonly missedInputJobs = new Set<number>();
 
   constructor(
     readonly jobs: readonly JobSpec[],
-    shownJobs: readonly number[],
+    /** The ordinary rows, shown where no problem row takes their place. */
+    private readonly shownJobs: readonly number[],
   ) {
-    for (const j of shownJobs) {
-      const spec = jobs[j]!;
+    for (const spec of jobs) {
+      const j = spec.index;
       this.timeline.set(j, {
         job: j,
+        problem: null,
         arrivalMs: spec.arrivalMs,
         durationMs: spec.durationMs,
         attempts: [],
@@ -128,6 +137,49 @@ export class Ledger {
 
   endedOnAgent(job: number): void {
     this.ended.add(job);
+  }
+
+  /** The agent failed the job because its input request was not answered in time. */
+  inputMissed(job: number): void {
+    this.missedInputs++;
+    this.missedInputJobs.add(job);
+  }
+
+  /** What went wrong with a job, the worst first: an outcome never learned, a duplicate, a missed input. */
+  problemOf(job: number): JobProblem | null {
+    if (!this.learnedAt.has(job)) return this.ended.has(job) ? 'lost' : 'unknown';
+    const t = this.timeline.get(job);
+    if ((this.sideEffects.get(job) ?? 0) > 1 || t?.attempts.some((a) => a.dup)) return 'duplicate';
+    if (this.missedInputJobs.has(job)) return 'missed_input';
+    return null;
+  }
+
+  /**
+   * The rows the page draws, in arrival order: up to `count - 4` jobs that went wrong, taken in turn
+   * from each kind of problem so every kind the run had is seen, then the ordinary longer jobs. A run
+   * that lost outcomes or duplicated work shows it in the sample; a clean run shows clean rows.
+   */
+  shown(count = 16): TimelineJob[] {
+    const byKind = new Map<JobProblem, number[]>();
+    for (const spec of this.jobs) {
+      const problem = this.problemOf(spec.index);
+      if (problem) byKind.set(problem, [...(byKind.get(problem) ?? []), spec.index]);
+    }
+    const picked = new Map<number, JobProblem | null>();
+    const room = Math.max(0, count - 4);
+    // Each kind's jobs taken at even steps across the run, then the kinds in turn.
+    const lists = [...byKind.entries()].map(([kind, q]) => {
+      const n = Math.min(room, q.length);
+      return { kind, jobs: Array.from({ length: n }, (_, i) => q[Math.floor((i * q.length) / n)]!), next: 0 };
+    });
+    while (picked.size < room && lists.some((l) => l.next < l.jobs.length))
+      for (const l of lists)
+        if (l.next < l.jobs.length && picked.size < room) picked.set(l.jobs[l.next++]!, l.kind);
+    for (const j of this.shownJobs)
+      if (picked.size < count && !picked.has(j)) picked.set(j, this.problemOf(j));
+    return [...picked.entries()]
+      .map(([job, problem]) => ({ ...this.timeline.get(job)!, problem }))
+      .sort((a, b) => a.arrivalMs - b.arrivalMs || a.job - b.job);
   }
 
   drop(job: number, atMs: number): void {

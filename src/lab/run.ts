@@ -69,7 +69,7 @@ export async function runLab(settings: LabSettings, options: RunOptions = {}): P
     settings,
     metrics: world.ledger.metrics(),
     engine,
-    timeline: [...world.ledger.timeline.values()],
+    timeline: world.ledger.shown(),
     endedMs: world.clock.now(),
     requestsByKind: { ...world.ledger.byKind },
   };

@@ -346,7 +346,7 @@ export class SimAgent {
     task.inputRequestId = `${task.id}-q`;
     this.segment(task, 'input');
     task.cancelTimer = this.clock.setTimer(WORLD.inputTimeoutMs, () => {
-      this.ledger.missedInputs++;
+      this.ledger.inputMissed(task.job);
       this.finish(task, 'TASK_STATE_FAILED');
     });
     this.emit(task);

@@ -1,6 +1,6 @@
 import { isTerminal } from '../core/states.ts';
 import { cancelTask } from './answer-and-cancel.ts';
-import { describeError, type PlaneContext } from './context.ts';
+import { describeError, type PlaneContext, jobFields } from './context.ts';
 import { updateLocal } from './observe.ts';
 import { listActiveEnvelopes } from './reconciler.ts';
 
@@ -38,7 +38,7 @@ export async function onActorRevoked(
       done.push(env.id);
       if (policy === 'cancel') await cancelTask(ctx, env.id, `revoked:${keyId}`);
     } catch (err) {
-      ctx.logger.warn({ envelopeId: env.id, keyId, err: describeError(err) }, 'revoked key: job not handled');
+      ctx.logger.warn({ ...jobFields(env), keyId, err: describeError(err) }, 'revoked key: job not handled');
     }
   }
   ctx.logger.info({ keyId, tenant, policy, jobs: done.length }, 'API key revoked: open jobs handled');

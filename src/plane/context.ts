@@ -9,6 +9,7 @@ import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
 import type { HeardLog } from './heard-log.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
+import { inRemoteCallSpan } from './tracing.ts';
 
 /** Resolves a target name to its connector; throws `not_found` (or returns undefined) for unknown targets. */
 export type ConnectorResolver = (target: string) => Connector | undefined;
@@ -123,7 +124,8 @@ export async function remoteCall<T>(
     timeout.abort(new TaskplaneError('timeout', `${kind ?? 'call'} timed out`));
   });
   try {
-    return await fn(childSignal(ctx.signal, timeout.signal));
+    const signal = childSignal(ctx.signal, timeout.signal);
+    return await inRemoteCallSpan(kind ?? 'describe', envelope, () => fn(signal));
   } catch (err) {
     if (timedOut && !isTaskplaneError(err))
       throw new TaskplaneError('timeout', `${kind ?? 'call'} timed out`, { cause: err });
@@ -168,4 +170,13 @@ export function wasNotSent(err: unknown): boolean {
 export function describeError(err: unknown): { code: string; message: string } {
   if (isTaskplaneError(err)) return { code: err.code, message: err.message };
   return { code: 'internal', message: 'unexpected error' };
+}
+
+/** The fields every log line about a job carries, so an operator can filter one job, target or tenant. */
+export function jobFields(env: Pick<Envelope, 'id' | 'target' | 'tenant'>): {
+  envelopeId: string;
+  target: string;
+  tenant: string;
+} {
+  return { envelopeId: env.id, target: env.target, tenant: env.tenant };
 }

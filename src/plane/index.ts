@@ -4,7 +4,13 @@ export { planeConfig, type PlaneOptions, type PlaneConfig } from './options.ts';
 export type { ConnectorResolver } from './context.ts';
 export type { Logger, LogFn } from '../core/logger.ts';
 export type { PlaneSignals, AgeBuckets } from './signal-report.ts';
-export type { CounterSignals, DelayStats, RequestKind } from './signals.ts';
+export type {
+  CounterSignals,
+  DelayStats,
+  HistogramSnapshot,
+  LatencyHistograms,
+  RequestKind,
+} from './signals.ts';
 export type { ReconcileReport } from './reconciler.ts';
 export type { WebhookResult } from './webhook-ingress.ts';
 export type { ObserveResult } from './observe.ts';

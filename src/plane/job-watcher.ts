@@ -1,4 +1,5 @@
 import { untilAborted } from './abortable-stream.ts';
+import { inStreamSpan } from './tracing.ts';
 import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
@@ -13,6 +14,7 @@ import {
   wasNotSent,
   type PlaneContext,
   type StartOutcome,
+  jobFields,
 } from './context.ts';
 import { observe } from './observe.ts';
 import { deliverPendingCancel } from './cancel-delivery.ts';
@@ -151,15 +153,13 @@ export class JobWatcher {
       ctx.counters.request('start', env);
       ctx.startsInFlight.add(env.id);
       const signal = childSignal(ctx.signal);
-      for await (const snap of untilAborted(
-        connector.startStream!(startRequest(env, push), signal),
-        signal,
-      )) {
+      const stream = connector.startStream!(startRequest(env, push), signal);
+      for await (const snap of inStreamSpan('start', env, untilAborted(stream, signal))) {
         const result = await observe(ctx, env.id, snap, bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
           ctx.startsInFlight.delete(env.id);
-          await noteStarted(ctx, env.id);
+          await noteStarted(ctx, env);
           report({ kind: 'started', envelope: result.envelope });
           // A cancel (or a timeout) that landed while the start was in flight goes out now, beside
           // the stream, which then carries the outcome.
@@ -210,6 +210,8 @@ export class JobWatcher {
     const ctx = this.ctx;
     let attempt = 0;
     let dropped = false;
+    /** When the stream last dropped, until a snapshot arrives again: the stream recovery time. */
+    let droppedAt: number | null = null;
     // What the previous stream did: decides whether to wait before (re)attaching.
     let last: 'none' | 'ended' | 'dropped' = 'none';
     if (startFirst) {
@@ -258,11 +260,11 @@ export class JobWatcher {
         if (dropped) ctx.counters.count('reattaches', env);
         ctx.counters.request('subscribe', env);
         const signal = childSignal(ctx.signal);
-        for await (const snap of untilAborted(
-          connector.observe!(remoteId, env.streamCursor, signal),
-          signal,
-        )) {
+        const stream = connector.observe!(remoteId, env.streamCursor, signal);
+        for await (const snap of inStreamSpan('subscribe', env, untilAborted(stream, signal))) {
           attempt = 0;
+          if (droppedAt !== null) ctx.counters.recovered(ctx.clock.now() - droppedAt);
+          droppedAt = null;
           dropped = false;
           const result = await observe(ctx, env.id, snap, 'stream');
           if (isTerminal(result.envelope.state) || result.envelope.remoteId !== remoteId) break;
@@ -270,10 +272,11 @@ export class JobWatcher {
         last = 'ended';
       } catch (err) {
         if (ctx.signal.aborted) return;
-        ctx.logger.debug({ envelopeId: env.id, err: describeError(err) }, 'stream ended with error');
+        ctx.logger.debug({ ...jobFields(env), err: describeError(err) }, 'stream ended with error');
         if (await this.onRemoteError(env, err, 'stream')) continue;
         ctx.counters.count('streamDrops', env);
         dropped = true;
+        droppedAt ??= ctx.clock.now();
         last = 'dropped';
       }
     }
@@ -291,7 +294,7 @@ export class JobWatcher {
       if (interval === null) interval = Math.max(cfg.intervalMs, connector.capabilities.pollIntervalMs ?? 0);
       if (cfg.deadlineMs !== null && ctx.clock.now() - env.createdAt > cfg.deadlineMs) {
         // Past the deadline the poller stops; reconciliation still covers the job (never invent an outcome).
-        ctx.logger.info({ envelopeId: env.id }, 'poll deadline reached');
+        ctx.logger.info(jobFields(env), 'poll deadline reached');
         return;
       }
       const jitter = 1 + cfg.jitterRatio * (2 * ctx.random.next() - 1);
@@ -315,7 +318,7 @@ export class JobWatcher {
           : Math.min(cfg.maximumIntervalMs, Math.max(interval * cfg.multiplier, guidance));
       } catch (err) {
         if (ctx.signal.aborted) return;
-        ctx.logger.debug({ envelopeId: fresh.id, err: describeError(err) }, 'poll failed');
+        ctx.logger.debug({ ...jobFields(fresh), err: describeError(err) }, 'poll failed');
         if (await this.onRemoteError(fresh, err, 'poll')) continue;
         errors++;
       }

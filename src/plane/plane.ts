@@ -57,6 +57,7 @@ import {
   type ConnectorResolver,
   type PlaneContext,
   type StartOutcome,
+  jobFields,
 } from './context.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { JobWatcher, mechanismFor, type Mechanism, type WatcherState } from './job-watcher.ts';
@@ -64,7 +65,7 @@ import { observe, type ObserveResult } from './observe.ts';
 import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
 import { HeardLog } from './heard-log.ts';
 import { Reconciler, listActiveEnvelopes, recordCardChanged, type ReconcileReport } from './reconciler.ts';
-import { SignalCounters } from './signals.ts';
+import { SignalCounters, type LatencyHistograms } from './signals.ts';
 import { collectSignals, type PlaneSignals } from './signal-report.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
@@ -441,7 +442,7 @@ export class Plane {
     };
     const queued = new Promise<StartOutcome>((resolve) => this.startQueue.push(() => resolve(run())));
     const started = queued.catch((err: unknown): StartOutcome => {
-      ctx.logger.error({ envelopeId: env.id, err: describeError(err) }, 'start failed unexpectedly; retried');
+      ctx.logger.error({ ...jobFields(env), err: describeError(err) }, 'start failed unexpectedly; retried');
       ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
       return { kind: 'retry', error: describeError(err) };
     });
@@ -522,6 +523,11 @@ export class Plane {
 
   signals(tenant?: string): Promise<PlaneSignals> {
     return collectSignals(this.ctx, tenant);
+  }
+
+  /** This process's latency histograms (start, notification delay per mechanism, stream recovery), for /metrics. */
+  latencyHistograms(): LatencyHistograms {
+    return this.ctx.counters.histograms();
   }
 
   /** Requests made for one job so far (docs/a2a-notes.md, "Cost unit"). */

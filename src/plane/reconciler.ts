@@ -2,7 +2,14 @@ import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
 import { NORMALIZED_STATES, isTerminal, type NormalizedState } from '../core/states.ts';
 import type { EnvelopeStore } from '../store/store.ts';
-import { connectorFor, describeError, isRouteTrouble, remoteCall, type PlaneContext } from './context.ts';
+import {
+  connectorFor,
+  describeError,
+  isRouteTrouble,
+  remoteCall,
+  type PlaneContext,
+  jobFields,
+} from './context.ts';
 import { answerInDoubt, cancelTask, resendAnswer } from './answer-and-cancel.ts';
 import { observe, updateLocal } from './observe.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
@@ -78,7 +85,7 @@ export async function recordCardChanged(
           : { next: cur, events: [{ type: 'card_changed', data: { target, from, to } }] },
       );
     } catch (err) {
-      ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'recording card_changed failed');
+      ctx.logger.warn({ ...jobFields(env), err: describeError(err) }, 'recording card_changed failed');
     }
   }
 }
@@ -197,7 +204,7 @@ export class Reconciler {
               }
             } catch (err) {
               // One job's failure never skips the rest: it is fetched on its own below.
-              ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'reconcile observe failed');
+              ctx.logger.warn({ ...jobFields(env), err: describeError(err) }, 'reconcile observe failed');
             }
           }
           cursor = page.nextCursor;
@@ -344,7 +351,7 @@ export class Reconciler {
       } else if (isRouteTrouble(err)) {
         await markUnreachable(ctx, env, err);
       } else if (!ctx.signal.aborted) {
-        ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'reconcile get failed');
+        ctx.logger.warn({ ...jobFields(env), err: describeError(err) }, 'reconcile get failed');
       }
     }
   }

@@ -38,6 +38,54 @@ class DelaySamples {
   }
 }
 
+/**
+ * Upper bounds, in ms, of the latency histograms /metrics exports: from a push on loopback (tens of ms)
+ * to a missed notification found by reconciliation (the default interval is 10 min).
+ */
+export const LATENCY_BUCKETS_MS = [
+  10, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 300_000, 900_000,
+] as const;
+
+/** A histogram as Prometheus wants it: cumulative counts per bound of LATENCY_BUCKETS_MS. */
+export interface HistogramSnapshot {
+  cumulative: number[];
+  count: number;
+  sumMs: number;
+}
+
+/** Fixed-bucket counts: unlike the sample ring, they never forget, so rates over them are exact. */
+class LatencyHistogram {
+  private readonly counts = LATENCY_BUCKETS_MS.map(() => 0);
+  private count = 0;
+  private sum = 0;
+
+  add(ms: number): void {
+    this.count++;
+    this.sum += ms;
+    const i = LATENCY_BUCKETS_MS.findIndex((bound) => ms <= bound);
+    if (i >= 0) this.counts[i]!++;
+  }
+
+  snapshot(): HistogramSnapshot {
+    let running = 0;
+    return {
+      cumulative: this.counts.map((n) => (running += n)),
+      count: this.count,
+      sumMs: this.sum,
+    };
+  }
+}
+
+/** The process's latency histograms (operators only; /v1/signals keeps its percentiles). */
+export interface LatencyHistograms {
+  /** Creation to the remote's first answer to the start (resends included). */
+  startLatency: HistogramSnapshot;
+  /** The remote's status time to our processing it, per mechanism (the notification delay). */
+  notificationDelay: Partial<Record<ObservationSource, HistogramSnapshot>>;
+  /** A dropped stream to the first snapshot after reattaching. */
+  streamRecovery: HistogramSnapshot;
+}
+
 export interface DelayStats {
   count: number;
   meanMs: number | null;
@@ -131,6 +179,9 @@ class Tally {
  */
 export class SignalCounters {
   private readonly process = new Tally();
+  private readonly startLatency = new LatencyHistogram();
+  private readonly streamRecovery = new LatencyHistogram();
+  private readonly notificationDelay = new Map<ObservationSource, LatencyHistogram>();
   private readonly tenants = new Map<string, Tally>();
   /** envelope id → tenant, learned by track() (create, recovery) or from the job a count names. */
   private readonly tenantOf = new Map<string, string>();
@@ -170,6 +221,29 @@ export class SignalCounters {
 
   delay(source: ObservationSource, ms: number, job: CountedJob = null): void {
     for (const t of this.tallies(job)) t.delay(source, Math.max(0, ms), 4096);
+    let h = this.notificationDelay.get(source);
+    if (!h) this.notificationDelay.set(source, (h = new LatencyHistogram()));
+    h.add(Math.max(0, ms));
+  }
+
+  /** A start answered `ms` after the job was created. */
+  started(ms: number): void {
+    this.startLatency.add(Math.max(0, ms));
+  }
+
+  /** A dropped stream delivered again `ms` after the drop. */
+  recovered(ms: number): void {
+    this.streamRecovery.add(Math.max(0, ms));
+  }
+
+  histograms(): LatencyHistograms {
+    const notificationDelay: Partial<Record<ObservationSource, HistogramSnapshot>> = {};
+    for (const [source, h] of this.notificationDelay) notificationDelay[source] = h.snapshot();
+    return {
+      startLatency: this.startLatency.snapshot(),
+      notificationDelay,
+      streamRecovery: this.streamRecovery.snapshot(),
+    };
   }
 
   /** The process's counters, or one tenant's (zeros for a tenant that has none yet). */

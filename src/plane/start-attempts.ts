@@ -95,8 +95,9 @@ export async function noteStartFailed(
 }
 
 /** The start answered: the error of an earlier attempt no longer describes the job. */
-export async function noteStarted(ctx: PlaneContext, envelopeId: string): Promise<void> {
-  await updateLocal(ctx, envelopeId, (env) =>
+export async function noteStarted(ctx: PlaneContext, job: { id: string; createdAt: number }): Promise<void> {
+  ctx.counters.started(ctx.clock.now() - job.createdAt);
+  await updateLocal(ctx, job.id, (env) =>
     env.lastError?.during === 'start' || env.nextRetryAt
       ? { next: { ...env, lastError: null, nextRetryAt: null }, events: [] }
       : null,

@@ -19,6 +19,7 @@ import {
   wasNotSent,
   type PlaneContext,
   type StartOutcome,
+  jobFields,
 } from './context.ts';
 import { deliverPendingCancel } from './cancel-delivery.ts';
 import { observe, updateLocal } from './observe.ts';
@@ -57,15 +58,12 @@ export async function startOnce(
       await noteStartFailed(ctx, env.id, err, wasNotSent(err) ? maybeSentBefore : true);
       return { kind: 'retry', error: describeError(err) };
     }
-    ctx.logger.info(
-      { envelopeId: env.id, target: env.target, err: describeError(err) },
-      'start refused by the remote',
-    );
+    ctx.logger.info({ ...jobFields(env), err: describeError(err) }, 'start refused by the remote');
     return { kind: 'refused', envelope: await recordStartRefused(ctx, env, err) };
   }
   ctx.startsInFlight.delete(env.id);
   const result = await observe(ctx, env.id, snapshot, 'create');
-  await noteStarted(ctx, env.id);
+  await noteStarted(ctx, env);
   return { kind: 'started', envelope: await deliverPendingCancel(ctx, env.id, result.envelope) };
 }
 
@@ -146,7 +144,7 @@ export async function ensureStarted(
         const found = await findByContext(ctx, env, connector);
         if (found) {
           await observe(ctx, env.id, found, 'reconcile');
-          await noteStarted(ctx, env.id);
+          await noteStarted(ctx, env);
           await deliverPendingCancel(ctx, env.id);
           ctx.ensureWatching(env.id);
           return;

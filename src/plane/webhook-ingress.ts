@@ -3,7 +3,7 @@ import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
 import type { Envelope } from '../core/envelope.ts';
 import type { Connector, InboundWebhook, RemoteSnapshot, WebhookSignal } from '../connectors/connector.ts';
-import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
+import { connectorFor, describeError, remoteCall, type PlaneContext, jobFields } from './context.ts';
 import { observe } from './observe.ts';
 import { handleLost } from './lost-policy.ts';
 import { tokenHash } from './push-tokens.ts';
@@ -119,7 +119,7 @@ async function processDelivery(
       }
       // Keep what the verified payload says (version ordering protects against it being stale) and
       // leave the rest to reconciliation, so an agent that is down does not also get its pushes refused.
-      ctx.logger.warn({ envelopeId: env.id, err: describeError(err) }, 'webhook fetch failed; using payload');
+      ctx.logger.warn({ ...jobFields(env), err: describeError(err) }, 'webhook fetch failed; using payload');
       snapshot = useful ? payload : null;
     }
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { configError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { startHost, type RunningHost } from '../host/start-host.ts';
@@ -123,12 +124,24 @@ function expectedDuration(t: DemoTask): number {
   return (typeof ms === 'number' ? ms : 0) + 60_000;
 }
 
-/** Starts the sample tasks (the built-in ones unless others are given); returns their ids. */
+/** Marks a database the sample tasks were added to; its value says when (and a nonce, so two starts never tie). */
+export const DEMO_SEEDED_SETTING = 'demo.seededAt';
+/** The same mark for the tasks of `--demo-tasks-file` (npm start's emulator targets). */
+export const DEMO_EXTRA_SEEDED_SETTING = 'demo.extraSeededAt';
+
+/**
+ * Starts the sample tasks (the built-in ones unless others are given) once per database and `mark`
+ * setting; returns their ids, or null when an earlier start (this process or another on the same
+ * database) added them already. Every `npm start` used to add five more.
+ */
 export async function seedDemoTasks(
   server: RunningServer,
   tenant = 'default',
   tasks: readonly DemoTask[] = DEMO_TASKS,
-): Promise<string[]> {
+  setting = DEMO_SEEDED_SETTING,
+): Promise<string[] | null> {
+  const mark = `${new Date().toISOString()} ${randomUUID()}`;
+  if ((await server.store.putSettingIfAbsent(setting, mark)) !== mark) return null;
   const ids: string[] = [];
   for (const t of tasks) {
     const { envelope } = await server.plane.create(

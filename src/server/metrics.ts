@@ -1,26 +1,26 @@
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { Plane } from '../plane/plane.ts';
+import { LATENCY_BUCKETS_MS, type HistogramSnapshot } from '../plane/signals.ts';
+
+type Signals = Awaited<ReturnType<Plane['signals']>>;
 
 /**
- * /metrics in Prometheus text format. Values are read from plane.signals() at scrape time (one store
- * scan of active envelopes), so the lifecycle signals (docs/a2a-notes.md) are what Prometheus sees: orphans,
- * observation delay per mechanism, input/auth-required by age, duplicates absorbed, reused messageIds,
- * TaskNotFound on own tasks, and requests per task. This is the operator's view: the process scope, all
- * tenants together (plane.signals() without a tenant); /v1/signals shows a tenant only its own jobs.
+ * /metrics in Prometheus text format, the operator's view: the whole process, all tenants together
+ * (/v1/signals shows a tenant only its own jobs). Values are read at scrape time from plane.signals()
+ * (one store scan of active jobs per scrape) and plane.latencyHistograms(). Counts that only grow while
+ * the process runs are counters (they restart at zero with it, which rate() handles); counts of jobs as
+ * they are now are gauges; latencies are histograms in seconds, so Grafana's histogram_quantile works.
+ * docs/grafana-taskplane.json is a dashboard built on these names.
  */
 export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean } = {}): Registry {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true)
-    collectDefaultMetrics({ register: registry, prefix: 'taskplane_process_' });
-  let pending: ReturnType<Plane['signals']> | null = null;
-  // One signals() per scrape however many gauges ask.
+  // prom-client's own names already start with process_ / nodejs_: the prefix only adds ours.
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'taskplane_' });
+  let pending: Promise<Signals> | null = null;
+  // One signals() per scrape however many metrics ask.
   const signals = () => (pending ??= plane.signals().finally(() => setTimeout(() => (pending = null), 0)));
-  const gauge = (
-    name: string,
-    help: string,
-    labelNames: string[],
-    fill: (g: Gauge, s: Awaited<ReturnType<Plane['signals']>>) => void,
-  ) =>
+
+  const gauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: Signals) => void) =>
     new Gauge({
       name,
       help,
@@ -31,68 +31,172 @@ export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean 
         fill(this, await signals());
       },
     });
+  // A counter whose value the plane keeps: reset, then set by one inc per label set at scrape time.
+  const counter = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    values: (s: Signals) => Array<[Record<string, string>, number]>,
+  ) =>
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const [labels, n] of values(await signals())) this.inc(labels, n);
+      },
+    });
 
-  gauge('taskplane_tasks', 'Tracked tasks by normalized state', ['state'], (g, s) => {
-    for (const [state, n] of Object.entries(s.byState)) g.set({ state }, n ?? 0);
-  });
-  gauge('taskplane_orphans', 'Non-terminal tasks past expected duration plus margin', [], (g, s) =>
-    g.set(s.orphans),
+  gauge(
+    'taskplane_tasks',
+    'Tasks tracked, by normalized state (terminal ones included)',
+    ['state'],
+    (g, s) => {
+      for (const [state, n] of Object.entries(s.byState)) g.set({ state }, n ?? 0);
+    },
   );
   gauge(
+    'taskplane_orphans',
+    'Unfinished tasks past their expected duration plus the margin: nobody is telling us about them',
+    [],
+    (g, s) => g.set(s.orphans),
+  );
+  gauge(
+    'taskplane_input_required',
+    'Tasks waiting for a person to answer, by how long they have waited (under1m, under5m, under15m, over15m)',
+    ['age'],
+    (g, s) => {
+      for (const [age, n] of Object.entries(s.inputRequiredByAge)) g.set({ age }, n);
+    },
+  );
+  gauge(
+    'taskplane_auth_required',
+    'Tasks waiting for someone to authorize them, by how long they have waited',
+    ['age'],
+    (g, s) => {
+      for (const [age, n] of Object.entries(s.authRequiredByAge)) g.set({ age }, n);
+    },
+  );
+  gauge(
+    'taskplane_requests_per_task',
+    'Remote calls made per task tracked since this process started (the cost of keeping hold of a task)',
+    [],
+    (g, s) => g.set(s.requests.perTask ?? 0),
+  );
+  counter(
     'taskplane_requests_total',
-    'Remote calls made, by kind (requests per task is the cost unit the lab reports)',
+    'Remote calls made to agents and APIs, by kind (start, get, subscribe, list, cancel, answer, register_push)',
     ['kind'],
-    (g, s) => {
-      for (const [kind, n] of Object.entries(s.requests.byKind)) g.set({ kind }, n);
-    },
+    (s) => Object.entries(s.requests.byKind).map(([kind, n]) => [{ kind }, n]),
   );
-  gauge('taskplane_requests_per_task', 'Remote calls per tracked task', [], (g, s) =>
-    g.set(s.requests.perTask ?? 0),
-  );
-  gauge(
-    'taskplane_observation_delay_ms',
-    'Remote status timestamp to processing, per mechanism',
-    ['source', 'quantile'],
-    (g, s) => {
-      for (const [source, d] of Object.entries(s.observationDelay)) {
-        if (!d) continue;
-        if (d.p50Ms !== null) g.set({ source, quantile: '0.5' }, d.p50Ms);
-        if (d.p99Ms !== null) g.set({ source, quantile: '0.99' }, d.p99Ms);
-      }
-    },
-  );
-  gauge('taskplane_input_required', 'Tasks waiting for input, by age bucket', ['age'], (g, s) => {
-    for (const [age, n] of Object.entries(s.inputRequiredByAge)) g.set({ age }, n);
-  });
-  gauge('taskplane_auth_required', 'Tasks waiting for authorization, by age bucket', ['age'], (g, s) => {
-    for (const [age, n] of Object.entries(s.authRequiredByAge)) g.set({ age }, n);
-  });
-  gauge(
+  counter(
     'taskplane_duplicates_absorbed_total',
-    'Duplicate deliveries and observations absorbed',
+    'Repeated webhook deliveries and observations recognized and ignored (at-least-once delivery working)',
     ['kind'],
-    (g, s) => {
-      g.set({ kind: 'webhook' }, s.duplicatesAbsorbed.webhook);
-      g.set({ kind: 'observation' }, s.duplicatesAbsorbed.observation);
-    },
+    (s) => [
+      [{ kind: 'webhook' }, s.duplicatesAbsorbed.webhook],
+      [{ kind: 'observation' }, s.duplicatesAbsorbed.observation],
+    ],
   );
-  const simple: Array<[string, string, (s: Awaited<ReturnType<Plane['signals']>>) => number]> = [
+  const simple: Array<[string, string, (s: Signals) => number]> = [
     [
       'taskplane_reused_message_ids_total',
-      'Starts sent with a messageId used before',
+      'Starts sent again with the same messageId (after a lost answer or to resubmit a lost task)',
       (s) => s.reusedMessageIds,
     ],
     [
       'taskplane_task_not_found_own_total',
-      'TaskNotFound on tasks we created (agent lost state)',
+      'Tasks we created that the agent answered TaskNotFound for: the agent lost its state',
       (s) => s.taskNotFoundOwn,
     ],
-    ['taskplane_stream_drops_total', 'Streams that dropped', (s) => s.streamDrops],
-    ['taskplane_stream_reattaches_total', 'SubscribeToTask reattaches after a drop', (s) => s.reattaches],
-    ['taskplane_resubmitted_total', 'Lost tasks resubmitted', (s) => s.resubmitted],
-    ['taskplane_escalated_total', 'Lost tasks escalated', (s) => s.escalated],
-    ['taskplane_webhooks_rejected_total', 'Webhooks refused for bad credentials', (s) => s.webhooksRejected],
+    ['taskplane_stream_drops_total', 'Event streams that broke before the task ended', (s) => s.streamDrops],
+    [
+      'taskplane_stream_reattaches_total',
+      'Streams reattached (SubscribeToTask or the protocol equivalent) after a drop',
+      (s) => s.reattaches,
+    ],
+    [
+      'taskplane_resubmitted_total',
+      'Lost tasks started again under the same idempotency key (lost policy resubmit)',
+      (s) => s.resubmitted,
+    ],
+    [
+      'taskplane_escalated_total',
+      'Lost tasks handed to a person instead of resubmitted (lost policy escalate)',
+      (s) => s.escalated,
+    ],
+    [
+      'taskplane_webhooks_rejected_total',
+      'Webhooks refused for a bad signature or token (misconfiguration or someone probing)',
+      (s) => s.webhooksRejected,
+    ],
+    [
+      'taskplane_reconcile_rounds_total',
+      'Reconciliation rounds run (the slow path that finds missed notifications)',
+      (s) => s.reconcileRounds,
+    ],
   ];
-  for (const [name, help, get] of simple) gauge(name, help, [], (g, s) => g.set(get(s)));
+  for (const [name, help, get] of simple) counter(name, help, [], (s) => [[{}, get(s)]]);
+
+  registry.registerMetric(
+    histogram(
+      'taskplane_start_latency_seconds',
+      "Time from a task's creation to the agent's first answer to its start (retries included)",
+      () => [[{}, plane.latencyHistograms().startLatency]],
+    ),
+  );
+  registry.registerMetric(
+    histogram(
+      'taskplane_notification_delay_seconds',
+      "Time from the agent's status change to the plane processing it, by how it arrived (stream, push, poll, reconcile)",
+      () =>
+        Object.entries(plane.latencyHistograms().notificationDelay).map(([source, h]) => [{ source }, h!]),
+    ),
+  );
+  registry.registerMetric(
+    histogram(
+      'taskplane_stream_recovery_seconds',
+      'Time from a stream dropping to the first update after reattaching',
+      () => [[{}, plane.latencyHistograms().streamRecovery]],
+    ),
+  );
   return registry;
+}
+
+/**
+ * A histogram the plane already keeps (fixed buckets in ms), exported as Prometheus wants it: cumulative
+ * `_bucket{le}` in seconds, `_sum`, `_count`. prom-client's Histogram only counts its own observe()
+ * calls, so this is a small metric of our own in the shape its registry reads.
+ */
+function histogram(
+  name: string,
+  help: string,
+  read: () => Array<[Record<string, string>, HistogramSnapshot]>,
+): Metric {
+  return {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    get: () => {
+      const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> =
+        [];
+      for (const [labels, h] of read()) {
+        LATENCY_BUCKETS_MS.forEach((bound, i) =>
+          values.push({
+            metricName: `${name}_bucket`,
+            labels: { ...labels, le: bound / 1000 },
+            value: h.cumulative[i]!,
+          }),
+        );
+        values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: h.count });
+        values.push({ metricName: `${name}_sum`, labels, value: h.sumMs / 1000 });
+        values.push({ metricName: `${name}_count`, labels, value: h.count });
+      }
+      return { name, help, type: 'histogram', aggregator: 'sum', values };
+    },
+    reset: () => {},
+  } as unknown as Metric;
 }

@@ -70,7 +70,7 @@ export function openApiDocument(): Record<string, unknown> {
       '/v1/tasks': {
         post: {
           summary:
-            'Create a task (idempotent with Idempotency-Key or body idempotencyKey: same key + same input → same task; different input → 409)',
+            'Create a task (idempotent with Idempotency-Key or body idempotencyKey, one key: both given and different → 400; same key + same input → same task; different input → 409)',
           parameters: [{ name: 'Idempotency-Key', in: 'header', schema: { type: 'string' } }],
           requestBody: {
             required: true,

@@ -1,3 +1,4 @@
+import { traceRequests } from './request-tracing.ts';
 import { readFile } from 'node:fs/promises';
 import { join, normalize } from 'node:path';
 import { Hono, type Context } from 'hono';
@@ -135,6 +136,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   });
 
   const keyOf = new WeakMap<Request, ApiKeyRecord>();
+  app.use('/v1/*', traceRequests);
   app.use('/v1/*', async (c, next) => {
     if (c.req.path === '/v1/openapi.json' || c.req.path.startsWith('/v1/webhooks/')) return next();
     const auth = c.req.header('authorization') ?? '';

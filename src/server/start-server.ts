@@ -113,6 +113,15 @@ export function metricsAccessFor(bind: string, token: string | undefined): Metri
   return loopback ? { kind: 'open' } : { kind: 'closed' };
 }
 
+/** A listen failure a person can act on (port taken, address not ours) as a configuration error. */
+function listenError(err: NodeJS.ErrnoException, bind: string, port: number): Error {
+  if (err.code === 'EADDRINUSE')
+    return new TaskplaneError('config', `port ${port} on ${bind} is already in use`, { field: 'port' });
+  if (err.code === 'EADDRNOTAVAIL' || err.code === 'EACCES')
+    return new TaskplaneError('config', `cannot listen on ${bind}:${port} (${err.code})`, { field: 'bind' });
+  return err;
+}
+
 /**
  * Starts the control plane in this process: store, API keys, connectors, the engine (with restart
  * recovery) and the HTTP server. `close()` stops the engine's loops, ends SSE streams, closes the
@@ -125,15 +134,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const ownsStore = typeof options.db !== 'object';
   const store =
     typeof options.db === 'object' ? options.db : await openStore(options.db ?? 'sqlite:./data/taskplane.db');
-  const { generatedKey, revokedSeeds } = await seedApiKeys({
-    ...(options.apiKeys !== undefined ? { env: options.apiKeys } : {}),
-    ...(options.apiKeysFile ? { file: options.apiKeysFile } : {}),
-    store,
-    clock,
-    random,
-  });
-  if (revokedSeeds.length > 0)
-    logger.warn({ keyIds: revokedSeeds }, 'seed API keys are revoked in the store and stay refused');
   const tickets = await StreamTickets.open({
     store,
     clock,
@@ -170,8 +170,26 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       },
       () => resolve(s),
     );
-    s.once('error', reject);
+    s.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, bind, port)));
+  }).catch(async (err: unknown) => {
+    if (ownsStore) await store.close();
+    throw err;
   });
+  // The first-start key is made only now that the port is ours: a start that cannot listen must not
+  // store a key nobody was shown.
+  const { generatedKey, revokedSeeds } = await seedApiKeys({
+    ...(options.apiKeys !== undefined ? { env: options.apiKeys } : {}),
+    ...(options.apiKeysFile ? { file: options.apiKeysFile } : {}),
+    store,
+    clock,
+    random,
+  }).catch(async (err: unknown) => {
+    await new Promise<void>((r) => server.close(() => r()));
+    if (ownsStore) await store.close();
+    throw err;
+  });
+  if (revokedSeeds.length > 0)
+    logger.warn({ keyIds: revokedSeeds }, 'seed API keys are revoked in the store and stay refused');
   const address = server.address() as AddressInfo;
   const host = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
   const url = `http://${host}:${address.port}`;

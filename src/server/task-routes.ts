@@ -3,7 +3,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
 import { artifactView, outputSummary, registerArtifactRoutes } from './artifact-routes.ts';
 import { TaskplaneError } from '../core/errors.ts';
-import { isNormalizedState, type NormalizedState } from '../core/states.ts';
+import { isNormalizedState, NORMALIZED_STATES, type NormalizedState } from '../core/states.ts';
 import type { CreateTaskRequest, Plane } from '../plane/plane.ts';
 import type { EnvelopeStore } from '../store/store.ts';
 import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
@@ -73,6 +73,20 @@ function createWait(prefer: string | undefined, query: string | undefined): 'sta
   return Math.min(seconds * 1000, MAX_CREATE_WAIT_MS);
 }
 
+/**
+ * The key from the Idempotency-Key header or the body's idempotencyKey. Both given and different is a
+ * 400: picking one silently would dedupe on a key the caller did not mean.
+ */
+function oneIdempotencyKey(header: string | undefined, body: string | undefined): string | undefined {
+  if (header !== undefined && body !== undefined && header !== body)
+    throw new TaskplaneError(
+      'invalid_argument',
+      'idempotencyKey: the body and the Idempotency-Key header name different keys; send one, or the same in both',
+      { field: 'idempotencyKey' },
+    );
+  return header ?? body;
+}
+
 export function registerTaskRoutes(
   app: Hono<ServerEnv>,
   deps: {
@@ -93,7 +107,7 @@ export function registerTaskRoutes(
 
   app.post('/v1/tasks', async (c) => {
     const body = await jsonBody(c);
-    const idempotencyKey = c.req.header('idempotency-key') ?? str(body, 'idempotencyKey');
+    const idempotencyKey = oneIdempotencyKey(c.req.header('idempotency-key'), str(body, 'idempotencyKey'));
     const acceptance = body.acceptance as CreateTaskRequest['acceptance'] | undefined;
     const wait = createWait(c.req.header('prefer'), c.req.query('wait'));
     const { envelope, created } = await plane.create(
@@ -122,8 +136,13 @@ export function registerTaskRoutes(
   app.get('/v1/tasks', async (c) => {
     const q = c.req.query();
     const states = q.state ? q.state.split(',').map((s) => s.trim()) : undefined;
-    if (states && !states.every(isNormalizedState))
-      throw new TaskplaneError('invalid_argument', 'state: unknown state', { field: 'state' });
+    const unknownStates = states?.filter((s) => !isNormalizedState(s)) ?? [];
+    if (unknownStates.length > 0)
+      throw new TaskplaneError(
+        'invalid_argument',
+        `state: unknown ${unknownStates.map((s) => `'${s}'`).join(', ')}; one of ${NORMALIZED_STATES.join(', ')}`,
+        { field: 'state' },
+      );
     const limit = q.limit ? Number(q.limit) : undefined;
     if (limit !== undefined && !(Number.isInteger(limit) && limit > 0 && limit <= 500)) {
       throw new TaskplaneError('invalid_argument', 'limit: integer in 1..500', { field: 'limit' });
@@ -153,7 +172,7 @@ export function registerTaskRoutes(
   });
 
   app.post('/v1/tasks/:id/acceptance', async (c) => {
-    const body = await jsonBody(c.req.raw);
+    const body = await jsonBody(c);
     const env = await plane.decideAcceptance(c.get('tenant'), c.req.param('id'), {
       decision: body.decision as 'accepted' | 'rejected',
       reason: body.reason as string,

@@ -64,6 +64,15 @@ describe('CLI flag values', () => {
       "option '--expected-duration-ms <ms>' argument '-1' is invalid. Expected a positive integer.",
     ],
     [
+      ['tasks', 'create', '--target', 't', '--text', 'x', '--expected-duration-ms', 'soon'],
+      "option '--expected-duration-ms <ms>' argument 'soon' is invalid. Expected a positive integer.",
+    ],
+    [['serve', '--db', 'memory:', '--plane-options', '[1]'], '--plane-options must be a JSON object'],
+    [
+      ['serve', '--db', 'memory:', '--plane-options', '{"poll": {"intervalMs": "soon"}}'],
+      'poll.intervalMs: must be a number > 0',
+    ],
+    [
       ['lab', '--delivery', 'pigeon'],
       "option '--delivery <how>' argument 'pigeon' is invalid. Allowed choices are stream, push, poll.",
     ],
@@ -87,6 +96,17 @@ describe('CLI flag values', () => {
       '',
       `taskplane: option '--log-level <level>' value 'loud' from env 'LOG_LEVEL' is invalid. Allowed choices are ${LEVELS}.\n`,
     ]);
+  });
+
+  it('tasks create --input that is not JSON names the position and points at --text, before any request', async () => {
+    const r = await run(['tasks', 'create', '--target', 't', '--input', '{"steps":3,}'], {
+      TASKPLANE_URL: 'http://127.0.0.1:9',
+      TASKPLANE_API_KEY: 'k',
+    });
+    expect([r.code, r.stdout]).toEqual([2, '']);
+    expect(r.stderr).toMatch(
+      /^taskplane: --input is not JSON: .*position 11.*\(--text sends a plain string\)\n$/,
+    );
   });
 
   it('points at --help for a flag it does not know', async () => {

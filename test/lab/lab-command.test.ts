@@ -88,6 +88,28 @@ describe('taskplane lab', () => {
     });
   });
 
+  it('a mission attempt takes the defaults --help states: an idempotent handler unless --no-idempotent', async () => {
+    const attempt = async (...flags: string[]) => {
+      const { code, stdout } = await lab(
+        '--mission',
+        '1',
+        '--on-drop',
+        'reattach',
+        '--tasks',
+        '40',
+        '--json',
+        ...flags,
+      );
+      expect(code).toBe(0);
+      const out = JSON.parse(stdout) as { runs: Array<{ name: string; settings: Record<string, unknown> }> };
+      expect(out.runs.map((r) => r.name)).toEqual(['mission:1']);
+      return out.runs[0]!.settings;
+    };
+    // The broken start of mission 1 has a naive handler; the attempt does not inherit it.
+    expect(await attempt()).toMatchObject({ onDrop: 'reattach', idempotent: true, client: 'engine' });
+    expect(await attempt('--no-idempotent')).toMatchObject({ idempotent: false, client: 'naive' });
+  });
+
   it('prints the table with stars by default', async () => {
     const { code, stdout } = await lab('--mission', '3');
     expect(code).toBe(0);

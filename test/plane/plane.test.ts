@@ -115,6 +115,12 @@ describe('streams', () => {
     const s = await h.plane.signals();
     expect(s.streamDrops).toBe(3);
     expect(s.reattaches).toBeGreaterThanOrEqual(3);
+    // Each drop until the reattached stream's first update is one stream recovery time, on the clock.
+    const { streamRecovery, startLatency } = h.plane.latencyHistograms();
+    expect(streamRecovery.count).toBeGreaterThanOrEqual(1);
+    expect(streamRecovery.count).toBeLessThanOrEqual(3);
+    expect(streamRecovery.sumMs).toBeGreaterThan(0);
+    expect(startLatency.count).toBe(1);
   });
 
   it('surfaces pending input; wrong id and second answers are conflicts that change nothing', async () => {

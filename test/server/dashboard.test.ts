@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import type { Browser } from 'playwright-core';
@@ -12,6 +13,8 @@ import { FakeRemote } from '../plane/fake-remote.ts';
  * DOM conditions (Playwright's waitFor), never sleeps.
  */
 const KEY = 'dash-key-1234-abcdef';
+/** Screenshots of the operator walk, kept as CI artifacts. */
+const SHOTS = 'test-results/dashboard';
 let server: RunningServer;
 let remote: FakeRemote;
 let browser: Browser;
@@ -75,9 +78,79 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
 
     await page.locator(`tr[data-id="${other.id}"]`).click();
     await page.click('#cancel-button');
+    await page.click('#cancel-confirm');
     await page.locator(`tr[data-id="${other.id}"] .state[data-state="cancel_requested"]`).waitFor();
     remote.set(other.remoteId!, 'cancelled');
     await page.locator(`tr[data-id="${other.id}"] .state[data-state="cancelled"]`).waitFor();
+    await page.close();
+  });
+
+  it('an operator filters, opens a task, reads its output, answers through the form and cancels with confirmation', async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    const create = (input: unknown, idempotencyKey: string | null = null) =>
+      server.plane
+        .create({ tenant: 'default', target: 'fake', input, idempotencyKey }, { wait: 'started' })
+        .then((r) => r.envelope);
+    const report = await create({ report: 'quarterly' }, 'walk-report-7');
+    const asking = await create('walk: which edition');
+    const keep = await create('walk: keep running');
+    for (let i = 0; i < 30; i++) await create(`walk filler ${i}`);
+    remote.set(report.remoteId!, 'succeeded', {
+      artifacts: [{ artifactId: 'a1', content: { text: 'Revenue up 4 %.' } }],
+    });
+    remote.set(asking.remoteId!, 'waiting_for_input', {
+      inputRequest: { requestId: 'q9', prompt: 'Which edition?' },
+    });
+    const errors: string[] = [];
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator('#live[data-state="live"]').waitFor();
+    // Paged: 25 rows a page, the pager says how many match.
+    await page.locator('#page-info', { hasText: /^1–25 of \d+$/ }).waitFor();
+    expect(await page.locator('#tasks tbody tr').count()).toBe(25);
+    await page.screenshot({ path: `${SHOTS}/dashboard-list.png` });
+
+    // Search by idempotency key finds the one task; open it and read its output.
+    await page.fill('#filter-text', 'walk-report-7');
+    await page.locator('#page-info', { hasText: '1–1 of 1' }).waitFor();
+    await page.locator(`tr[data-id="${report.id}"] .state[data-state="succeeded"]`).waitFor();
+    await page.locator(`tr[data-id="${report.id}"]`).click();
+    await page.locator('#detail-output pre.output', { hasText: 'Revenue up 4 %.' }).waitFor();
+    expect(await page.locator('#detail-output .input').textContent()).toContain('quarterly');
+    await page.locator('#timeline li[data-type="state_changed"] .source').first().waitFor();
+    await page.screenshot({ path: `${SHOTS}/dashboard-detail.png` });
+
+    // Filter by state: only the task waiting for input; answer it through the form.
+    await page.fill('#filter-text', '');
+    await page.selectOption('#filter-state', 'waiting_for_input');
+    await page.locator('#page-info', { hasText: '1–1 of 1' }).waitFor();
+    await page.locator(`tr[data-id="${asking.id}"]`).click();
+    await page.fill('#answer-input', 'second');
+    await page.screenshot({ path: `${SHOTS}/dashboard-answer.png` });
+    await page.click('#answer-button');
+    await expect.poll(async () => (await server.plane.get('default', asking.id)).pendingInput).toBeNull();
+
+    // Cancel asks first; "Keep it" leaves the task alone, "Yes, cancel" cancels.
+    await page.selectOption('#filter-state', '');
+    await page.fill('#filter-text', 'keep running');
+    await page.locator(`tr[data-id="${keep.id}"]`).click();
+    await page.click('#cancel-button');
+    await page.click('#cancel-keep');
+    await page.locator('#cancel-button').waitFor();
+    expect((await server.plane.get('default', keep.id)).cancel).toBeNull();
+    await page.click('#cancel-button');
+    await page.screenshot({ path: `${SHOTS}/dashboard-cancel.png` });
+    await page.click('#cancel-confirm');
+    await page.locator(`tr[data-id="${keep.id}"] .state[data-state="cancel_requested"]`).waitFor();
+
+    // Readable on a phone: nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await page.screenshot({ path: `${SHOTS}/dashboard-phone.png`, fullPage: true });
+    expect(overflow).toBeLessThanOrEqual(0);
+    expect(errors).toEqual([]);
     await page.close();
   });
 

@@ -130,6 +130,40 @@ describe('tasks', () => {
     expect((await conflict.json()).error.field).toBe('idempotencyKey');
   });
 
+  it('a body idempotencyKey that disagrees with the Idempotency-Key header is a 400 and creates nothing', async () => {
+    const before = (await (await api(A, '/v1/tasks?limit=500')).json()) as { tasks: unknown[] };
+    const res = await post(
+      A,
+      '/v1/tasks',
+      { target: 'fake', input: 'x', idempotencyKey: 'body-key' },
+      { 'idempotency-key': 'header-key' },
+    );
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { field: string; message: string } };
+    expect(error.field).toBe('idempotencyKey');
+    expect(error.message).toMatch(/header/);
+    const after = (await (await api(A, '/v1/tasks?limit=500')).json()) as { tasks: unknown[] };
+    expect(after.tasks).toHaveLength(before.tasks.length);
+    // The same key in both places is one key.
+    const same = await post(
+      A,
+      '/v1/tasks?wait=started',
+      { target: 'fake', input: 'x', idempotencyKey: 'both-key' },
+      { 'idempotency-key': 'both-key' },
+    );
+    expect(same.status).toBe(201);
+    expect(((await same.json()) as { idempotencyKey: string }).idempotencyKey).toBe('both-key');
+  });
+
+  it('an unknown state filter names the valid states', async () => {
+    const res = await api(A, '/v1/tasks?state=running,bogus');
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { field: string; message: string } };
+    expect(error.field).toBe('state');
+    expect(error.message).toContain("'bogus'");
+    expect(error.message).toContain('waiting_for_input');
+  });
+
   it('lists with filters and cursor paging', async () => {
     for (let i = 0; i < 3; i++) await post(A, '/v1/tasks?wait=started', { target: 'fake', input: i });
     const page1 = (await (await api(A, '/v1/tasks?limit=2&target=fake&state=accepted,running')).json()) as {

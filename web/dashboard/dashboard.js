@@ -1,5 +1,7 @@
 // taskplane dashboard: tasks with state, target, age and pending input, live over SSE (/v1/events),
-// the lifecycle signals, one task's event timeline, and buttons to answer input and cancel.
+// filtered by state, target and a search (id, idempotency key, input) and paged; the lifecycle signals;
+// one task's input, output, acceptance and event timeline (each event with how the plane learned it),
+// and buttons to answer input and to cancel (with a confirmation).
 // Plain JS, no build step. The API key comes from the URL fragment `#key=…` (printed by `taskplane
 // serve` at first start), which is removed from the address bar at once; it is kept in sessionStorage
 // (this tab only, gone when it closes) and sent as a bearer header. EventSource cannot send headers, so
@@ -118,10 +120,74 @@ function renderRow(t) {
   return row;
 }
 
+const STATES = [
+  'accepted',
+  'running',
+  'waiting_for_input',
+  'cancel_requested',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'expired',
+  'unknown',
+  'lost',
+];
+const PAGE_SIZE = 25;
+const filters = { state: '', target: '', text: '' };
+let page = 0;
+
+/** What the search box matches: the id, the idempotency key, the workflow id and the input. */
+function matches(t) {
+  if (filters.state === 'active' ? TERMINAL.has(t.state) : filters.state && t.state !== filters.state)
+    return false;
+  if (filters.target && t.target !== filters.target) return false;
+  const q = filters.text.trim().toLowerCase();
+  if (!q) return true;
+  const input = typeof t.input === 'string' ? t.input : JSON.stringify(t.input ?? '');
+  return [t.id, t.idempotencyKey ?? '', t.workflowId ?? '', input].some((s) => s.toLowerCase().includes(q));
+}
+
+/** The target filter lists every target seen, keeping the choice made. */
+function renderTargetOptions() {
+  const select = $('#filter-target');
+  const names = [...new Set([...tasks.values()].map((t) => t.target))].sort();
+  if (names.join('\n') === select.dataset.names) return;
+  select.dataset.names = names.join('\n');
+  select.replaceChildren(
+    el('option', { value: '' }, 'all'),
+    ...names.map((n) => el('option', { value: n }, n)),
+  );
+  select.value = names.includes(filters.target) ? filters.target : '';
+}
+
 function renderTasks() {
   const body = $('#tasks tbody');
-  const sorted = [...tasks.values()].sort((a, b) => b.createdAt - a.createdAt);
-  body.replaceChildren(...sorted.map(renderRow));
+  renderTargetOptions();
+  const shown = [...tasks.values()].filter(matches).sort((a, b) => b.createdAt - a.createdAt);
+  const pages = Math.max(1, Math.ceil(shown.length / PAGE_SIZE));
+  page = Math.min(page, pages - 1);
+  const rows = shown.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
+  body.replaceChildren(...rows.map(renderRow));
+  $('#page-info').textContent = shown.length
+    ? `${page * PAGE_SIZE + 1}–${page * PAGE_SIZE + rows.length} of ${shown.length}`
+    : 'no tasks match';
+  $('#page-prev').disabled = page === 0;
+  $('#page-next').disabled = page >= pages - 1;
+}
+
+function setUpFilters() {
+  $('#filter-state').append(...STATES.map((s) => el('option', { value: s }, s.replaceAll('_', ' '))));
+  const apply = () => {
+    filters.state = $('#filter-state').value;
+    filters.target = $('#filter-target').value;
+    filters.text = $('#filter-text').value;
+    page = 0;
+    renderTasks();
+  };
+  $('#filters').addEventListener('input', apply);
+  $('#filters').addEventListener('submit', (ev) => ev.preventDefault());
+  $('#page-prev').addEventListener('click', () => (page--, renderTasks()));
+  $('#page-next').addEventListener('click', () => (page++, renderTasks()));
 }
 
 const SIGNALS = [
@@ -165,21 +231,37 @@ async function loadTasks() {
   return page.eventSeq ?? 0;
 }
 
+/** A value as a short phrase: text as is, anything else as compact JSON, both cut to `max` characters. */
+function short(v, max = 100) {
+  const text = typeof v === 'string' ? v : JSON.stringify(v);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** An event as a person reads it: what happened, in words; any other fields as `name: value`. */
 function describe(e) {
   const d = e.data ?? {};
-  if (e.type === 'state_changed') return `${d.from} → ${d.to}${d.source ? ` (${d.source})` : ''}`;
-  if (e.type === 'input_requested') return `input requested: ${d.prompt || d.requestId}`;
-  if (e.type === 'input_answered') return `input answered (${d.requestId})`;
-  if (e.type === 'artifact') return `artifact ${d.artifactId} ${String(d.hash).slice(0, 19)}…`;
-  return `${e.type} ${JSON.stringify(d)}`;
+  if (e.type === 'state_changed') return `${d.from} → ${d.to}`;
+  if (e.type === 'input_requested') return `asked: ${d.prompt || d.requestId}`;
+  if (e.type === 'input_answered')
+    return `answered ${d.requestId}${d.value !== undefined ? `: ${short(d.value, 60)}` : ''}`;
+  if (e.type === 'created') return `created for ${d.target ?? 'its target'}`;
+  if (e.type === 'artifact') return `output ${d.artifactId}${d.name ? ` (${d.name})` : ''}`;
+  const fields = Object.entries(d)
+    .filter(([k]) => k !== 'source')
+    .map(([k, v]) => `${k}: ${short(v, 60)}`);
+  return `${e.type.replaceAll('_', ' ')}${fields.length ? ` — ${fields.join(', ')}` : ''}`;
 }
 
 function timelineItem(e) {
+  const source = e.data?.source;
   return el(
     'li',
     { 'data-type': e.type, 'data-seq': String(e.seq) },
-    el('time', {}, new Date(e.at).toLocaleTimeString()),
-    describe(e),
+    el('time', { title: new Date(e.at).toLocaleString() }, new Date(e.at).toLocaleTimeString()),
+    el('span', { class: 'what' }, describe(e)),
+    source
+      ? el('span', { class: 'source', 'data-source': source, title: 'how the plane learned it' }, source)
+      : '',
   );
 }
 
@@ -234,19 +316,28 @@ function renderDetail(t) {
     );
   });
   if (!TERMINAL.has(t.state) && t.state !== 'cancel_requested') {
-    actions.push(
-      el(
-        'button',
-        {
-          id: 'cancel-button',
-          onclick: async () => {
-            await api('POST', `/v1/tasks/${t.id}/cancel`, {}).catch((err) => alert(err.message));
-            await refreshTask(t.id);
+    // Cancelling asks the agent to stop work: a second, explicit click, never a stray one.
+    const cancel = el('div', { class: 'cancel' });
+    const ask = () =>
+      cancel.replaceChildren(
+        el('span', {}, 'Cancel this task? The agent is asked to stop.'),
+        el(
+          'button',
+          {
+            id: 'cancel-confirm',
+            class: 'danger',
+            onclick: async () => {
+              await api('POST', `/v1/tasks/${t.id}/cancel`, {}).catch((err) => alert(err.message));
+              await refreshTask(t.id);
+            },
           },
-        },
-        'Cancel task',
-      ),
-    );
+          'Yes, cancel',
+        ),
+        el('button', { id: 'cancel-keep', onclick: () => cancel.replaceChildren(button) }, 'Keep it'),
+      );
+    const button = el('button', { id: 'cancel-button', onclick: ask }, 'Cancel task…');
+    cancel.append(button);
+    actions.push(cancel);
   }
   $('#detail-actions').dataset.task = t.id;
   $('#detail-actions').replaceChildren(...actions);
@@ -298,7 +389,18 @@ function usageBlock(t) {
 
 // What the task produced and why it failed: the API's output summary, not the artifacts themselves.
 function outputBlock(t) {
-  const out = [];
+  const out = [el('p', { class: 'input' }, el('b', {}, 'input '), short(t.input ?? '', 200))];
+  if (t.acceptance) {
+    const a = t.acceptance;
+    out.push(
+      el(
+        'p',
+        { class: 'acceptance', 'data-status': a.status },
+        el('b', {}, 'acceptance '),
+        `${a.status}${a.reasons?.length ? `: ${a.reasons.join('; ')}` : ''}`,
+      ),
+    );
+  }
   if (t.error) out.push(el('p', { class: 'failure' }, `${t.error.code}: ${t.error.message}`));
   else if (t.statusMessage && TERMINAL.has(t.state)) out.push(el('p', { class: 'message' }, t.statusMessage));
   // A start or cancel that cannot reach the agent: say so, instead of a silent `accepted`.
@@ -404,6 +506,7 @@ async function main() {
     location.reload();
   });
   if (!key) return askForKey();
+  setUpFilters();
   eventTypes = await loadEventTypes();
   const seq = await loadTasks();
   await refreshSignals();

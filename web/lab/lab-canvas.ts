@@ -1,3 +1,4 @@
+import type { TimelineJob } from '../../src/lab/ledger.ts';
 import type { RunResult } from '../../src/lab/run.ts';
 import { MINUTE_MS, WORLD } from '../../src/lab/world-model.ts';
 
@@ -5,6 +6,8 @@ import { MINUTE_MS, WORLD } from '../../src/lab/world-model.ts';
  * Draws the sixteen shown tasks as horizontal bars over the run's time (docs/lab.md, "The page"): blue
  * working, amber waiting for input, pink duplicate tasks (the lower half of a row), a green dot where
  * the client learned the outcome, a white cross at each stream drop, a question mark when never learned.
+ * Rows picked because something went wrong carry a red label saying what (lost, unknown, duplicate,
+ * input missed).
  */
 const COLORS = {
   working: '#3b82f6',
@@ -14,6 +17,13 @@ const COLORS = {
   learned: '#22c55e',
   grid: '#1e293b',
   text: '#94a3b8',
+};
+
+const PROBLEM_LABELS: Record<NonNullable<TimelineJob['problem']>, string> = {
+  lost: 'outcome lost',
+  unknown: 'outcome unknown',
+  duplicate: 'duplicate',
+  missed_input: 'input missed',
 };
 
 export function drawTimeline(canvas: HTMLCanvasElement, result: RunResult): void {
@@ -108,6 +118,12 @@ export function drawTimeline(canvas: HTMLCanvasElement, result: RunResult): void
       ctx.stroke();
     }
     ctx.lineWidth = 1;
+    if (job.problem) {
+      // Rows are chosen for what went wrong (lab/ledger.ts shown()): say what, at the row's right end.
+      const label = PROBLEM_LABELS[job.problem];
+      ctx.fillStyle = '#fca5a5';
+      ctx.fillText(label, W - right - 4 - ctx.measureText(label).width, y + rowH / 2 + 4);
+    }
     if (job.learnedMs !== null) {
       ctx.fillStyle = COLORS.learned;
       ctx.beginPath();

@@ -6,6 +6,7 @@ import {
   type A2AMethod,
 } from '../../protocols/a2a/types.ts';
 import { readSse } from '../sse-reader.ts';
+import { traceHeaders } from '../trace-headers.ts';
 import { a2aWireError, routeError, transportError } from './wire-errors.ts';
 
 /**
@@ -66,6 +67,7 @@ async function send(
   const headers: Record<string, string> = {
     [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
     accept,
+    ...traceHeaders(),
     ...o.headers,
   };
   if (init.body !== undefined) headers['content-type'] ??= 'application/json';

@@ -2,6 +2,7 @@ import { TaskplaneError } from '../../core/errors.ts';
 import { requestHeaders } from '../../protocols/mcp/headers.ts';
 import type { JsonObject, JsonRpcErrorObject, JsonValue } from '../../protocols/mcp/types.ts';
 import { readSseJson } from '../sse-reader.ts';
+import { traceHeaders } from '../trace-headers.ts';
 import { transportError } from '../a2a/wire-errors.ts';
 
 /**
@@ -115,6 +116,7 @@ export async function rpcCall(
       ? requestHeaders(body, opts.protocolVersion)
       : { 'MCP-Protocol-Version': opts.protocolVersion }),
     ...(opts.sessionId ? { 'mcp-session-id': opts.sessionId } : {}),
+    ...traceHeaders(),
     ...o.headers,
   };
   const timeout = AbortSignal.timeout(o.timeoutMs);
@@ -197,6 +199,7 @@ export async function rpcSend(
         accept: 'application/json, text/event-stream',
         'MCP-Protocol-Version': opts.protocolVersion,
         ...(opts.sessionId ? { 'mcp-session-id': opts.sessionId } : {}),
+        ...traceHeaders(),
         ...o.headers,
       },
       body: JSON.stringify(message),
@@ -244,6 +247,7 @@ export async function* rpcListen(
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         ...requestHeaders(body, opts.protocolVersion),
+        ...traceHeaders(),
         ...o.headers,
       },
       body: JSON.stringify(body),

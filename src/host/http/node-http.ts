@@ -1,3 +1,4 @@
+import { context, propagation, type TextMapGetter } from '@opentelemetry/api';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { payloadTooLarge } from '../../protocols/a2a/errors.ts';
 import type { HeaderReader } from '../../protocols/a2a/handler.ts';
@@ -11,19 +12,30 @@ import { pumpSse, type SseSink } from '../../protocols/a2a/sse.ts';
  * answering the same JSON: docs/performance.md, "Bindings on node:http"). The bytes on the wire match the
  * web-standard adapter's as @hono/node-server writes them (status, headers, bodies, SSE framing).
  */
+/** Reads trace headers from node's header object (values may be arrays). */
+const nodeHeaderGetter: TextMapGetter<IncomingMessage['headers']> = {
+  keys: (headers) => Object.keys(headers),
+  get: (headers, key) => headers[key.toLowerCase()],
+};
+
 export function nodeListener(
   core: (req: HttpRequest) => Promise<HttpReply>,
   options: BindingOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    core(new NodeHttpRequest(req, res)).then(
-      (reply) => send(reply, req, res),
-      (err: unknown) => {
-        // The cores never reject; should one, the client must not hang.
-        options.onInternalError?.(err);
-        res.destroy();
-      },
-    );
+    // The caller's W3C trace context is active while the request is handled, so the agent's execute
+    // started from it continues the caller's trace (a no-op without an OpenTelemetry SDK).
+    const traced = propagation.extract(context.active(), req.headers, nodeHeaderGetter);
+    context
+      .with(traced, () => core(new NodeHttpRequest(req, res)))
+      .then(
+        (reply) => send(reply, req, res),
+        (err: unknown) => {
+          // The cores never reject; should one, the client must not hang.
+          options.onInternalError?.(err);
+          res.destroy();
+        },
+      );
   };
 }
 

@@ -1,0 +1,119 @@
+import {
+  context,
+  trace,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  type Context,
+  type Link,
+  type Span,
+  type SpanOptions,
+} from '@opentelemetry/api';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import type { Envelope } from '../core/envelope.ts';
+
+/**
+ * OpenTelemetry traces through `@opentelemetry/api`: no-ops unless the application installs an SDK, so
+ * the engine (and the lab's replays) run the same with or without it.
+ *
+ * One trace per task: its trace id and root span id are derived from the envelope id, so every remote
+ * call made for the task, by any plane process, before or after a restart, lands in the same trace
+ * without storing a trace context in the envelope. The root is a remote parent no process exports; a
+ * backend shows the trace with the task's remote calls as its top spans. When the call runs inside a
+ * request that carried its own trace (`traceparent` on the API), the span links to it.
+ */
+const TRACER = 'taskplane';
+
+/** The context of a task's trace. */
+export function taskTraceContext(envelopeId: string, parent: Context = context.active()): Context {
+  const hex = bytesToHex(sha256(utf8ToBytes(`taskplane-trace:${envelopeId}`)));
+  return trace.setSpanContext(parent, {
+    traceId: hex.slice(0, 32),
+    spanId: hex.slice(32, 48),
+    traceFlags: TraceFlags.SAMPLED,
+    isRemote: true,
+  });
+}
+
+type TracedJob = Pick<Envelope, 'id' | 'tenant'> | null;
+
+/** Where a remote call's span goes (the task's trace) and what it says (ids, link to the caller). */
+function spanStart(envelope: TracedJob): { parent: Context; options: SpanOptions } {
+  const active = context.active();
+  const caller = trace.getSpanContext(active);
+  const links: Link[] = envelope && caller && trace.isSpanContextValid(caller) ? [{ context: caller }] : [];
+  // Callers pass the whole envelope where they have it; the target then names the agent called.
+  const target = (envelope as { target?: unknown } | null)?.target;
+  return {
+    parent: envelope ? taskTraceContext(envelope.id, active) : active,
+    options: {
+      kind: SpanKind.CLIENT,
+      links,
+      attributes: envelope
+        ? {
+            'taskplane.envelope_id': envelope.id,
+            'taskplane.tenant': envelope.tenant,
+            ...(typeof target === 'string' ? { 'taskplane.target': target } : {}),
+          }
+        : {},
+    },
+  };
+}
+
+function failed(span: Span, err: unknown): void {
+  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : 'error' });
+}
+
+/**
+ * Runs one remote call in a client span of the task's trace (or of the active trace for calls about no
+ * single task, such as reconciliation list pages). Connectors read the active context to send
+ * `traceparent` (connectors/trace-headers.ts).
+ */
+export function inRemoteCallSpan<T>(name: string, envelope: TracedJob, fn: () => Promise<T>): Promise<T> {
+  const { parent, options } = spanStart(envelope);
+  return trace.getTracer(TRACER).startActiveSpan(`taskplane ${name}`, options, parent, async (span) => {
+    try {
+      return await fn();
+    } catch (err) {
+      failed(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/**
+ * A stream (start-and-stream, subscribe) as one span from its request to its end. Each read runs with
+ * the span active, so the request the first read sends carries it as `traceparent`.
+ */
+export async function* inStreamSpan<T>(
+  name: string,
+  envelope: TracedJob,
+  source: AsyncIterable<T>,
+): AsyncGenerator<T, void, undefined> {
+  const { parent, options } = spanStart(envelope);
+  const span = trace.getTracer(TRACER).startSpan(`taskplane ${name}`, options, parent);
+  const active = trace.setSpan(parent, span);
+  const it = source[Symbol.asyncIterator]();
+  let finished = false;
+  try {
+    for (;;) {
+      const next = await context.with(active, () => it.next());
+      if (next.done) {
+        finished = true;
+        return;
+      }
+      yield next.value;
+    }
+  } catch (err) {
+    finished = true;
+    failed(span, err);
+    throw err;
+  } finally {
+    // Left early (the job ended, or the caller broke out): close the underlying stream too.
+    if (!finished) await it.return?.();
+    span.end();
+  }
+}

@@ -1,0 +1,103 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SystemClock } from '../../src/core/clock.ts';
+import { CryptoRandom } from '../../src/core/random.ts';
+import { Plane } from '../../src/plane/plane.ts';
+import { createMetrics } from '../../src/server/metrics.ts';
+import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import { FakeRemote } from '../plane/fake-remote.ts';
+import { KEY_A, planeApp } from './plane-app-fixture.ts';
+
+/**
+ * /metrics as Prometheus and Grafana read it: one prefix, counters typed as counters, HELP written for
+ * operators, and latency histograms (start, notification delay, stream recovery) in seconds.
+ */
+let fx: Awaited<ReturnType<typeof planeApp>>;
+beforeAll(async () => {
+  fx = await planeApp();
+});
+afterAll(() => fx.close());
+
+async function scrape(): Promise<string> {
+  const res = await fx.fetch('/metrics');
+  expect(res.status).toBe(200);
+  return res.text();
+}
+
+function typeOf(text: string, name: string): string | undefined {
+  return new RegExp(`^# TYPE ${name} (\\w+)$`, 'm').exec(text)?.[1];
+}
+
+describe('/metrics', () => {
+  it('types counts that only grow as counters and counts of tasks now as gauges', async () => {
+    const res = await fx.fetch('/v1/tasks?wait=started', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ target: 'fake', input: 'x' }),
+    });
+    expect(res.status).toBe(201);
+    const text = await scrape();
+    for (const name of [
+      'taskplane_requests_total',
+      'taskplane_duplicates_absorbed_total',
+      'taskplane_stream_drops_total',
+      'taskplane_webhooks_rejected_total',
+      'taskplane_task_not_found_own_total',
+    ])
+      expect(typeOf(text, name), name).toBe('counter');
+    for (const name of ['taskplane_tasks', 'taskplane_orphans', 'taskplane_input_required'])
+      expect(typeOf(text, name), name).toBe('gauge');
+    expect(
+      Number(/^taskplane_requests_total\{kind="start"\} (\d+)$/m.exec(text)?.[1]),
+    ).toBeGreaterThanOrEqual(1);
+  });
+
+  it('exports start latency and notification delay as histograms in seconds', async () => {
+    const text = await scrape();
+    expect(typeOf(text, 'taskplane_start_latency_seconds')).toBe('histogram');
+    expect(typeOf(text, 'taskplane_notification_delay_seconds')).toBe('histogram');
+    expect(typeOf(text, 'taskplane_stream_recovery_seconds')).toBe('histogram');
+    const buckets = [...text.matchAll(/^taskplane_start_latency_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm)];
+    expect(buckets.map((m) => m[1]).slice(0, 3)).toEqual(['0.01', '0.05', '0.1']);
+    const counts = buckets.map((m) => Number(m[2]));
+    // Cumulative: never decreasing, and +Inf holds every observation.
+    expect(counts).toEqual([...counts].sort((a, b) => a - b));
+    const count = Number(/^taskplane_start_latency_seconds_count (\d+)$/m.exec(text)?.[1]);
+    expect(count).toBeGreaterThanOrEqual(1);
+    expect(buckets.at(-1)).toMatchObject({ 1: '+Inf', 2: String(count) });
+  });
+
+  it('writes HELP for operators: no document references', async () => {
+    const text = await scrape();
+    const helps = [...text.matchAll(/^# HELP (\S+) (.*)$/gm)];
+    expect(helps.length).toBeGreaterThan(10);
+    for (const [, name, help] of helps) {
+      expect(help, name).not.toMatch(/docs\/|seed \d|\.md\b/i);
+      expect(help!.length, name).toBeGreaterThan(20);
+    }
+  });
+
+  it('names process metrics once: taskplane_process_…, never taskplane_process_process_…', async () => {
+    const clock = new SystemClock();
+    const store = new MemoryStore();
+    const plane = new Plane({
+      clock,
+      random: new CryptoRandom(),
+      store,
+      connectors: () => new FakeRemote(clock).connector('fake'),
+    });
+    const text = await createMetrics(plane, { defaultMetrics: true }).metrics();
+    expect(text).toMatch(/^taskplane_process_cpu_seconds_total /m);
+    expect(text).toMatch(/^# TYPE taskplane_process_cpu_seconds_total counter$/m);
+    expect(text).not.toContain('process_process_');
+    // The example Grafana dashboard queries only names this registry exports.
+    const dashboard = readFileSync(new URL('../../docs/grafana-taskplane.json', import.meta.url), 'utf8');
+    const used = new Set(
+      [...dashboard.matchAll(/taskplane_\w+/g)].map((m) => m[0].replace(/_(bucket|sum|count)$/, '')),
+    );
+    const exported = new Set([...text.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]));
+    expect(used.size).toBeGreaterThan(10);
+    expect([...used].filter((name) => !exported.has(name))).toEqual([]);
+    await store.close();
+  });
+});
