@@ -109,7 +109,12 @@ export interface Connector {
 }
 
 export interface ConnectorCapabilities {
-  /** start() with the same messageId returns the same remote job. */
+  /**
+   * start() with the same messageId returns the same remote job. Without it, and without `list` to find
+   * a job by contextId, a start whose answer was lost cannot be recovered by asking: the engine never
+   * resends it blindly, it records `unknown` (reason `start_response_lost`) and the lost policy decides
+   * (plane/lost-policy.ts handleStartResponseLost).
+   */
   idempotentStart: boolean;
   /** listChanged() exists: reconciliation is one paged call per target, not one per job. */
   list: boolean;
@@ -123,13 +128,6 @@ export interface ConnectorCapabilities {
   cancel: boolean;
   /** Server guidance for polling, when the protocol has it (MCP pollIntervalMs). */
   pollIntervalMs?: number;
-  /**
-   * A start whose answer was lost can be neither found nor deduplicated: sending it again would start
-   * a second job (OpenAI create has no idempotency key and no lookup by metadata). The engine then never
-   * resends it blindly: the job becomes `unknown` (reason `start_response_lost`) and the lost policy
-   * decides (plane/lost-policy.ts). @default false
-   */
-  startUnfindable?: boolean;
   /**
    * The remote forgets a job this long after it was created (OpenAI keeps a background response about
    * 10 minutes unless stored). `not_found` on our own job past it is `expired`; within it `unknown`,

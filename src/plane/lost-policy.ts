@@ -1,3 +1,4 @@
+import type { Envelope } from '../core/envelope.ts';
 import { isTerminal } from '../core/states.ts';
 import { type PlaneContext } from './context.ts';
 import { jobBudgetExhausted } from './budgets.ts';
@@ -41,14 +42,8 @@ export async function handleLost(
   const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
     // Only the job we believe is current can be lost; an older remote id was already replaced.
     if (isTerminal(env.state) || env.remoteId !== lostRemoteId) return null;
-    const attempts = (env.reconciliation?.attempts ?? 0) + 1;
-    // A resubmission is new remote work: a job whose budget is used up is escalated instead, saying why.
-    const overBudget = jobBudgetExhausted(env);
-    resubmit =
-      ctx.config.lostPolicy === 'resubmit' &&
-      env.state !== 'cancel_requested' &&
-      attempts <= ctx.config.maxResubmits &&
-      !overBudget;
+    const { attempts, overBudget, ...decision } = lostPolicyDecision(ctx, env);
+    resubmit = decision.resubmit;
     if (!resubmit) {
       const cancel = env.cancel
         ? { ...env.cancel, outcome: env.cancel.outcome ?? ('lost' as const) }
@@ -111,19 +106,102 @@ export async function handleLost(
     return 'lost';
   }
   const outcome = await ctx.startAgain(envelope);
-  if (outcome.kind === 'started') {
-    ctx.counters.count('resubmitted', envelope);
-    await updateLocal(ctx, envelopeId, (env, now) => ({
+  if (outcome.kind === 'started') await recordResubmitted(ctx, envelopeId);
+  return 'lost';
+}
+
+/**
+ * The lost policy's choice for one job: `resubmit` when configured, the job is not being cancelled, it
+ * is within `maxResubmits`, and its budget is not used up (a resubmission is new remote work: a job
+ * whose budget is used up is escalated instead, saying why).
+ */
+function lostPolicyDecision(
+  ctx: PlaneContext,
+  env: Envelope,
+): { resubmit: boolean; attempts: number; overBudget: string | null } {
+  const attempts = (env.reconciliation?.attempts ?? 0) + 1;
+  const overBudget = jobBudgetExhausted(env);
+  const resubmit =
+    ctx.config.lostPolicy === 'resubmit' &&
+    env.state !== 'cancel_requested' &&
+    attempts <= ctx.config.maxResubmits &&
+    !overBudget;
+  return { resubmit, attempts, overBudget };
+}
+
+/** A resubmission the lost policy asked for has started on the remote: the envelope and the counters say so. */
+export async function recordResubmitted(ctx: PlaneContext, envelopeId: string): Promise<void> {
+  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => ({
+    next: {
+      ...env,
+      reconciliation: { ...(env.reconciliation ?? { attempts: 1 }), result: 'resubmitted', at: now },
+    },
+    events: [{ type: 'resubmitted', data: { remoteId: env.remoteId, messageId: env.messageId } }],
+  }));
+  if (!written) return;
+  ctx.counters.count('resubmitted', envelope);
+  ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job resubmitted');
+  ctx.wake(envelopeId);
+}
+
+/**
+ * The answer to a start was lost (the request may have reached the remote), and the remote can neither
+ * find the job again nor deduplicate a resend (start-remote.ts decides that from the connector's
+ * `idempotentStart` and `list`). Every connector gets this one rule; none differs.
+ *
+ * Why `unknown` and never `lost`: `lost` says the remote no longer knows a job, and here the remote may
+ * well know it. Neither protocol guarantees that an unanswered create created nothing. MCP Tasks
+ * (2026-07-28, §1.4 "strong consistency") has the server answer only after the task is durably created,
+ * so an answer lost on the way back means a task exists and runs; the extension has no `tasks/list`
+ * (§1.13) and `tools/call` takes no idempotency key, so it cannot be found or deduplicated. OpenAI's
+ * create answers `queued` at once with nothing to deduplicate on, and no response can be looked up by
+ * its metadata. So the job is `unknown` with reason `start_response_lost` (truth rule), and the lost
+ * policy decides what to do about it:
+ * - `resubmit` (within maxResubmits and the job's budget; returns true: the caller starts it again)
+ *   knowing a second remote job may run beside the unseen one, and the note says so;
+ * - otherwise it stays `unknown`, escalated, for a person, or until a delivery names the job (an OpenAI
+ *   webhook carries the response whose metadata names the envelope) and binds it.
+ */
+export async function handleStartResponseLost(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
+  let resubmit = false;
+  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
+    if (isTerminal(env.state) || env.remoteId !== null) return null;
+    // Already escalated: nothing new to record until a delivery or a person settles it.
+    if (env.state === 'unknown' && env.reconciliation?.result === 'escalated') return null;
+    const { attempts, overBudget, ...decision } = lostPolicyDecision(ctx, env);
+    resubmit = decision.resubmit;
+    const note = resubmit
+      ? 'start response lost; sent again: a second remote job may run beside one never seen'
+      : `start response lost; the remote can neither find the job nor deduplicate a resend${overBudget ? `; not resubmitted: ${overBudget}` : ''}`;
+    return {
       next: {
         ...env,
-        reconciliation: { ...(env.reconciliation ?? { attempts: 1 }), result: 'resubmitted', at: now },
+        state: 'unknown',
+        reconciliation: { result: resubmit ? 'lost' : 'escalated', at: now, attempts, note },
       },
-      events: [{ type: 'resubmitted', data: { remoteId: env.remoteId, messageId: env.messageId } }],
-    }));
-    ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job resubmitted');
-    ctx.wake(envelopeId);
-  }
-  return 'lost';
+      events: [
+        {
+          type: 'state_changed',
+          data: {
+            source: 'policy',
+            from: env.state,
+            to: 'unknown',
+            reason: 'start_response_lost',
+            policy: resubmit ? 'resubmit' : 'escalate',
+            attempt: attempts,
+            ...(overBudget ? { budget: overBudget } : {}),
+          },
+        },
+      ],
+    };
+  });
+  if (!written) return false;
+  ctx.logger.warn(
+    { envelopeId, target: envelope.target, policy: resubmit ? 'resubmit' : 'escalate' },
+    'start response lost and the remote can neither find the job nor deduplicate a resend',
+  );
+  if (!resubmit) ctx.counters.count('escalated', envelope);
+  return resubmit;
 }
 
 /**
@@ -230,59 +308,6 @@ async function handleForgotten(
 }
 
 /**
- * The answer to a start was lost and the remote can neither find the job nor deduplicate a resend
- * (`capabilities.startUnfindable`, OpenAI create). The job is `unknown` with reason
- * `start_response_lost`; then the lost policy: `resubmit` (within maxResubmits and the job's budget)
- * sends it again, knowing a second remote job may run beside the unseen one, and the event says so;
- * otherwise it stays `unknown`, escalated, until a delivery that names it (OpenAI webhooks carry the
- * response whose metadata names the envelope) or a person settles it. Returns whether to send again.
- */
-export async function handleStartLost(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
-  let resubmit = false;
-  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
-    if (isTerminal(env.state) || env.remoteId !== null) return null;
-    if (env.state === 'unknown' && env.reconciliation?.result === 'escalated') return null;
-    const attempts = (env.reconciliation?.attempts ?? 0) + 1;
-    const overBudget = jobBudgetExhausted(env);
-    resubmit =
-      ctx.config.lostPolicy === 'resubmit' &&
-      env.state !== 'cancel_requested' &&
-      attempts <= ctx.config.maxResubmits &&
-      !overBudget;
-    const note = resubmit
-      ? 'start response lost; sent again: a second remote job may run beside one never seen'
-      : `start response lost; the remote cannot look the job up${overBudget ? `; not resubmitted: ${overBudget}` : ''}`;
-    return {
-      next: {
-        ...env,
-        state: 'unknown',
-        reconciliation: { result: resubmit ? 'lost' : 'escalated', at: now, attempts, note },
-      },
-      events: [
-        {
-          type: 'state_changed',
-          data: {
-            source: 'policy',
-            from: env.state,
-            to: 'unknown',
-            reason: 'start_response_lost',
-            policy: resubmit ? 'resubmit' : 'escalate',
-            attempt: attempts,
-          },
-        },
-      ],
-    };
-  });
-  if (!written) return false;
-  ctx.logger.warn(
-    { envelopeId, target: envelope.target, policy: resubmit ? 'resubmit' : 'escalate' },
-    'start response lost and the remote cannot look the job up',
-  );
-  ctx.counters.count(resubmit ? 'resubmitted' : 'escalated', envelope);
-  return resubmit;
-}
-
-/**
  * The remote no longer knows a job it created and that we saw alive, on a remote that drops jobs at
  * the end of their lifetime (Connector `notFoundIsExpiry`: MCP -32602 on a task we hold): `expired`,
  * the remote's own lifetime rule, never a guessed success or failure. A cancel asked meanwhile ends
@@ -329,56 +354,4 @@ async function recordExpired(
       { envelopeId, target: envelope.target, remoteId, source },
       'remote dropped the job: expired',
     );
-}
-
-/**
- * A start whose answer was lost on a remote that neither deduplicates a resend nor lists its jobs
- * (MCP: a lost CreateTaskResult cannot be found again). The job is `unknown`, saying why, and the
- * lost policy decides: `resubmit` (returns true: the caller starts it again, knowing the first call
- * may also run) or `escalate` (`lost`, for a person).
- */
-export async function handleStartInDoubt(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
-  let resubmit = false;
-  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
-    if (isTerminal(env.state) || env.remoteId !== null) return null;
-    const attempts = (env.reconciliation?.attempts ?? 0) + 1;
-    resubmit =
-      ctx.config.lostPolicy === 'resubmit' &&
-      env.state !== 'cancel_requested' &&
-      attempts <= ctx.config.maxResubmits &&
-      !jobBudgetExhausted(env);
-    const note = 'start answer lost; the remote has no list to find the job by, nor deduplicates a resend';
-    const events: Array<{ type: 'state_changed' | 'lost'; data: Record<string, unknown> }> = [];
-    if (env.state !== 'unknown')
-      events.push({
-        type: 'state_changed',
-        data: { source: 'policy', from: env.state, to: 'unknown', reason: 'create_result_lost' },
-      });
-    events.push({
-      type: 'lost',
-      data: {
-        source: 'start',
-        remoteId: null,
-        policy: resubmit ? 'resubmit' : 'escalate',
-        attempt: attempts,
-      },
-    });
-    return {
-      next: {
-        ...env,
-        state: resubmit ? 'unknown' : 'lost',
-        cancel:
-          env.cancel && !resubmit ? { ...env.cancel, outcome: env.cancel.outcome ?? 'lost' } : env.cancel,
-        reconciliation: { result: resubmit ? 'lost' : 'escalated', at: now, attempts, note },
-      },
-      events,
-    };
-  });
-  if (written)
-    ctx.logger.info(
-      { envelopeId, target: envelope.target, policy: resubmit ? 'resubmit' : 'escalate' },
-      'start answer lost and cannot be found again',
-    );
-  if (!resubmit && written) ctx.counters.count('escalated', envelope);
-  return written && resubmit;
 }

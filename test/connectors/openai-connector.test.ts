@@ -209,7 +209,12 @@ describe('target kind openai', () => {
       deps,
     );
     expect(c.kind).toBe('openai');
-    expect(c.capabilities).toMatchObject({ streamResume: true, startUnfindable: true, retentionMs: 600_000 });
+    expect(c.capabilities).toMatchObject({
+      idempotentStart: false,
+      list: false,
+      streamResume: true,
+      retentionMs: 600_000,
+    });
   });
 
   it('names the setting at fault', () => {

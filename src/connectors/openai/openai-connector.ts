@@ -30,8 +30,8 @@ import { fromSdkError } from './wire-errors.ts';
  * - Start: `responses.create({background: true, stream: true, store: true, metadata: {taskplane:
  *   <envelope id>}})` with the SDK's retries OFF. The API has no idempotency key, so a retried POST
  *   could start a second response; and it cannot find a response by metadata, so a create whose answer
- *   was lost cannot be looked up (`capabilities.startUnfindable`: the engine records `unknown` and applies
- *   the lost policy instead of sending it again blindly).
+ *   was lost cannot be looked up (no `idempotentStart`, no `list`: the engine records `unknown` and
+ *   applies the lost policy instead of sending it again blindly).
  * - Observe: the create's own stream, then `GET /responses/{id}?stream=true&starting_after=<cursor>`
  *   after a drop; the cursor is the last event's `sequence_number`. A stream that ends without a
  *   terminal event (the real API's cancel has none) is followed by one `retrieve`.
@@ -109,7 +109,6 @@ export class OpenAIConnector implements Connector {
       push: false,
       input: false,
       cancel: true,
-      startUnfindable: true,
       retentionMs: options.retentionMs ?? 600_000,
     };
   }
