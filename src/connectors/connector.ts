@@ -129,26 +129,25 @@ export interface ConnectorCapabilities {
   /** Server guidance for polling, when the protocol has it (MCP pollIntervalMs). */
   pollIntervalMs?: number;
   /**
-   * The remote forgets a job this long after it was created (OpenAI keeps a background response about
-   * 10 minutes unless stored). `not_found` on our own job past it is `expired`; within it `unknown`,
-   * reconciled; never `lost` (resubmitting would run the work again). Absent: `not_found` means lost.
+   * What the remote's own `not_found` means for a job we created and saw alive: the remote's lifetime
+   * rule for its jobs. @default 'lost'
+   * - `'lost'`: the remote forgot it (an agent restarted without its store): the lost policy resubmits
+   *   or escalates.
+   * - `'expired'`: the remote drops a job at the end of its lifetime and its answer cannot tell that from
+   *   forgetting (MCP: -32602 for an unknown task id, and a server may drop a task once its ttlMs has
+   *   passed): `expired`, never resubmitted.
+   * - `{expiresAfterMs}`: the remote keeps a job this long after it was created (an OpenAI background
+   *   response, about 10 minutes): past it `expired`; within it the answer is out of place (deleted by
+   *   someone, a replica behind) and the job is `unknown`, reconciled. Never resubmitted: that would run
+   *   the work again.
+   * - `'unknown'`: the remote keeps its jobs until someone deletes them (Claude sessions): the outcome
+   *   can no longer be read; `unknown` with the reason, never resubmitted, reconciliation keeps asking.
    */
-  retentionMs?: number;
-  /**
-   * What `not_found` on a job we created means. `lost` (the default): the remote forgot it, the lost
-   * policy resubmits or escalates. `unknown`: the remote keeps its jobs until someone deletes them
-   * (Claude sessions), so the outcome can no longer be read; the job becomes `unknown` with the
-   * reason, is never resubmitted, and reconciliation keeps asking.
-   */
-  notFound?: 'lost' | 'unknown';
-  /**
-   * A `not_found` for a job we hold means the remote dropped it at the end of its lifetime, not that it
-   * lost it: the engine records `expired` instead of applying the lost policy. MCP: an unknown task id
-   * is -32602, a server may drop a task once its ttlMs has passed, and without a list the two cannot be
-   * told apart. @default false
-   */
-  notFoundIsExpiry?: boolean;
+  notFound?: NotFoundMeaning;
 }
+
+/** What `not_found` on a job we created means (ConnectorCapabilities.notFound). */
+export type NotFoundMeaning = 'lost' | 'expired' | 'unknown' | { expiresAfterMs: number };
 
 export interface StartRequest {
   /** Our envelope id, for correlation only. */

@@ -1,4 +1,5 @@
 import type { Envelope } from '../core/envelope.ts';
+import type { NotFoundMeaning } from '../connectors/connector.ts';
 import { isTerminal } from '../core/states.ts';
 import { type PlaneContext } from './context.ts';
 import { jobBudgetExhausted } from './budgets.ts';
@@ -11,8 +12,9 @@ import { updateLocal } from './observe.ts';
  */
 
 /**
- * TaskNotFound on a job we created (docs/a2a-notes.md, "Failure matrix": the agent forgets the task): the
- * remote lost it. Policy
+ * TaskNotFound on a job we created (docs/a2a-notes.md, "Failure matrix": the agent forgets the task).
+ * What it means is the connector's `capabilities.notFound`; anything but `lost` is recorded as the
+ * remote's lifetime rule says (recordNotFound). `lost`: the remote lost it. Policy
  * `resubmit` starts it again with the SAME messageId (a forgetful agent has no memory of it, so this
  * makes one new remote job, not a duplicate of a live one) and keeps tracking it on the same envelope;
  * `escalate`, a job being cancelled, or too many resubmissions mark it `lost` for a person.
@@ -24,20 +26,12 @@ export async function handleLost(
   source: string,
 ): Promise<'lost' | 'unknown'> {
   const current = await ctx.store.getEnvelope(envelopeId);
-  const capabilities = current ? ctx.connectors(current.target)?.capabilities : undefined;
-  if (capabilities?.retentionMs !== undefined) {
-    await handleForgotten(ctx, envelopeId, lostRemoteId, source, capabilities.retentionMs);
+  const meaning = (current && ctx.connectors(current.target)?.capabilities.notFound) ?? 'lost';
+  if (meaning !== 'lost') {
+    await recordNotFound(ctx, envelopeId, lostRemoteId, source, meaning);
     return 'unknown';
   }
   ctx.counters.count('taskNotFoundOwn', { id: envelopeId });
-  if (capabilities?.notFound === 'unknown') {
-    await markGone(ctx, envelopeId, lostRemoteId, source);
-    return 'unknown';
-  }
-  if (capabilities?.notFoundIsExpiry) {
-    await recordExpired(ctx, envelopeId, lostRemoteId, source);
-    return 'unknown';
-  }
   let resubmit = false;
   const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
     // Only the job we believe is current can be lost; an older remote id was already replaced.
@@ -204,154 +198,108 @@ export async function handleStartResponseLost(ctx: PlaneContext, envelopeId: str
   return resubmit;
 }
 
-/**
- * `not_found` from a remote that keeps its jobs until someone deletes them (capabilities.notFound
- * `unknown`): the outcome can no longer be read, and resubmitting could do the work twice. The job is
- * `unknown` with the reason; reconciliation keeps asking.
- */
-async function markGone(
-  ctx: PlaneContext,
-  envelopeId: string,
-  remoteId: string,
+/** What a `not_found` other than `lost` makes of one job (ConnectorCapabilities.notFound). */
+interface NotFoundVerdict {
+  state: 'expired' | 'unknown';
+  /** The event's reason, stable for readers of the log. */
+  reason: string;
+  note: string;
+  data?: Record<string, unknown>;
+}
+
+function notFoundVerdict(
+  meaning: Exclude<NotFoundMeaning, 'lost'>,
+  env: Envelope,
+  now: number,
   source: string,
-): Promise<void> {
-  const { written, envelope } = await updateLocal(ctx, envelopeId, (env, now) =>
-    isTerminal(env.state) || env.remoteId !== remoteId || env.state === 'unknown'
-      ? null
-      : {
-          next: {
-            ...env,
-            state: 'unknown',
-            pendingInput: null,
-            reconciliation: {
-              result: 'lost',
-              at: now,
-              attempts: (env.reconciliation?.attempts ?? 0) + 1,
-              note: `not found (${source}); deleted on the remote, outcome unknown`,
-            },
-          },
-          events: [
-            {
-              type: 'state_changed',
-              data: { source, from: env.state, to: 'unknown', reason: 'remote_not_found', remoteId },
-            },
-          ],
-        },
-  );
-  if (written)
-    ctx.logger.info(
-      { envelopeId, target: envelope.target, remoteId, source },
-      'remote job not found: unknown',
-    );
+): NotFoundVerdict {
+  if (meaning === 'expired')
+    // MCP: the task was alive (we had its id from the server) and the server may drop it once its
+    // ttlMs has passed: the remote's own lifetime rule, never a guessed success or failure.
+    return { state: 'expired', reason: 'not_found_after_alive', note: `not found (${source}): expired` };
+  if (meaning === 'unknown')
+    return {
+      state: 'unknown',
+      reason: 'remote_not_found',
+      note: `not found (${source}); deleted on the remote, outcome unknown`,
+    };
+  // Counted from the envelope's creation, which precedes the remote's, so never early.
+  const ageMs = now - env.createdAt;
+  const data = { ageMs, expiresAfterMs: meaning.expiresAfterMs };
+  return ageMs >= meaning.expiresAfterMs
+    ? { state: 'expired', reason: 'retention', note: `not found (${source}) past the retention window`, data }
+    : {
+        state: 'unknown',
+        reason: 'not_found_within_retention',
+        note: `not found (${source}) within the retention window; asked again`,
+        data,
+      };
 }
 
 /**
- * `not_found` from a remote that forgets jobs after a retention window (`capabilities.retentionMs`,
- * OpenAI background responses): it is not `lost`, and resubmitting would run the work again. Past the
- * window (counted from the envelope's creation, which precedes the remote's) the job is `expired`: the
- * remote dropped the record and nothing can recover its outcome. Within it the answer is out of place
- * (deleted by someone, a replica behind): `unknown`, and the fast path and reconciliation keep asking
- * until the window has passed.
+ * `not_found` from a remote whose not-found is not "lost" (ConnectorCapabilities.notFound): never
+ * resubmitted. `expired`: the remote dropped the job by its own lifetime rule and nothing can recover
+ * its outcome; a cancel asked meanwhile ends with that outcome too. `unknown`: the outcome cannot be read
+ * now; a cancel intent stays visible, and the fast path and reconciliation keep asking.
  */
-async function handleForgotten(
+async function recordNotFound(
   ctx: PlaneContext,
   envelopeId: string,
   remoteId: string,
   source: string,
-  retentionMs: number,
+  meaning: Exclude<NotFoundMeaning, 'lost'>,
 ): Promise<void> {
-  let expired = false;
+  let verdict: NotFoundVerdict | null = null;
   const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
     if (isTerminal(env.state) || env.remoteId !== remoteId) return null;
-    const ageMs = now - env.createdAt;
-    expired = ageMs >= retentionMs;
-    if (expired) {
-      const cancel = env.cancel ? { ...env.cancel, outcome: 'expired' as const, pending: null } : env.cancel;
+    const v = (verdict = notFoundVerdict(meaning, env, now, source));
+    const reconciliation = {
+      result: v.state === 'expired' ? ('ok' as const) : ('lost' as const),
+      at: now,
+      attempts: (env.reconciliation?.attempts ?? 0) + 1,
+      note: v.note,
+    };
+    const event = {
+      type: 'state_changed' as const,
+      data: { source, from: env.state, to: v.state, reason: v.reason, remoteId, ...v.data },
+    };
+    if (v.state === 'unknown') {
+      // Said once: the next not_found is no news while the job still waits for an answer.
+      if (
+        env.state === 'unknown' ||
+        (env.state === 'cancel_requested' && env.reconciliation?.result === 'lost')
+      )
+        return null;
+      const state = env.state === 'cancel_requested' ? env.state : 'unknown';
       return {
-        next: { ...env, state: 'expired', cancel, pendingInput: null, lastConfirmedAt: now },
-        events: [
-          {
-            type: 'state_changed',
-            data: { source, from: env.state, to: 'expired', reason: 'retention', ageMs, retentionMs },
-          },
-        ],
+        next: { ...env, state, pendingInput: null, reconciliation },
+        events: [{ ...event, data: { ...event.data, to: state } }],
       };
     }
-    if (env.state === 'unknown') return null;
-    // A cancel intent stays visible; the event says what was seen.
-    const state = env.state === 'cancel_requested' ? env.state : 'unknown';
-    return {
-      next: { ...env, state },
-      events: [
-        {
-          type: 'state_changed',
-          data: {
-            source,
-            from: env.state,
-            to: state,
-            reason: 'not_found_within_retention',
-            ageMs,
-            retentionMs,
-          },
-        },
-      ],
-    };
-  });
-  if (!written) return;
-  if (!expired) ctx.counters.count('taskNotFoundOwn', envelope);
-  ctx.logger.info(
-    { envelopeId, target: envelope.target, remoteId, source, state: envelope.state },
-    expired
-      ? 'remote forgot the job after its retention window: expired'
-      : 'remote does not know the job within its retention window: unknown',
-  );
-}
-
-/**
- * The remote no longer knows a job it created and that we saw alive, on a remote that drops jobs at
- * the end of their lifetime (Connector `notFoundIsExpiry`: MCP -32602 on a task we hold): `expired`,
- * the remote's own lifetime rule, never a guessed success or failure. A cancel asked meanwhile ends
- * with that outcome too.
- */
-async function recordExpired(
-  ctx: PlaneContext,
-  envelopeId: string,
-  remoteId: string,
-  source: string,
-): Promise<void> {
-  const { envelope, written } = await updateLocal(ctx, envelopeId, (env, now) => {
-    if (isTerminal(env.state) || env.remoteId !== remoteId) return null;
     return {
       next: {
         ...env,
         state: 'expired',
         pendingInput: null,
+        lastConfirmedAt: now,
         cancel: env.cancel ? { ...env.cancel, outcome: 'expired', pending: null } : env.cancel,
-        error: {
-          code: 'remote_forgot',
-          message: 'the remote no longer knows this task (ended its lifetime)',
-        },
-        reconciliation: {
-          result: 'ok',
-          at: now,
-          attempts: (env.reconciliation?.attempts ?? 0) + 1,
-          note: `not found (${source}): expired`,
-        },
+        error: { code: 'remote_forgot', message: 'the remote no longer knows this job (ended its lifetime)' },
+        reconciliation,
       },
       events: [
-        {
-          type: 'state_changed',
-          data: { source, from: env.state, to: 'expired', reason: 'not_found_after_alive', remoteId },
-        },
+        event,
         ...(env.cancel && env.cancel.outcome === null
           ? [{ type: 'cancel_outcome' as const, data: { outcome: 'expired', source } }]
           : []),
       ],
     };
   });
-  if (written)
-    ctx.logger.info(
-      { envelopeId, target: envelope.target, remoteId, source },
-      'remote dropped the job: expired',
-    );
+  if (!written || !verdict) return;
+  const { state, reason } = verdict as NotFoundVerdict;
+  // Past a retention window a not_found is what the remote promised, not news about our job.
+  if (reason !== 'retention') ctx.counters.count('taskNotFoundOwn', envelope);
+  ctx.logger.info(
+    { envelopeId, target: envelope.target, remoteId, source, state: envelope.state, reason },
+    `remote does not know the job: ${state}`,
+  );
 }

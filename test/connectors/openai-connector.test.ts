@@ -213,7 +213,7 @@ describe('target kind openai', () => {
       idempotentStart: false,
       list: false,
       streamResume: true,
-      retentionMs: 600_000,
+      notFound: { expiresAfterMs: 600_000 },
     });
   });
 

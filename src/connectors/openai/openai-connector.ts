@@ -38,7 +38,7 @@ import { fromSdkError } from './wire-errors.ts';
  * - Retrieve is `get` (the reconciliation call); cancel is `responses.cancel`.
  * - Webhooks are per project, not per job: a delivery is verified with the target's Standard Webhooks
  *   secret (`signedByTarget`), names only the response id, and the engine fetches the truth.
- * - Responses are forgotten after a retention window (`capabilities.retentionMs`): a 404 past it is
+ * - Responses are forgotten after a retention window (`capabilities.notFound: {expiresAfterMs}`): a 404 past it is
  *   `expired`, within it `unknown` (plane/lost-policy.ts).
  */
 export interface OpenAIConnectorOptions {
@@ -109,7 +109,7 @@ export class OpenAIConnector implements Connector {
       push: false,
       input: false,
       cancel: true,
-      retentionMs: options.retentionMs ?? 600_000,
+      notFound: { expiresAfterMs: options.retentionMs ?? 600_000 },
     };
   }
 
