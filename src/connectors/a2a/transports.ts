@@ -6,7 +6,8 @@ import {
   type A2AMethod,
 } from '../../protocols/a2a/types.ts';
 import { readSse } from '../sse-reader.ts';
-import { a2aWireError, routeError, transportError } from './wire-errors.ts';
+import { a2aWireError, routeError } from './wire-errors.ts';
+import { transportError } from '../transport-errors.ts';
 
 /**
  * The two A2A 1.0 HTTP bindings behind one interface: JSON-RPC (POST the envelope to the interface URL)
