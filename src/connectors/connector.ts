@@ -188,6 +188,12 @@ export interface RemoteSnapshot {
   remoteVersion: number | null;
   /** Remote status timestamp (ms), when given. */
   stateTimestamp: number | null;
+  /**
+   * Why the connector normalized `nativeState` to `state` when the native state alone does not say it
+   * (OpenAI: `queued_stale`, a response queued past the staleness limit, is `unknown`). Only with it may
+   * an `unknown` replace a known state; the `state_changed` event carries it.
+   */
+  reason?: string;
   /** Stream resume cursor after this snapshot, when the protocol has one. */
   cursor?: string | null;
   /** Id of the stream event this snapshot came from (SSE `id:`), when the stream gives one. */

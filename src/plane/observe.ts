@@ -185,7 +185,12 @@ export async function observe(
       ? { apply: false, reason: 'stale' }
       : decideTransition(
           { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
-          { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
+          {
+            state: snapshot.state,
+            nativeState: snapshot.nativeState,
+            remoteVersion: snapshot.remoteVersion,
+            reason: snapshot.reason ?? null,
+          },
         );
     const schema = env.acceptance?.status === 'pending' ? env.acceptance.schema : undefined;
     if (decision.apply && isTerminal(snapshot.state) && schema && ctx.schemaCompiler) {
@@ -250,6 +255,7 @@ export async function observe(
           to: next.state,
           nativeState: next.nativeState,
           remoteVersion: next.remoteVersion,
+          ...(snapshot.reason ? { reason: snapshot.reason } : {}),
         });
       }
       if (isTerminal(next.state) && next.cancel && next.cancel.outcome === null) {

@@ -16,6 +16,7 @@ import {
   CORRELATION_KEY,
   eventSnapshot,
   responseSnapshot,
+  staleQueued,
   type IncompletePolicy,
   type PriceTable,
   type SnapshotOptions,
@@ -38,6 +39,8 @@ import { fromSdkError } from './wire-errors.ts';
  * - Retrieve is `get` (the reconciliation call); cancel is `responses.cancel`.
  * - Webhooks are per project, not per job: a delivery is verified with the target's Standard Webhooks
  *   secret (`signedByTarget`), names only the response id, and the engine fetches the truth.
+ * - A response still `queued` `queuedStaleMs` after its creation is `unknown` (reason `queued_stale`) when
+ *   retrieved: it may never start (response-snapshot.ts staleQueued).
  * - Responses are forgotten after a retention window (`capabilities.notFound: {expiresAfterMs}`): a 404 past it is
  *   `expired`, within it `unknown` (plane/lost-policy.ts).
  */
@@ -57,6 +60,11 @@ export interface OpenAIConnectorOptions {
   prices?: PriceTable;
   /** A 404 this long after creation means the response expired, not that it was lost. @default 600000 */
   retentionMs?: number;
+  /**
+   * A response still `queued` this long after it was created is `unknown` (reason `queued_stale`): it may
+   * never start. Background responses normally leave `queued` within seconds. @default 600000
+   */
+  queuedStaleMs?: number;
   /** Per-call timeout of the SDK (the engine bounds calls too). @default 60000 */
   timeoutMs?: number;
   /** Retries of idempotent calls (retrieve, cancel) by the SDK; create never retries. @default 2 */
@@ -198,8 +206,13 @@ export class OpenAIConnector implements Connector {
 
   async get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
     try {
-      const r = await this.client.responses.retrieve(remoteId, {}, { signal });
-      return responseSnapshot(r as unknown as WireResponse, this.snapshotOptions);
+      const r = (await this.client.responses.retrieve(remoteId, {}, { signal })) as unknown as WireResponse;
+      return staleQueued(
+        responseSnapshot(r, this.snapshotOptions),
+        r,
+        this.clock.now(),
+        this.options.queuedStaleMs ?? 600_000,
+      );
     } catch (err) {
       throw fromSdkError(err, 'retrieve');
     }
