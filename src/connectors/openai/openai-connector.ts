@@ -1,4 +1,3 @@
-import OpenAI from 'openai';
 import type { Webhook } from 'standardwebhooks';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import { TaskplaneError } from '../../core/errors.ts';
@@ -22,7 +21,7 @@ import {
   type SnapshotOptions,
   type WireResponse,
 } from './response-snapshot.ts';
-import { fromSdkError } from './wire-errors.ts';
+import { fromSdkError, loadSdk, type OpenAIClient } from './wire-errors.ts';
 
 /**
  * The OpenAI connector: background responses of the Responses API through the official `openai` SDK
@@ -84,7 +83,7 @@ export class OpenAIConnector implements Connector {
   readonly kind = 'openai';
   readonly target: string;
   readonly capabilities: ConnectorCapabilities;
-  private readonly client: OpenAI;
+  private clientLoad: Promise<OpenAIClient> | null = null;
   private readonly snapshotOptions: SnapshotOptions;
   private readonly signingKey: Webhook | null;
   private readonly clock: Clock;
@@ -92,17 +91,6 @@ export class OpenAIConnector implements Connector {
   constructor(private readonly options: OpenAIConnectorOptions) {
     this.target = options.target;
     this.clock = options.clock ?? new SystemClock();
-    this.client = new OpenAI({
-      apiKey: options.apiKey,
-      baseURL: options.baseUrl ?? DEFAULT_BASE_URL,
-      maxRetries: options.maxRetries ?? 2,
-      timeout: options.timeoutMs ?? 60_000,
-      // Never read from the environment below the CLI: the SDK would otherwise look for these.
-      organization: null,
-      project: null,
-      webhookSecret: null,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
     this.snapshotOptions = { incomplete: options.incomplete ?? 'failed', prices: options.prices ?? null };
     this.signingKey =
       options.webhookSecret !== undefined
@@ -119,6 +107,26 @@ export class OpenAIConnector implements Connector {
       cancel: true,
       notFound: { expiresAfterMs: options.retentionMs ?? 600_000 },
     };
+  }
+
+  /** The official client, built on first use (the SDK is imported then). */
+  private client(): Promise<OpenAIClient> {
+    const o = this.options;
+    this.clientLoad ??= loadSdk().then(
+      (m) =>
+        new m.default({
+          apiKey: o.apiKey,
+          baseURL: o.baseUrl ?? DEFAULT_BASE_URL,
+          maxRetries: o.maxRetries ?? 2,
+          timeout: o.timeoutMs ?? 60_000,
+          // Never read from the environment below the CLI: the SDK would otherwise look for these.
+          organization: null,
+          project: null,
+          webhookSecret: null,
+          ...(o.fetch ? { fetch: o.fetch } : {}),
+        }),
+    );
+    return this.clientLoad;
   }
 
   /** The create body for one start: template, then the caller's input, then what we own. */
@@ -166,7 +174,9 @@ export class OpenAIConnector implements Connector {
     let stream: AsyncIterable<{ type: string; sequence_number: number; response?: unknown }>;
     try {
       // No retries: a retried POST could start a second response (the API has no idempotency key).
-      stream = (await this.client.responses.create(body as never, { maxRetries: 0, signal })) as never;
+      stream = (await (
+        await this.client()
+      ).responses.create(body as never, { maxRetries: 0, signal })) as never;
     } catch (err) {
       throw fromSdkError(err, 'create');
     }
@@ -206,7 +216,9 @@ export class OpenAIConnector implements Connector {
 
   async get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
     try {
-      const r = (await this.client.responses.retrieve(remoteId, {}, { signal })) as unknown as WireResponse;
+      const r = (await (
+        await this.client()
+      ).responses.retrieve(remoteId, {}, { signal })) as unknown as WireResponse;
       return staleQueued(
         responseSnapshot(r, this.snapshotOptions),
         r,
@@ -226,7 +238,9 @@ export class OpenAIConnector implements Connector {
     const after = cursor !== null && /^\d+$/.test(cursor) ? Number(cursor) : undefined;
     let stream: AsyncIterable<{ type: string; sequence_number: number; response?: unknown }>;
     try {
-      stream = (await this.client.responses.retrieve(
+      stream = (await (
+        await this.client()
+      ).responses.retrieve(
         remoteId,
         { stream: true, ...(after !== undefined ? { starting_after: after } : {}) },
         { signal },
@@ -281,7 +295,7 @@ export class OpenAIConnector implements Connector {
 
   async cancel(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
     try {
-      const r = await this.client.responses.cancel(remoteId, { signal });
+      const r = await (await this.client()).responses.cancel(remoteId, { signal });
       return responseSnapshot(r as unknown as WireResponse, this.snapshotOptions);
     } catch (err) {
       throw fromSdkError(err, 'cancel');
