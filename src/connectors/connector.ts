@@ -9,8 +9,9 @@ import type { NormalizedState } from '../core/states.ts';
  *
  * Errors: throw TaskplaneError. `not_found` ONLY for the protocol's own answer that the remote does not
  * know the object (A2A TaskNotFoundError: JSON-RPC -32001, or a REST 404 whose google.rpc.Status says
- * TASK_NOT_FOUND): on a job we created that means "lost". A bare HTTP 404, an HTML page or a gateway's
- * JSON is not the remote's word about the job: `unavailable` with `details.route = 'not_protocol'`.
+ * TASK_NOT_FOUND); what it means on a job we created is `capabilities.notFound` ("lost" by default).
+ * A bare HTTP 404, an HTML page or a gateway's JSON is not the remote's word about the job:
+ * `unavailable` with `details.route = 'not_protocol'`.
  * `unavailable`/`timeout` for transport trouble (retryable); `details.notSent = true` when the
  * connection was refused before anything was sent (the remote certainly never got the request).
  * `failed_precondition` for "not in a state that allows this" (A2A UnsupportedOperationError /
