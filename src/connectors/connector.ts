@@ -9,8 +9,9 @@ import type { NormalizedState } from '../core/states.ts';
  *
  * Errors: throw TaskplaneError. `not_found` ONLY for the protocol's own answer that the remote does not
  * know the object (A2A TaskNotFoundError: JSON-RPC -32001, or a REST 404 whose google.rpc.Status says
- * TASK_NOT_FOUND): on a job we created that means "lost". A bare HTTP 404, an HTML page or a gateway's
- * JSON is not the remote's word about the job: `unavailable` with `details.route = 'not_protocol'`.
+ * TASK_NOT_FOUND); what it means on a job we created is `capabilities.notFound` ("lost" by default).
+ * A bare HTTP 404, an HTML page or a gateway's JSON is not the remote's word about the job:
+ * `unavailable` with `details.route = 'not_protocol'`.
  * `unavailable`/`timeout` for transport trouble (retryable); `details.notSent = true` when the
  * connection was refused before anything was sent (the remote certainly never got the request).
  * `failed_precondition` for "not in a state that allows this" (A2A UnsupportedOperationError /
@@ -109,7 +110,12 @@ export interface Connector {
 }
 
 export interface ConnectorCapabilities {
-  /** start() with the same messageId returns the same remote job. */
+  /**
+   * start() with the same messageId returns the same remote job. Without it, and without `list` to find
+   * a job by contextId, a start whose answer was lost cannot be recovered by asking: the engine never
+   * resends it blindly, it records `unknown` (reason `start_response_lost`) and the lost policy decides
+   * (plane/lost-policy.ts handleStartResponseLost).
+   */
   idempotentStart: boolean;
   /** listChanged() exists: reconciliation is one paged call per target, not one per job. */
   list: boolean;
@@ -124,33 +130,25 @@ export interface ConnectorCapabilities {
   /** Server guidance for polling, when the protocol has it (MCP pollIntervalMs). */
   pollIntervalMs?: number;
   /**
-   * A start whose answer was lost can be neither found nor deduplicated: sending it again would start
-   * a second job (OpenAI create has no idempotency key and no lookup by metadata). The engine then never
-   * resends it blindly: the job becomes `unknown` (reason `start_response_lost`) and the lost policy
-   * decides (plane/lost-policy.ts). @default false
+   * What the remote's own `not_found` means for a job we created and saw alive: the remote's lifetime
+   * rule for its jobs. @default 'lost'
+   * - `'lost'`: the remote forgot it (an agent restarted without its store): the lost policy resubmits
+   *   or escalates.
+   * - `'expired'`: the remote drops a job at the end of its lifetime and its answer cannot tell that from
+   *   forgetting (MCP: -32602 for an unknown task id, and a server may drop a task once its ttlMs has
+   *   passed): `expired`, never resubmitted.
+   * - `{expiresAfterMs}`: the remote keeps a job this long after it was created (an OpenAI background
+   *   response, about 10 minutes): past it `expired`; within it the answer is out of place (deleted by
+   *   someone, a replica behind) and the job is `unknown`, reconciled. Never resubmitted: that would run
+   *   the work again.
+   * - `'unknown'`: the remote keeps its jobs until someone deletes them (Claude sessions): the outcome
+   *   can no longer be read; `unknown` with the reason, never resubmitted, reconciliation keeps asking.
    */
-  startUnfindable?: boolean;
-  /**
-   * The remote forgets a job this long after it was created (OpenAI keeps a background response about
-   * 10 minutes unless stored). `not_found` on our own job past it is `expired`; within it `unknown`,
-   * reconciled; never `lost` (resubmitting would run the work again). Absent: `not_found` means lost.
-   */
-  retentionMs?: number;
-  /**
-   * What `not_found` on a job we created means. `lost` (the default): the remote forgot it, the lost
-   * policy resubmits or escalates. `unknown`: the remote keeps its jobs until someone deletes them
-   * (Claude sessions), so the outcome can no longer be read; the job becomes `unknown` with the
-   * reason, is never resubmitted, and reconciliation keeps asking.
-   */
-  notFound?: 'lost' | 'unknown';
-  /**
-   * A `not_found` for a job we hold means the remote dropped it at the end of its lifetime, not that it
-   * lost it: the engine records `expired` instead of applying the lost policy. MCP: an unknown task id
-   * is -32602, a server may drop a task once its ttlMs has passed, and without a list the two cannot be
-   * told apart. @default false
-   */
-  notFoundIsExpiry?: boolean;
+  notFound?: NotFoundMeaning;
 }
+
+/** What `not_found` on a job we created means (ConnectorCapabilities.notFound). */
+export type NotFoundMeaning = 'lost' | 'expired' | 'unknown' | { expiresAfterMs: number };
 
 export interface StartRequest {
   /** Our envelope id, for correlation only. */
@@ -191,6 +189,12 @@ export interface RemoteSnapshot {
   remoteVersion: number | null;
   /** Remote status timestamp (ms), when given. */
   stateTimestamp: number | null;
+  /**
+   * Why the connector normalized `nativeState` to `state` when the native state alone does not say it
+   * (OpenAI: `queued_stale`, a response queued past the staleness limit, is `unknown`). Only with it may
+   * an `unknown` replace a known state; the `state_changed` event carries it.
+   */
+  reason?: string;
   /** Stream resume cursor after this snapshot, when the protocol has one. */
   cursor?: string | null;
   /** Id of the stream event this snapshot came from (SSE `id:`), when the stream gives one. */

@@ -70,6 +70,11 @@ export interface Observation {
   nativeState: string | null;
   /** Larger is newer. Sequence number, or remote status timestamp in ms. Null when the source has none. */
   remoteVersion: number | null;
+  /**
+   * Why the connector normalized the native state this way when the native state alone does not say it
+   * (OpenAI `queued_stale`: queued past the connector's staleness limit). Absent for a plain mapping.
+   */
+  reason?: string | null;
 }
 
 export type TransitionDecision =
@@ -86,11 +91,14 @@ export type TransitionDecision =
  * 4. `cancel_requested` is local intent: any remote state other than the plain running/waiting ones
  *    replaces it, and a terminal outcome always does, including "completed after cancel was requested".
  *    While cancel is pending, a non-terminal remote report only refreshes the native state.
- * 5. `unknown` never overwrites a known state: it is an honest "we could not tell", not news.
+ * 5. `unknown` never overwrites a known state: it is an honest "we could not tell", not news. Unless it
+ *    gives a reason: then it is the connector's own rule about a native state it knows (OpenAI: a
+ *    response `queued` past the staleness limit may never start), and it is news, ordered like any other.
  */
 export function decideTransition(current: StateRecord, obs: Observation): TransitionDecision {
   if (isTerminal(current.state)) return { apply: false, reason: 'terminal' };
-  if (obs.state === 'unknown' && current.state !== 'unknown') return { apply: false, reason: 'stale' };
+  if (obs.state === 'unknown' && current.state !== 'unknown' && !obs.reason)
+    return { apply: false, reason: 'stale' };
 
   if (current.remoteVersion !== null && obs.remoteVersion !== null) {
     if (obs.remoteVersion < current.remoteVersion) return { apply: false, reason: 'stale' };

@@ -55,6 +55,10 @@ export class JobWatcher {
   /** The plane's context with this watcher's own signal: stop() ends just this watcher. */
   private readonly ctx: PlaneContext;
   private readonly stopper = new AbortController();
+  /** The stream this watcher reads now and the job it follows (null before the create names it). */
+  private attached: { remoteId: string | null; cut: AbortController } | null = null;
+  private checking = false;
+  private recheck = false;
 
   constructor(
     parent: PlaneContext,
@@ -90,6 +94,49 @@ export class JobWatcher {
 
   wake(): void {
     this.wakeSignal.wake();
+  }
+
+  /**
+   * The job's record was written by some path (this process or another sharing the store: a poll,
+   * a webhook, reconciliation, an API call). When that path ended the job or bound it to another
+   * remote job, the open stream has nothing left to say, and a silent one would hold this watcher (and
+   * its connection) until stop(): it is cut, and the loop's next read ends or moves the watcher.
+   */
+  noticeChange(): void {
+    if (!this.attached) return;
+    if (this.checking) {
+      this.recheck = true;
+      return;
+    }
+    this.checking = true;
+    this.ctx.spawn(this.cutIfSettled());
+  }
+
+  private async cutIfSettled(): Promise<void> {
+    try {
+      do {
+        this.recheck = false;
+        const attached = this.attached;
+        if (!attached) return;
+        const env = await this.ctx.store.getEnvelope(this.envelopeId);
+        const settled =
+          !env || isTerminal(env.state) || (attached.remoteId !== null && env.remoteId !== attached.remoteId);
+        if (settled && this.attached === attached) attached.cut.abort();
+      } while (this.recheck);
+    } catch (err) {
+      // The store is closing (stop()): the watcher ends with it.
+      this.ctx.logger.debug({ envelopeId: this.envelopeId, err: describeError(err) }, 'settle check failed');
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  /** Marks a stream open; the check right after covers a change written between our read and now. */
+  private attach(remoteId: string | null): AbortController {
+    const cut = new AbortController();
+    this.attached = { remoteId, cut };
+    this.noticeChange();
+    return cut;
   }
 
   private async current(): Promise<Envelope | null> {
@@ -146,18 +193,21 @@ export class JobWatcher {
     const connector = connectorFor(ctx, env.target);
     let bound = false;
     let maybeSentBefore = false;
+    let cut: AbortController | null = null;
     try {
       const push = await preparePush(ctx, env, connector);
       maybeSentBefore = await noteStartAttempt(ctx, env.id);
       this.state = 'attached';
       ctx.counters.request('start', env);
       ctx.startsInFlight.add(env.id);
-      const signal = childSignal(ctx.signal);
+      cut = this.attach(null);
+      const signal = childSignal(ctx.signal, cut.signal);
       const stream = connector.startStream!(startRequest(env, push), signal);
       for await (const snap of inStreamSpan('start', env, untilAborted(stream, signal))) {
         const result = await observe(ctx, env.id, snap, bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
+          if (this.attached) this.attached.remoteId = result.envelope.remoteId;
           ctx.startsInFlight.delete(env.id);
           await noteStarted(ctx, env);
           report({ kind: 'started', envelope: result.envelope });
@@ -175,6 +225,8 @@ export class JobWatcher {
       });
     } catch (err) {
       ctx.startsInFlight.delete(env.id);
+      // Settled by another path while the stream was silent: nothing to recover.
+      if (cut?.signal.aborted && !ctx.signal.aborted) return 'ended';
       if (bound) {
         if (ctx.signal.aborted) return 'ended';
         ctx.counters.count('streamDrops', env);
@@ -200,6 +252,8 @@ export class JobWatcher {
       }
       await noteStartFailed(ctx, env.id, err, wasNotSent(err) ? maybeSentBefore : true);
       report({ kind: 'retry', error: describeError(err) });
+    } finally {
+      this.attached = null;
     }
     // Outcome unknown: the job may exist. Recover with the same messageId (or find it by contextId).
     ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
@@ -256,10 +310,11 @@ export class JobWatcher {
       const connector = connectorFor(ctx, env.target);
       const remoteId = env.remoteId;
       this.state = 'attached';
+      const cut = this.attach(remoteId);
       try {
         if (dropped) ctx.counters.count('reattaches', env);
         ctx.counters.request('subscribe', env);
-        const signal = childSignal(ctx.signal);
+        const signal = childSignal(ctx.signal, cut.signal);
         const stream = connector.observe!(remoteId, env.streamCursor, signal);
         for await (const snap of inStreamSpan('subscribe', env, untilAborted(stream, signal))) {
           attempt = 0;
@@ -272,12 +327,16 @@ export class JobWatcher {
         last = 'ended';
       } catch (err) {
         if (ctx.signal.aborted) return;
+        // Cut because the job settled by another path: the next read ends (or moves) the watcher.
+        if (cut.signal.aborted) continue;
         ctx.logger.debug({ ...jobFields(env), err: describeError(err) }, 'stream ended with error');
         if (await this.onRemoteError(env, err, 'stream')) continue;
         ctx.counters.count('streamDrops', env);
         dropped = true;
         droppedAt ??= ctx.clock.now();
         last = 'dropped';
+      } finally {
+        this.attached = null;
       }
     }
   }

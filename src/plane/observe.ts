@@ -185,7 +185,12 @@ export async function observe(
       ? { apply: false, reason: 'stale' }
       : decideTransition(
           { state: env.state, nativeState: env.nativeState, remoteVersion: env.remoteVersion },
-          { state: snapshot.state, nativeState: snapshot.nativeState, remoteVersion: snapshot.remoteVersion },
+          {
+            state: snapshot.state,
+            nativeState: snapshot.nativeState,
+            remoteVersion: snapshot.remoteVersion,
+            reason: snapshot.reason ?? null,
+          },
         );
     // The remote's word about this job, whatever it changes: reconciliation need not ask again soon.
     if (decision.apply && isTerminal(decision.next.state)) ctx.heard.forget(env.target, env.id);
@@ -254,6 +259,7 @@ export async function observe(
           to: next.state,
           nativeState: next.nativeState,
           remoteVersion: next.remoteVersion,
+          ...(snapshot.reason ? { reason: snapshot.reason } : {}),
         });
       }
       if (isTerminal(next.state) && next.cancel && next.cancel.outcome === null) {

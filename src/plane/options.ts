@@ -89,7 +89,9 @@ export interface PlaneOptions {
   /**
    * What to do when the remote no longer knows a job we created (TaskNotFound on our own task):
    * `resubmit` starts it again with the same messageId and keeps tracking it on the same envelope;
-   * `escalate` marks it `lost` for a person. @default 'resubmit'
+   * `escalate` marks it `lost` for a person. It also decides for a start whose answer was lost on a
+   * remote that can neither find the job nor deduplicate a resend (plane/lost-policy.ts
+   * handleStartResponseLost): `resubmit` sends it again, `escalate` leaves it `unknown`. @default 'resubmit'
    */
   lostPolicy?: 'resubmit' | 'escalate';
   /** After this many resubmissions of one job, escalate instead. @default 3 */

@@ -167,6 +167,7 @@ export class Plane {
   private leaseLoops: Array<WorkerLoop<string>> = [];
   private readonly startQueue: StartQueue;
   private started = false;
+  private stopNotices: (() => void) | null = null;
 
   constructor(private readonly ports: PlanePorts) {
     this.config = planeConfig(ports.options);
@@ -221,6 +222,11 @@ export class Plane {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    // Every write to a watched job's record, by any path of any plane sharing the store, lets its
+    // watcher see whether the job settled elsewhere (job-watcher.ts noticeChange).
+    this.stopNotices = this.ctx.store.onChange((change) => {
+      if (change.kind === 'envelope') this.watchers.get(change.id)?.noticeChange();
+    });
     const active = await listActiveEnvelopes(this.ctx.store);
     for (const env of active) {
       // With watch leases, a job another live plane watches stays its own (it also (re)starts it).
@@ -265,6 +271,8 @@ export class Plane {
    */
   async stop(options: { abandon?: boolean } = {}): Promise<void> {
     this.controller.abort(new TaskplaneError('unavailable', 'plane stopped'));
+    this.stopNotices?.();
+    this.stopNotices = null;
     this.timeouts.clear();
     await this.reconcileLoop?.finished();
     await Promise.all(this.leaseLoops.map((l) => l.finished()));

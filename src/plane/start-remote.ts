@@ -23,7 +23,7 @@ import {
 } from './context.ts';
 import { deliverPendingCancel } from './cancel-delivery.ts';
 import { observe, updateLocal } from './observe.ts';
-import { handleStartInDoubt, handleStartLost } from './lost-policy.ts';
+import { handleStartResponseLost, recordResubmitted } from './lost-policy.ts';
 
 /**
  * Starting a remote job, and starting it again. The envelope (with its messageId and contextId) is
@@ -67,6 +67,16 @@ export async function startOnce(
   return { kind: 'started', envelope: await deliverPendingCancel(ctx, env.id, result.envelope) };
 }
 
+/** Whether a start of this job may have reached the remote (an attempt was made and not refused unsent). */
+function startMaybeSent(env: Envelope): boolean {
+  return env.startMaybeSent ?? (env.startAttempts ?? 0) > 0;
+}
+
+/** Whether findByContext can look for this job: the remote lists its jobs and we chose the contextId. */
+function canFindByContext(env: Envelope, connector: Connector): boolean {
+  return connector.capabilities.list && !!connector.listChanged && env.contextId !== null;
+}
+
 /**
  * Finds a job whose start response was lost by its contextId (one paged list since the envelope's
  * creation), where the connector can list. Returns the snapshot, or null when nothing matched.
@@ -76,7 +86,7 @@ async function findByContext(
   env: Envelope,
   connector: Connector,
 ): Promise<RemoteSnapshot | null> {
-  if (!connector.capabilities.list || !connector.listChanged || !env.contextId) return null;
+  if (!canFindByContext(env, connector)) return null;
   let cursor: string | undefined;
   const since = env.createdAt - ctx.config.reconcile.sinceSkewMs;
   do {
@@ -116,30 +126,12 @@ export async function ensureStarted(
     if (ctx.startsInFlight.has(envelopeId)) return;
     const connector = connectorFor(ctx, env.target);
     try {
-      if (
-        !connector.capabilities.idempotentStart &&
-        !connector.capabilities.list &&
-        !connector.capabilities.startUnfindable &&
-        (env.startMaybeSent ?? false)
-      ) {
-        // Nothing can find the job a lost answer created, and a resend may make a second one: the
-        // lost policy decides (lost-policy.ts handleStartInDoubt). A remote that says so itself
-        // (startUnfindable, below) has its own rule, because a delivery may still name the job.
-        if (!(await handleStartInDoubt(ctx, env.id))) return;
-        const outcome = await startOnce(ctx, (await ctx.store.getEnvelope(env.id)) ?? env, { resend: true });
-        if (outcome.kind !== 'retry') {
-          ctx.ensureWatching(env.id);
-          return;
-        }
-        const wait = nextBackoff(ctx.config.startRetry, attempt, ctx.random, ctx.clock.now() - env.createdAt);
-        if (wait === undefined || !(await waitBeforeRetry(ctx, envelopeId, wait))) return;
-        continue;
-      }
       if (env.state === 'cancel_requested') {
         await cancelBeforeStart(ctx, env, connector);
         return;
       }
       if (await pastStartDeadline(ctx, env)) return;
+      let resubmission = false;
       if (!connector.capabilities.idempotentStart) {
         const found = await findByContext(ctx, env, connector);
         if (found) {
@@ -149,14 +141,15 @@ export async function ensureStarted(
           ctx.ensureWatching(env.id);
           return;
         }
+        if (startMaybeSent(env) && !canFindByContext(env, connector)) {
+          // Nothing can find the job a lost answer may have created, and a resend may make a second
+          // one: the lost policy decides (lost-policy.ts handleStartResponseLost).
+          if (!(await handleStartResponseLost(ctx, env.id))) return;
+          resubmission = true;
+        }
       }
-      if (
-        connector.capabilities.startUnfindable &&
-        (env.startMaybeSent ?? (env.startAttempts ?? 0) > 0) &&
-        !(await handleStartLost(ctx, env.id))
-      )
-        return;
-      const outcome = await startOnce(ctx, env, { resend: true });
+      const outcome = await startOnce(ctx, (await ctx.store.getEnvelope(env.id)) ?? env, { resend: true });
+      if (resubmission && outcome.kind === 'started') await recordResubmitted(ctx, env.id);
       if (outcome.kind !== 'retry') {
         ctx.ensureWatching(env.id);
         return;
@@ -199,7 +192,7 @@ async function waitBeforeRetry(ctx: PlaneContext, envelopeId: string, waitMs: nu
 async function pastStartDeadline(ctx: PlaneContext, env: Envelope): Promise<boolean> {
   const deadline = ctx.config.startDeadlineMs;
   if (deadline === null || ctx.clock.now() - env.createdAt < deadline) return false;
-  if (env.startMaybeSent ?? (env.startAttempts ?? 0) > 0) {
+  if (startMaybeSent(env)) {
     await updateLocal(ctx, env.id, (cur) =>
       cur.remoteId !== null || isTerminal(cur.state) || cur.state === 'unknown'
         ? null
@@ -267,9 +260,8 @@ async function cancelBeforeStart(ctx: PlaneContext, env: Envelope, connector: Co
     ctx.ensureWatching(env.id);
     return;
   }
-  const maybeSent = env.startMaybeSent ?? (env.startAttempts ?? 0) > 0;
-  const listed = connector.capabilities.list && !!connector.listChanged && env.contextId !== null;
-  if (maybeSent && !listed) {
+  const listed = canFindByContext(env, connector);
+  if (startMaybeSent(env) && !listed) {
     if (connector.capabilities.idempotentStart) {
       const outcome = await startOnce(ctx, env, { resend: true });
       if (outcome.kind === 'started') ctx.ensureWatching(env.id);

@@ -23,9 +23,9 @@ describe('OpenAI response → snapshot', () => {
   it('maps each status, keeps the native one, and orders by status rank', () => {
     const at = (status: string, extra = {}) => responseSnapshot({ id: 'resp_1', status, ...extra }, o);
     expect(at('queued')).toMatchObject({ state: 'accepted', nativeState: 'queued', remoteVersion: 1 });
-    expect(at('in_progress')).toMatchObject({ state: 'running', remoteVersion: 2 });
-    expect(at('completed')).toMatchObject({ state: 'succeeded', remoteVersion: 3 });
-    expect(at('cancelled')).toMatchObject({ state: 'cancelled', remoteVersion: 3 });
+    expect(at('in_progress')).toMatchObject({ state: 'running', remoteVersion: 3 });
+    expect(at('completed')).toMatchObject({ state: 'succeeded', remoteVersion: 4 });
+    expect(at('cancelled')).toMatchObject({ state: 'cancelled', remoteVersion: 4 });
     expect(at('failed', { error: { code: 'server_error', message: 'boom' } })).toMatchObject({
       state: 'failed',
       error: { code: 'server_error', message: 'boom' },
@@ -209,7 +209,12 @@ describe('target kind openai', () => {
       deps,
     );
     expect(c.kind).toBe('openai');
-    expect(c.capabilities).toMatchObject({ streamResume: true, startUnfindable: true, retentionMs: 600_000 });
+    expect(c.capabilities).toMatchObject({
+      idempotentStart: false,
+      list: false,
+      streamResume: true,
+      notFound: { expiresAfterMs: 600_000 },
+    });
   });
 
   it('names the setting at fault', () => {

@@ -152,7 +152,14 @@ beforeAll(async () => {
     ...extra,
   });
   const targetsFile = join(dir, 'targets.json');
-  writeFileSync(targetsFile, JSON.stringify({ gpt: target(), short: target({ retentionMs: 300 }) }));
+  writeFileSync(
+    targetsFile,
+    JSON.stringify({
+      gpt: target(),
+      short: target({ retentionMs: 300 }),
+      stale: target({ queuedStaleMs: 300 }),
+    }),
+  );
   const options = {
     stream: { reattach: { initialIntervalMs: 100, maximumIntervalMs: 500 } },
     reconcile: { intervalMs: 1000, startGraceMs: 500 },
@@ -343,6 +350,18 @@ describe('serve with an openai target against the emulator (real processes)', ()
       'not_found_within_retention',
     );
     expect(TERMINAL.has(unknown.state)).toBe(false);
+  });
+
+  it('a response stuck in queued past queuedStaleMs is unknown (queued_stale), never failed, and the task stays open', async () => {
+    emu.faultNext({ stuckInQueued: true });
+    const created = await watch.client.create('stale', 'never starts');
+    const t = await watch.until(created.id, (x) => x.state === 'unknown', 'unknown');
+    expect(t.nativeState).toBe('queued');
+    expect(watch.of(created.id).find((e) => e.data.to === 'unknown')?.data).toMatchObject({
+      from: 'accepted',
+      reason: 'queued_stale',
+    });
+    expect(runsOf(created.id)).toHaveLength(1);
   });
 
   it('a lost create response is unknown (start_response_lost); the lost policy resubmits once, and says a second response may run', async () => {

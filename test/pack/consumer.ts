@@ -1,7 +1,18 @@
 // Compiled against the installed package's declaration files by test/pack/pack-smoke.sh: the three
 // exports resolve by package name and carry their types; the embedding example of docs/plane.md is here.
 import { defineAgent, type ExecutionContext } from 'taskplane/host';
-import { A2AConnector, CryptoRandom, Plane, SystemClock, type Envelope } from 'taskplane/plane';
+import {
+  A2AConnector,
+  ClaudeConnector,
+  CryptoRandom,
+  McpConnector,
+  OpenAIConnector,
+  Plane,
+  SystemClock,
+  type Connector,
+  type Envelope,
+  type OpenAIConnectorOptions,
+} from 'taskplane/plane';
 import { openStore, type Store } from 'taskplane/store';
 
 export const agent = defineAgent({
@@ -33,4 +44,13 @@ export async function embed(): Promise<Envelope> {
   });
   await plane.stop();
   return envelope;
+}
+
+/** Every connector kind, built by a library user. */
+export function connectors(options: OpenAIConnectorOptions): Connector[] {
+  return [
+    new OpenAIConnector(options),
+    new ClaudeConnector({ target: 'c', apiKey: 'k', agentId: 'agent_1', environmentId: 'env_1' }),
+    new McpConnector({ target: 'docs', url: 'https://tools.example.com/mcp', tool: 'search' }),
+  ];
 }

@@ -3,10 +3,20 @@
 // with a task created through the API and carried to success) and the three package exports, imported
 // by name. Every wait has a bound; a bound reached is a failure, never a measurement.
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { defineAgent, startHost } from 'taskplane/host';
-import { A2AConnector, CryptoRandom, Plane, SystemClock } from 'taskplane/plane';
+import {
+  A2AConnector,
+  ClaudeConnector,
+  CryptoRandom,
+  McpConnector,
+  OpenAIConnector,
+  Plane,
+  SystemClock,
+} from 'taskplane/plane';
 import { openStore } from 'taskplane/store';
 
 const dir = process.cwd();
@@ -189,8 +199,53 @@ async function packageExports() {
   }
 }
 
+/**
+ * The other connectors, built from the package as a library user builds them. The OpenAI one reads a
+ * response through the official SDK (imported on first use) from a one-route server on loopback: the
+ * SDK declares a newer Node in its engines field than some we support, and this shows it runs here.
+ */
+async function moreConnectors() {
+  const server = createServer((req, res) => {
+    const ok = req.method === 'GET' && req.url === '/v1/responses/resp_smoke';
+    res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json', 'x-request-id': 'req_smoke' });
+    res.end(
+      JSON.stringify(
+        ok
+          ? { id: 'resp_smoke', object: 'response', status: 'completed', created_at: 1, output: [] }
+          : { error: { message: 'no such route', type: 'invalid_request_error', param: null, code: null } },
+      ),
+    );
+  }).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const openai = new OpenAIConnector({
+      target: 'gpt',
+      baseUrl: `http://127.0.0.1:${server.address().port}/v1`,
+      apiKey: 'sk-smoke',
+      model: 'm',
+      maxRetries: 0,
+    });
+    const snapshot = await openai.get('resp_smoke', AbortSignal.timeout(10_000));
+    check(
+      snapshot.state === 'succeeded' && snapshot.nativeState === 'completed',
+      'taskplane/plane OpenAIConnector: a response read through the openai SDK',
+    );
+  } finally {
+    server.close();
+  }
+  const claude = new ClaudeConnector({
+    target: 'c',
+    apiKey: 'k',
+    agentId: 'agent_1',
+    environmentId: 'env_1',
+  });
+  const mcp = new McpConnector({ target: 'm', url: 'http://127.0.0.1:9/mcp' });
+  check(claude.kind === 'claude' && mcp.kind === 'mcp', 'taskplane/plane ClaudeConnector and McpConnector');
+}
+
 console.log(`pack smoke on Node ${process.version} in ${dir}`);
 await commandLine();
 await typescriptAgent();
 await packageExports();
+await moreConnectors();
 console.log(`pack smoke passed on Node ${process.version}`);

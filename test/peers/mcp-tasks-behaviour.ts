@@ -203,10 +203,9 @@ export function mcpTasksBehaviour(name: string, startPeer: () => Promise<ModernM
         // The first task ran unseen: MCP has no list, so the resubmission is a second task.
         expect(peer.faults!.created).toHaveLength(2);
         const h = await p.history(t.id);
-        expect(h.some((e) => e.type === 'state_changed' && e.data.reason === 'create_result_lost')).toBe(
-          true,
-        );
-        expect(h.some((e) => e.type === 'lost' && e.data.policy === 'resubmit')).toBe(true);
+        const lost = h.find((e) => e.type === 'state_changed' && e.data.reason === 'start_response_lost');
+        expect(lost?.data).toMatchObject({ to: 'unknown', policy: 'resubmit', attempt: 1 });
+        expect(h.some((e) => e.type === 'resubmitted')).toBe(true);
       },
     );
   });

@@ -26,7 +26,8 @@ import type {
 } from '../connector.ts';
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
-import { a2aWireError, isRouteError, routeError, transportError } from './wire-errors.ts';
+import { a2aWireError, isRouteError, routeError } from './wire-errors.ts';
+import { transportError } from '../transport-errors.ts';
 
 /**
  * The A2A 1.0 client connector. Chooses JSON-RPC or HTTP+JSON from the agent card (first usable

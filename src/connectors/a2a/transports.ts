@@ -7,7 +7,8 @@ import {
 } from '../../protocols/a2a/types.ts';
 import { readSse } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
-import { a2aWireError, routeError, transportError } from './wire-errors.ts';
+import { transportError } from '../transport-errors.ts';
+import { a2aWireError, routeError } from './wire-errors.ts';
 
 /**
  * The two A2A 1.0 HTTP bindings behind one interface: JSON-RPC (POST the envelope to the interface URL)

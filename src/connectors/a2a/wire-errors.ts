@@ -106,26 +106,3 @@ export function routeError(httpStatus: number, what?: string): TaskplaneError {
 export function isRouteError(err: unknown): boolean {
   return err instanceof TaskplaneError && err.details?.route === NOT_A2A;
 }
-
-/** fetch() failures: network errors are retryable `unavailable`; our own timeouts are `timeout`. */
-export function transportError(err: unknown, signal: AbortSignal, timedOut: () => boolean): TaskplaneError {
-  if (err instanceof TaskplaneError) return err;
-  if (timedOut()) return new TaskplaneError('timeout', 'remote call timed out', { cause: err });
-  if (signal.aborted) return new TaskplaneError('unavailable', 'remote call aborted', { cause: err });
-  // Refused before anything was sent: the remote certainly never got the request (a start may then be
-  // failed by policy after its deadline); any other network error leaves that in doubt.
-  const refused = connectCode(err) === 'ECONNREFUSED';
-  return new TaskplaneError('unavailable', refused ? 'remote refused the connection' : 'remote unreachable', {
-    cause: err,
-    details: { notSent: refused },
-  });
-}
-
-function connectCode(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && code.startsWith('E')) return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}

@@ -100,7 +100,7 @@ export class McpConnector implements Connector {
     push: false,
     input: true,
     cancel: true,
-    notFoundIsExpiry: true,
+    notFound: 'expired',
   };
   private era: Era | null = null;
   private negotiating: Promise<Era> | null = null;

@@ -3,7 +3,7 @@ import { requestHeaders } from '../../protocols/mcp/headers.ts';
 import type { JsonObject, JsonRpcErrorObject, JsonValue } from '../../protocols/mcp/types.ts';
 import { readSseJson } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
-import { transportError } from '../a2a/wire-errors.ts';
+import { transportError } from '../transport-errors.ts';
 
 /**
  * JSON-RPC over MCP Streamable HTTP, client side: one POST per request, answered with JSON or with an

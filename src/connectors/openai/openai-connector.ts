@@ -1,4 +1,3 @@
-import OpenAI from 'openai';
 import type { Webhook } from 'standardwebhooks';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import { TaskplaneError } from '../../core/errors.ts';
@@ -16,12 +15,13 @@ import {
   CORRELATION_KEY,
   eventSnapshot,
   responseSnapshot,
+  staleQueued,
   type IncompletePolicy,
   type PriceTable,
   type SnapshotOptions,
   type WireResponse,
 } from './response-snapshot.ts';
-import { fromSdkError } from './wire-errors.ts';
+import { fromSdkError, loadSdk, type OpenAIClient } from './wire-errors.ts';
 
 /**
  * The OpenAI connector: background responses of the Responses API through the official `openai` SDK
@@ -30,15 +30,17 @@ import { fromSdkError } from './wire-errors.ts';
  * - Start: `responses.create({background: true, stream: true, store: true, metadata: {taskplane:
  *   <envelope id>}})` with the SDK's retries OFF. The API has no idempotency key, so a retried POST
  *   could start a second response; and it cannot find a response by metadata, so a create whose answer
- *   was lost cannot be looked up (`capabilities.startUnfindable`: the engine records `unknown` and applies
- *   the lost policy instead of sending it again blindly).
+ *   was lost cannot be looked up (no `idempotentStart`, no `list`: the engine records `unknown` and
+ *   applies the lost policy instead of sending it again blindly).
  * - Observe: the create's own stream, then `GET /responses/{id}?stream=true&starting_after=<cursor>`
  *   after a drop; the cursor is the last event's `sequence_number`. A stream that ends without a
  *   terminal event (the real API's cancel has none) is followed by one `retrieve`.
  * - Retrieve is `get` (the reconciliation call); cancel is `responses.cancel`.
  * - Webhooks are per project, not per job: a delivery is verified with the target's Standard Webhooks
  *   secret (`signedByTarget`), names only the response id, and the engine fetches the truth.
- * - Responses are forgotten after a retention window (`capabilities.retentionMs`): a 404 past it is
+ * - A response still `queued` `queuedStaleMs` after its creation is `unknown` (reason `queued_stale`) when
+ *   retrieved: it may never start (response-snapshot.ts staleQueued).
+ * - Responses are forgotten after a retention window (`capabilities.notFound: {expiresAfterMs}`): a 404 past it is
  *   `expired`, within it `unknown` (plane/lost-policy.ts).
  */
 export interface OpenAIConnectorOptions {
@@ -57,6 +59,11 @@ export interface OpenAIConnectorOptions {
   prices?: PriceTable;
   /** A 404 this long after creation means the response expired, not that it was lost. @default 600000 */
   retentionMs?: number;
+  /**
+   * A response still `queued` this long after it was created is `unknown` (reason `queued_stale`): it may
+   * never start. Background responses normally leave `queued` within seconds. @default 600000
+   */
+  queuedStaleMs?: number;
   /** Per-call timeout of the SDK (the engine bounds calls too). @default 60000 */
   timeoutMs?: number;
   /** Retries of idempotent calls (retrieve, cancel) by the SDK; create never retries. @default 2 */
@@ -76,7 +83,7 @@ export class OpenAIConnector implements Connector {
   readonly kind = 'openai';
   readonly target: string;
   readonly capabilities: ConnectorCapabilities;
-  private readonly client: OpenAI;
+  private clientLoad: Promise<OpenAIClient> | null = null;
   private readonly snapshotOptions: SnapshotOptions;
   private readonly signingKey: Webhook | null;
   private readonly clock: Clock;
@@ -84,17 +91,6 @@ export class OpenAIConnector implements Connector {
   constructor(private readonly options: OpenAIConnectorOptions) {
     this.target = options.target;
     this.clock = options.clock ?? new SystemClock();
-    this.client = new OpenAI({
-      apiKey: options.apiKey,
-      baseURL: options.baseUrl ?? DEFAULT_BASE_URL,
-      maxRetries: options.maxRetries ?? 2,
-      timeout: options.timeoutMs ?? 60_000,
-      // Never read from the environment below the CLI: the SDK would otherwise look for these.
-      organization: null,
-      project: null,
-      webhookSecret: null,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
     this.snapshotOptions = { incomplete: options.incomplete ?? 'failed', prices: options.prices ?? null };
     this.signingKey =
       options.webhookSecret !== undefined
@@ -109,9 +105,28 @@ export class OpenAIConnector implements Connector {
       push: false,
       input: false,
       cancel: true,
-      startUnfindable: true,
-      retentionMs: options.retentionMs ?? 600_000,
+      notFound: { expiresAfterMs: options.retentionMs ?? 600_000 },
     };
+  }
+
+  /** The official client, built on first use (the SDK is imported then). */
+  private client(): Promise<OpenAIClient> {
+    const o = this.options;
+    this.clientLoad ??= loadSdk().then(
+      (m) =>
+        new m.default({
+          apiKey: o.apiKey,
+          baseURL: o.baseUrl ?? DEFAULT_BASE_URL,
+          maxRetries: o.maxRetries ?? 2,
+          timeout: o.timeoutMs ?? 60_000,
+          // Never read from the environment below the CLI: the SDK would otherwise look for these.
+          organization: null,
+          project: null,
+          webhookSecret: null,
+          ...(o.fetch ? { fetch: o.fetch } : {}),
+        }),
+    );
+    return this.clientLoad;
   }
 
   /** The create body for one start: template, then the caller's input, then what we own. */
@@ -159,7 +174,9 @@ export class OpenAIConnector implements Connector {
     let stream: AsyncIterable<{ type: string; sequence_number: number; response?: unknown }>;
     try {
       // No retries: a retried POST could start a second response (the API has no idempotency key).
-      stream = (await this.client.responses.create(body as never, { maxRetries: 0, signal })) as never;
+      stream = (await (
+        await this.client()
+      ).responses.create(body as never, { maxRetries: 0, signal })) as never;
     } catch (err) {
       throw fromSdkError(err, 'create');
     }
@@ -199,8 +216,15 @@ export class OpenAIConnector implements Connector {
 
   async get(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
     try {
-      const r = await this.client.responses.retrieve(remoteId, {}, { signal });
-      return responseSnapshot(r as unknown as WireResponse, this.snapshotOptions);
+      const r = (await (
+        await this.client()
+      ).responses.retrieve(remoteId, {}, { signal })) as unknown as WireResponse;
+      return staleQueued(
+        responseSnapshot(r, this.snapshotOptions),
+        r,
+        this.clock.now(),
+        this.options.queuedStaleMs ?? 600_000,
+      );
     } catch (err) {
       throw fromSdkError(err, 'retrieve');
     }
@@ -214,7 +238,9 @@ export class OpenAIConnector implements Connector {
     const after = cursor !== null && /^\d+$/.test(cursor) ? Number(cursor) : undefined;
     let stream: AsyncIterable<{ type: string; sequence_number: number; response?: unknown }>;
     try {
-      stream = (await this.client.responses.retrieve(
+      stream = (await (
+        await this.client()
+      ).responses.retrieve(
         remoteId,
         { stream: true, ...(after !== undefined ? { starting_after: after } : {}) },
         { signal },
@@ -269,7 +295,7 @@ export class OpenAIConnector implements Connector {
 
   async cancel(remoteId: string, signal: AbortSignal): Promise<RemoteSnapshot> {
     try {
-      const r = await this.client.responses.cancel(remoteId, { signal });
+      const r = await (await this.client()).responses.cancel(remoteId, { signal });
       return responseSnapshot(r as unknown as WireResponse, this.snapshotOptions);
     } catch (err) {
       throw fromSdkError(err, 'cancel');

@@ -15,6 +15,7 @@ import type { RemoteArtifact, RemoteSnapshot } from '../connector.ts';
  * | `incomplete`  | `failed` with `incomplete:<reason>`, or `succeeded` when accepted |
  * | `cancelled`   | `cancelled`                                                       |
  * | anything else | `unknown` (never guessed)                                         |
+ * | `queued` past the staleness limit (retrieve only) | `unknown`, reason `queued_stale` (staleQueued) |
  *
  * Ordering key: a response's status only moves forward (queued → in_progress → one terminal status),
  * so its rank is the version every source shares. Stream sequence numbers are the resume cursor, not
@@ -67,12 +68,19 @@ export const CONTEXT_KEY = 'taskplane_context';
 
 const RANK: Record<string, number> = {
   queued: 1,
-  in_progress: 2,
-  completed: 3,
-  failed: 3,
-  incomplete: 3,
-  cancelled: 3,
+  in_progress: 3,
+  completed: 4,
+  failed: 4,
+  incomplete: 4,
+  cancelled: 4,
 };
+/**
+ * A response judged stale in `queued` (staleQueued): after every `queued` report, so it replaces them and
+ * a replayed `response.queued` event cannot undo it, and before `in_progress`, so a response that does
+ * start after all is followed again. (in_progress was 2 before this rank existed: an envelope stored
+ * then at 2 still outranks a stale judgement at the same number, because `unknown` ranks lowest.)
+ */
+const QUEUED_STALE_RANK = 2;
 
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set([
   'completed',
@@ -199,11 +207,39 @@ export function responseSnapshot(r: WireResponse, o: SnapshotOptions, cursor?: n
     if (state === 'failed') snap.error = { code: reason, message: 'the response ended incomplete' };
   }
   if (state === 'unknown') snap.statusMessage = `unrecognised response status '${status.slice(0, 64)}'`;
+  // A live response has no message: one left by an earlier judgement (staleQueued) no longer holds.
+  if (status === 'queued' || status === 'in_progress') snap.statusMessage = null;
   const usage = usageOf(r.usage, o.prices);
   if (usage) snap.usage = usage;
   const artifacts = outputArtifacts(r.output);
   if (artifacts) snap.artifacts = artifacts;
   return snap;
+}
+
+/**
+ * The staleness rule for `queued` (provider digest: a background+stream+store response whose stream was
+ * cut at its first event can stay `queued` indefinitely, so the adapter needs a staleness limit): a
+ * response still `queued` `staleAfterMs` after its `created_at` is `unknown` with reason `queued_stale`,
+ * because we can no longer tell whether it will ever start; it is not `failed` (OpenAI said no such
+ * thing). Reconciliation keeps asking, and a response that starts after all is followed again. Applied
+ * to a retrieved response only: a replayed stream event says what was, not what is.
+ */
+export function staleQueued(
+  snap: RemoteSnapshot,
+  r: WireResponse,
+  nowMs: number,
+  staleAfterMs: number,
+): RemoteSnapshot {
+  if (r.status !== 'queued' || typeof r.created_at !== 'number') return snap;
+  if (nowMs - r.created_at * 1000 < staleAfterMs) return snap;
+  return {
+    ...snap,
+    state: 'unknown',
+    reason: 'queued_stale',
+    remoteVersion: QUEUED_STALE_RANK,
+    // The same text on every retrieve, so a stale response costs no write per reconciliation round.
+    statusMessage: `still queued ${staleAfterMs} ms after it was created: it may never start`,
+  };
 }
 
 /**

@@ -1,5 +1,19 @@
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type OpenAIClient from 'openai';
 import { TaskplaneError } from '../../core/errors.ts';
+
+type SdkModule = typeof import('openai');
+let sdk: SdkModule | null = null;
+
+/**
+ * Loads the SDK on first use, so a process (or the lab's browser bundle, which imports the plane's
+ * index) that never talks to OpenAI does not pay for importing it.
+ */
+export async function loadSdk(): Promise<SdkModule> {
+  sdk ??= await import('openai');
+  return sdk;
+}
+
+export type { OpenAIClient };
 
 /**
  * OpenAI SDK errors → our stable codes (connector.ts contract).
@@ -13,6 +27,9 @@ import { TaskplaneError } from '../../core/errors.ts';
  */
 export function fromSdkError(err: unknown, during: string): TaskplaneError {
   if (err instanceof TaskplaneError) return err;
+  // Not loaded yet: nothing the SDK threw can be on hand.
+  if (!sdk) return new TaskplaneError('unavailable', `${during}: connection lost`, { cause: err });
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk;
   if (err instanceof APIUserAbortError)
     return new TaskplaneError('unavailable', `${during}: aborted`, { cause: err });
   if (err instanceof APIConnectionTimeoutError)

@@ -28,6 +28,7 @@ const KNOWN = [
   'prices',
   'incomplete',
   'retentionMs',
+  'queuedStaleMs',
   'timeoutMs',
   'maxRetries',
 ] as const;
@@ -97,6 +98,7 @@ export const openaiTarget: TargetKind = {
         );
     const incomplete = s.oneOf('incomplete', ['failed', 'succeeded'] as const);
     const retentionMs = s.int('retentionMs', 1);
+    const queuedStaleMs = s.int('queuedStaleMs', 1);
     const timeoutMs = s.int('timeoutMs', 1);
     const maxRetries = s.int('maxRetries', 0);
     const table = prices(s, config, name, deps.env);
@@ -110,6 +112,7 @@ export const openaiTarget: TargetKind = {
       ...(request ? { request: request as Record<string, unknown> } : {}),
       ...(incomplete ? { incomplete } : {}),
       ...(retentionMs !== undefined ? { retentionMs } : {}),
+      ...(queuedStaleMs !== undefined ? { queuedStaleMs } : {}),
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(maxRetries !== undefined ? { maxRetries } : {}),
       ...(table ? { prices: table } : {}),

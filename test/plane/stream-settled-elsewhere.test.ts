@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { harness, type Harness } from './harness.ts';
+
+/**
+ * A stream that goes silent while the job is settled by another path (reconciliation, an API
+ * observation, another plane): the watcher must not stay blocked on it until stop().
+ */
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const T = 'tenant-a';
+const streaming = { delivery: { stream: true, push: false, poll: false } };
+
+/** Moves a remote job without a word on its open streams: the stream has gone silent. */
+function finishSilently(h: Harness, remoteId: string): void {
+  const job = h.remote.jobs.get(remoteId)!;
+  job.state = 'succeeded';
+  job.native = 'COMPLETED';
+  job.ts = h.clock.now() + 1;
+}
+
+describe('a stream watcher on a silent stream', () => {
+  it('stops when reconciliation settles the job', async () => {
+    h = await harness(streaming);
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    await h.settle();
+    expect(h.plane.watcherStates()[envelope.id]).toBe('attached');
+    finishSilently(h, envelope.remoteId!);
+    await h.plane.reconcileNow();
+    await h.settle();
+    expect((await h.plane.get(T, envelope.id)).state).toBe('succeeded');
+    expect(h.plane.watcherStates()[envelope.id]).toBeUndefined();
+  });
+
+  it('stops when another plane sharing the store settles the job', async () => {
+    h = await harness(streaming);
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    await h.settle();
+    expect(h.plane.watcherStates()[envelope.id]).toBe('attached');
+    // Another plane (not started: no watchers of its own) observes the outcome through the same store.
+    const other = h.addPlane({ ...streaming, reconcile: { enabled: false } }, 'plane-b');
+    finishSilently(h, envelope.remoteId!);
+    await other.observe(envelope.id, h.remote.snapshot(h.remote.jobs.get(envelope.remoteId!)!), 'push');
+    await h.settle();
+    expect((await h.plane.get(T, envelope.id)).state).toBe('succeeded');
+    expect(h.plane.watcherStates()[envelope.id]).toBeUndefined();
+  });
+
+  it('keeps streaming when the change is not an outcome', async () => {
+    h = await harness(streaming);
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    await h.settle();
+    const subscribes = h.remote.calls.filter((c) => c.method === 'subscribe').length;
+    await h.plane.cancel(T, envelope.id, 'bob');
+    await h.settle();
+    expect(h.plane.watcherStates()[envelope.id]).toBe('attached');
+    expect(h.remote.calls.filter((c) => c.method === 'subscribe')).toHaveLength(subscribes);
+    h.remote.set(envelope.remoteId!, 'cancelled');
+    await h.settle();
+    expect((await h.plane.get(T, envelope.id)).state).toBe('cancelled');
+  });
+});
