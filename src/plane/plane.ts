@@ -28,6 +28,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Random } from '../core/random.ts';
 import { newEnvelope, type Envelope, type EnvelopeEvent, type ObservationSource } from '../core/envelope.ts';
 import { TaskplaneError } from '../core/errors.ts';
+import { isTerminal } from '../core/states.ts';
 import { newId } from '../core/ids.ts';
 import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, EnvelopeStore, Page } from '../store/store.ts';
@@ -147,6 +148,7 @@ export class Plane {
   private readonly leases: WatchLeases;
   private readonly timeouts: TimeoutTimers;
   private leaseLoops: Array<WorkerLoop<string>> = [];
+  private unsubscribe: (() => void) | null = null;
   private started = false;
 
   constructor(private readonly ports: PlanePorts) {
@@ -200,6 +202,11 @@ export class Plane {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    await this.leases.bind();
+    // Another plane's write to a job parked here (an answer, a cancel) reaches us as a change notice.
+    this.unsubscribe = this.ctx.store.onChange((n) => {
+      if (n.kind === 'envelope') this.watchers.get(n.id)?.recheck();
+    });
     const active = await listActiveEnvelopes(this.ctx.store);
     for (const env of active) {
       // With watch leases, a job another live plane watches stays its own (it also (re)starts it).
@@ -244,6 +251,7 @@ export class Plane {
    */
   async stop(options: { abandon?: boolean } = {}): Promise<void> {
     this.controller.abort(new TaskplaneError('unavailable', 'plane stopped'));
+    this.unsubscribe?.();
     this.timeouts.clear();
     await this.reconcileLoop?.finished();
     await Promise.all(this.leaseLoops.map((l) => l.finished()));
@@ -259,22 +267,35 @@ export class Plane {
     this.leaseLoops = leaseLoops(this.ctx, this.leases, this.controller.signal, {
       // Another plane holds this job's lease now (we were paused past the ttl): it watches, we stop.
       stopWatching: (id) => this.watchers.get(id)?.stop(),
-      hasWatcher: (id) => {
-        const w = this.watchers.get(id);
-        return w !== undefined && w.state !== 'done';
-      },
+      recheck: (id, version) => this.watchers.get(id)?.recheck(version),
       isWatching: (id) => {
         const w = this.watchers.get(id);
         return (w !== undefined && w.state !== 'done') || (this.leases.enabled && this.leases.holds(id));
       },
-      adopt: async (env) => {
-        // A dead plane's job: tracked here from now on, as recovery would after a restart.
-        this.ctx.counters.track(env.id, env.tenant);
-        this.timeouts.arm(env);
-        if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
-        else await this.watch(env.id);
-      },
+      adopt: (env) => this.adopt(env),
     });
+  }
+
+  /** A job this plane just took the lease of (a dead plane's): tracked here from now on, as after a restart. */
+  private async adopt(env: Envelope): Promise<void> {
+    this.ctx.counters.track(env.id, env.tenant);
+    this.timeouts.arm(env);
+    if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+    else await this.watch(env.id);
+  }
+
+  /**
+   * A create retried here for a job whose start nobody has confirmed: when the plane that took it died
+   * before starting it (its lease is free, expired, or its process is gone), start it now rather than
+   * after its lease expires. A live plane's lease refuses; a lease held here means our own start runs.
+   */
+  private startIfOrphaned(env: Envelope): void {
+    if (env.remoteId !== null || isTerminal(env.state) || this.leases.holds(env.id)) return;
+    this.spawn(
+      (async () => {
+        if (await this.leases.claim(env.id)) await this.adopt(env);
+      })(),
+    );
   }
 
   async create(
@@ -298,6 +319,7 @@ export class Plane {
           field: 'idempotencyKey',
         });
       }
+      this.startIfOrphaned(existing);
       return { envelope: existing, created: false };
     };
     if (idempotencyKey) {

@@ -173,4 +173,21 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 6,
+    name: 'lease owners',
+    // A lease owner (a plane instance) bound to a process: the process holds a session advisory lock on
+    // (hashtext of the schema's owner namespace, lock_key) on its LISTEN connection for as long as it
+    // lives. When PostgreSQL ends that session (the process died), the lock is free, and acquireLease
+    // takes the owner's leases at once rather than after they expire. Owners without a row (older
+    // versions, the host) keep the plain expiry rule. Nothing reads this table in a way an older version
+    // could trip on: adding it is an expand step.
+    sql: `
+      CREATE TABLE lease_owners (
+        owner TEXT PRIMARY KEY,
+        lock_key SERIAL NOT NULL,
+        bound_at BIGINT NOT NULL
+      );
+    `,
+  },
 ];

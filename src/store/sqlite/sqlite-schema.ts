@@ -218,4 +218,17 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 6,
+    name: 'lease owners',
+    // As PostgreSQL migration 6, which uses it to take a dead process's leases before they expire. SQLite
+    // cannot tell whether another process lives, so it keeps the table empty (same shape on both).
+    sql: `
+      CREATE TABLE lease_owners (
+        owner TEXT PRIMARY KEY,
+        lock_key INTEGER NOT NULL,
+        bound_at INTEGER NOT NULL
+      );
+    `,
+  },
 ];
