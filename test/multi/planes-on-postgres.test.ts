@@ -122,4 +122,16 @@ describe('planes sharing one PostgreSQL', () => {
     expect(c.remote.jobs.size).toBe(1);
     await until([b.store], () => watching(b.plane).includes(envelope.id), 'B watches the job');
   }, 60_000);
+
+  it('the reconciliation of a target passes to another plane as soon as its holder dies', async () => {
+    const c = await cluster([{}, {}]);
+    const [a, b] = c.members as [Member, Member];
+    await startedOn(a, 'reconciled');
+    expect((await a.plane.reconcileNow('fake'))[0]!.listPages).toBe(1);
+    // A holds the target's lease for the whole interval: B's pass is skipped.
+    expect((await b.plane.reconcileNow('fake'))[0]!.listPages).toBe(0);
+    await a.kill();
+    // Long before the lease's hour is up: A's process is gone, so B lists now.
+    expect((await b.plane.reconcileNow('fake'))[0]!.listPages).toBe(1);
+  }, 60_000);
 });

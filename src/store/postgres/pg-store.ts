@@ -278,7 +278,8 @@ export class PostgresStore extends PgAgentHost implements Store {
          OR EXISTS (SELECT 1 FROM lease_owners o WHERE o.owner = leases.owner
                     AND pg_try_advisory_xact_lock(hashtext($5), o.lock_key))
        RETURNING name`,
-      [[...new Set(names)], owner, now + ttlMs, now, this.ownerLockSpace],
+      // Sorted: two planes renewing overlapping sets lock the rows in one order (no deadlock).
+      [[...new Set(names)].sort(), owner, now + ttlMs, now, this.ownerLockSpace],
     );
     return found.map((r) => r.name);
   }
