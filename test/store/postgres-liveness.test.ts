@@ -36,6 +36,15 @@ describe('postgres lease owner liveness', () => {
     expect(await third!.acquireLeases(['watch:x', 'watch:y'], 'w-third', 1003, 60_000)).toEqual([]);
   });
 
+  it('an owner that never bound (a previous version) keeps its leases until they expire', async () => {
+    const [old, live] = await stores(2);
+    await live!.bindLeaseOwner('w-live', 1000);
+    expect(await old!.acquireLease('watch:p', 'w-old', 1000, 60_000)).toBe(true);
+    await old!.close();
+    expect(await live!.acquireLease('watch:p', 'w-live', 1001, 60_000)).toBe(false);
+    expect(await live!.acquireLease('watch:p', 'w-live', 61_000, 60_000)).toBe(true);
+  });
+
   it('an owner whose listener connection was cut keeps its leases once the listener is back', async () => {
     const schema = freshSchemaName('tp_live');
     const url = urlForSchema(schema);
