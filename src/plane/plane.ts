@@ -149,6 +149,8 @@ export class Plane {
   private readonly timeouts: TimeoutTimers;
   private leaseLoops: Array<WorkerLoop<string>> = [];
   private unsubscribe: (() => void) | null = null;
+  /** Jobs whose first start this plane has begun (beginStart) and not yet finished. */
+  private readonly beginning = new Set<string>();
   private started = false;
 
   constructor(private readonly ports: PlanePorts) {
@@ -290,7 +292,8 @@ export class Plane {
    * after its lease expires. A live plane's lease refuses; a lease held here means our own start runs.
    */
   private startIfOrphaned(env: Envelope): void {
-    if (env.remoteId !== null || isTerminal(env.state) || this.leases.holds(env.id)) return;
+    if (env.remoteId !== null || isTerminal(env.state)) return;
+    if (this.beginning.has(env.id) || this.leases.holds(env.id)) return;
     this.spawn(
       (async () => {
         if (await this.leases.claim(env.id)) await this.adopt(env);
@@ -436,6 +439,9 @@ export class Plane {
       ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
       return { kind: 'retry', error: describeError(err) };
     });
+    // Until its lease is claimed, a start begun here is known only to this set (startIfOrphaned).
+    this.beginning.add(env.id);
+    void started.finally(() => this.beginning.delete(env.id));
     this.spawn(started);
     return started;
   }
