@@ -58,7 +58,11 @@ export class JobWatcher {
   /** The stream this watcher reads now and the job it follows (null before the create names it). */
   private attached: { remoteId: string | null; cut: AbortController } | null = null;
   private checking = false;
-  private recheck = false;
+  private recheckSettled = false;
+  /** The envelope version this watcher parked at (null while not parked). */
+  private parkedVersion: number | null = null;
+  /** A wake() from this process (an answer, a resubmission) arrived: act on it even if nothing changed. */
+  private forced = false;
 
   constructor(
     parent: PlaneContext,
@@ -93,6 +97,7 @@ export class JobWatcher {
   }
 
   wake(): void {
+    this.forced = true;
     this.wakeSignal.wake();
   }
 
@@ -105,7 +110,7 @@ export class JobWatcher {
   noticeChange(): void {
     if (!this.attached) return;
     if (this.checking) {
-      this.recheck = true;
+      this.recheckSettled = true;
       return;
     }
     this.checking = true;
@@ -115,14 +120,14 @@ export class JobWatcher {
   private async cutIfSettled(): Promise<void> {
     try {
       do {
-        this.recheck = false;
+        this.recheckSettled = false;
         const attached = this.attached;
         if (!attached) return;
         const env = await this.ctx.store.getEnvelope(this.envelopeId);
         const settled =
           !env || isTerminal(env.state) || (attached.remoteId !== null && env.remoteId !== attached.remoteId);
         if (settled && this.attached === attached) attached.cut.abort();
-      } while (this.recheck);
+      } while (this.recheckSettled);
     } catch (err) {
       // The store is closing (stop()): the watcher ends with it.
       this.ctx.logger.debug({ envelopeId: this.envelopeId, err: describeError(err) }, 'settle check failed');
@@ -137,6 +142,40 @@ export class JobWatcher {
     this.attached = { remoteId, cut };
     this.noticeChange();
     return cut;
+  }
+
+  /**
+   * A hint that the job may have changed elsewhere (another plane's write reached the change feed, or
+   * the lease round saw a newer `version`): a parked watcher reads the job again and moves on only if
+   * it did change. Watchers that are attached, backing off or polling see changes on their own.
+   */
+  recheck(version?: number): void {
+    if (this.state !== 'parked') return;
+    if (version !== undefined && version === this.parkedVersion) return;
+    this.wakeSignal.wake();
+  }
+
+  /** Parks until woken, a timeout or stop(), noting the version it parked at. */
+  private async park(env: Envelope, ms: number): Promise<'timeout' | 'woken' | 'stopped'> {
+    this.state = 'parked';
+    this.parkedVersion = env.version;
+    try {
+      return await this.wakeSignal.wait(ms);
+    } finally {
+      this.parkedVersion = null;
+    }
+  }
+
+  /** After a wake while parked at input: whether to look at the remote again (else park again). */
+  private async inputMovedOn(parked: Envelope): Promise<boolean> {
+    if (this.forced) {
+      this.forced = false;
+      return true;
+    }
+    // An answer recorded elsewhere is not yet the remote's move: wait for the state (or job) to change,
+    // which the answering plane records once the remote replied.
+    const now = await this.ctx.store.getEnvelope(this.envelopeId);
+    return !now || now.state !== 'waiting_for_input' || now.remoteId !== parked.remoteId;
   }
 
   private async current(): Promise<Envelope | null> {
@@ -283,17 +322,18 @@ export class JobWatcher {
         return mechanism === 'poll' ? this.pollLoop() : undefined;
       }
       if (env.remoteId === null) {
-        // Not started yet (or being resubmitted): whoever binds the remote id wakes us.
-        this.state = 'parked';
-        if ((await this.wakeSignal.wait(Infinity)) === 'stopped') return;
+        // Not started yet (or being resubmitted): whoever binds the remote id wakes us (in this
+        // process directly, from another plane through the change feed or the lease round's re-check).
+        if ((await this.park(env, Infinity)) === 'stopped') return;
         continue;
       }
       if (last === 'ended' && env.state === 'waiting_for_input') {
         // Servers close the stream at INPUT_REQUIRED; resubscribing at once would spin. Wait for an
-        // answer (which wakes us), a recheck if configured, or reconciliation.
-        this.state = 'parked';
-        if ((await this.wakeSignal.wait(ctx.config.stream.waitingRecheckMs || Infinity)) === 'stopped')
-          return;
+        // answer through any plane (ours wakes us; another plane's reaches us as a change), a recheck if
+        // configured, or reconciliation.
+        const woke = await this.park(env, ctx.config.stream.waitingRecheckMs || Infinity);
+        if (woke === 'stopped') return;
+        if (woke === 'woken' && !(await this.inputMovedOn(env))) continue;
         last = 'none';
         continue;
       }
@@ -310,6 +350,8 @@ export class JobWatcher {
       const connector = connectorFor(ctx, env.target);
       const remoteId = env.remoteId;
       this.state = 'attached';
+      // This subscription shows the job as it is now: an earlier wake has been acted on.
+      this.forced = false;
       const cut = this.attach(remoteId);
       try {
         if (dropped) ctx.counters.count('reattaches', env);

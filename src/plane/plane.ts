@@ -28,6 +28,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Random } from '../core/random.ts';
 import { newEnvelope, type Envelope, type EnvelopeEvent, type ObservationSource } from '../core/envelope.ts';
 import { TaskplaneError } from '../core/errors.ts';
+import { isTerminal } from '../core/states.ts';
 import { newId } from '../core/ids.ts';
 import { inputHash } from '../core/canonical-json.ts';
 import type { EnvelopeQuery, EnvelopeStore, Page } from '../store/store.ts';
@@ -166,6 +167,8 @@ export class Plane {
   private readonly timeouts: TimeoutTimers;
   private leaseLoops: Array<WorkerLoop<string>> = [];
   private readonly startQueue: StartQueue;
+  /** Jobs whose first start this plane has begun (beginStart) and not yet finished. */
+  private readonly beginning = new Set<string>();
   private started = false;
   private stopNotices: (() => void) | null = null;
 
@@ -222,10 +225,15 @@ export class Plane {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    // Every write to a watched job's record, by any path of any plane sharing the store, lets its
-    // watcher see whether the job settled elsewhere (job-watcher.ts noticeChange).
+    await this.leases.bind();
+    // Every write to a watched job's record, by any path of any plane sharing the store: an attached
+    // watcher sees whether the job settled elsewhere (job-watcher.ts noticeChange); a parked one reads
+    // the job again (another plane's answer or cancel; recheck).
     this.stopNotices = this.ctx.store.onChange((change) => {
-      if (change.kind === 'envelope') this.watchers.get(change.id)?.noticeChange();
+      if (change.kind !== 'envelope') return;
+      const watcher = this.watchers.get(change.id);
+      watcher?.noticeChange();
+      watcher?.recheck();
     });
     const active = await listActiveEnvelopes(this.ctx.store);
     for (const env of active) {
@@ -288,22 +296,36 @@ export class Plane {
     this.leaseLoops = leaseLoops(this.ctx, this.leases, this.controller.signal, {
       // Another plane holds this job's lease now (we were paused past the ttl): it watches, we stop.
       stopWatching: (id) => this.watchers.get(id)?.stop(),
-      hasWatcher: (id) => {
-        const w = this.watchers.get(id);
-        return w !== undefined && w.state !== 'done';
-      },
+      recheck: (id, version) => this.watchers.get(id)?.recheck(version),
       isWatching: (id) => {
         const w = this.watchers.get(id);
         return (w !== undefined && w.state !== 'done') || (this.leases.enabled && this.leases.holds(id));
       },
-      adopt: async (env) => {
-        // A dead plane's job: tracked here from now on, as recovery would after a restart.
-        this.ctx.counters.track(env.id, env.tenant);
-        this.timeouts.arm(env);
-        if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
-        else await this.watch(env.id);
-      },
+      adopt: (env) => this.adopt(env),
     });
+  }
+
+  /** A job this plane just took the lease of (a dead plane's): tracked here from now on, as after a restart. */
+  private async adopt(env: Envelope): Promise<void> {
+    this.ctx.counters.track(env.id, env.tenant);
+    this.timeouts.arm(env);
+    if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+    else await this.watch(env.id);
+  }
+
+  /**
+   * A create retried here for a job whose start nobody has confirmed: when the plane that took it died
+   * before starting it (its lease is free, expired, or its process is gone), start it now rather than
+   * after its lease expires. A live plane's lease refuses; a lease held here means our own start runs.
+   */
+  private startIfOrphaned(env: Envelope): void {
+    if (env.remoteId !== null || isTerminal(env.state)) return;
+    if (this.beginning.has(env.id) || this.leases.holds(env.id)) return;
+    this.spawn(
+      (async () => {
+        if (await this.leases.claim(env.id)) await this.adopt(env);
+      })(),
+    );
   }
 
   async create(
@@ -327,6 +349,7 @@ export class Plane {
           field: 'idempotencyKey',
         });
       }
+      this.startIfOrphaned(existing);
       return { envelope: existing, created: false };
     };
     if (idempotencyKey) {
@@ -454,6 +477,9 @@ export class Plane {
       ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
       return { kind: 'retry', error: describeError(err) };
     });
+    // Until its lease is claimed, a start begun here is known only to this set (startIfOrphaned).
+    this.beginning.add(env.id);
+    void started.finally(() => this.beginning.delete(env.id));
     this.spawn(started);
     return started;
   }

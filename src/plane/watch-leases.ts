@@ -11,15 +11,22 @@ import { WorkerLoop } from './worker-loop.ts';
  * - A plane watches a job only while it holds the lease `watch:<envelope id>` (Store.acquireLease: an
  *   owner, an expiry, one atomic statement). The plane that creates a job takes its lease, so load
  *   spreads the way jobs arrive.
- * - It renews every lease it holds every ttl/3 (one store call per watched job per renewal: 1,000
- *   jobs at the 30 s default is ~100 small writes a second, fine for the PostgreSQL this is for). A
- *   renewal that fails because another plane took the lease over stops the local watcher at once.
+ * - Every ttl/3 it renews every lease it holds in one store call (Store.acquireLeases), and first reads
+ *   the state and version of every job it holds in one more (Store.envelopeVersions): a job another
+ *   plane finished stops its local watcher and lets its lease go, and a watcher parked on a job another
+ *   plane changed is told to look again (the timer behind the store's change notices, which may be
+ *   dropped). A renewal that fails because another plane took the lease over stops the local watcher.
  * - Every `adoptIntervalMs` it offers to take every active job nobody watches locally; the lease of a
- *   live plane refuses, the lease of a dead plane has expired after ttl, so a dead plane's jobs are
- *   picked up within ttl + adoptIntervalMs (reconciliation covers them in the meantime).
+ *   live plane refuses. A dead plane's leases are taken at once where the store can tell that their
+ *   owner's process is gone (PostgreSQL: bindLeaseOwner), and after ttl elsewhere, so a dead plane's jobs
+ *   are picked up within one adoption interval (ttl + one interval without liveness); reconciliation
+ *   covers them in the meantime.
  *
  * Off on a single-process store (memory) where there is nobody to share with: no extra writes.
  */
+/** Jobs re-checked per store read in a renewal round. */
+const RECHECK_BATCH = 1000;
+
 export class WatchLeases {
   readonly enabled: boolean;
   private readonly held = new Set<string>();
@@ -34,6 +41,11 @@ export class WatchLeases {
 
   private static lease(envelopeId: string): string {
     return `watch:${envelopeId}`;
+  }
+
+  /** Ties this plane's leases to its process (Store.bindLeaseOwner); before the first claim. */
+  async bind(): Promise<void> {
+    if (this.enabled) await this.ctx.store.bindLeaseOwner(this.owner, this.ctx.clock.now());
   }
 
   /** Takes (or renews) the job's lease; false when another live plane watches it. */
@@ -65,20 +77,28 @@ export class WatchLeases {
     });
   }
 
-  /** Renews every held lease; returns the jobs whose lease another plane now holds. */
+  /** Renews every held lease in one store call; returns the jobs whose lease another plane now holds. */
   async renew(): Promise<string[]> {
-    const lost: string[] = [];
-    for (const id of [...this.held]) {
-      if (this.ctx.signal.aborted) break;
-      try {
-        if (!(await this.claim(id))) lost.push(id);
-      } catch (err) {
-        // A store hiccup is not a takeover: keep watching, the next renewal tries again (the lease has
-        // two more renewal periods before it expires).
-        this.ctx.logger.warn({ envelopeId: id, err: describeError(err) }, 'watch lease renewal failed');
-      }
+    const ids = [...this.held];
+    if (ids.length === 0 || this.ctx.signal.aborted) return [];
+    let kept: Set<string>;
+    try {
+      const names = await this.ctx.store.acquireLeases(
+        ids.map(WatchLeases.lease),
+        this.owner,
+        this.ctx.clock.now(),
+        this.ctx.config.watch.leaseTtlMs,
+      );
+      kept = new Set(names);
+    } catch (err) {
+      // A store hiccup is not a takeover: keep watching, the next renewal tries again (the leases have
+      // two more renewal periods before they expire).
+      this.ctx.logger.warn({ jobs: ids.length, err: describeError(err) }, 'watch lease renewal failed');
+      return [];
     }
-    return lost;
+    const lost = ids.filter((id) => !kept.has(WatchLeases.lease(id)));
+    // Released meanwhile (its watcher ended): not lost, just gone.
+    return lost.filter((id) => this.held.delete(id));
   }
 
   async releaseAll(): Promise<void> {
@@ -96,8 +116,8 @@ export function leaseLoops(
   signal: AbortSignal,
   plane: {
     stopWatching(id: string): void;
-    /** A local watcher runs for this job. */
-    hasWatcher(id: string): boolean;
+    /** The job is open at `version`: a watcher parked on it looks again if that is news to it. */
+    recheck(id: string, version: number): void;
     isWatching(id: string): boolean;
     adopt(env: Envelope): Promise<void>;
   },
@@ -118,19 +138,31 @@ export function leaseLoops(
       error: (err, id) => ctx.logger.warn({ envelopeId: id, err: describeError(err) }, `${name} failed`),
       intervalMs: () => intervalMs,
     });
-  // A job with no local watcher (push-only, or still being started) ends without a watcher's `done` to
-  // release its lease: drop it here once the job is finished, so held leases do not pile up.
-  const prune = async () => {
-    for (const id of leases.heldIds()) {
-      if (plane.hasWatcher(id)) continue;
-      const env = await ctx.store.getEnvelope(id);
-      if (!env || isTerminal(env.state)) await leases.release(id);
+  // Before renewing: a job finished elsewhere (or by a path without a watcher: push-only, a start never
+  // watched) drops its watcher and lease, so held leases do not pile up; a parked watcher whose job
+  // changed looks again.
+  const recheck = async () => {
+    const ids = leases.heldIds();
+    for (let i = 0; i < ids.length; i += RECHECK_BATCH) {
+      const batch = ids.slice(i, i + RECHECK_BATCH);
+      const open = new Map<string, number>();
+      for (const v of await ctx.store.envelopeVersions(batch))
+        if (!isTerminal(v.state)) open.set(v.id, v.version);
+      for (const id of batch) {
+        const version = open.get(id);
+        if (version !== undefined) {
+          plane.recheck(id, version);
+          continue;
+        }
+        plane.stopWatching(id);
+        await leases.release(id);
+      }
     }
   };
   const renew = loop(
     'watch-renew',
     Math.max(1, Math.floor(cfg.leaseTtlMs / 3)),
-    async () => (await prune(), leases.renew()),
+    async () => (await recheck(), leases.renew()),
     async (id) => {
       ctx.logger.info({ envelopeId: id }, 'watch lease taken over by another plane');
       plane.stopWatching(id);

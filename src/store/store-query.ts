@@ -1,5 +1,5 @@
 import { invalidArgument } from '../core/errors.ts';
-import type { AgentScope } from './store.ts';
+import type { AgentScope, AgentTaskQuery } from './store.ts';
 
 /**
  * Query rules every backend shares, kept in one pure module (no node: imports: the memory store runs in
@@ -74,4 +74,14 @@ export function decodeCursor(cursor: string | undefined, field = 'cursor'): Keys
 export function afterKeyset(at: number, id: string, keyset: Keyset, order: 'asc' | 'desc'): boolean {
   if (order === 'desc') return at < keyset.at || (at === keyset.at && id < keyset.id);
   return at > keyset.at || (at === keyset.at && id > keyset.id);
+}
+
+/**
+ * Whether ListTasks' totalSize can be read from agent_task_counts (kept per scope and state by triggers,
+ * SQL migration 6) instead of counted: filters by scope and state only. A contextId or
+ * statusTimestampAfter filter still counts the matching rows (a conversation is small; a time range is
+ * counted on the scope index).
+ */
+export function countsCover(query: AgentTaskQuery): boolean {
+  return query.contextId === undefined && query.statusTimestampAfter === undefined;
 }

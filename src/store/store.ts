@@ -35,6 +35,18 @@ export interface StoreCommon {
    */
   acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean>;
   releaseLease(name: string, owner: string): Promise<void>;
+  /**
+   * acquireLease for many names in one statement (a plane renewing every job it watches): returns the
+   * names `owner` holds afterwards, in no particular order.
+   */
+  acquireLeases(names: readonly string[], owner: string, now: number, ttlMs: number): Promise<string[]>;
+  /**
+   * Ties lease owner `owner` to this store's own connection to the database (`capabilities.ownerLiveness`):
+   * once that connection is gone (the process died), any acquireLease may take `owner`'s leases at once
+   * instead of waiting for them to expire. Call before taking leases as `owner`. A no-op on backends
+   * without the capability, where leases change hands only by expiry.
+   */
+  bindLeaseOwner(owner: string, now: number): Promise<void>;
 
   // --- settings (first-start API key, instance id, the host's step-key secret) ----------------
   getSetting(key: string): Promise<string | undefined>;
@@ -81,6 +93,11 @@ export interface EnvelopeStore extends StoreCommon {
   listEnvelopes(query: EnvelopeQuery): Promise<Page<Envelope>>;
   /** Counts by state for one tenant, or all tenants when tenant is undefined. */
   countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>>;
+  /**
+   * State and version of each envelope in `ids` that exists (a cheap batched read, without the documents),
+   * in no particular order: how a plane re-checks the jobs it watches in one query per round.
+   */
+  envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]>;
 
   // --- control plane: the event log ---------------------------------------------------------
   /** Events with seq > afterSeq in seq order, optionally for one tenant and/or one envelope. */
@@ -211,6 +228,14 @@ export interface StoreCapabilities {
   multiProcess: boolean;
   /** Other processes' commits reach onChange. */
   crossProcessNotify: boolean;
+  /** A dead process's leases can be taken before they expire (bindLeaseOwner). */
+  ownerLiveness: boolean;
+}
+
+export interface EnvelopeVersion {
+  id: string;
+  state: NormalizedState;
+  version: number;
 }
 
 export interface ChangeNotice {

@@ -23,7 +23,12 @@ describe('openStore', () => {
   it('memory: opens the in-memory store', async () => {
     const store = await openStore('memory:');
     expect(store).toBeInstanceOf(MemoryStore);
-    expect(store.capabilities).toEqual({ durable: false, multiProcess: false, crossProcessNotify: false });
+    expect(store.capabilities).toEqual({
+      durable: false,
+      multiProcess: false,
+      crossProcessNotify: false,
+      ownerLiveness: false,
+    });
     await store.close();
   });
 
@@ -32,7 +37,12 @@ describe('openStore', () => {
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const path = join(dir, 'nested', 'deeper', 'taskplane.db');
     const file = await openStore(`sqlite:${path}`);
-    expect(file.capabilities).toEqual({ durable: true, multiProcess: true, crossProcessNotify: false });
+    expect(file.capabilities).toEqual({
+      durable: true,
+      multiProcess: true,
+      crossProcessNotify: false,
+      ownerLiveness: false,
+    });
     expect(await file.putSettingIfAbsent('a', 'b')).toBe('b');
     await file.close();
     expect(existsSync(path)).toBe(true);
@@ -46,7 +56,12 @@ describe('openStore', () => {
     const schema = freshSchemaName('tp_open');
     onTestFinished(({ task }) => disposeSchema(schema, task.result?.state === 'fail'));
     const store = await openStore(urlForSchema(schema));
-    expect(store.capabilities).toEqual({ durable: true, multiProcess: true, crossProcessNotify: true });
+    expect(store.capabilities).toEqual({
+      durable: true,
+      multiProcess: true,
+      crossProcessNotify: true,
+      ownerLiveness: true,
+    });
     expect(await store.putSettingIfAbsent('a', 'b')).toBe('b');
     await store.close();
   });

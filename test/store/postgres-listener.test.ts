@@ -1,5 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
+import { listenerApplicationName } from '../../src/store/postgres/pg-listener.ts';
 import type { ChangeNotice } from '../../src/store/store.ts';
 import { silentLogger, type Logger } from '../../src/core/logger.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
@@ -36,8 +37,8 @@ describe('postgres change listener', () => {
     const lost = logger.next('lost its connection');
     const reconnected = logger.next('reconnected');
     const killed = await withPgClient((c) =>
-      c.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [
-        `LISTEN "taskplane_${schema}"`,
+      c.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [
+        listenerApplicationName(`taskplane_${schema}`),
       ]),
     );
     expect(killed.rowCount).toBe(1);

@@ -7,6 +7,7 @@ import type {
   ApiKeyRecord,
   ChangeNotice,
   EnvelopeQuery,
+  EnvelopeVersion,
   EventQuery,
   InboundDelivery,
   Page,
@@ -28,6 +29,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     durable: false,
     multiProcess: false,
     crossProcessNotify: false,
+    ownerLiveness: false,
   };
 
   private readonly envelopes = new Map<string, Envelope>();
@@ -137,6 +139,15 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     return counts;
   }
 
+  async envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]> {
+    const out: EnvelopeVersion[] = [];
+    for (const id of ids) {
+      const e = this.envelopes.get(id);
+      if (e) out.push({ id, state: e.state, version: e.version });
+    }
+    return out;
+  }
+
   // --- event log -----------------------------------------------------------------------------
 
   async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {
@@ -168,6 +179,21 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     if (lease && lease.owner !== owner && lease.expiresAt > now) return false;
     this.leases.set(name, { owner, expiresAt: now + ttlMs });
     return true;
+  }
+
+  async acquireLeases(
+    names: readonly string[],
+    owner: string,
+    now: number,
+    ttlMs: number,
+  ): Promise<string[]> {
+    const held: string[] = [];
+    for (const name of new Set(names)) if (await this.acquireLease(name, owner, now, ttlMs)) held.push(name);
+    return held;
+  }
+
+  async bindLeaseOwner(): Promise<void> {
+    // One process: nobody else can outlive or survive it.
   }
 
   async releaseLease(name: string, owner: string): Promise<void> {

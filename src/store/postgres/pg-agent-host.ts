@@ -19,6 +19,7 @@ import type {
 import {
   TERMINAL_AGENT_TASK_STATES,
   agentTaskPageSize,
+  countsCover,
   decodeCursor,
   encodeCursor,
   eventLimit,
@@ -170,7 +171,12 @@ export abstract class PgAgentHost {
     if (query.state !== undefined) w.add('state = $?', query.state);
     if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);
     const total = (
-      await this.query<{ n: number }>(`SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`, w.params)
+      await this.query<{ n: number }>(
+        countsCover(query)
+          ? `SELECT COALESCE(SUM(n), 0)::float8 AS n FROM agent_task_counts ${w.sql()}`
+          : `SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`,
+        w.params,
+      )
     )[0]!.n;
     if (keyset) w.add('(status_timestamp, id) < ($?, $?)', keyset.at, keyset.id);
     const sql = `SELECT * FROM agent_tasks ${w.sql()} ORDER BY status_timestamp DESC, id DESC LIMIT ${pageSize + 1}`;

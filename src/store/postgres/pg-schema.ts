@@ -173,4 +173,58 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 6,
+    name: 'lease owners; agent task counts',
+    // lease_owners: a lease owner (a plane instance) bound to a process. The process holds a session
+    // advisory lock on (hashtext of the schema's owner namespace, lock_key) on its LISTEN connection for
+    // as long as it lives. When PostgreSQL ends that session (the process died), the lock is free, and
+    // acquireLease takes the owner's leases at once rather than after they expire. Owners without a row
+    // (older versions, the host) keep the plain expiry rule.
+    // agent_task_counts: as SQLite migration 6, tasks per scope and state kept by a trigger in the writing
+    // transaction (ListTasks' totalSize without a COUNT(*)). Each change goes to one of 16 slots at random
+    // and a count sums the slots: concurrent writers in one scope rarely wait on the same row lock.
+    // Both are expand steps: the previous version runs beside them unchanged (its writes fire the trigger).
+    sql: `
+      CREATE TABLE lease_owners (
+        owner TEXT PRIMARY KEY,
+        lock_key SERIAL NOT NULL,
+        bound_at BIGINT NOT NULL
+      );
+
+      CREATE TABLE agent_task_counts (
+        owner TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        state TEXT NOT NULL,
+        slot INTEGER NOT NULL,
+        n BIGINT NOT NULL,
+        PRIMARY KEY (owner, tenant, state, slot)
+      );
+      INSERT INTO agent_task_counts (owner, tenant, state, slot, n)
+        SELECT owner, tenant, state, 0, COUNT(*) FROM agent_tasks GROUP BY owner, tenant, state;
+      CREATE FUNCTION agent_task_counts_apply() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+      DECLARE
+        s INTEGER := floor(random() * 16)::integer;
+      BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+          INSERT INTO agent_task_counts AS c (owner, tenant, state, slot, n)
+            VALUES (OLD.owner, OLD.tenant, OLD.state, s, -1)
+            ON CONFLICT (owner, tenant, state, slot) DO UPDATE SET n = c.n - 1;
+        END IF;
+        IF TG_OP IN ('UPDATE', 'INSERT') THEN
+          INSERT INTO agent_task_counts AS c (owner, tenant, state, slot, n)
+            VALUES (NEW.owner, NEW.tenant, NEW.state, s, 1)
+            ON CONFLICT (owner, tenant, state, slot) DO UPDATE SET n = c.n + 1;
+        END IF;
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER agent_task_counts_insert AFTER INSERT OR DELETE ON agent_tasks
+        FOR EACH ROW EXECUTE FUNCTION agent_task_counts_apply();
+      CREATE TRIGGER agent_task_counts_update AFTER UPDATE OF owner, tenant, state ON agent_tasks
+        FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.owner IS DISTINCT FROM NEW.owner
+          OR OLD.tenant IS DISTINCT FROM NEW.tenant)
+        EXECUTE FUNCTION agent_task_counts_apply();
+    `,
+  },
 ];

@@ -10,6 +10,7 @@ import type {
   ApiKeyRecord,
   ChangeNotice,
   EnvelopeQuery,
+  EnvelopeVersion,
   EventQuery,
   InboundDelivery,
   Page,
@@ -49,11 +50,13 @@ type Client = pg.PoolClient;
  * FOR UPDATE SKIP LOCKED, and fan-out on LISTEN/NOTIFY sent inside the writing transaction.
  */
 export class PostgresStore extends PgAgentHost implements Store {
-  readonly capabilities: StoreCapabilities = { durable: true, multiProcess: true, crossProcessNotify: true };
+  readonly capabilities: StoreCapabilities;
   private readonly hub = new ChangeHub();
   private readonly instanceId = globalThis.crypto.randomUUID();
   private readonly channel: string;
   private readonly eventLockKey: string;
+  /** First half of every lease owner's liveness lock (the second is its lease_owners.lock_key). */
+  private readonly ownerLockSpace: string;
   private listener: PgListener | undefined;
   private readonly envelopes: EnvelopeBatcher;
   private closed = false;
@@ -67,12 +70,21 @@ export class PostgresStore extends PgAgentHost implements Store {
     protected readonly pool: pg.Pool,
     private readonly target: PgTarget,
     groupCommit: boolean,
+    listen: boolean,
   ) {
     super();
+    // Liveness rides on the LISTEN connection (a session); a store without one cannot vouch for owners.
+    this.capabilities = {
+      durable: true,
+      multiProcess: true,
+      crossProcessNotify: listen,
+      ownerLiveness: listen,
+    };
     const schema = target.schema ?? 'default';
     // Channel names are identifiers (63 bytes max): 10 + a schema name of at most 48.
     this.channel = `taskplane_${schema}`;
     this.eventLockKey = `taskplane_events:${schema}`;
+    this.ownerLockSpace = `taskplane_owners:${schema}`;
     this.envelopes = new EnvelopeBatcher({
       pool,
       groupCommit,
@@ -93,7 +105,8 @@ export class PostgresStore extends PgAgentHost implements Store {
     pool.on('error', (err) =>
       logger.warn(`postgres pool connection error at ${target.label} (${err.message})`),
     );
-    const store = new PostgresStore(pool, target, options.groupCommit ?? true);
+    const listen = options.listen ?? true;
+    const store = new PostgresStore(pool, target, options.groupCommit ?? true, listen);
     try {
       const client = await pool.connect();
       try {
@@ -101,7 +114,7 @@ export class PostgresStore extends PgAgentHost implements Store {
       } finally {
         client.release();
       }
-      if (options.listen ?? true) {
+      if (listen) {
         store.listener = new PgListener(config, store.channel, store.instanceId, store.hub, logger);
         await store.listener.start();
       }
@@ -214,6 +227,14 @@ export class PostgresStore extends PgAgentHost implements Store {
     return Object.fromEntries(found.map((r) => [r.state, r.n]));
   }
 
+  async envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]> {
+    if (ids.length === 0) return [];
+    return this.query<EnvelopeVersion>(
+      'SELECT id, state, version FROM envelopes WHERE id = ANY($1::text[])',
+      [ids],
+    );
+  }
+
   async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {
     const w = where('pg');
     w.add('seq > $?', query.afterSeq);
@@ -234,14 +255,54 @@ export class PostgresStore extends PgAgentHost implements Store {
     return result.rowCount === 1;
   }
 
-  async acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
-    const result = await this.run(
-      `INSERT INTO leases (name, owner, expires_at) VALUES ($1, $2, $3)
+  acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
+    return this.acquireLeases([name], owner, now, ttlMs).then((held) => held.length === 1);
+  }
+
+  /**
+   * One statement for every name. A lease changes hands when it is free, expired, already `owner`'s, or
+   * held by a bound owner whose process is gone: its liveness lock (bindLeaseOwner) can be taken. The
+   * try-lock is transaction-scoped, so it is released again when this statement ends.
+   */
+  async acquireLeases(
+    names: readonly string[],
+    owner: string,
+    now: number,
+    ttlMs: number,
+  ): Promise<string[]> {
+    if (names.length === 0) return [];
+    const found = await this.query<{ name: string }>(
+      `INSERT INTO leases (name, owner, expires_at) SELECT n, $2, $3 FROM unnest($1::text[]) AS n
        ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-       WHERE leases.owner = excluded.owner OR leases.expires_at <= $4`,
-      [name, owner, now + ttlMs, now],
+       WHERE leases.owner = excluded.owner OR leases.expires_at <= $4
+         OR EXISTS (SELECT 1 FROM lease_owners o WHERE o.owner = leases.owner
+                    AND pg_try_advisory_xact_lock(hashtext($5), o.lock_key))
+       RETURNING name`,
+      // Sorted: two planes renewing overlapping sets lock the rows in one order (no deadlock).
+      [[...new Set(names)].sort(), owner, now + ttlMs, now, this.ownerLockSpace],
     );
-    return result.rowCount === 1;
+    return found.map((r) => r.name);
+  }
+
+  /**
+   * Records `owner` with a fresh lock key and holds its liveness lock on the LISTEN connection (which
+   * takes it again after a reconnect). Also forgets owners that are gone and hold no lease any more.
+   */
+  async bindLeaseOwner(owner: string, now: number): Promise<void> {
+    if (!this.listener) return;
+    const [row] = await this.query<{ lock_key: number }>(
+      `INSERT INTO lease_owners (owner, bound_at) VALUES ($1, $2)
+       ON CONFLICT (owner) DO UPDATE SET bound_at = excluded.bound_at RETURNING lock_key`,
+      [owner, now],
+    );
+    await this.listener.holdLock(this.ownerLockSpace, row!.lock_key);
+    await this.run(
+      `DELETE FROM lease_owners o WHERE o.owner <> $1 AND o.bound_at < $3
+         AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.owner = o.owner)
+         AND pg_try_advisory_xact_lock(hashtext($2), o.lock_key)`,
+      // Not the owners bound this last minute: one may sit between its insert and its lock.
+      [owner, this.ownerLockSpace, now - 60_000],
+    );
   }
 
   async releaseLease(name: string, owner: string): Promise<void> {

@@ -15,6 +15,7 @@ import type {
 import {
   TERMINAL_AGENT_TASK_STATES,
   agentTaskPageSize,
+  countsCover,
   decodeCursor,
   encodeCursor,
   eventLimit,
@@ -123,7 +124,13 @@ export abstract class SqliteAgentHost {
     if (query.state !== undefined) w.add('state = $?', query.state);
     if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);
     const total = (
-      this.conn.q(`SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`).get(...w.params) as { n: number }
+      this.conn
+        .q(
+          countsCover(query)
+            ? `SELECT COALESCE(SUM(n), 0) AS n FROM agent_task_counts ${w.sql()}`
+            : `SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`,
+        )
+        .get(...w.params) as { n: number }
     ).n;
     if (keyset) w.add('(status_timestamp, id) < ($?, $?)', keyset.at, keyset.id);
     const sql = `SELECT * FROM agent_tasks ${w.sql()} ORDER BY status_timestamp DESC, id DESC LIMIT ?`;

@@ -218,4 +218,48 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 6,
+    name: 'lease owners; agent task counts',
+    // lease_owners: as PostgreSQL migration 6, which uses it to take a dead process's leases before they
+    // expire. SQLite cannot tell whether another process lives, so it keeps the table empty.
+    // agent_task_counts: how many tasks each scope has per state, kept by triggers in the writing
+    // transaction, so ListTasks' totalSize is a lookup instead of a COUNT(*) over the scope's tasks. The
+    // slot column spreads PostgreSQL's writers over several rows; SQLite has one writer and uses slot 0.
+    // Triggers rather than code: a process of the previous version writing beside this one keeps the
+    // counts right too.
+    sql: `
+      CREATE TABLE lease_owners (
+        owner TEXT PRIMARY KEY,
+        lock_key INTEGER NOT NULL,
+        bound_at INTEGER NOT NULL
+      );
+
+      CREATE TABLE agent_task_counts (
+        owner TEXT NOT NULL,
+        tenant TEXT NOT NULL,
+        state TEXT NOT NULL,
+        slot INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (owner, tenant, state, slot)
+      );
+      INSERT INTO agent_task_counts (owner, tenant, state, slot, n)
+        SELECT owner, tenant, state, 0, COUNT(*) FROM agent_tasks GROUP BY owner, tenant, state;
+      CREATE TRIGGER agent_task_counts_insert AFTER INSERT ON agent_tasks BEGIN
+        INSERT INTO agent_task_counts (owner, tenant, state, slot, n) VALUES (NEW.owner, NEW.tenant, NEW.state, 0, 1)
+          ON CONFLICT (owner, tenant, state, slot) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER agent_task_counts_update AFTER UPDATE OF owner, tenant, state ON agent_tasks
+        WHEN OLD.state IS NOT NEW.state OR OLD.owner IS NOT NEW.owner OR OLD.tenant IS NOT NEW.tenant BEGIN
+        INSERT INTO agent_task_counts (owner, tenant, state, slot, n) VALUES (OLD.owner, OLD.tenant, OLD.state, 0, -1)
+          ON CONFLICT (owner, tenant, state, slot) DO UPDATE SET n = n - 1;
+        INSERT INTO agent_task_counts (owner, tenant, state, slot, n) VALUES (NEW.owner, NEW.tenant, NEW.state, 0, 1)
+          ON CONFLICT (owner, tenant, state, slot) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER agent_task_counts_delete AFTER DELETE ON agent_tasks BEGIN
+        INSERT INTO agent_task_counts (owner, tenant, state, slot, n) VALUES (OLD.owner, OLD.tenant, OLD.state, 0, -1)
+          ON CONFLICT (owner, tenant, state, slot) DO UPDATE SET n = n - 1;
+      END;
+    `,
+  },
 ];

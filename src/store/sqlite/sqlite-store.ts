@@ -9,6 +9,7 @@ import type {
   ApiKeyRecord,
   ChangeNotice,
   EnvelopeQuery,
+  EnvelopeVersion,
   EventQuery,
   InboundDelivery,
   Page,
@@ -120,7 +121,12 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       this.db.close();
       throw translate(err);
     }
-    this.capabilities = { durable: !inMemory, multiProcess: !inMemory, crossProcessNotify: false };
+    this.capabilities = {
+      durable: !inMemory,
+      multiProcess: !inMemory,
+      crossProcessNotify: false,
+      ownerLiveness: false,
+    };
   }
 
   /** The writer `writeThread` names, on the connection just migrated. */
@@ -237,6 +243,13 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     return this.visible(Object.fromEntries(found.map((r) => [r.state, r.n])));
   }
 
+  async envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]> {
+    const found = this.conn
+      .q('SELECT id, state, version FROM envelopes WHERE id IN (SELECT value FROM json_each(?))')
+      .all(JSON.stringify(ids)) as EnvelopeVersion[];
+    return this.visible(found);
+  }
+
   async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {
     const limit = eventLimit(query.limit);
     const w = where('sqlite');
@@ -255,6 +268,14 @@ export class SqliteStore extends SqliteAgentHost implements Store {
 
   acquireLease(name: string, owner: string, now: number, ttlMs: number): Promise<boolean> {
     return this.write('acquireLease', name, owner, now, ttlMs);
+  }
+
+  acquireLeases(names: readonly string[], owner: string, now: number, ttlMs: number): Promise<string[]> {
+    return this.write('acquireLeases', [...new Set(names)], owner, now, ttlMs);
+  }
+
+  async bindLeaseOwner(): Promise<void> {
+    // SQLite cannot tell whether another process is alive: leases change hands by expiry only.
   }
 
   releaseLease(name: string, owner: string): Promise<void> {

@@ -287,6 +287,17 @@ export const WRITES = {
     );
   },
 
+  acquireLeases(
+    c: SqlConn,
+    notices: ChangeNotice[],
+    names: string[],
+    owner: string,
+    now: number,
+    ttlMs: number,
+  ): string[] {
+    return names.filter((name) => WRITES.acquireLease(c, notices, name, owner, now, ttlMs));
+  },
+
   releaseLease(c: SqlConn, _notices: ChangeNotice[], name: string, owner: string): void {
     c.q('DELETE FROM leases WHERE name = ? AND owner = ?').run(name, owner);
   },

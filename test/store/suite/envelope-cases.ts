@@ -176,6 +176,38 @@ export function envelopeCases({ store, peer, test }: SuiteContext<EnvelopeStore>
     expect(race.filter(Boolean)).toHaveLength(1);
   });
 
+  test('acquireLeases takes and renews many leases in one call and returns only those held', async () => {
+    const other = await peer();
+    expect(await other.acquireLease('watch:b', 'w2', 1000, 100)).toBe(true);
+    const held = await store().acquireLeases(['watch:a', 'watch:b', 'watch:c', 'watch:a'], 'w1', 1000, 100);
+    expect(held.sort()).toEqual(['watch:a', 'watch:c']);
+    // Renewed by the owner: still its own after the first expiry, and refused to another owner.
+    expect((await store().acquireLeases(['watch:a', 'watch:c'], 'w1', 1090, 100)).sort()).toEqual([
+      'watch:a',
+      'watch:c',
+    ]);
+    expect(await other.acquireLeases(['watch:a', 'watch:c'], 'w2', 1150, 100)).toEqual([]);
+    // w2's lease expired at 1100: taken over in the same batch.
+    expect((await store().acquireLeases(['watch:b'], 'w1', 1150, 100)).sort()).toEqual(['watch:b']);
+    expect(await store().acquireLeases([], 'w1', 1150, 100)).toEqual([]);
+  });
+
+  test('envelopeVersions reads state and version of the envelopes that exist', async () => {
+    const a = makeEnvelope();
+    const b = makeEnvelope();
+    await store().createEnvelope(a, [event(a, 'created')]);
+    await store().createEnvelope(b, [event(b, 'created')]);
+    await store().updateEnvelope({ ...b, state: 'succeeded' }, 1, [event(b, 'state_changed')]);
+    const found = await store().envelopeVersions([a.id, b.id, 'missing']);
+    expect(found.sort((x, y) => x.id.localeCompare(y.id))).toEqual(
+      [
+        { id: a.id, state: a.state, version: 1 },
+        { id: b.id, state: 'succeeded', version: 2 },
+      ].sort((x, y) => x.id.localeCompare(y.id)),
+    );
+    expect(await store().envelopeVersions([])).toEqual([]);
+  });
+
   test('settings: putSettingIfAbsent keeps the first value and both writers agree', async () => {
     expect(await store().getSetting('instance')).toBeUndefined();
     const other = await peer();

@@ -1,6 +1,11 @@
 import { expect } from 'vitest';
 import { VersionConflictError } from '../../../src/core/errors.ts';
-import type { AgentTaskStore, ChangeNotice, PushConfigRecord } from '../../../src/store/store.ts';
+import type {
+  AgentTaskQuery,
+  AgentTaskStore,
+  ChangeNotice,
+  PushConfigRecord,
+} from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
 import { ALICE, BOB, makeTask, nextChange, outboxRow } from './fixtures.ts';
 
@@ -136,6 +141,31 @@ export function hostCases({ store, peer, test }: SuiteContext<AgentTaskStore>): 
     );
     expect(await store().listAgentTaskEvents(a.id, events[0]!.seq)).toEqual(events.slice(1));
     expect(await store().listAgentTaskEvents(a.id, 0, 1)).toEqual(events.slice(0, 1));
+  });
+
+  test('listAgentTasks totalSize follows creates and state changes, per scope and per state', async () => {
+    const inTenant = { owner: 'alice', tenant: 'acme' };
+    const created = [];
+    for (let i = 0; i < 5; i++)
+      created.push(
+        (await store().createAgentTask(makeTask({ id: `count-${i}`, ...inTenant }), `cm-${i}`, [], [])).task,
+      );
+    await store().createAgentTask(makeTask({ id: 'count-bob', ...BOB }), 'cm-b', [], []);
+    // The same message again creates nothing, and counts nothing.
+    await store().createAgentTask(makeTask({ id: 'count-dup', ...inTenant }), 'cm-0', [], []);
+    for (const t of created.slice(0, 2))
+      await store().updateAgentTask({ ...t, state: 'TASK_STATE_COMPLETED' }, t.version, [], []);
+    // A write that keeps the state moves no count.
+    const kept = created[2]!;
+    await store().updateAgentTask({ ...kept, updatedAt: kept.updatedAt + 1 }, kept.version, [], []);
+    const total = async (q: Partial<AgentTaskQuery> = {}) =>
+      (await store().listAgentTasks({ ...inTenant, pageSize: 1, ...q })).totalSize;
+    expect(await total()).toBe(5);
+    expect(await total({ state: 'TASK_STATE_COMPLETED' })).toBe(2);
+    expect(await total({ state: 'TASK_STATE_SUBMITTED' })).toBe(3);
+    expect(await total({ state: 'TASK_STATE_FAILED' })).toBe(0);
+    expect((await store().listAgentTasks({ ...BOB })).totalSize).toBe(1);
+    expect((await store().listAgentTasks({ owner: 'alice', tenant: '' })).totalSize).toBe(0);
   });
 
   test('listAgentTasks scopes by owner, filters, pages by cursor with totalSize, newest status first', async () => {

@@ -1,0 +1,90 @@
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
+import { listenerApplicationName } from '../../src/store/postgres/pg-listener.ts';
+import { event, makeEnvelope } from './suite/fixtures.ts';
+import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
+
+/**
+ * Lease owners bound to a store (bindLeaseOwner) hold a session advisory lock on its LISTEN connection:
+ * once that session is gone, their leases pass to another owner at once, long before they expire; while
+ * it lives, never.
+ */
+async function stores(n: number): Promise<PostgresStore[]> {
+  const schema = freshSchemaName('tp_live');
+  const url = urlForSchema(schema);
+  const opened: PostgresStore[] = [];
+  onTestFinished(async ({ task }) => {
+    for (const s of opened) await s.close();
+    await disposeSchema(schema, task.result?.state === 'fail');
+  });
+  for (let i = 0; i < n; i++) opened.push(await PostgresStore.open({ url, poolMax: 2 }));
+  return opened;
+}
+
+describe('postgres lease owner liveness', () => {
+  it('a closed store’s owner loses its leases at once; a live owner keeps them', async () => {
+    const [dying, live, third] = await stores(3);
+    await dying!.bindLeaseOwner('w-dead', 1000);
+    await live!.bindLeaseOwner('w-live', 1000);
+    await third!.bindLeaseOwner('w-third', 1000);
+    expect(await dying!.acquireLeases(['watch:x', 'watch:y'], 'w-dead', 1000, 60_000)).toHaveLength(2);
+    expect(await live!.acquireLease('watch:y', 'w-live', 1001, 60_000)).toBe(false);
+    await dying!.close();
+    // The leases run to 61 000: taken at 1 002 because their owner's session is gone.
+    expect(await live!.acquireLease('watch:y', 'w-live', 1002, 60_000)).toBe(true);
+    expect(await live!.acquireLeases(['watch:x'], 'w-live', 1002, 60_000)).toEqual(['watch:x']);
+    expect(await third!.acquireLeases(['watch:x', 'watch:y'], 'w-third', 1003, 60_000)).toEqual([]);
+  });
+
+  it('an owner that never bound (a previous version) keeps its leases until they expire', async () => {
+    const [old, live] = await stores(2);
+    await live!.bindLeaseOwner('w-live', 1000);
+    expect(await old!.acquireLease('watch:p', 'w-old', 1000, 60_000)).toBe(true);
+    await old!.close();
+    expect(await live!.acquireLease('watch:p', 'w-live', 1001, 60_000)).toBe(false);
+    expect(await live!.acquireLease('watch:p', 'w-live', 61_000, 60_000)).toBe(true);
+  });
+
+  it('an owner whose listener connection was cut keeps its leases once the listener is back', async () => {
+    const schema = freshSchemaName('tp_live');
+    const url = urlForSchema(schema);
+    const a = await PostgresStore.open({ url, poolMax: 2 });
+    const b = await PostgresStore.open({ url, poolMax: 2 });
+    onTestFinished(async ({ task }) => {
+      await a.close();
+      await b.close();
+      await disposeSchema(schema, task.result?.state === 'fail');
+    });
+    await a.bindLeaseOwner('w-a', 0);
+    await b.bindLeaseOwner('w-b', 0);
+    expect(await a.acquireLease('watch:z', 'w-a', 0, 60_000)).toBe(true);
+    // Cut both listeners; each takes its lock again before it listens, so once a notice flows again, the
+    // lock is back.
+    await withPgClient((c) =>
+      c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+        listenerApplicationName(`taskplane_${schema}`),
+      ]),
+    );
+    expect(await waitUntilListening(a, b)).toBe(true);
+    expect(await b.acquireLease('watch:z', 'w-b', 1, 60_000)).toBe(false);
+  });
+});
+
+/** Writes through `b` until `a` hears of it: `a`'s listener is connected again (and holds its locks). */
+async function waitUntilListening(a: PostgresStore, b: PostgresStore): Promise<boolean> {
+  for (;;) {
+    const heard = new Promise<boolean>((resolve) => {
+      const off = a.onChange(() => {
+        off();
+        resolve(true);
+      });
+      setTimeout(() => {
+        off();
+        resolve(false);
+      }, 200);
+    });
+    const env = makeEnvelope();
+    await b.createEnvelope(env, [event(env, 'created')]);
+    if (await heard) return true;
+  }
+}
