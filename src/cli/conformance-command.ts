@@ -26,12 +26,17 @@ export function registerConformanceCommand(program: Command): void {
     .description("Run the failure matrix against an A2A 1.0 agent through a fault proxy and report what survived")
     .requiredOption('--target <url>', "the agent's base URL (its card is at <url>/.well-known/agent-card.json)")
     .option('--header <name:value>', 'header sent on every call to the agent, e.g. its credentials (repeatable)', headerOption)
+    .option(
+      '--other-header <name:value>',
+      "another caller's credentials: every job's task is also read with them and must be refused (repeatable)",
+      headerOption,
+    )
     .option('--rows <list>', `rows to run, by number or id, comma-separated (default all): ${rowList}`, (v: string) =>
       v.split(',').map((s) => s.trim()).filter(Boolean),
     )
     .option('--seed <n>', 'seed of the fault schedule (the same seed cuts the same frames)', intOption(0), 1)
     .option('--job-ms <ms>', 'how long each test job works (test contract durationMs)', intOption(1), 1500)
-    .option('--restart-cmd <cmd>', 'shell command that kills the agent and starts it again (rows 9); returns when done')
+    .option('--restart-cmd <cmd>', 'shell command that kills the agent and starts it again (row 9); returns when done')
     .option('--deploy-cmd <cmd>', 'shell command that deploys a new agent version while tasks run (row 12)')
     .option('--revoke-cmd <cmd>', "shell command that revokes the credentials given with --header (row 7)")
     .option('--hook-timeout-ms <ms>', 'bound on one hook command', intOption(1), 60000)
@@ -50,6 +55,7 @@ export function registerConformanceCommand(program: Command): void {
       const report = await runConformance({
         target: opts.target as string,
         headers: (opts.header as Record<string, string> | undefined) ?? {},
+        ...(opts.otherHeader ? { otherHeaders: opts.otherHeader as Record<string, string> } : {}),
         hooks,
         ...(opts.rows ? { rows: opts.rows as string[] } : {}),
         seed: opts.seed as number,

@@ -40,7 +40,10 @@ export function aggregateMeasures(kits: RowKit[], rows: RowReport[], calls: Wire
     unauthorizedAccessRate: {
       value: attempts === 0 ? null : rate(sum('unauthorizedAnswered'), attempts),
       unit: 'share of attempts',
-      note: attempts === 0 ? 'not measured: needs --revoke-cmd' : 'reads with revoked credentials the agent answered',
+      note:
+        attempts === 0
+          ? 'not measured: needs --other-header or --revoke-cmd'
+          : "reads of the run's tasks with another caller's or revoked credentials that the agent answered",
     },
     ambiguousOutcomeRate: {
       value: rate(jobs.filter((j) => j.finalState === 'unknown').length, n),

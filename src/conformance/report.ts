@@ -82,7 +82,7 @@ export interface ConformanceReport {
   durationMs: number;
   seed: number;
   agent: AgentFacts;
-  /** True when every row that ran passed (the exit code is 0 exactly then). */
+  /** True when at least one row ran and every row that ran passed (the exit code is 0 exactly then). */
   passed: boolean;
   rows: RowReport[];
   measures: Record<string, Measure>;

@@ -25,6 +25,8 @@ export interface Session {
   relay: PushRelay;
   /** Reads the agent directly (not through the proxy, so nothing is faulted or counted). */
   truth: A2AConnector;
+  /** Reads the agent directly as another caller (`--other-header`), or null when not given. */
+  stranger: A2AConnector | null;
   random: SeededRandom;
   workDir: string;
   jobMs: number;
@@ -311,11 +313,31 @@ export class RowKit {
       backward === null && wire === null,
       backward ?? wire ?? `${changes.length} engine transitions, agent states in order`,
     );
+    if (this.session.stranger && env.remoteId) await this.strangerCheck(job, env.remoteId);
     const outcomes = changes.filter((e) => isTerminal(e.data.to as NormalizedState));
     this.check(
       `${job.label}: one outcome recorded`,
       outcomes.length === 1,
       `${outcomes.length} final outcome(s) recorded${outcomes.length ? `: ${outcomes.map((e) => String(e.data.to)).join(', ')}` : ''}`,
+    );
+  }
+
+  /** Another caller reads the job's task: the agent must refuse (not found or not allowed). */
+  private async strangerCheck(job: Job, remoteId: string): Promise<void> {
+    let answered = false;
+    let refusal = '';
+    try {
+      await this.session.stranger!.get(remoteId, AbortSignal.timeout(5000));
+      answered = true;
+    } catch (err) {
+      refusal = err instanceof TaskplaneError ? err.code : String(err);
+    }
+    this.sample('unauthorizedAttempts', 1);
+    this.sample('unauthorizedAnswered', answered ? 1 : 0);
+    this.check(
+      `${job.label}: another caller is refused`,
+      !answered,
+      answered ? `task ${remoteId} was readable with --other-header` : `refused (${refusal})`,
     );
   }
 

@@ -362,3 +362,11 @@ export function selectRows(spec: string[] | undefined): RowDef[] {
   }
   return out.sort((a, b) => a.number - b.number);
 }
+
+/**
+ * The order rows run in: by number, except that the revocation row goes last, because it withdraws the
+ * credentials every other row needs.
+ */
+export function runOrder(rows: RowDef[]): RowDef[] {
+  return [...rows.filter((r) => r.hook !== 'revoke'), ...rows.filter((r) => r.hook === 'revoke')];
+}

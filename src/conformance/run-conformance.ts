@@ -10,7 +10,7 @@ import { aggregateMeasures } from './measures.ts';
 import { PushRelay } from './push-relay.ts';
 import { REPORT_VERSION, type AgentFacts, type ConformanceReport, type RowReport } from './report.ts';
 import { RowKit, RowStopped, TARGET, type Session } from './row-kit.ts';
-import { selectRows, type RowDef } from './rows.ts';
+import { runOrder, selectRows, type RowDef } from './rows.ts';
 import { WireProxy } from './wire-proxy.ts';
 
 export interface ConformanceOptions {
@@ -18,6 +18,11 @@ export interface ConformanceOptions {
   target: string;
   /** Headers on every call to the agent (its credentials). @default none */
   headers?: Record<string, string>;
+  /**
+   * Credentials of another caller: every job's task is also read with these, and the agent must refuse
+   * (unauthorized-object access). @default not checked
+   */
+  otherHeaders?: Record<string, string>;
   hooks?: Partial<Record<HookName, string>>;
   /** Row ids or numbers; every row when empty. */
   rows?: string[];
@@ -62,7 +67,7 @@ async function readAgent(target: string, headers: Record<string, string>): Promi
  * report. Rows run one after another (their faults and counts must not mix).
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
-  const rows = selectRows(options.rows);
+  const rows = runOrder(selectRows(options.rows));
   const headers = options.headers ?? {};
   const seed = options.seed ?? 1;
   const started = Date.now();
@@ -76,6 +81,9 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     proxy,
     relay: undefined as unknown as PushRelay,
     truth: new A2AConnector({ target: 'truth', baseUrl: options.target, headers, timeoutMs: 5000 }),
+    stranger: options.otherHeaders
+      ? new A2AConnector({ target: 'stranger', baseUrl: options.target, headers: options.otherHeaders, timeoutMs: 5000 })
+      : null,
     random: new SeededRandom(seed),
     workDir,
     jobMs: options.jobMs ?? 1500,
@@ -114,7 +122,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     durationMs: Date.now() - started,
     seed,
     agent,
-    passed: ran.every((r) => r.status === 'passed'),
+    // A run in which no row ran proved nothing: it does not pass.
+    passed: ran.length > 0 && ran.every((r) => r.status === 'passed'),
     rows: reports,
     measures: aggregateMeasures(kits, reports, proxy.calls),
     checklist: answerChecklist(reports, kits, agent),
@@ -135,7 +144,7 @@ async function runRow(session: Session, row: RowDef, runDeadline: number, kits: 
   const unavailable = row.unavailable?.(session) ?? null;
   if (unavailable) return notRun(row, unavailable);
   if (Date.now() + Math.min(session.rowTimeoutMs, 10_000) > runDeadline)
-    return notRun(row, 'the run reached its time bound (--timeout) before this row');
+    return notRun(row, 'the run reached its time bound (--timeout-ms) before this row');
   const kit = new RowKit(session, row.id);
   kits.push(kit);
   let stopped: string | null = null;
