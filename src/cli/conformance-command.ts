@@ -23,25 +23,48 @@ const rowList = ROWS.map((r) => `${r.number}=${r.id}`).join(', ');
 export function registerConformanceCommand(program: Command): void {
   program
     .command('conformance')
-    .description("Run the failure matrix against an A2A 1.0 agent through a fault proxy and report what survived")
-    .requiredOption('--target <url>', "the agent's base URL (its card is at <url>/.well-known/agent-card.json)")
-    .option('--header <name:value>', 'header sent on every call to the agent, e.g. its credentials (repeatable)', headerOption)
+    .description(
+      'Run the failure matrix against an A2A 1.0 agent through a fault proxy and report what survived',
+    )
+    .requiredOption(
+      '--target <url>',
+      "the agent's base URL (its card is at <url>/.well-known/agent-card.json)",
+    )
+    .option(
+      '--header <name:value>',
+      'header sent on every call to the agent, e.g. its credentials (repeatable)',
+      headerOption,
+    )
     .option(
       '--other-header <name:value>',
       "another caller's credentials: every job's task is also read with them and must be refused (repeatable)",
       headerOption,
     )
-    .option('--rows <list>', `rows to run, by number or id, comma-separated (default all): ${rowList}`, (v: string) =>
-      v.split(',').map((s) => s.trim()).filter(Boolean),
+    .option(
+      '--rows <list>',
+      `rows to run, by number or id, comma-separated (default all): ${rowList}`,
+      (v: string) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
     )
     .option('--seed <n>', 'seed of the fault schedule (the same seed cuts the same frames)', intOption(0), 1)
     .option('--job-ms <ms>', 'how long each test job works (test contract durationMs)', intOption(1), 1500)
-    .option('--restart-cmd <cmd>', 'shell command that kills the agent and starts it again (row 9); returns when done')
+    .option(
+      '--restart-cmd <cmd>',
+      'shell command that kills the agent and starts it again (row 9); returns when done',
+    )
     .option('--deploy-cmd <cmd>', 'shell command that deploys a new agent version while tasks run (row 12)')
-    .option('--revoke-cmd <cmd>', "shell command that revokes the credentials given with --header (row 7)")
+    .option('--revoke-cmd <cmd>', 'shell command that revokes the credentials given with --header (row 7)')
     .option('--hook-timeout-ms <ms>', 'bound on one hook command', intOption(1), 60000)
     .option('--row-timeout-ms <ms>', 'bound on one row', intOption(1), 60000)
-    .option('--timeout-ms <ms>', 'bound on the whole run; rows that would start past it are not run', intOption(1), 300000)
+    .option(
+      '--timeout-ms <ms>',
+      'bound on the whole run; rows that would start past it are not run',
+      intOption(1),
+      300000,
+    )
     .option('--json', 'print the report as JSON (version 1, docs/conformance.md) instead of the table', false)
     .option('--html <file>', 'also write a self-contained HTML report (timelines, checklist) to this file')
     .action(async (opts: Record<string, unknown>) => {
@@ -65,7 +88,10 @@ export function registerConformanceCommand(program: Command): void {
         totalTimeoutMs: opts.timeoutMs as number,
         progress: ({ row, index, total, result }) => {
           // Progress goes to stderr: stdout carries only the report (table or JSON).
-          if (tty) process.stderr.write(`\r\x1b[K${progressLine(result ? index + 1 : index, total, result ? '' : `${row.number} ${row.id}`)}`);
+          if (tty)
+            process.stderr.write(
+              `\r\x1b[K${progressLine(result ? index + 1 : index, total, result ? '' : `${row.number} ${row.id}`)}`,
+            );
           if (result) process.stderr.write(`${tty ? '\r\x1b[K' : ''}${formatRowLine(result)}\n`);
         },
       });

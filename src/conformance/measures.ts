@@ -3,7 +3,11 @@ import type { RowKit } from './row-kit.ts';
 import type { WireCall } from './wire-proxy.ts';
 
 /** The seed's measures for a run, from the rows' samples and evidence; null where this run cannot tell. */
-export function aggregateMeasures(kits: RowKit[], rows: RowReport[], calls: WireCall[]): Record<string, Measure> {
+export function aggregateMeasures(
+  kits: RowKit[],
+  rows: RowReport[],
+  calls: WireCall[],
+): Record<string, Measure> {
   const all = (name: string) => kits.flatMap((k) => k.samples[name] ?? []);
   const sum = (name: string) => all(name).reduce((a, b) => a + b, 0);
   const median = (name: string): number | null => {
@@ -14,7 +18,9 @@ export function aggregateMeasures(kits: RowKit[], rows: RowReport[], calls: Wire
   const jobs = rows.flatMap((r) => r.jobs);
   const n = jobs.length;
   const rate = (count: number, of: number) => (of === 0 ? null : Math.round((count / of) * 1000) / 1000);
-  const outcomeChecks = rows.flatMap((r) => r.checks).filter((c) => c.name.endsWith(': one outcome recorded'));
+  const outcomeChecks = rows
+    .flatMap((r) => r.checks)
+    .filter((c) => c.name.endsWith(': one outcome recorded'));
   const attempts = sum('unauthorizedAttempts');
   const ms = (name: string, note: string): Measure => ({ value: median(name), unit: 'ms (median)', note });
   const jobRequests = jobs.reduce((a, j) => a + j.requests, 0);
@@ -31,7 +37,10 @@ export function aggregateMeasures(kits: RowKit[], rows: RowReport[], calls: Wire
       note: `jobs whose outcome was recorded more than once; ${sum('duplicatesAbsorbed')} duplicate push deliveries were absorbed`,
     },
     lostEventRate: {
-      value: rate(n - jobs.filter((j) => ['succeeded', 'failed', 'cancelled', 'expired'].includes(j.finalState)).length, n),
+      value: rate(
+        n - jobs.filter((j) => ['succeeded', 'failed', 'cancelled', 'expired'].includes(j.finalState)).length,
+        n,
+      ),
       unit: 'share of jobs',
       note: 'jobs whose final outcome the engine never learned within the row',
     },
@@ -55,7 +64,11 @@ export function aggregateMeasures(kits: RowKit[], rows: RowReport[], calls: Wire
       unit: 'share of jobs',
       note: 'jobs the agent took on (answered with a task); conformance jobs set no business acceptance schema',
     },
-    costPerAcceptedCompletion: { value: null, unit: 'usage unit', note: 'not measured: A2A agents report no usage' },
+    costPerAcceptedCompletion: {
+      value: null,
+      unit: 'usage unit',
+      note: 'not measured: A2A agents report no usage',
+    },
     requestsPerJob: {
       value: n === 0 ? null : Math.round((jobRequests / n) * 100) / 100,
       unit: 'requests',

@@ -50,7 +50,12 @@ export class PushRelay {
     });
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
-    holder.relay = new PushRelay(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, ingress, now);
+    holder.relay = new PushRelay(
+      server,
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      ingress,
+      now,
+    );
     return holder.relay;
   }
 
@@ -77,7 +82,13 @@ export class PushRelay {
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
     const envelopeId = new URL(req.url ?? '/', 'http://relay').searchParams.get('envelope');
-    const delivery: PushDelivery = { at: this.now(), states: parseBody(rawBody), results: [], held: false, signed: Boolean(headers['webhook-signature']) };
+    const delivery: PushDelivery = {
+      at: this.now(),
+      states: parseBody(rawBody),
+      results: [],
+      held: false,
+      signed: Boolean(headers['webhook-signature']),
+    };
     this.deliveries.push(delivery);
     const handOver = async (): Promise<string> => {
       const result = await this.ingress({ headers, rawBody, envelopeId }).catch(

@@ -36,13 +36,23 @@ function timelineSvg(row: RowReport): string {
       return `<circle cx="${x(e.atMs).toFixed(1)}" cy="${y}" r="4" fill="${color}"><title>${esc(`${(e.atMs / 1000).toFixed(2)} s ${e.kind}: ${e.text}`)}</title></circle>`;
     })
     .join('');
-  const labels = lanes.map((l, i) => `<text x="4" y="${18 + i * 18}" class="lane">${l}</text><line x1="90" x2="${width - 20}" y1="${14 + i * 18}" y2="${14 + i * 18}" class="grid"/>`).join('');
+  const labels = lanes
+    .map(
+      (l, i) =>
+        `<text x="4" y="${18 + i * 18}" class="lane">${l}</text><line x1="90" x2="${width - 20}" y1="${14 + i * 18}" y2="${14 + i * 18}" class="grid"/>`,
+    )
+    .join('');
   const h = 14 + lanes.length * 18;
   return `<svg class="timeline" viewBox="0 0 ${width} ${h + 14}" width="${width}" height="${h + 14}" role="img" aria-label="timeline of row ${row.number}">${labels}${marks}<text x="90" y="${h + 10}" class="lane">0 s</text><text x="${width - 60}" y="${h + 10}" class="lane">${(span / 1000).toFixed(1)} s</text></svg>`;
 }
 
 function rowSection(row: RowReport): string {
-  const checks = row.checks.map((c) => `<li class="${c.ok ? 'ok' : 'bad'}">${c.ok ? '✓' : '✗'} <b>${esc(c.name)}</b> — ${esc(c.detail)}</li>`).join('');
+  const checks = row.checks
+    .map(
+      (c) =>
+        `<li class="${c.ok ? 'ok' : 'bad'}">${c.ok ? '✓' : '✗'} <b>${esc(c.name)}</b> — ${esc(c.detail)}</li>`,
+    )
+    .join('');
   const jobs = row.jobs.length
     ? `<table><tr><th>job</th><th>engine</th><th>agent</th><th>remote tasks</th><th>requests</th></tr>${row.jobs
         .map(
@@ -52,7 +62,10 @@ function rowSection(row: RowReport): string {
         .join('')}</table>`
     : '';
   const events = row.timeline
-    .map((e) => `<li><span class="t">${(e.atMs / 1000).toFixed(2)} s</span> <span class="k" style="color:${COLORS[e.kind]}">${e.kind}</span> ${esc(e.text)}</li>`)
+    .map(
+      (e) =>
+        `<li><span class="t">${(e.atMs / 1000).toFixed(2)} s</span> <span class="k" style="color:${COLORS[e.kind]}">${e.kind}</span> ${esc(e.text)}</li>`,
+    )
     .join('');
   return `<section id="${esc(row.id)}" class="row ${row.status}">
 <h3>${row.number}. ${esc(row.title)} <span class="badge ${row.status}">${STATUS_LABEL[row.status]}</span></h3>
@@ -68,10 +81,16 @@ export function renderHtmlReport(report: ConformanceReport): string {
   const s = summarize(report.rows);
   const a = report.agent;
   const summaryRows = report.rows
-    .map((r) => `<tr><td>${r.number}</td><td><a href="#${esc(r.id)}">${esc(r.title)}</a></td><td><span class="badge ${r.status}">${STATUS_LABEL[r.status]}</span></td><td>${esc(r.reason ?? '')}</td></tr>`)
+    .map(
+      (r) =>
+        `<tr><td>${r.number}</td><td><a href="#${esc(r.id)}">${esc(r.title)}</a></td><td><span class="badge ${r.status}">${STATUS_LABEL[r.status]}</span></td><td>${esc(r.reason ?? '')}</td></tr>`,
+    )
     .join('');
   const measures = Object.entries(report.measures)
-    .map(([k, m]) => `<tr><td>${esc(k)}</td><td>${m.value === null ? '<i>not measured</i>' : esc(`${m.value} ${m.unit}`)}</td><td>${esc(m.note)}</td></tr>`)
+    .map(
+      ([k, m]) =>
+        `<tr><td>${esc(k)}</td><td>${m.value === null ? '<i>not measured</i>' : esc(`${m.value} ${m.unit}`)}</td><td>${esc(m.note)}</td></tr>`,
+    )
     .join('');
   const checklist = report.checklist
     .map(

@@ -6,7 +6,10 @@ const STATUS: Record<RowReport['status'], string> = { passed: 'pass', failed: 'F
 
 /** One line per row: number, id, status, and why (the first failed check, or why it did not run). */
 export function formatRowLine(r: RowReport): string {
-  const why = r.status === 'passed' ? `${r.checks.length} checks, ${(r.durationMs / 1000).toFixed(1)} s` : (r.reason ?? '');
+  const why =
+    r.status === 'passed'
+      ? `${r.checks.length} checks, ${(r.durationMs / 1000).toFixed(1)} s`
+      : (r.reason ?? '');
   return `${pad(String(r.number), 3)} ${pad(r.id, 22)} ${pad(STATUS[r.status], 8)} ${why}`;
 }
 
@@ -30,7 +33,9 @@ export function formatReport(report: ConformanceReport): string {
   lines.push('');
   lines.push('measures:');
   for (const [name, m] of Object.entries(report.measures))
-    lines.push(`  ${pad(name, 28)} ${m.value === null ? 'not measured' : `${m.value} ${m.unit}`}  (${m.note})`);
+    lines.push(
+      `  ${pad(name, 28)} ${m.value === null ? 'not measured' : `${m.value} ${m.unit}`}  (${m.note})`,
+    );
   lines.push('');
   const s = summarize(report.rows);
   lines.push(

@@ -44,14 +44,22 @@ export const TARGET = 'agent';
  * Engine settings for a conformance run: the production engine, with its waits scaled to a test that
  * must finish in minutes (reattach and start retries within a second, reconciliation every 2 s).
  */
-export function conformancePlaneOptions(publicUrl: string | null, delivery?: PlaneOptions['delivery']): PlaneOptions {
+export function conformancePlaneOptions(
+  publicUrl: string | null,
+  delivery?: PlaneOptions['delivery'],
+): PlaneOptions {
   return {
     ...(delivery ? { delivery } : {}),
     publicUrl,
     requestTimeoutMs: 5000,
     stream: { reattach: { initialIntervalMs: 100, maximumIntervalMs: 1000 } },
     startRetry: { initialIntervalMs: 100, maximumIntervalMs: 1000 },
-    reconcile: { intervalMs: 2000, startGraceMs: 1000, orphanMarginMs: 2000, defaultExpectedDurationMs: 5000 },
+    reconcile: {
+      intervalMs: 2000,
+      startGraceMs: 1000,
+      orphanMarginMs: 2000,
+      defaultExpectedDurationMs: 5000,
+    },
     startDeadlineMs: 60_000,
     // One engine per row: no other plane to share jobs with.
     watch: { leases: 'off' },
@@ -192,7 +200,9 @@ export class RowKit {
       const env = await this.envelope(job);
       if (pred(env)) return env;
       if (Date.now() > this.deadline)
-        throw new RowStopped(`job ${job.label} never ${what} within ${this.session.rowTimeoutMs} ms (state ${env.state})`);
+        throw new RowStopped(
+          `job ${job.label} never ${what} within ${this.session.rowTimeoutMs} ms (state ${env.state})`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -210,9 +220,14 @@ export class RowKit {
     if (!command) throw new RowStopped(`no --${name}-cmd`);
     this.note('hook', `--${name}-cmd started: ${command}`);
     const result = await runHook(command, this.session.hookTimeoutMs);
-    this.note('hook', `--${name}-cmd ended (${result.code === null ? 'timed out' : `exit ${result.code}`}) after ${result.durationMs} ms`);
+    this.note(
+      'hook',
+      `--${name}-cmd ended (${result.code === null ? 'timed out' : `exit ${result.code}`}) after ${result.durationMs} ms`,
+    );
     if (result.code !== 0)
-      throw new RowStopped(`--${name}-cmd failed (${result.code === null ? 'timed out' : `exit ${result.code}`}): ${result.output.slice(-300)}`);
+      throw new RowStopped(
+        `--${name}-cmd failed (${result.code === null ? 'timed out' : `exit ${result.code}`}): ${result.output.slice(-300)}`,
+      );
     await this.agentBack();
     return result;
   }
@@ -256,7 +271,9 @@ export class RowKit {
 
   /** Creating messages for a job that reached the agent (the proxy forwarded them). */
   creations(job: Job): WireCall[] {
-    return this.calls().filter((c) => c.creates && c.contextId === job.contextId && c.fault !== 'drop-before');
+    return this.calls().filter(
+      (c) => c.creates && c.contextId === job.contextId && c.fault !== 'drop-before',
+    );
   }
 
   async evidence(job: Job): Promise<JobEvidence> {
@@ -272,8 +289,9 @@ export class RowKit {
       remoteTaskIds: ids,
       finalState: env.state,
       agentState: agent?.native ?? null,
-      requests: this.calls().filter((c) => c.contextId === job.contextId || (c.taskId !== null && mine.has(c.taskId)))
-        .length,
+      requests: this.calls().filter(
+        (c) => c.contextId === job.contextId || (c.taskId !== null && mine.has(c.taskId)),
+      ).length,
     };
   }
 
@@ -287,14 +305,24 @@ export class RowKit {
     this.check(
       `${job.label}: one remote task`,
       ids.length === 1,
-      ids.length === 1 ? `task ${ids[0]}` : `the agent created ${ids.length} tasks for one job: ${ids.join(', ') || 'none'}`,
+      ids.length === 1
+        ? `task ${ids[0]}`
+        : `the agent created ${ids.length} tasks for one job: ${ids.join(', ') || 'none'}`,
     );
     if (!env.remoteId || !isTerminal(env.state)) {
-      this.check(`${job.label}: true final state`, false, `the engine ended in ${env.state} without a final answer`);
+      this.check(
+        `${job.label}: true final state`,
+        false,
+        `the engine ended in ${env.state} without a final answer`,
+      );
     } else {
       const truth = await this.truth(env.remoteId).catch((err: unknown) => ({ error: String(err) }));
       if (truth === null)
-        this.check(`${job.label}: true final state`, false, `the agent no longer knows task ${env.remoteId} (TaskNotFound)`);
+        this.check(
+          `${job.label}: true final state`,
+          false,
+          `the agent no longer knows task ${env.remoteId} (TaskNotFound)`,
+        );
       else if ('error' in truth)
         this.check(`${job.label}: true final state`, false, `the agent could not be read: ${truth.error}`);
       else

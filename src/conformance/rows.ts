@@ -23,7 +23,8 @@ export interface RowDef {
   run: (kit: RowKit) => Promise<void>;
 }
 
-const streamingCall = (c: { method: string }) => c.method === 'SendStreamingMessage' || c.method === 'SubscribeToTask';
+const streamingCall = (c: { method: string }) =>
+  c.method === 'SendStreamingMessage' || c.method === 'SubscribeToTask';
 const work = (kit: RowKit, factor = 1): TestContract => ({
   durationMs: Math.round(kit.session.jobMs * factor),
   steps: 3,
@@ -45,7 +46,10 @@ function fired(kit: RowKit): { promise: Promise<WireCall>; resolve: (c: WireCall
   let resolve!: (c: WireCall) => void;
   const promise = new Promise<WireCall>((r) => (resolve = r));
   const bound = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(new RowStopped('the fault never found its request')), Math.max(0, kit.deadline - Date.now())).unref(),
+    setTimeout(
+      () => reject(new RowStopped('the fault never found its request')),
+      Math.max(0, kit.deadline - Date.now()),
+    ).unref(),
   );
   return { promise: Promise.race([promise, bound]), resolve };
 }
@@ -63,7 +67,9 @@ async function hookRow(kit: RowKit, hook: HookName): Promise<void> {
     kit.check(
       `${job.label}: the agent still knows its task`,
       truth !== null,
-      truth ? `task ${remoteId} is ${truth.native}` : `task ${remoteId} is unknown to the agent after the ${hook}`,
+      truth
+        ? `task ${remoteId} is ${truth.native}`
+        : `task ${remoteId} is unknown to the agent after the ${hook}`,
     );
   }
   for (const job of [a, b]) await kit.terminal(job);
@@ -98,7 +104,8 @@ export const ROWS: RowDef[] = [
     id: 'create-response-lost',
     number: 2,
     title: 'Creation response lost while the task already runs',
-    proves: 'The agent acted on the creating request but its answer never arrived: the engine finds that task, it does not start another.',
+    proves:
+      'The agent acted on the creating request but its answer never arrived: the engine finds that task, it does not start another.',
     async run(kit) {
       await kit.startPlane();
       const job = await kit.job('lost', work(kit, 2), (ctx) =>
@@ -125,15 +132,23 @@ export const ROWS: RowDef[] = [
         const job = await kit.job('push', work(kit));
         const env = await kit.terminal(job);
         await relay.releaseAll();
-        const mine = relay.deliveries.slice(firstDelivery).filter((d) => d.states.some((s) => s.taskId === env.remoteId));
+        const mine = relay.deliveries
+          .slice(firstDelivery)
+          .filter((d) => d.states.some((s) => s.taskId === env.remoteId));
         const finalPush = mine.some((d) => d.states.some((s) => isTerminalWireState(s.state)));
         kit.check(
           'push: the agent pushed the final state',
           finalPush,
-          finalPush ? `${mine.length} deliveries` : `no final-state push arrived (${mine.length} deliveries); is the agent allowed to push to loopback?`,
+          finalPush
+            ? `${mine.length} deliveries`
+            : `no final-state push arrived (${mine.length} deliveries); is the agent allowed to push to loopback?`,
         );
         for (const d of mine)
-          kit.note('push', `${d.states.map((s) => s.state).join(',')}${d.held ? ' (held back)' : ''}: ${d.results.join(' then ')}`, d.at);
+          kit.note(
+            'push',
+            `${d.states.map((s) => s.state).join(',')}${d.held ? ' (held back)' : ''}: ${d.results.join(' then ')}`,
+            d.at,
+          );
         const repeats = mine.flatMap((d) => d.results.slice(1));
         const absorbed = repeats.filter((r) => r === 'duplicate').length;
         kit.sample('duplicatesAbsorbed', absorbed);
@@ -161,14 +176,27 @@ export const ROWS: RowDef[] = [
     async run(kit) {
       await kit.startPlane();
       const afterFrames = 1 + Math.floor(kit.session.random.next() * 2);
-      kit.note('note', `seeded schedule: cut the creating stream after ${afterFrames} frame(s), then the next subscription after 1`);
-      kit.session.proxy.arm({ kind: 'cut-stream', afterFrames: 1, match: (c) => c.method === 'SubscribeToTask' });
+      kit.note(
+        'note',
+        `seeded schedule: cut the creating stream after ${afterFrames} frame(s), then the next subscription after 1`,
+      );
+      kit.session.proxy.arm({
+        kind: 'cut-stream',
+        afterFrames: 1,
+        match: (c) => c.method === 'SubscribeToTask',
+      });
       const job = await kit.job('stream', { ...work(kit, 2), steps: 4 }, (ctx) =>
-        kit.session.proxy.arm({ kind: 'cut-stream', afterFrames, match: (c) => c.creates && c.contextId === ctx }),
+        kit.session.proxy.arm({
+          kind: 'cut-stream',
+          afterFrames,
+          match: (c) => c.creates && c.contextId === ctx,
+        }),
       );
       const env = await kit.terminal(job);
       const creations = kit.creations(job).length;
-      const resubscribed = kit.calls().filter((c) => c.method === 'SubscribeToTask' && c.taskId === env.remoteId).length;
+      const resubscribed = kit
+        .calls()
+        .filter((c) => c.method === 'SubscribeToTask' && c.taskId === env.remoteId).length;
       kit.check(
         'stream: re-subscribed, never resent',
         creations === 1 && resubscribed >= 1,
@@ -181,7 +209,8 @@ export const ROWS: RowDef[] = [
     id: 'retention-expiry',
     number: 5,
     title: 'Polling after TTL or retention expiry',
-    proves: 'A task read after the agent dropped it at the end of its lifetime is recorded expired, never invented.',
+    proves:
+      'A task read after the agent dropped it at the end of its lifetime is recorded expired, never invented.',
     unavailable: () =>
       'A2A 1.0 declares no task lifetime, so there is nothing to expire on demand (MCP targets, whose tasks carry ttlMs, come later)',
     run: () => Promise.resolve(),
@@ -203,12 +232,20 @@ export const ROWS: RowDef[] = [
             match: (c) => streamingCall(c) && (c.contextId === ctx || c.taskId !== null),
           });
       });
-      const env = await kit.until(job, 'asked for input', (e) => e.state === 'waiting_for_input' && e.pendingInput !== null);
+      const env = await kit.until(
+        job,
+        'asked for input',
+        (e) => e.state === 'waiting_for_input' && e.pendingInput !== null,
+      );
       const requestId = env.pendingInput!.requestId;
-      const wrong = await expectRefused(kit.plane.answer(TENANT, job.envelopeId, { requestId: `${requestId}-wrong`, value: 'first' }));
+      const wrong = await expectRefused(
+        kit.plane.answer(TENANT, job.envelopeId, { requestId: `${requestId}-wrong`, value: 'first' }),
+      );
       kit.check('input: wrong request id refused', wrong !== null, wrong ? `refused (${wrong})` : 'accepted');
       await kit.plane.answer(TENANT, job.envelopeId, { requestId, value: 'first' });
-      const again = await expectRefused(kit.plane.answer(TENANT, job.envelopeId, { requestId, value: 'second' }));
+      const again = await expectRefused(
+        kit.plane.answer(TENANT, job.envelopeId, { requestId, value: 'second' }),
+      );
       kit.check('input: second answer refused', again !== null, again ? `refused (${again})` : 'accepted');
       const done = await kit.terminal(job);
       const answers = new Set(
@@ -217,7 +254,11 @@ export const ROWS: RowDef[] = [
           .filter((c) => !c.creates && c.messageId && c.taskId === done.remoteId && c.fault !== 'drop-before')
           .map((c) => c.messageId),
       );
-      kit.check('input: one answer reached the agent', answers.size === 1, `${answers.size} distinct answer message(s)`);
+      kit.check(
+        'input: one answer reached the agent',
+        answers.size === 1,
+        `${answers.size} distinct answer message(s)`,
+      );
       await kit.standardChecks(job);
     },
   },
@@ -342,7 +383,8 @@ export const ROWS: RowDef[] = [
     id: 'deploy-while-active',
     number: 12,
     title: 'A new agent version deployed while tasks are active',
-    proves: '--deploy-cmd replaces the agent mid-work: its tasks must still be known and must finish, with no second task per job.',
+    proves:
+      '--deploy-cmd replaces the agent mid-work: its tasks must still be known and must finish, with no second task per job.',
     hook: 'deploy',
     run: (kit) => hookRow(kit, 'deploy'),
   },
@@ -355,9 +397,13 @@ export function selectRows(spec: string[] | undefined): RowDef[] {
   for (const s of spec) {
     const row = ROWS.find((r) => r.id === s || String(r.number) === s);
     if (!row)
-      throw new TaskplaneError('invalid_argument', `--rows: unknown row "${s}" (one of ${ROWS.map((r) => `${r.number}=${r.id}`).join(', ')})`, {
-        field: 'rows',
-      });
+      throw new TaskplaneError(
+        'invalid_argument',
+        `--rows: unknown row "${s}" (one of ${ROWS.map((r) => `${r.number}=${r.id}`).join(', ')})`,
+        {
+          field: 'rows',
+        },
+      );
     if (!out.includes(row)) out.push(row);
   }
   return out.sort((a, b) => a.number - b.number);

@@ -82,7 +82,12 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     relay: undefined as unknown as PushRelay,
     truth: new A2AConnector({ target: 'truth', baseUrl: options.target, headers, timeoutMs: 5000 }),
     stranger: options.otherHeaders
-      ? new A2AConnector({ target: 'stranger', baseUrl: options.target, headers: options.otherHeaders, timeoutMs: 5000 })
+      ? new A2AConnector({
+          target: 'stranger',
+          baseUrl: options.target,
+          headers: options.otherHeaders,
+          timeoutMs: 5000,
+        })
       : null,
     random: new SeededRandom(seed),
     workDir,
@@ -130,16 +135,33 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     requests,
     notes: [
       'Targets are A2A 1.0 agents; MCP tasks servers are not supported yet.',
-      ...proxy.unproxied.map((u) => `The card lists ${u} on another origin: requests there bypass the proxy.`),
+      ...proxy.unproxied.map(
+        (u) => `The card lists ${u} on another origin: requests there bypass the proxy.`,
+      ),
     ],
   };
 }
 
 function notRun(row: RowDef, reason: string): RowReport {
-  return { id: row.id, number: row.number, title: row.title, status: 'not_run', reason, checks: [], jobs: [], timeline: [], durationMs: 0 };
+  return {
+    id: row.id,
+    number: row.number,
+    title: row.title,
+    status: 'not_run',
+    reason,
+    checks: [],
+    jobs: [],
+    timeline: [],
+    durationMs: 0,
+  };
 }
 
-async function runRow(session: Session, row: RowDef, runDeadline: number, kits: RowKit[]): Promise<RowReport> {
+async function runRow(
+  session: Session,
+  row: RowDef,
+  runDeadline: number,
+  kits: RowKit[],
+): Promise<RowReport> {
   if (row.hook && !session.hooks[row.hook]) return notRun(row, `needs --${row.hook}-cmd`);
   const unavailable = row.unavailable?.(session) ?? null;
   if (unavailable) return notRun(row, unavailable);
@@ -166,7 +188,9 @@ async function runRow(session: Session, row: RowDef, runDeadline: number, kits: 
     number: row.number,
     title: row.title,
     status: ok ? 'passed' : 'failed',
-    reason: stopped ?? (failed ? `${failed.name}: ${failed.detail}` : kit.checks.length === 0 ? 'no check ran' : null),
+    reason:
+      stopped ??
+      (failed ? `${failed.name}: ${failed.detail}` : kit.checks.length === 0 ? 'no check ran' : null),
     checks: kit.checks,
     jobs: jobs.filter((j) => j !== null),
     timeline: kit.timeline,

@@ -111,7 +111,11 @@ export function stateFacts(json: unknown): StateFact[] {
   if (isObj(body.task)) fromTask(body.task);
   const update = field(body, 'statusUpdate', 'status_update');
   if (isObj(update)) {
-    const f = stateOf(field(update, 'taskId', 'task_id'), field(update, 'contextId', 'context_id'), update.status);
+    const f = stateOf(
+      field(update, 'taskId', 'task_id'),
+      field(update, 'contextId', 'context_id'),
+      update.status,
+    );
     if (f) out.push(f);
   }
   if (Array.isArray(body.tasks)) for (const t of body.tasks) fromTask(t);

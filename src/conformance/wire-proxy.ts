@@ -27,11 +27,7 @@ import {
  * it reaches the agent (a client that lost its network).
  */
 export type WireFaultKind =
-  | 'drop-before'
-  | 'lose-response'
-  | 'cut-stream'
-  | 'cut-before-terminal'
-  | 'duplicate-frame';
+  'drop-before' | 'lose-response' | 'cut-stream' | 'cut-before-terminal' | 'duplicate-frame';
 
 export interface WireFault {
   kind: WireFaultKind;
@@ -337,7 +333,9 @@ export class WireProxy {
     for (const key of ['supportedInterfaces', 'supported_interfaces', 'additionalInterfaces']) {
       const list = card[key];
       if (Array.isArray(list))
-        for (const i of list) if (i && typeof i === 'object') (i as { url?: unknown }).url = rewrite((i as { url?: unknown }).url);
+        for (const i of list)
+          if (i && typeof i === 'object')
+            (i as { url?: unknown }).url = rewrite((i as { url?: unknown }).url);
     }
     if ('url' in card) card.url = rewrite(card.url);
     return Buffer.from(JSON.stringify(card));

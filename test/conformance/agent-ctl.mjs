@@ -28,7 +28,10 @@ async function until(pred, what) {
 
 async function start(state) {
   const log = openSync(join(dir, 'agent.log'), 'a');
-  const child = spawn(state.command[0], state.command.slice(1), { detached: true, stdio: ['ignore', log, log] });
+  const child = spawn(state.command[0], state.command.slice(1), {
+    detached: true,
+    stdio: ['ignore', log, log],
+  });
   child.unref();
   writeFileSync(statePath, JSON.stringify({ ...state, pid: child.pid }));
   await until(

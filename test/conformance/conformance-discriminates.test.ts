@@ -47,15 +47,24 @@ describe('taskplane conformance against taskplane host', () => {
 
   it('passes every row that can run against an A2A agent, hooks included', () => {
     const ran = report.rows.filter((r) => r.status !== 'not_run').map((r) => r.number);
-    expect(ran.sort((a, b) => a - b), explain(report)).toEqual([1, 2, 3, 4, 6, 7, 8, 9, 10, 12]);
+    expect(
+      ran.sort((a, b) => a - b),
+      explain(report),
+    ).toEqual([1, 2, 3, 4, 6, 7, 8, 9, 10, 12]);
     for (const row of report.rows.filter((r) => r.status !== 'not_run'))
       expect(row.status, `${row.id}: ${row.reason}`).toBe('passed');
     expect(report.passed).toBe(true);
   });
 
   it('reports the rows A2A cannot exercise as not run, with the reason', () => {
-    expect(byId(report, 'retention-expiry')).toMatchObject({ status: 'not_run', reason: expect.stringMatching(/lifetime/) });
-    expect(byId(report, 'budget')).toMatchObject({ status: 'not_run', reason: expect.stringMatching(/usage/) });
+    expect(byId(report, 'retention-expiry')).toMatchObject({
+      status: 'not_run',
+      reason: expect.stringMatching(/lifetime/),
+    });
+    expect(byId(report, 'budget')).toMatchObject({
+      status: 'not_run',
+      reason: expect.stringMatching(/usage/),
+    });
   });
 
   it('measures duplicates, refusals and recovery from the wire, not from assumptions', () => {
@@ -87,7 +96,9 @@ describe('taskplane conformance against a plain @a2a-js/sdk agent (in-memory sto
       const row = byId(report, id);
       expect(row.status, explain(report)).toBe('failed');
       const failed = failedChecks(row);
-      expect(failed).toEqual(expect.arrayContaining(['a: the agent still knows its task', 'b: the agent still knows its task']));
+      expect(failed).toEqual(
+        expect.arrayContaining(['a: the agent still knows its task', 'b: the agent still knows its task']),
+      );
       expect(failed).toEqual(expect.arrayContaining(['a: one remote task', 'b: one remote task']));
       for (const job of row.jobs) expect(job.remoteTaskIds.length).toBeGreaterThan(1);
     }
@@ -95,10 +106,20 @@ describe('taskplane conformance against a plain @a2a-js/sdk agent (in-memory sto
   });
 
   it('passes the rows an in-memory agent can pass, and does not run push (its card declares none)', () => {
-    for (const id of ['create-disconnect', 'create-response-lost', 'stream-cut', 'input-twice', 'cancel', 'effect-before-commit'])
+    for (const id of [
+      'create-disconnect',
+      'create-response-lost',
+      'stream-cut',
+      'input-twice',
+      'cancel',
+      'effect-before-commit',
+    ])
       expect(byId(report, id).status, `${id}: ${byId(report, id).reason}`).toBe('passed');
     expect(byId(report, 'push-duplicate-delayed')).toMatchObject({ status: 'not_run' });
-    expect(byId(report, 'permission-revoked')).toMatchObject({ status: 'not_run', reason: 'needs --revoke-cmd' });
+    expect(byId(report, 'permission-revoked')).toMatchObject({
+      status: 'not_run',
+      reason: 'needs --revoke-cmd',
+    });
   });
 
   it('answers the checklist from the evidence: process state, not a durable handle', () => {

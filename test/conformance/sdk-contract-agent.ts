@@ -26,12 +26,34 @@ const executor: AgentExecutor = {
   async execute(ctx: RequestContext, bus: ExecutionEventBus) {
     const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
     const status = (state: string, text?: string) =>
-      bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state, timestamp: new Date().toISOString(), ...(text ? { message: { messageId: crypto.randomUUID(), role: 'ROLE_AGENT', parts: [{ text }] } } : {}) } })));
+      bus.publish(
+        AgentEvent.statusUpdate(
+          TaskStatusUpdateEvent.fromJSON({
+            ...ids,
+            status: {
+              state,
+              timestamp: new Date().toISOString(),
+              ...(text
+                ? { message: { messageId: crypto.randomUUID(), role: 'ROLE_AGENT', parts: [{ text }] } }
+                : {}),
+            },
+          }),
+        ),
+      );
     const part = ctx.userMessage.parts[0]?.content;
     const answering = ctx.task !== undefined; // a follow-up message answers our input request
     if (!answering) contracts.set(ctx.taskId, part?.$case === 'data' ? (part.value as Contract) : {});
     const c = contracts.get(ctx.taskId) ?? {};
-    if (!answering) bus.publish(AgentEvent.task(Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_WORKING', timestamp: new Date().toISOString() } })));
+    if (!answering)
+      bus.publish(
+        AgentEvent.task(
+          Task.fromJSON({
+            id: ctx.taskId,
+            contextId: ctx.contextId,
+            status: { state: 'TASK_STATE_WORKING', timestamp: new Date().toISOString() },
+          }),
+        ),
+      );
     else status('TASK_STATE_WORKING', 'answer received');
     const half = (c.durationMs ?? 1000) / (c.askInput ? 2 : 1);
     for (let t = 0; t < half; t += 100) {
@@ -40,13 +62,30 @@ const executor: AgentExecutor = {
     }
     if (c.askInput && !answering) return (status('TASK_STATE_INPUT_REQUIRED', c.askInput), bus.finished());
     for (let i = 1; i <= (c.artifactChunks ?? 1); i++)
-      bus.publish(AgentEvent.artifactUpdate(TaskArtifactUpdateEvent.fromJSON({ ...ids, append: i > 1, lastChunk: i === (c.artifactChunks ?? 1), artifact: { artifactId: 'result', parts: [{ text: `chunk ${i}` }] } })));
+      bus.publish(
+        AgentEvent.artifactUpdate(
+          TaskArtifactUpdateEvent.fromJSON({
+            ...ids,
+            append: i > 1,
+            lastChunk: i === (c.artifactChunks ?? 1),
+            artifact: { artifactId: 'result', parts: [{ text: `chunk ${i}` }] },
+          }),
+        ),
+      );
     status(c.fail ? 'TASK_STATE_FAILED' : 'TASK_STATE_COMPLETED');
     bus.finished();
   },
   async cancelTask(taskId: string, bus: ExecutionEventBus) {
     cancelled.add(taskId);
-    bus.publish(AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ taskId, contextId: '', status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() } })));
+    bus.publish(
+      AgentEvent.statusUpdate(
+        TaskStatusUpdateEvent.fromJSON({
+          taskId,
+          contextId: '',
+          status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() },
+        }),
+      ),
+    );
     bus.finished();
   },
 };
@@ -69,8 +108,14 @@ const server = app.listen(port, '127.0.0.1', () => {
     skills: [{ id: 'contract', name: 'contract', description: 'test contract', tags: ['test'] }],
   });
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: () => Promise.resolve(card) }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use(
+    '/.well-known/agent-card.json',
+    agentCardHandler({ agentCardProvider: () => Promise.resolve(card) }),
+  );
+  app.use(
+    '/a2a/jsonrpc',
+    jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
+  );
   app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   console.log(`sdk agent ready ${base}`);
 });
