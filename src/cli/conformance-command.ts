@@ -56,7 +56,10 @@ export function registerConformanceCommand(program: Command): void {
       'shell command that kills the agent and starts it again (row 9); returns when done',
     )
     .option('--deploy-cmd <cmd>', 'shell command that deploys a new agent version while tasks run (row 12)')
-    .option('--revoke-cmd <cmd>', 'shell command that revokes the credentials given with --header (row 7)')
+    .option(
+      '--revoke-cmd <cmd>',
+      'shell command that revokes the credentials given with --header (row 7, run last)',
+    )
     .option('--hook-timeout-ms <ms>', 'bound on one hook command', intOption(1), 60000)
     .option('--row-timeout-ms <ms>', 'bound on one row', intOption(1), 60000)
     .option(
@@ -67,6 +70,17 @@ export function registerConformanceCommand(program: Command): void {
     )
     .option('--json', 'print the report as JSON (version 1, docs/conformance.md) instead of the table', false)
     .option('--html <file>', 'also write a self-contained HTML report (timelines, checklist) to this file')
+    .addHelpText(
+      'after',
+      `
+Each row runs the real engine (its own SQLite store in a temp dir) against the agent through a loopback
+fault proxy. A row whose hook is not given, or whose capability the agent's card does not declare, is
+"not run", never passed. Jobs ask the agent for work with the test contract (a data part
+{"durationMs","steps","askInput","fail","artifactChunks"}: docs/conformance.md).
+
+Exit status: 0 when at least one row ran and every row that ran passed; 1 when a row failed;
+2 for a bad flag or an agent card that cannot be read.`,
+    )
     .action(async (opts: Record<string, unknown>) => {
       const json = opts.json === true;
       const tty = process.stderr.isTTY === true;

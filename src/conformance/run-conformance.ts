@@ -129,7 +129,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     agent,
     // A run in which no row ran proved nothing: it does not pass.
     passed: ran.length > 0 && ran.every((r) => r.status === 'passed'),
-    rows: reports,
+    rows: [...reports].sort((a, b) => a.number - b.number),
     measures: aggregateMeasures(kits, reports, proxy.calls),
     checklist: answerChecklist(reports, kits, agent),
     requests,

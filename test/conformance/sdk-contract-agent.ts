@@ -18,74 +18,60 @@ import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a
 
 // --- the executor (docs/conformance.md, "An @a2a-js/sdk agent") ---------------------------------
 type Contract = { durationMs?: number; askInput?: string; fail?: boolean; artifactChunks?: number };
+type Ids = { taskId: string; contextId: string };
 const contracts = new Map<string, Contract>();
 const cancelled = new Set<string>();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => new Date().toISOString();
+const status = (bus: ExecutionEventBus, ids: Ids, state: string, text?: string) =>
+  bus.publish(
+    AgentEvent.statusUpdate(
+      TaskStatusUpdateEvent.fromJSON({
+        ...ids,
+        status: {
+          state,
+          timestamp: now(),
+          ...(text && { message: { messageId: crypto.randomUUID(), role: 'ROLE_AGENT', parts: [{ text }] } }),
+        },
+      }),
+    ),
+  );
 
 const executor: AgentExecutor = {
   async execute(ctx: RequestContext, bus: ExecutionEventBus) {
     const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
-    const status = (state: string, text?: string) =>
-      bus.publish(
-        AgentEvent.statusUpdate(
-          TaskStatusUpdateEvent.fromJSON({
-            ...ids,
-            status: {
-              state,
-              timestamp: new Date().toISOString(),
-              ...(text
-                ? { message: { messageId: crypto.randomUUID(), role: 'ROLE_AGENT', parts: [{ text }] } }
-                : {}),
-            },
-          }),
-        ),
-      );
-    const part = ctx.userMessage.parts[0]?.content;
     const answering = ctx.task !== undefined; // a follow-up message answers our input request
+    const part = ctx.userMessage.parts[0]?.content;
     if (!answering) contracts.set(ctx.taskId, part?.$case === 'data' ? (part.value as Contract) : {});
     const c = contracts.get(ctx.taskId) ?? {};
-    if (!answering)
-      bus.publish(
-        AgentEvent.task(
-          Task.fromJSON({
-            id: ctx.taskId,
-            contextId: ctx.contextId,
-            status: { state: 'TASK_STATE_WORKING', timestamp: new Date().toISOString() },
-          }),
-        ),
-      );
-    else status('TASK_STATE_WORKING', 'answer received');
-    const half = (c.durationMs ?? 1000) / (c.askInput ? 2 : 1);
-    for (let t = 0; t < half; t += 100) {
+    const working = {
+      id: ctx.taskId,
+      contextId: ctx.contextId,
+      status: { state: 'TASK_STATE_WORKING', timestamp: now() },
+    };
+    if (answering) status(bus, ids, 'TASK_STATE_WORKING', 'answer received');
+    else bus.publish(AgentEvent.task(Task.fromJSON(working)));
+    const workMs = (c.durationMs ?? 1000) / (c.askInput ? 2 : 1); // half before the question, half after
+    for (let t = 0; t < workMs; t += 100) {
       if (cancelled.has(ctx.taskId)) return bus.finished();
-      await sleep(Math.min(100, half - t));
+      await new Promise((r) => setTimeout(r, Math.min(100, workMs - t)));
     }
-    if (c.askInput && !answering) return (status('TASK_STATE_INPUT_REQUIRED', c.askInput), bus.finished());
-    for (let i = 1; i <= (c.artifactChunks ?? 1); i++)
+    if (c.askInput && !answering)
+      return (status(bus, ids, 'TASK_STATE_INPUT_REQUIRED', c.askInput), bus.finished());
+    const chunks = c.artifactChunks ?? 1;
+    for (let i = 1; i <= chunks; i++) {
+      const artifact = { artifactId: 'result', parts: [{ text: `chunk ${i}` }] };
       bus.publish(
         AgentEvent.artifactUpdate(
-          TaskArtifactUpdateEvent.fromJSON({
-            ...ids,
-            append: i > 1,
-            lastChunk: i === (c.artifactChunks ?? 1),
-            artifact: { artifactId: 'result', parts: [{ text: `chunk ${i}` }] },
-          }),
+          TaskArtifactUpdateEvent.fromJSON({ ...ids, append: i > 1, lastChunk: i === chunks, artifact }),
         ),
       );
-    status(c.fail ? 'TASK_STATE_FAILED' : 'TASK_STATE_COMPLETED');
+    }
+    status(bus, ids, c.fail ? 'TASK_STATE_FAILED' : 'TASK_STATE_COMPLETED');
     bus.finished();
   },
   async cancelTask(taskId: string, bus: ExecutionEventBus) {
     cancelled.add(taskId);
-    bus.publish(
-      AgentEvent.statusUpdate(
-        TaskStatusUpdateEvent.fromJSON({
-          taskId,
-          contextId: '',
-          status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() },
-        }),
-      ),
-    );
+    status(bus, { taskId, contextId: '' }, 'TASK_STATE_CANCELED');
     bus.finished();
   },
 };
