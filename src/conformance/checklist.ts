@@ -4,7 +4,7 @@ import type { RowKit } from './row-kit.ts';
 const NOT_MEASURED = 'not measured';
 
 /**
- * The seed's procurement checklist, answered from this run's evidence: each answer names the rows it
+ * The procurement checklist for asynchronous task infrastructure, answered from this run's evidence: each answer names the rows it
  * rests on, and says "not measured" when no row of this run could tell.
  */
 export function answerChecklist(rows: RowReport[], kits: RowKit[], agent: AgentFacts): ChecklistAnswer[] {

@@ -2,7 +2,7 @@ import type { Measure, RowReport } from './report.ts';
 import type { RowKit } from './row-kit.ts';
 import type { WireCall } from './wire-proxy.ts';
 
-/** The seed's measures for a run, from the rows' samples and evidence; null where this run cannot tell. */
+/** The failure matrix's measures for a run, from the rows' samples and evidence; null where this run cannot tell. */
 export function aggregateMeasures(
   kits: RowKit[],
   rows: RowReport[],

@@ -2,7 +2,7 @@ import { summarize, type ConformanceReport, type RowReport, type TimelineKind } 
 
 /**
  * The report as one self-contained HTML page (no script, no external asset), for sending to a vendor:
- * the verdict per row with its checks, jobs and a timeline of faults and observations, the seed's
+ * the verdict per row with its checks, jobs and a timeline of faults and observations, the matrix's
  * measures and the procurement checklist answered from the evidence.
  */
 const esc = (s: string) =>

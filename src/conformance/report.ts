@@ -40,7 +40,7 @@ export interface JobEvidence {
 
 export interface RowReport {
   id: string;
-  /** Row number in the seed's failure matrix (1–12). */
+  /** Row number in the failure matrix (1–12). */
   number: number;
   title: string;
   status: RowStatus;

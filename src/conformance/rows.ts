@@ -6,9 +6,9 @@ import { isTerminalWireState } from './wire-facts.ts';
 import type { WireCall } from './wire-proxy.ts';
 
 /**
- * The failure matrix (seed 000; LAB.md "The failure matrix"), one row each. A row runs its jobs through
- * the proxy with its faults armed, then applies the standard checks (one remote task per job, the true
- * final state, no backward state, one outcome recorded) and its own. A row that needs a hook the user
+ * The failure matrix for asynchronous agent tasks, one row each (docs/conformance.md, "The rows"). A
+ * row runs its jobs through the proxy with its faults armed, then applies the standard checks (one
+ * remote task per job, the true final state, no backward state, one outcome recorded) and its own. A row that needs a hook the user
  * did not give, or a capability the agent's card does not declare, is not run, never passed.
  */
 export interface RowDef {
