@@ -1,7 +1,6 @@
 import http from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { isTerminalWireState, parseBody, type StateFact } from './wire-facts.ts';
+import { listenLoopback, readBounded } from './wire-proxy.ts';
 
 /**
  * The receiving side of push notifications: the agent delivers to this loopback server, which hands each
@@ -44,18 +43,8 @@ export class PushRelay {
 
   static async start(ingress: Ingress, now: () => number = Date.now): Promise<PushRelay> {
     const holder: { relay?: PushRelay } = {};
-    const server = http.createServer((req, res) => {
-      if (!holder.relay) return void res.destroy();
-      holder.relay.handle(req, res).catch(() => res.destroy());
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    holder.relay = new PushRelay(
-      server,
-      `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      ingress,
-      now,
-    );
+    const { server, url } = await listenLoopback((req, res) => holder.relay?.handle(req, res));
+    holder.relay = new PushRelay(server, url, ingress, now);
     return holder.relay;
   }
 
@@ -71,14 +60,9 @@ export class PushRelay {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const c of req as AsyncIterable<Buffer>) {
-      size += c.length;
-      if (size > 1024 * 1024) return void req.socket.destroy();
-      chunks.push(c);
-    }
-    const rawBody = Buffer.concat(chunks).toString('utf8');
+    const body = await readBounded(req, 1024 * 1024).catch(() => null);
+    if (!body) return void req.socket.destroy();
+    const rawBody = body.toString('utf8');
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
     const envelopeId = new URL(req.url ?? '/', 'http://relay').searchParams.get('envelope');

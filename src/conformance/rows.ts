@@ -347,11 +347,13 @@ export const ROWS: RowDef[] = [
     async run(kit) {
       await kit.startPlane();
       const hit = fired(kit);
-      const job = await kit.job('effect', work(kit), (ctx) =>
+      const job = await kit.job('effect', work(kit), () =>
         kit.session.proxy.arm({
           kind: 'cut-before-terminal',
           times: 1,
-          match: (c) => c.contextId === ctx || (c.taskId !== null && !c.creates),
+          // Any call: the row's one job is the only one in flight, and whichever answer carries the
+          // final state first (stream frame, GetTask or a ListTasks page) is the one to lose.
+          match: (c) => c.method !== 'card',
           onFired: (call) => {
             // From here the engine's network is down, as for a process that is dying.
             kit.session.proxy.blackhole = true;

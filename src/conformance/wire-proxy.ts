@@ -83,13 +83,7 @@ export class WireProxy {
 
   static async start(target: string, now: () => number = Date.now): Promise<WireProxy> {
     const holder: { proxy?: WireProxy } = {};
-    const server = http.createServer((req, res) => {
-      if (!holder.proxy) return void res.destroy();
-      holder.proxy.handle(req, res).catch(() => res.destroy());
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { server, url } = await listenLoopback((req, res) => holder.proxy?.handle(req, res));
     holder.proxy = new WireProxy(server, url, new URL(target), now);
     server.on('connection', (s) => {
       holder.proxy!.sockets.add(s);
@@ -145,14 +139,8 @@ export class WireProxy {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const c of req as AsyncIterable<Buffer>) {
-      size += c.length;
-      if (size > MAX_BODY_BYTES) return void req.socket.destroy();
-      chunks.push(c);
-    }
-    const body = Buffer.concat(chunks);
+    const body = await readBounded(req, MAX_BODY_BYTES).catch(() => null);
+    if (!body) return void req.socket.destroy();
     const path = req.url ?? '/';
     const httpMethod = req.method ?? 'GET';
     const facts = requestFacts(httpMethod, path, body.toString('utf8'));
@@ -187,7 +175,7 @@ export class WireProxy {
     call.status = upstream.statusCode ?? null;
     const type = String(upstream.headers['content-type'] ?? '');
     if (type.startsWith('text/event-stream')) return this.relayStream(call, fault, upstream, res);
-    const answer = await readAll(upstream).catch(() => null);
+    const answer = await readBounded(upstream, MAX_BODY_BYTES).catch(() => null);
     if (answer === null) {
       res.destroy();
       return this.finish(call);
@@ -342,12 +330,30 @@ export class WireProxy {
   }
 }
 
-async function readAll(stream: http.IncomingMessage): Promise<Buffer> {
+/**
+ * An HTTP server on an ephemeral loopback port; `handle` undefined (its owner not built yet) or failing
+ * cuts the connection.
+ */
+export async function listenLoopback(
+  handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> | undefined,
+): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer((req, res) => {
+    const handled = handle(req, res);
+    if (!handled) return void res.destroy();
+    handled.catch(() => res.destroy());
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/** A whole request or answer body, refused past `maxBytes` (the proxy and the relay hold bodies whole). */
+export async function readBounded(stream: http.IncomingMessage, maxBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of stream as AsyncIterable<Buffer>) {
     size += c.length;
-    if (size > MAX_BODY_BYTES) throw new Error('answer too large');
+    if (size > maxBytes) throw new Error(`body over ${maxBytes} bytes`);
     chunks.push(c);
   }
   return Buffer.concat(chunks);
