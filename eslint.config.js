@@ -52,7 +52,7 @@ export default tseslint.config(
             // Plain folder paths: a `(a|b)` group in `from` matches nothing here, so each folder is named.
             zone(
               './src/conformance',
-              ['./src/server', './src/cli', './src/host', './src/lab'],
+              ['./src/server', './src/cli', './src/host'],
               'conformance/ runs the engine against an agent on the wire, never our host in process',
             ),
             ...['core', 'store', 'protocols', 'connectors', 'plane', 'host', 'server', 'lab'].map((layer) =>

@@ -52,6 +52,17 @@ export function registerConformanceCommand(program: Command): void {
     .option('--seed <n>', 'seed of the fault schedule (the same seed cuts the same frames)', intOption(0), 1)
     .option('--job-ms <ms>', 'how long each test job works (test contract durationMs)', intOption(1), 1500)
     .option(
+      '--input <json>',
+      'send this job input instead of the test contract (an agent without it; row 6 is then not run)',
+      (v: string) => {
+        try {
+          return JSON.parse(v) as unknown;
+        } catch {
+          throw new InvalidArgumentError('Expected JSON (a string, or an object such as {"parts":[…]}).');
+        }
+      },
+    )
+    .option(
       '--restart-cmd <cmd>',
       'shell command that kills the agent and starts it again (row 9); returns when done',
     )
@@ -96,6 +107,7 @@ Exit status: 0 when at least one row ran and every row that ran passed; 1 when a
         hooks,
         ...(opts.rows ? { rows: opts.rows as string[] } : {}),
         seed: opts.seed as number,
+        ...(opts.input !== undefined ? { input: opts.input } : {}),
         jobMs: opts.jobMs as number,
         rowTimeoutMs: opts.rowTimeoutMs as number,
         hookTimeoutMs: opts.hookTimeoutMs as number,

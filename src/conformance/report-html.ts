@@ -25,7 +25,7 @@ function timelineSvg(row: RowReport): string {
   const entries = row.timeline;
   if (entries.length === 0) return '';
   const width = 720;
-  const lanes: TimelineKind[] = ['fault', 'hook', 'plane', 'agent', 'push', 'check'];
+  const lanes: TimelineKind[] = ['fault', 'hook', 'request', 'plane', 'agent', 'push', 'check'];
   const span = Math.max(1, ...entries.map((e) => e.atMs));
   const x = (ms: number) => 90 + (Math.max(0, ms) / span) * (width - 110);
   const marks = entries

@@ -33,6 +33,8 @@ export interface Session {
   rowTimeoutMs: number;
   hookTimeoutMs: number;
   agent: { streaming: boolean; push: boolean };
+  /** The user's job input (`--input`) sent instead of the test contract; undefined = the contract. */
+  input?: unknown;
   /** The engine the push relay hands deliveries to (the current row's). */
   currentPlane: Plane | null;
 }
@@ -179,7 +181,10 @@ export class RowKit {
     const { envelope } = await this.plane.create({
       tenant: TENANT,
       target: TARGET,
-      input: contractInput({ ...contract, label: `${this.rowId}/${label}` }),
+      input:
+        this.session.input !== undefined
+          ? this.session.input
+          : contractInput({ ...contract, label: `${this.rowId}/${label}` }),
       contextId,
       idempotencyKey: contextId,
       expectedDurationMs: Math.max(1000, contract.durationMs ?? this.session.jobMs),

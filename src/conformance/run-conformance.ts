@@ -9,7 +9,7 @@ import type { HookName } from './hooks.ts';
 import { aggregateMeasures } from './measures.ts';
 import { PushRelay } from './push-relay.ts';
 import { REPORT_VERSION, type AgentFacts, type ConformanceReport, type RowReport } from './report.ts';
-import { RowKit, RowStopped, TARGET, type Session } from './row-kit.ts';
+import { describeCall, RowKit, RowStopped, TARGET, type Session } from './row-kit.ts';
 import { runOrder, selectRows, type RowDef } from './rows.ts';
 import { WireProxy } from './wire-proxy.ts';
 
@@ -36,6 +36,11 @@ export interface ConformanceOptions {
   hookTimeoutMs?: number;
   /** Bound on the whole run; rows that would start past it are not run. @default 300000 */
   totalTimeoutMs?: number;
+  /**
+   * Send this input with every job instead of the test contract, for an agent that does not implement
+   * it; the rows that need the contract's input request (6) are then not run. @default the contract
+   */
+  input?: unknown;
   /** Called as rows start and end. */
   progress?: (event: { row: RowDef; index: number; total: number; result?: RowReport }) => void;
 }
@@ -96,6 +101,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     hookTimeoutMs: options.hookTimeoutMs ?? 60_000,
     agent,
     currentPlane: null,
+    input: options.input,
   };
   session.relay = await PushRelay.start(async (req) => {
     const plane = session.currentPlane;
@@ -177,6 +183,12 @@ async function runRow(
     kit.note('check', `row stopped: ${stopped}`);
   }
   session.proxy.disarmAll();
+  for (const c of kit.calls())
+    kit.note(
+      'request',
+      `${describeCall(c)} → ${c.status ?? 'no answer'}${c.fault ? ` [${c.fault}]` : ''}`,
+      c.at,
+    );
   const jobs = [];
   for (const job of kit.jobs) jobs.push(await kit.evidence(job).catch(() => null));
   await kit.collectEvents();
