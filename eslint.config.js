@@ -49,6 +49,15 @@ export default tseslint.config(
               './src/(server|cli|host)/**/*',
               'lab/ runs the engine, not the server or the host',
             ),
+            // Plain folder paths: a `(a|b)` group in `from` matches nothing here, so each folder is named.
+            zone(
+              './src/conformance',
+              ['./src/server', './src/cli', './src/host'],
+              'conformance/ runs the engine against an agent on the wire, never our host in process',
+            ),
+            ...['core', 'store', 'protocols', 'connectors', 'plane', 'host', 'server', 'lab'].map((layer) =>
+              zone(`./src/${layer}`, './src/conformance', 'only cli/ runs conformance/'),
+            ),
           ],
         },
       ],

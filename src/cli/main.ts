@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { cliErrors, commanderExit } from './cli-options.ts';
+import { registerConformanceCommand } from './conformance-command.ts';
 import { registerHostCommand } from './host-command.ts';
 import { registerKeysCommand } from './keys-command.ts';
 import { registerLabCommand } from './lab-command.ts';
@@ -25,6 +26,7 @@ const program = cliErrors(new Command())
 
 const commands: Array<(program: Command) => void> = [
   // commands register here, one line each
+  registerConformanceCommand,
   registerHostCommand,
   registerKeysCommand,
   registerLabCommand,

@@ -1,0 +1,211 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { A2AConnector, fetchAgentCard } from '../connectors/a2a/a2a-connector.ts';
+import { SeededRandom } from '../core/random.ts';
+import { TaskplaneError } from '../core/errors.ts';
+import { answerChecklist } from './checklist.ts';
+import type { HookName } from './hooks.ts';
+import { aggregateMeasures } from './measures.ts';
+import { PushRelay } from './push-relay.ts';
+import { REPORT_VERSION, type AgentFacts, type ConformanceReport, type RowReport } from './report.ts';
+import { describeCall, RowKit, RowStopped, TARGET, type Session } from './row-kit.ts';
+import { runOrder, selectRows, type RowDef } from './rows.ts';
+import { WireProxy } from './wire-proxy.ts';
+
+export interface ConformanceOptions {
+  /** Base URL of the A2A 1.0 agent (its card at `/.well-known/agent-card.json`). */
+  target: string;
+  /** Headers on every call to the agent (its credentials). @default none */
+  headers?: Record<string, string>;
+  /**
+   * Credentials of another caller: every job's task is also read with these, and the agent must refuse
+   * (unauthorized-object access). @default not checked
+   */
+  otherHeaders?: Record<string, string>;
+  hooks?: Partial<Record<HookName, string>>;
+  /** Row ids or numbers; every row when empty. */
+  rows?: string[];
+  /** Seed of the fault schedule (which frame a stream is cut after, the jobs' context ids). @default 1 */
+  seed?: number;
+  /** How long a job works (the test contract's durationMs). @default 1500 */
+  jobMs?: number;
+  /** Bound on one row. @default 60000 */
+  rowTimeoutMs?: number;
+  /** Bound on one hook. @default 60000 */
+  hookTimeoutMs?: number;
+  /** Bound on the whole run; rows that would start past it are not run. @default 300000 */
+  totalTimeoutMs?: number;
+  /**
+   * Send this input with every job instead of the test contract, for an agent that does not implement
+   * it; the rows that need the contract's input request (6) are then not run. @default the contract
+   */
+  input?: unknown;
+  /** Called as rows start and end. */
+  progress?: (event: { row: RowDef; index: number; total: number; result?: RowReport }) => void;
+}
+
+async function readAgent(target: string, headers: Record<string, string>): Promise<AgentFacts> {
+  let card;
+  try {
+    card = await fetchAgentCard(target, AbortSignal.timeout(10_000), { headers });
+  } catch (err) {
+    throw new TaskplaneError(
+      'unavailable',
+      `--target: cannot read the agent card at ${target.replace(/\/+$/, '')}/.well-known/agent-card.json (${(err as Error).message})`,
+      { field: 'target', cause: err },
+    );
+  }
+  const caps = (card.capabilities ?? {}) as { streaming?: boolean; pushNotifications?: boolean };
+  return {
+    name: typeof card.name === 'string' ? card.name : null,
+    version: typeof card.version === 'string' ? card.version : null,
+    bindings: (card.supportedInterfaces ?? []).map((i) => `${i.protocolBinding} ${i.protocolVersion}`),
+    streaming: caps.streaming === true,
+    push: caps.pushNotifications === true,
+  };
+}
+
+/**
+ * `taskplane conformance`: runs the selected rows of the failure matrix against one A2A agent, each on
+ * the real engine with its own SQLite store in a temp dir, through the fault proxy, and returns the
+ * report. Rows run one after another (their faults and counts must not mix).
+ */
+export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
+  const rows = runOrder(selectRows(options.rows));
+  const headers = options.headers ?? {};
+  const seed = options.seed ?? 1;
+  const started = Date.now();
+  const agent = await readAgent(options.target, headers);
+  const workDir = mkdtempSync(join(tmpdir(), 'taskplane-conformance-'));
+  const proxy = await WireProxy.start(options.target);
+  const session: Session = {
+    target: options.target,
+    headers,
+    hooks: options.hooks ?? {},
+    proxy,
+    relay: undefined as unknown as PushRelay,
+    truth: new A2AConnector({ target: 'truth', baseUrl: options.target, headers, timeoutMs: 5000 }),
+    stranger: options.otherHeaders
+      ? new A2AConnector({
+          target: 'stranger',
+          baseUrl: options.target,
+          headers: options.otherHeaders,
+          timeoutMs: 5000,
+        })
+      : null,
+    random: new SeededRandom(seed),
+    workDir,
+    jobMs: options.jobMs ?? 1500,
+    rowTimeoutMs: options.rowTimeoutMs ?? 60_000,
+    hookTimeoutMs: options.hookTimeoutMs ?? 60_000,
+    agent,
+    currentPlane: null,
+    input: options.input,
+  };
+  session.relay = await PushRelay.start(async (req) => {
+    const plane = session.currentPlane;
+    if (!plane) throw new TaskplaneError('unavailable', 'no engine is running');
+    return (await plane.handleWebhook(TARGET, req)).status;
+  });
+  const totalTimeoutMs = options.totalTimeoutMs ?? 300_000;
+  const reports: RowReport[] = [];
+  const kits: RowKit[] = [];
+  try {
+    for (const [index, row] of rows.entries()) {
+      options.progress?.({ row, index, total: rows.length });
+      const result = await runRow(session, row, started + totalTimeoutMs, kits);
+      reports.push(result);
+      options.progress?.({ row, index, total: rows.length, result });
+    }
+  } finally {
+    await proxy.close();
+    await session.relay.close();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+  const ran = reports.filter((r) => r.status !== 'not_run');
+  const requests: Record<string, number> = {};
+  for (const c of proxy.calls) requests[c.method] = (requests[c.method] ?? 0) + 1;
+  return {
+    version: REPORT_VERSION,
+    target: options.target,
+    startedAt: new Date(started).toISOString(),
+    durationMs: Date.now() - started,
+    seed,
+    agent,
+    // A run in which no row ran proved nothing: it does not pass.
+    passed: ran.length > 0 && ran.every((r) => r.status === 'passed'),
+    rows: [...reports].sort((a, b) => a.number - b.number),
+    measures: aggregateMeasures(kits, reports, proxy.calls),
+    checklist: answerChecklist(reports, kits, agent),
+    requests,
+    notes: [
+      'Targets are A2A 1.0 agents; MCP tasks servers are not supported yet.',
+      ...proxy.unproxied.map(
+        (u) => `The card lists ${u} on another origin: requests there bypass the proxy.`,
+      ),
+    ],
+  };
+}
+
+function notRun(row: RowDef, reason: string): RowReport {
+  return {
+    id: row.id,
+    number: row.number,
+    title: row.title,
+    status: 'not_run',
+    reason,
+    checks: [],
+    jobs: [],
+    timeline: [],
+    durationMs: 0,
+  };
+}
+
+async function runRow(
+  session: Session,
+  row: RowDef,
+  runDeadline: number,
+  kits: RowKit[],
+): Promise<RowReport> {
+  if (row.hook && !session.hooks[row.hook]) return notRun(row, `needs --${row.hook}-cmd`);
+  const unavailable = row.unavailable?.(session) ?? null;
+  if (unavailable) return notRun(row, unavailable);
+  if (Date.now() + Math.min(session.rowTimeoutMs, 10_000) > runDeadline)
+    return notRun(row, 'the run reached its time bound (--timeout-ms) before this row');
+  const kit = new RowKit(session, row.id);
+  kits.push(kit);
+  let stopped: string | null = null;
+  try {
+    await row.run(kit);
+  } catch (err) {
+    stopped = err instanceof RowStopped ? err.message : `error: ${(err as Error).message ?? String(err)}`;
+    kit.note('check', `row stopped: ${stopped}`);
+  }
+  session.proxy.disarmAll();
+  for (const c of kit.calls())
+    kit.note(
+      'request',
+      `${describeCall(c)} → ${c.status ?? 'no answer'}${c.fault ? ` [${c.fault}]` : ''}`,
+      c.at,
+    );
+  const jobs = [];
+  for (const job of kit.jobs) jobs.push(await kit.evidence(job).catch(() => null));
+  await kit.collectEvents();
+  await kit.close();
+  const failed = kit.checks.find((c) => !c.ok);
+  const ok = stopped === null && failed === undefined && kit.checks.length > 0;
+  return {
+    id: row.id,
+    number: row.number,
+    title: row.title,
+    status: ok ? 'passed' : 'failed',
+    reason:
+      stopped ??
+      (failed ? `${failed.name}: ${failed.detail}` : kit.checks.length === 0 ? 'no check ran' : null),
+    checks: kit.checks,
+    jobs: jobs.filter((j) => j !== null),
+    timeline: kit.timeline,
+    durationMs: Date.now() - kit.t0,
+  };
+}
