@@ -171,12 +171,15 @@ export function detailLines(t: TaskRow, now = Date.now()): string[] {
 export function acceptanceLines(a: AcceptanceView, now = Date.now()): string[] {
   const by = a.decidedBy ? ` by ${a.decidedBy.actor ?? a.decidedBy.keyId ?? 'anonymous'}` : '';
   const at = a.decidedAt ? ` (${relative(a.decidedAt, now)})` : '';
-  const lines = [`acceptance:  ${a.status}${by}${at}${a.receiptId ? ` (receipt ${a.receiptId})` : ''}`];
-  for (const c of a.checks ?? [])
+  const checks = a.checks ?? [];
+  // Without checks (a verdict from before they were recorded), the reasons follow the verdict.
+  const why = !checks.length && a.reasons.length ? `: ${indent(a.reasons.join('; '))}` : '';
+  const receipt = a.receiptId ? ` (receipt ${a.receiptId})` : '';
+  const lines = [`acceptance:  ${a.status}${by}${why}${at}${receipt}`];
+  for (const c of checks)
     lines.push(
       `  ${c.check.padEnd(13)} ${c.verdict}${c.reasons.length ? `: ${indent(c.reasons.join('; '))}` : ''}`,
     );
-  if (!a.checks?.length && a.reasons.length) lines.push(`  ${indent(a.reasons.join('; '))}`);
   return lines;
 }
 

@@ -22,7 +22,8 @@ describe('the queued staleness rule', () => {
   const queued = { id: 'resp_1', status: 'queued', created_at: createdAt };
 
   it('a retrieved response queued past the limit is unknown with the reason; sooner it is accepted', () => {
-    const at = (ms: number) => staleQueued(responseSnapshot(queued, o), queued, createdAt * 1000 + ms, STALE_MS);
+    const at = (ms: number) =>
+      staleQueued(responseSnapshot(queued, o), queued, createdAt * 1000 + ms, STALE_MS);
     expect(at(STALE_MS - 1)).toMatchObject({ state: 'accepted', nativeState: 'queued', remoteVersion: 1 });
     expect(at(STALE_MS)).toMatchObject({
       state: 'unknown',
@@ -98,7 +99,10 @@ describe('a plane following a response stuck in queued', () => {
     await plane.reconcileNow('gpt');
     expect((await plane.get('t', envelope.id)).state).toBe('accepted');
 
-    await h.clock.advance(1_000);
+    // Past the limit, the next read of the response judges it. The stream the watcher keeps open is
+    // silent, and a reconciliation round reads only jobs nothing has been heard of for a whole interval
+    // (the last word was the stream's queued, at STALE_MS - 1 s): the round after that interval reads it.
+    await h.clock.advance(1_000 + STALE_MS);
     await plane.reconcileNow('gpt');
     const stale = await plane.get('t', envelope.id);
     expect(stale).toMatchObject({ state: 'unknown', nativeState: 'queued' });

@@ -88,7 +88,7 @@ describe('taskplane tasks result', () => {
       'ana',
     );
     expect(rejected.code).toBe(0);
-    expect(rejected.out).toMatch(/^acceptance: +rejected by ana$/m);
+    expect(rejected.out).toMatch(/^acceptance: +rejected by ana \(/m);
     expect(rejected.out).toMatch(/^ +person +failed: not the words we asked for$/m);
     expect(rejected.out).toContain('succeeded');
 
