@@ -107,8 +107,7 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async getTask(req: { id: string; historyLength?: number }, ctx: CallContext): Promise<Task> {
-    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
-    if (!record) throw taskNotFound(req.id);
+    const record = await this.ownTask(req.id, ctx);
     return wireTask(taskOf(record), req.historyLength);
   }
 
@@ -139,8 +138,7 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async cancelTask(req: { id: string }, ctx: CallContext): Promise<Task> {
-    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
-    if (!record) throw taskNotFound(req.id);
+    const record = await this.ownTask(req.id, ctx);
     // A2A 1.0, task states: cancel of a canceled task is idempotent; other terminal states are not cancelable.
     const result = await this.o.writer.update(record.id, (d) => {
       const state = d.task.status.state;
@@ -155,8 +153,7 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async subscribeToTask(req: { id: string }, ctx: CallContext): Promise<AsyncIterable<StreamItem[]>> {
-    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
-    if (!record) throw taskNotFound(req.id);
+    const record = await this.ownTask(req.id, ctx);
     if (ctx.lastEventId !== undefined) {
       return this.o.streams.afterEventId(
         record.id,
@@ -226,9 +223,16 @@ export class A2AService implements A2ARequestHandler {
 
   // --- internals ---------------------------------------------------------------------------------
 
+  /**
+   * The caller's task `taskId` (TaskNotFoundError otherwise), acknowledged: the caller addressed it by
+   * its id, so the send that created it was answered, and a resend of that message is a new message
+   * from now on (docs/host.md, "Idempotent sends").
+   */
   private async ownTask(taskId: string, ctx: CallContext): Promise<AgentTaskRecord> {
-    const record = await this.o.store.getAgentTask(taskId, scope(ctx));
+    const caller = scope(ctx);
+    const record = await this.o.store.getAgentTask(taskId, caller);
     if (!record) throw taskNotFound(taskId);
+    await this.o.store.acknowledgeAgentTask(record.id, caller);
     return record;
   }
 
@@ -338,6 +342,13 @@ export class A2AService implements A2ARequestHandler {
     // An MCP tool task takes its input through MCP (tasks/update, keyed), never as a message.
     if (!current || (current.executorState as unknown as ExecutorState | null)?.mcp)
       throw taskNotFound(taskId);
+    await this.o.store.acknowledgeAgentTask(taskId, caller);
+    // A retry of the follow-up that ended the task: its answer, not UnsupportedOperationError.
+    if (
+      isTerminalTaskState(current.state) &&
+      (await this.o.store.findAgentTaskByMessageId(caller, key)) === taskId
+    )
+      return current;
     if (message.contextId && message.contextId !== current.contextId) {
       throw invalidParams('message.contextId', 'does not match the task’s contextId');
     }

@@ -173,4 +173,10 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 9,
+    name: 'agent task acknowledgements',
+    // As SQLite migration 9: tasks their owner has addressed by id.
+    sql: `CREATE TABLE agent_task_acks (task_id TEXT PRIMARY KEY);`,
+  },
 ];
