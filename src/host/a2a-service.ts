@@ -67,6 +67,8 @@ function scope(ctx: CallContext): AgentScope {
  */
 export class A2AService implements A2ARequestHandler {
   private readonly push: PushConfigs;
+  /** Tasks acknowledged through this host (see `acknowledge`), bounded by ACKNOWLEDGED_KEPT. */
+  private readonly acknowledged = new Set<string>();
 
   constructor(private readonly o: A2AServiceOptions) {
     this.push = new PushConfigs(o.store, o.clock, o.random);
@@ -232,8 +234,20 @@ export class A2AService implements A2ARequestHandler {
     const caller = scope(ctx);
     const record = await this.o.store.getAgentTask(taskId, caller);
     if (!record) throw taskNotFound(taskId);
-    await this.o.store.acknowledgeAgentTask(record.id, caller);
+    await this.acknowledge(record.id, caller);
     return record;
+  }
+
+  /**
+   * Store.acknowledgeAgentTask once per task as far as this host knows: the mark is never removed, so
+   * a remembered id is never stale, and a client polling GetTask costs a Set lookup, not a store call.
+   */
+  private async acknowledge(taskId: string, caller: AgentScope): Promise<void> {
+    if (this.acknowledged.has(taskId)) return;
+    await this.o.store.acknowledgeAgentTask(taskId, caller);
+    if (this.acknowledged.size >= ACKNOWLEDGED_KEPT)
+      this.acknowledged.delete(this.acknowledged.values().next().value!);
+    this.acknowledged.add(taskId);
   }
 
   /**
@@ -342,7 +356,7 @@ export class A2AService implements A2ARequestHandler {
     // An MCP tool task takes its input through MCP (tasks/update, keyed), never as a message.
     if (!current || (current.executorState as unknown as ExecutorState | null)?.mcp)
       throw taskNotFound(taskId);
-    await this.o.store.acknowledgeAgentTask(taskId, caller);
+    await this.acknowledge(taskId, caller);
     // A retry of the follow-up that ended the task: its answer, not UnsupportedOperationError.
     if (
       isTerminalTaskState(current.state) &&
@@ -415,6 +429,9 @@ export function messageKey(message: Message): string {
   const hash = createHash('sha256').update(canonicalJson(content)).digest('base64url');
   return `${hash}:${messageId}`;
 }
+
+/** Task ids a host remembers as acknowledged (A2AService.acknowledge); the oldest goes first. */
+const ACKNOWLEDGED_KEPT = 10_000;
 
 /** What an extended card may replace of the public one (agent-api.ts AgentCardInfo). */
 const EXTENDED_FIELDS = [
