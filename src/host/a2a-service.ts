@@ -234,7 +234,7 @@ export class A2AService implements A2ARequestHandler {
     const caller = scope(ctx);
     const record = await this.o.store.getAgentTask(taskId, caller);
     if (!record) throw taskNotFound(taskId);
-    await this.acknowledge(record.id, caller);
+    if (!this.acknowledged.has(record.id)) await this.acknowledge(record.id, caller);
     return record;
   }
 
