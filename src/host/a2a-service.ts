@@ -67,6 +67,8 @@ function scope(ctx: CallContext): AgentScope {
  */
 export class A2AService implements A2ARequestHandler {
   private readonly push: PushConfigs;
+  /** Tasks acknowledged through this host (see `acknowledge`), bounded by ACKNOWLEDGED_KEPT. */
+  private readonly acknowledged = new Set<string>();
 
   constructor(private readonly o: A2AServiceOptions) {
     this.push = new PushConfigs(o.store, o.clock, o.random);
@@ -107,8 +109,7 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async getTask(req: { id: string; historyLength?: number }, ctx: CallContext): Promise<Task> {
-    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
-    if (!record) throw taskNotFound(req.id);
+    const record = await this.ownTask(req.id, ctx);
     return wireTask(taskOf(record), req.historyLength);
   }
 
@@ -139,8 +140,7 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async cancelTask(req: { id: string }, ctx: CallContext): Promise<Task> {
-    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
-    if (!record) throw taskNotFound(req.id);
+    const record = await this.ownTask(req.id, ctx);
     // A2A 1.0, task states: cancel of a canceled task is idempotent; other terminal states are not cancelable.
     const result = await this.o.writer.update(record.id, (d) => {
       const state = d.task.status.state;
@@ -155,8 +155,7 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async subscribeToTask(req: { id: string }, ctx: CallContext): Promise<AsyncIterable<StreamItem[]>> {
-    const record = await this.o.store.getAgentTask(req.id, scope(ctx));
-    if (!record) throw taskNotFound(req.id);
+    const record = await this.ownTask(req.id, ctx);
     if (ctx.lastEventId !== undefined) {
       return this.o.streams.afterEventId(
         record.id,
@@ -226,10 +225,29 @@ export class A2AService implements A2ARequestHandler {
 
   // --- internals ---------------------------------------------------------------------------------
 
+  /**
+   * The caller's task `taskId` (TaskNotFoundError otherwise), acknowledged: the caller addressed it by
+   * its id, so the send that created it was answered, and a resend of that message is a new message
+   * from now on (docs/host.md, "Idempotent sends").
+   */
   private async ownTask(taskId: string, ctx: CallContext): Promise<AgentTaskRecord> {
-    const record = await this.o.store.getAgentTask(taskId, scope(ctx));
+    const caller = scope(ctx);
+    const record = await this.o.store.getAgentTask(taskId, caller);
     if (!record) throw taskNotFound(taskId);
+    if (!this.acknowledged.has(record.id)) await this.acknowledge(record.id, caller);
     return record;
+  }
+
+  /**
+   * Store.acknowledgeAgentTask once per task as far as this host knows: the mark is never removed, so
+   * a remembered id is never stale, and a client polling GetTask costs a Set lookup, not a store call.
+   */
+  private async acknowledge(taskId: string, caller: AgentScope): Promise<void> {
+    if (this.acknowledged.has(taskId)) return;
+    await this.o.store.acknowledgeAgentTask(taskId, caller);
+    if (this.acknowledged.size >= ACKNOWLEDGED_KEPT)
+      this.acknowledged.delete(this.acknowledged.values().next().value!);
+    this.acknowledged.add(taskId);
   }
 
   /**
@@ -338,6 +356,13 @@ export class A2AService implements A2ARequestHandler {
     // An MCP tool task takes its input through MCP (tasks/update, keyed), never as a message.
     if (!current || (current.executorState as unknown as ExecutorState | null)?.mcp)
       throw taskNotFound(taskId);
+    await this.acknowledge(taskId, caller);
+    // A retry of the follow-up that ended the task: its answer, not UnsupportedOperationError.
+    if (
+      isTerminalTaskState(current.state) &&
+      (await this.o.store.findAgentTaskByMessageId(caller, key)) === taskId
+    )
+      return current;
     if (message.contextId && message.contextId !== current.contextId) {
       throw invalidParams('message.contextId', 'does not match the task’s contextId');
     }
@@ -404,6 +429,9 @@ export function messageKey(message: Message): string {
   const hash = createHash('sha256').update(canonicalJson(content)).digest('base64url');
   return `${hash}:${messageId}`;
 }
+
+/** Task ids a host remembers as acknowledged (A2AService.acknowledge); the oldest goes first. */
+const ACKNOWLEDGED_KEPT = 10_000;
 
 /** What an extended card may replace of the public one (agent-api.ts AgentCardInfo). */
 const EXTENDED_FIELDS = [

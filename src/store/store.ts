@@ -132,7 +132,8 @@ export interface AgentTaskStore extends StoreCommon {
   /**
    * Creates an agent task at version 1 (whatever `task.version` says). When `(owner, tenant, messageId)` was
    * used before, creates nothing and returns the existing task with `created: false` (SendMessage idempotent on
-   * messageId per caller). Outbox rows get `createdAt = task.updatedAt`. The created record may share
+   * messageId per caller), unless that task was acknowledged (acknowledgeAgentTask): then the pair is
+   * taken over by the new task. Outbox rows get `createdAt = task.updatedAt`. The created record may share
    * `task.task` and `task.executorState` with the argument: neither side changes them afterwards (see
    * above); the existing task of a duplicate is read from the store.
    */
@@ -147,6 +148,14 @@ export interface AgentTaskStore extends StoreCommon {
    * scope, for the host itself.
    */
   getAgentTask(id: string, scope?: AgentScope): Promise<AgentTaskRecord | undefined>;
+  /**
+   * Records that `scope` addressed task `id` by its id (a follow-up, GetTask, CancelTask, a subscription, a
+   * push config operation), so the send that created it was evidently answered: from then on
+   * createAgentTask with one of that task's `messageId`s creates a new task instead of returning this
+   * one (docs/host.md, "Idempotent sends"). Durable before it resolves; a no-op when the task is not
+   * `scope`'s (another owner's acknowledgement does not count) or is acknowledged already.
+   */
+  acknowledgeAgentTask(id: string, scope: AgentScope): Promise<void>;
   /** Task id a `(scope, messageId)` pair created, if any. */
   findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined>;
   /**

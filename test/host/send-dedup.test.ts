@@ -1,15 +1,31 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SendMessageRequest, taskStateToJSON, type Task } from '@a2a-js/sdk';
+import {
+  CancelTaskRequest,
+  GetTaskRequest,
+  SendMessageRequest,
+  SubscribeToTaskRequest,
+  taskStateToJSON,
+  type Task,
+} from '@a2a-js/sdk';
 import { defineAgent } from '../../src/host/agent-api.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
 import { PushReceiver, sdkClient, type Binding } from './helpers.ts';
 import { startTestHost, type Wire } from './in-process.ts';
 
 /**
  * SendMessage deduplication is on (caller, messageId, content): a retry of the same message gets the
  * task it created, a different message that reuses a messageId is a new message, processed with its own
- * push config (docs/host.md, "Idempotent sends"; TCK PUSH-DELIVER-001..003 reuse messageIds).
+ * push config (docs/host.md, "Idempotent sends"; TCK PUSH-DELIVER-001..003 reuse messageIds). A resend
+ * is a retry only while the sender cannot have learned the task's id: once it addressed the task by id,
+ * the same message again is a new message (the TCK sends one message for many tests).
  */
 const hosts: RunningHost[] = [];
 const receiver = new PushReceiver();
@@ -156,5 +172,123 @@ describe('what counts as the same message', () => {
       await rpc(h, { message: { ...base, contextId: 'ctx-other' } }),
     ];
     expect(new Set(ids).size).toBe(4);
+  });
+});
+
+/**
+ * A backend the host runs on, opened again on the same data to restart (undefined: not durable).
+ */
+interface Backend {
+  open(): Promise<Store>;
+  reopen?: () => Promise<Store>;
+  dispose(): Promise<void>;
+}
+
+const backends: Record<string, () => Backend> = {
+  memory: () => ({ open: async () => new MemoryStore(), dispose: async () => {} }),
+  sqlite: () => {
+    const dir = mkdtempSync(join(tmpdir(), 'taskplane-dedup-'));
+    const open = async () => new SqliteStore({ path: join(dir, 'host.db') });
+    return { open, reopen: open, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+  },
+  postgres: () => {
+    const schema = freshSchemaName('tp_dedup');
+    const open = () => PostgresStore.open({ url: urlForSchema(schema), poolMax: 4 });
+    return { open, reopen: open, dispose: () => disposeSchema(schema, false) };
+  },
+};
+
+describe.each(Object.keys(backends))('a resend after the task was addressed by id, on %s', (name) => {
+  let backend: Backend;
+  const stores: Store[] = [];
+  afterEach(async () => {
+    await Promise.all(hosts.splice(0).map((h) => h.close()));
+    await Promise.all(stores.splice(0).map((s) => s.close()));
+    await backend.dispose();
+  });
+
+  async function started(open: () => Promise<Store>) {
+    const store = await open();
+    stores.push(store);
+    const h = await startTestHost(store, { agent: counting });
+    hosts.push(h);
+    return { h, store, client: await sdkClient(h.url, 'JSONRPC') };
+  }
+  const fresh = () => {
+    backend = backends[name]!();
+    return started(() => backend.open());
+  };
+  const send = async (client: Awaited<ReturnType<typeof sdkClient>>, id: string, text: string) =>
+    (await client.sendMessage(request(id, text))) as Task;
+  const state = (t: Task) => taskStateToJSON(t.status!.state);
+
+  it('before that, a resend is a retry: the same task, its work run once, also after a restart', async () => {
+    const { h, store, client } = await fresh();
+    const before = executions;
+    const first = await send(client, 'retry-1', 'once');
+    expect(state(first)).toBe('TASK_STATE_COMPLETED');
+    expect((await send(client, 'retry-1', 'once')).id).toBe(first.id);
+    if (backend.reopen) {
+      await h.close();
+      hosts.splice(hosts.indexOf(h), 1);
+      await store.close();
+      stores.splice(stores.indexOf(store), 1);
+      const again = await started(backend.reopen);
+      expect((await send(again.client, 'retry-1', 'once')).id).toBe(first.id);
+    }
+    expect(executions - before).toBe(1);
+  });
+
+  it('after a follow-up with its taskId, the same send is a new task; a retry of that is the new one', async () => {
+    const { client } = await fresh();
+    const asked = await send(client, 'again-1', 'ask');
+    expect(state(asked)).toBe('TASK_STATE_INPUT_REQUIRED');
+    const answer = { messageId: 'answer-1', role: 'ROLE_USER', parts: [{ text: 'red' }], taskId: asked.id };
+    const done = (await client.sendMessage(SendMessageRequest.fromJSON({ message: answer }))) as Task;
+    expect(state(done)).toBe('TASK_STATE_COMPLETED');
+    // The answer, retried, is still a retry of the answer (the acknowledgement does not undo it).
+    const answeredAgain = (await client.sendMessage(SendMessageRequest.fromJSON({ message: answer }))) as Task;
+    expect(answeredAgain.id).toBe(asked.id);
+    expect(answeredAgain.history!.filter((m) => m.messageId === 'answer-1')).toHaveLength(1);
+    const second = await send(client, 'again-1', 'ask');
+    expect(second.id).not.toBe(asked.id);
+    expect(state(second)).toBe('TASK_STATE_INPUT_REQUIRED');
+    expect((await send(client, 'again-1', 'ask')).id).toBe(second.id);
+  });
+
+  it('after CancelTask, SubscribeToTask or GetTask by id, the same send is a new task', async () => {
+    const { client } = await fresh();
+    const canceled = await send(client, 'cancel-1', 'ask');
+    await client.cancelTask(CancelTaskRequest.fromJSON({ id: canceled.id }));
+    const afterCancel = await send(client, 'cancel-1', 'ask');
+    expect(afterCancel.id).not.toBe(canceled.id);
+    expect(state(afterCancel)).toBe('TASK_STATE_INPUT_REQUIRED');
+
+    const watched = await send(client, 'sub-1', 'ask');
+    for await (const event of client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: watched.id }))) {
+      expect(event).toBeDefined();
+      break;
+    }
+    const afterSubscribe = await send(client, 'sub-1', 'ask');
+    expect(afterSubscribe.id).not.toBe(watched.id);
+
+    const read = await send(client, 'get-1', 'once');
+    await client.getTask(GetTaskRequest.fromJSON({ id: read.id }));
+    const before = executions;
+    const afterGet = await send(client, 'get-1', 'once');
+    expect(afterGet.id).not.toBe(read.id);
+    expect(lastText(afterGet)).toBe('echo once');
+    expect(executions - before).toBe(1);
+  });
+
+  it("another owner's or tenant's acknowledgement does not count", async () => {
+    const { client, store } = await fresh();
+    const first = await send(client, 'foreign-1', 'once');
+    const { owner, tenant } = (await store.getAgentTask(first.id))!;
+    await store.acknowledgeAgentTask(first.id, { owner: `${owner}-other`, tenant });
+    await store.acknowledgeAgentTask(first.id, { owner, tenant: `${tenant}-other` });
+    expect((await send(client, 'foreign-1', 'once')).id).toBe(first.id);
+    await store.acknowledgeAgentTask(first.id, { owner, tenant });
+    expect((await send(client, 'foreign-1', 'once')).id).not.toBe(first.id);
   });
 });

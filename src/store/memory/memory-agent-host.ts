@@ -36,6 +36,8 @@ export abstract class MemoryAgentHost {
   protected readonly messageIds = new Map<string, string>();
   /** messageKey(scope, messageId) → the direct reply, as JSON text (a copy). */
   protected readonly directReplies = new Map<string, string>();
+  /** Ids of tasks their owner has addressed by id (acknowledgeAgentTask). */
+  protected readonly acknowledged = new Set<string>();
   protected readonly taskEvents = new Map<string, AgentTaskEvent[]>();
   protected taskEventSeq = 0;
   /** taskId → configId → config. */
@@ -53,7 +55,9 @@ export abstract class MemoryAgentHost {
   ): Promise<{ created: boolean; task: AgentTaskRecord }> {
     this.assertOpen();
     const existingId = this.messageIds.get(messageKey(task, messageId));
-    if (existingId !== undefined) return { created: false, task: clone(this.agentTasks.get(existingId)!) };
+    // A pair whose task its owner has acknowledged is taken over: that resend is a new message.
+    if (existingId !== undefined && !this.acknowledged.has(existingId))
+      return { created: false, task: clone(this.agentTasks.get(existingId)!) };
     if (this.agentTasks.has(task.id))
       throw new TaskplaneError('conflict', `agent task ${task.id} already exists`);
     const stored = { ...clone(task), version: 1 };
@@ -87,6 +91,12 @@ export abstract class MemoryAgentHost {
     const task = this.agentTasks.get(id);
     if (!task || (scope !== undefined && !inScope(task, scope))) return undefined;
     return clone(task);
+  }
+
+  async acknowledgeAgentTask(id: string, scope: AgentScope): Promise<void> {
+    this.assertOpen();
+    const task = this.agentTasks.get(id);
+    if (task && inScope(task, scope)) this.acknowledged.add(id);
   }
 
   async findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined> {

@@ -61,7 +61,7 @@ export abstract class PgAgentHost {
     const rowOutbox = outbox.map(rows.outboxColumns);
     return this.tx(async (c, notices) => {
       // The (owner, tenant, messageId) row goes first: a concurrent duplicate waits on it, then sees ours.
-      const claimed = await this.recordMessage(c, created, messageId, created.id);
+      const claimed = await this.recordMessage(c, created, messageId, created.id, true);
       if (!claimed) {
         const existing = await c.query<{ task_id: string }>(
           'SELECT task_id FROM agent_task_messages WHERE owner = $1 AND tenant = $2 AND message_id = $3',
@@ -89,6 +89,16 @@ export abstract class PgAgentHost {
   async getAgentTask(id: string, scope?: AgentScope): Promise<AgentTaskRecord | undefined> {
     const task = await this.readTask(this.pool, id);
     return task && (scope === undefined || inScope(task, scope)) ? task : undefined;
+  }
+
+  async acknowledgeAgentTask(id: string, scope: AgentScope): Promise<void> {
+    // One statement that writes only the first time (GetTask acknowledges on every call).
+    await this.query(
+      `INSERT INTO agent_task_acks (task_id) SELECT id FROM agent_tasks
+       WHERE id = $1 AND owner = $2 AND tenant = $3 AND NOT EXISTS (SELECT 1 FROM agent_task_acks WHERE task_id = $1)
+       ON CONFLICT DO NOTHING`,
+      [id, scope.owner, scope.tenant],
+    );
   }
 
   async findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined> {
@@ -136,7 +146,7 @@ export abstract class PgAgentHost {
       const current = await this.readTask(c, next.id);
       if (!current) throw notFound(`agent task ${next.id}`);
       // Duplicate before version: a retried message must read as "already done", not as a conflict.
-      if (messageId !== undefined && !(await this.recordMessage(c, current, messageId, next.id))) {
+      if (messageId !== undefined && !(await this.recordMessage(c, current, messageId, next.id, false))) {
         return { duplicate: true, task: (await this.readTask(c, next.id))!, events: [] };
       }
       const stored = { ...written, owner: current.owner, tenant: current.tenant };
@@ -282,12 +292,21 @@ export abstract class PgAgentHost {
     scope: AgentScope,
     messageId: string,
     taskId: string,
+    creating: boolean,
   ): Promise<boolean> {
     const result = await c.query(
       `INSERT INTO agent_task_messages (owner, tenant, message_id, task_id) VALUES ($1, $2, $3, $4)
-       ON CONFLICT DO NOTHING`,
+       ${creating ? TAKE_OVER_ACKNOWLEDGED : 'ON CONFLICT DO NOTHING'}`,
       [scope.owner, scope.tenant, messageId, taskId],
     );
     return result.rowCount === 1;
   }
 }
+
+/**
+ * A creating send's conflict clause: a pair whose task its owner has acknowledged (acknowledgeAgentTask)
+ * is taken over, because that resend is a new message, not a retry. A follow-up's pair is never taken
+ * over: its task is the one it addressed, acknowledged by then, and its retry must stay a duplicate.
+ */
+const TAKE_OVER_ACKNOWLEDGED = `ON CONFLICT (owner, tenant, message_id) DO UPDATE SET task_id = excluded.task_id
+  WHERE agent_task_messages.task_id IN (SELECT task_id FROM agent_task_acks)`;

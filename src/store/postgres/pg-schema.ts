@@ -227,4 +227,10 @@ export const PG_MIGRATIONS: readonly Migration[] = [
         EXECUTE FUNCTION agent_task_counts_apply();
     `,
   },
+  {
+    id: 7,
+    name: 'agent task acknowledgements',
+    // As SQLite migration 7: tasks their owner has addressed by id.
+    sql: `CREATE TABLE agent_task_acks (task_id TEXT PRIMARY KEY);`,
+  },
 ];

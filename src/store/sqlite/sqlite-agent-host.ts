@@ -65,6 +65,13 @@ export abstract class SqliteAgentHost {
     return this.visible(task && (scope === undefined || inScope(task, scope)) ? task : undefined);
   }
 
+  async acknowledgeAgentTask(id: string, scope: AgentScope): Promise<void> {
+    // A read first, a write only the first time: GetTask acknowledges on every call.
+    const acked = this.conn.q('SELECT 1 FROM agent_task_acks WHERE task_id = ?').get(id) !== undefined;
+    if (await this.visible(acked)) return;
+    await this.write('acknowledgeAgentTask', id, scope.owner, scope.tenant);
+  }
+
   async findAgentTaskByMessageId(scope: AgentScope, messageId: string): Promise<string | undefined> {
     return this.visible(taskIdForMessage(this.conn, scope, messageId));
   }

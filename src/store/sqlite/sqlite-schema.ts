@@ -262,4 +262,16 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       END;
     `,
   },
+  {
+    id: 7,
+    name: 'agent task acknowledgements',
+    // Tasks their owner has addressed by id: a resend of the message that created one is a new message,
+    // not a retry of a send whose answer was lost (docs/host.md, "Idempotent sends"). A table of its own,
+    // not a column of agent_task_messages, so marking one needs no index on task_id there.
+    sql: `
+      CREATE TABLE agent_task_acks (
+        task_id TEXT PRIMARY KEY
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -49,12 +49,14 @@ export const WRITES = {
     outbox: OutboxInsert[],
   ): { created: true } | { created: false; task: AgentTaskRecord } {
     // The (owner, tenant, messageId) row goes first: a duplicate is found by the insert itself, and the
-    // SELECT runs only then (one statement fewer per new task).
+    // SELECT runs only then (one statement fewer per new task). A pair whose task its owner has
+    // acknowledged is taken over: that resend is a new message, not a retry.
     const scope = { owner: row[OWNER], tenant: row[TENANT] };
     const claimed = c
       .q(
         `INSERT INTO agent_task_messages (owner, tenant, message_id, task_id) VALUES (?, ?, ?, ?)
-         ON CONFLICT DO NOTHING`,
+         ON CONFLICT (owner, tenant, message_id) DO UPDATE SET task_id = excluded.task_id
+         WHERE agent_task_messages.task_id IN (SELECT task_id FROM agent_task_acks)`,
       )
       .run(scope.owner, scope.tenant, messageId, row[ID]);
     if (claimed.changes === 0) {
@@ -67,6 +69,14 @@ export const WRITES = {
     notices.push(...taskNotices(row[ID], appendTaskEvents(c, events)));
     appendOutbox(c, outbox, row[UPDATED_AT]);
     return { created: true };
+  },
+
+  /** Marks task `id` acknowledged when it is the scope's (Store.acknowledgeAgentTask). */
+  acknowledgeAgentTask(c: SqlConn, _notices: ChangeNotice[], id: string, owner: string, tenant: string): void {
+    c.q(
+      `INSERT INTO agent_task_acks (task_id) SELECT id FROM agent_tasks WHERE id = ? AND owner = ? AND tenant = ?
+       ON CONFLICT DO NOTHING`,
+    ).run(id, owner, tenant);
   },
 
   /** Inserts the reply unless the pair has one; returns the stored reply's JSON text. */

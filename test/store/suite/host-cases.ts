@@ -37,6 +37,32 @@ export function hostCases({ store, peer, test }: SuiteContext<AgentTaskStore>): 
     expect(await store().listAgentTaskEvents(task.id, 0)).toHaveLength(1);
   });
 
+  test('an acknowledged task gives its messageId up to the next create, once; only its scope acknowledges', async () => {
+    const task = makeTask();
+    await store().createAgentTask(task, 'm-ack', [], []);
+    await store().acknowledgeAgentTask(task.id, BOB);
+    await store().acknowledgeAgentTask('no-such-task', ALICE);
+    expect((await store().createAgentTask(makeTask(), 'm-ack', [], [])).created).toBe(false);
+    await store().acknowledgeAgentTask(task.id, ALICE);
+    await store().acknowledgeAgentTask(task.id, ALICE); // again: nothing changes
+    // Two concurrent resends after the acknowledgement: one new task, the other its retry.
+    const [a, b] = await Promise.all([
+      store().createAgentTask(makeTask(), 'm-ack', [], []),
+      store().createAgentTask(makeTask(), 'm-ack', [], []),
+    ]);
+    expect([a.created, b.created].sort()).toEqual([false, true]);
+    expect(a.task.id).toBe(b.task.id);
+    expect(a.task.id).not.toBe(task.id);
+    expect(await store().findAgentTaskByMessageId(ALICE, 'm-ack')).toBe(a.task.id);
+    expect((await store().getAgentTask(task.id))?.id).toBe(task.id);
+    // A follow-up's pair on an acknowledged task stays a duplicate (never taken over).
+    const current = (await store().getAgentTask(task.id))!;
+    const first = await store().updateAgentTask(current, current.version, [], [], 'm-follow');
+    expect(first.duplicate).toBe(false);
+    const retry = await store().updateAgentTask(first.task, first.task.version, [], [], 'm-follow');
+    expect(retry.duplicate).toBe(true);
+  });
+
   test('putDirectReply keeps the first reply per scope and messageId, a copy taken at the call', async () => {
     const inTenant = { owner: 'alice', tenant: 'x' };
     const reply = { messageId: 'r-1', role: 'ROLE_AGENT', parts: [{ text: 'pong' }] };
