@@ -109,8 +109,7 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async getTask(req: { id: string; historyLength?: number }, ctx: CallContext): Promise<Task> {
-    const record = await this.ownTask(req.id, ctx);
-    return wireTask(taskOf(record), req.historyLength);
+    return this.onOwnTask(req.id, ctx, async (record) => wireTask(taskOf(record), req.historyLength));
   }
 
   async listTasks(req: ListTasksRequest, ctx: CallContext): Promise<ListTasksResponse> {
@@ -140,7 +139,10 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async cancelTask(req: { id: string }, ctx: CallContext): Promise<Task> {
-    const record = await this.ownTask(req.id, ctx);
+    return this.onOwnTask(req.id, ctx, (record) => this.cancelOwn(record));
+  }
+
+  private async cancelOwn(record: AgentTaskRecord): Promise<Task> {
     // A2A 1.0, task states: cancel of a canceled task is idempotent; other terminal states are not cancelable.
     const result = await this.o.writer.update(record.id, (d) => {
       const state = d.task.status.state;
@@ -155,7 +157,13 @@ export class A2AService implements A2ARequestHandler {
   }
 
   async subscribeToTask(req: { id: string }, ctx: CallContext): Promise<AsyncIterable<StreamItem[]>> {
-    const record = await this.ownTask(req.id, ctx);
+    return this.onOwnTask(req.id, ctx, (record) => this.subscribeOwn(record, ctx));
+  }
+
+  private async subscribeOwn(
+    record: AgentTaskRecord,
+    ctx: CallContext,
+  ): Promise<AsyncIterable<StreamItem[]>> {
     if (ctx.lastEventId !== undefined) {
       return this.o.streams.afterEventId(
         record.id,
@@ -174,7 +182,6 @@ export class A2AService implements A2ARequestHandler {
     req,
     ctx,
   ) => {
-    await this.ownTask(req.taskId, ctx);
     // The flag before the config (see ExecutorState.pushConfigs): every write after it lists the configs.
     const flag = async () => {
       await this.o.writer.update(req.taskId, (d) => {
@@ -183,28 +190,27 @@ export class A2AService implements A2ARequestHandler {
         return { events: [] };
       });
     };
-    return this.push.create(req.taskId, scope(ctx), req, flag);
+    return this.onOwnTask(req.taskId, ctx, () => this.push.create(req.taskId, scope(ctx), req, flag));
   };
 
   getTaskPushNotificationConfig: A2ARequestHandler['getTaskPushNotificationConfig'] = async (req, ctx) => {
-    await this.ownTask(req.taskId, ctx);
-    return this.push.get(req.taskId, req.id, scope(ctx));
+    return this.onOwnTask(req.taskId, ctx, () => this.push.get(req.taskId, req.id, scope(ctx)));
   };
 
   listTaskPushNotificationConfigs: A2ARequestHandler['listTaskPushNotificationConfigs'] = async (
     req,
     ctx,
   ) => {
-    await this.ownTask(req.taskId, ctx);
-    return this.push.list(req.taskId, scope(ctx), req.pageSize, req.pageToken);
+    return this.onOwnTask(req.taskId, ctx, () =>
+      this.push.list(req.taskId, scope(ctx), req.pageSize, req.pageToken),
+    );
   };
 
   deleteTaskPushNotificationConfig: A2ARequestHandler['deleteTaskPushNotificationConfig'] = async (
     req,
     ctx,
   ) => {
-    await this.ownTask(req.taskId, ctx);
-    await this.push.delete(req.taskId, req.id, scope(ctx));
+    await this.onOwnTask(req.taskId, ctx, () => this.push.delete(req.taskId, req.id, scope(ctx)));
   };
 
   async getExtendedAgentCard(_req: { tenant?: string }, ctx: CallContext): Promise<AgentCard> {
@@ -226,16 +232,22 @@ export class A2AService implements A2ARequestHandler {
   // --- internals ---------------------------------------------------------------------------------
 
   /**
-   * The caller's task `taskId` (TaskNotFoundError otherwise), acknowledged: the caller addressed it by
-   * its id, so the send that created it was answered, and a resend of that message is a new message
-   * from now on (docs/host.md, "Idempotent sends").
+   * Runs `op` on the caller's task `taskId` (TaskNotFoundError otherwise), then acknowledges the task:
+   * the caller addressed it by its id, so the send that created it was answered, and a resend of that
+   * message is a new message from now on (docs/host.md, "Idempotent sends"). Only after `op`
+   * succeeded: a refused request writes nothing.
    */
-  private async ownTask(taskId: string, ctx: CallContext): Promise<AgentTaskRecord> {
+  private async onOwnTask<T>(
+    taskId: string,
+    ctx: CallContext,
+    op: (record: AgentTaskRecord) => Promise<T>,
+  ): Promise<T> {
     const caller = scope(ctx);
     const record = await this.o.store.getAgentTask(taskId, caller);
     if (!record) throw taskNotFound(taskId);
+    const result = await op(record);
     if (!this.acknowledged.has(record.id)) await this.acknowledge(record.id, caller);
-    return record;
+    return result;
   }
 
   /**
@@ -356,7 +368,6 @@ export class A2AService implements A2ARequestHandler {
     // An MCP tool task takes its input through MCP (tasks/update, keyed), never as a message.
     if (!current || (current.executorState as unknown as ExecutorState | null)?.mcp)
       throw taskNotFound(taskId);
-    await this.acknowledge(taskId, caller);
     // A retry of the follow-up that ended the task: its answer, not UnsupportedOperationError.
     if (
       isTerminalTaskState(current.state) &&
@@ -400,6 +411,8 @@ export class A2AService implements A2ARequestHandler {
     if (answered && result.written && (result.record.executorState as unknown as ExecutorState).host === me) {
       this.o.executions.answered(result.record, executorAnswer(result.record));
     }
+    // Taken: the caller knew the task's id (acknowledged only now, so a refused follow-up writes nothing).
+    await this.acknowledge(taskId, caller);
     return result.record;
   }
 
