@@ -240,8 +240,11 @@ class StreamWakeups {
 
   /**
    * The next page of the log after `afterSeq` for a tenant (or one envelope of it). Streams woken by
-   * the same change ask for the same page at once; they share one read while it is in flight, so one
-   * write costs one read per distinct position, not one per stream. The events are shared: never mutated.
+   * the same change ask for the same page, each when its own batch interval ends (separate timers,
+   * so not at once): a page read is kept until the store's next change, and one write costs one read
+   * per distinct position, not one per stream. Every change notice drops the kept pages before it
+   * wakes a stream, so a stream woken by a change never gets a page read before it. The events are
+   * shared: never mutated.
    */
   read(tenant: string, envelopeId: string | null, afterSeq: number): Promise<EnvelopeEvent[]> {
     const key = `${afterSeq}\u0000${tenant}\u0000${envelopeId ?? ''}`;
@@ -254,8 +257,12 @@ class StreamWakeups {
         ...(envelopeId !== null ? { envelopeId } : {}),
       });
       this.reads.set(key, pending);
-      const forget = () => this.reads.delete(key);
-      pending.then(forget, forget);
+      const kept = pending;
+      // A failed read is not kept: the next stream asks again.
+      pending.catch(() => {
+        if (this.reads.get(key) === kept) this.reads.delete(key);
+      });
+      if (this.reads.size > KEPT_PAGES) this.reads.delete(this.reads.keys().next().value!);
     }
     return pending;
   }
@@ -281,6 +288,8 @@ class StreamWakeups {
 
   private notice(n: ChangeNotice): void {
     if (n.kind !== 'envelope') return;
+    // Kept pages may now miss an event: dropped before any stream is woken (see read).
+    this.reads.clear();
     wakeAll(this.byEnvelope.get(n.id));
     if (this.byTenant.size === 0) return;
     const tenant = this.tenantOf.get(n.id);
@@ -320,6 +329,9 @@ class StreamWakeups {
 }
 
 const PAGE = 500;
+
+/** Log pages kept between changes (one per distinct stream position); the oldest goes first past it. */
+const KEPT_PAGES = 1_000;
 
 /**
  * An event's SSE frame (hono's `writeSSE` layout: event, data, id), encoded once per event object: a
