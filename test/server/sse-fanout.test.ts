@@ -59,10 +59,12 @@ afterAll(async () => {
 /** Opens a live stream; resolves `first` with the first event's type once one arrives. */
 function open(key: string, path: string) {
   const controller = new AbortController();
-  const response = app.fetch(path, {
-    headers: { authorization: `Bearer ${key}` },
-    signal: controller.signal,
-  });
+  const response = Promise.resolve(
+    app.fetch(path, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: controller.signal,
+    }),
+  );
   // The stream is served (its loop has started) once the response is back.
   const ready = response.then(() => undefined);
   const first = (async () => {
