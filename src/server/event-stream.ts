@@ -234,21 +234,24 @@ class StreamWakeups {
   private readonly lookups = new Map<string, Promise<string | null>>();
   private unsubscribe: (() => void) | null = null;
 
-  private readonly reads = new Map<string, Promise<EnvelopeEvent[]>>();
+  private readonly reads = new Map<string, { page: Promise<EnvelopeEvent[]>; at: number }>();
 
   constructor(private readonly store: EnvelopeStore) {}
 
   /**
    * The next page of the log after `afterSeq` for a tenant (or one envelope of it). Streams woken by
    * the same change ask for the same page, each when its own batch interval ends (separate timers,
-   * so not at once): a page read is kept until the store's next change, and one write costs one read
+   * so not at once): a page read is kept until the store's next change (at most KEPT_PAGE_MS), and one
+   * write costs one read
    * per distinct position, not one per stream. Every change notice drops the kept pages before it
    * wakes a stream, so a stream woken by a change never gets a page read before it. The events are
    * shared: never mutated.
    */
   read(tenant: string, envelopeId: string | null, afterSeq: number): Promise<EnvelopeEvent[]> {
     const key = `${afterSeq}\u0000${tenant}\u0000${envelopeId ?? ''}`;
-    let pending = this.reads.get(key);
+    const now = performance.now();
+    const kept = this.reads.get(key);
+    let pending = kept && now - kept.at < KEPT_PAGE_MS ? kept.page : undefined;
     if (!pending) {
       pending = this.store.listEvents({
         afterSeq,
@@ -256,11 +259,12 @@ class StreamWakeups {
         limit: PAGE,
         ...(envelopeId !== null ? { envelopeId } : {}),
       });
-      this.reads.set(key, pending);
-      const kept = pending;
+      const entry = { page: pending, at: now };
+      this.reads.delete(key);
+      this.reads.set(key, entry);
       // A failed read is not kept: the next stream asks again.
       pending.catch(() => {
-        if (this.reads.get(key) === kept) this.reads.delete(key);
+        if (this.reads.get(key) === entry) this.reads.delete(key);
       });
       if (this.reads.size > KEPT_PAGES) this.reads.delete(this.reads.keys().next().value!);
     }
@@ -282,6 +286,8 @@ class StreamWakeups {
       if (this.byEnvelope.size === 0 && this.byTenant.size === 0) {
         this.unsubscribe?.();
         this.unsubscribe = null;
+        // No subscription, so no notice would drop them: pages are kept only while streams listen.
+        this.reads.clear();
       }
     };
   }
@@ -332,6 +338,13 @@ const PAGE = 500;
 
 /** Log pages kept between changes (one per distinct stream position); the oldest goes first past it. */
 const KEPT_PAGES = 1_000;
+
+/**
+ * A kept page is reused for at most this long (real time), whatever the notices say: a notice lost on
+ * the way (another process's, over a dropped LISTEN connection) then costs a stream no more than this,
+ * and the keep-alive read still finds what no notice announced.
+ */
+const KEPT_PAGE_MS = 250;
 
 /**
  * An event's SSE frame (hono's `writeSSE` layout: event, data, id), encoded once per event object: a
