@@ -109,24 +109,12 @@ export async function rpcCall(
 ): Promise<CallResult> {
   const id = ++counter;
   const body = { jsonrpc: '2.0' as const, id, method, params };
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    ...(opts.modern
-      ? requestHeaders(body, opts.protocolVersion)
-      : { 'MCP-Protocol-Version': opts.protocolVersion }),
-    ...(opts.sessionId ? { 'mcp-session-id': opts.sessionId } : {}),
-    ...traceHeaders(),
-    ...o.headers,
-  };
+  const protocol = opts.modern
+    ? requestHeaders(body, opts.protocolVersion)
+    : { 'MCP-Protocol-Version': opts.protocolVersion };
   const timeout = AbortSignal.timeout(o.timeoutMs);
   const both = AbortSignal.any([signal, timeout]);
-  let response: Response;
-  try {
-    response = await o.fetch(o.url, { method: 'POST', headers, body: JSON.stringify(body), signal: both });
-  } catch (err) {
-    throw transportError(err, signal, () => timeout.aborted);
-  }
+  const response = await post(o, opts, protocol, body, both, signal, () => timeout.aborted);
   const sessionId = response.headers.get('mcp-session-id');
   const type = (response.headers.get('content-type') ?? '').toLowerCase();
   try {
@@ -182,6 +170,39 @@ function answer(
   return { result: msg.result as JsonValue, interrupted: false };
 }
 
+/**
+ * One POST of a JSON-RPC message with the Streamable HTTP headers (`protocol`: the version, and the
+ * method and name headers where the era has them), the session, the trace context and the target's own
+ * headers; a fetch that got no answer is a transport error.
+ */
+async function post(
+  o: RpcOptions,
+  opts: CallOptions,
+  protocol: Record<string, string>,
+  message: object,
+  signal: AbortSignal,
+  caller: AbortSignal,
+  timedOut: () => boolean,
+): Promise<Response> {
+  try {
+    return await o.fetch(o.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...protocol,
+        ...(opts.sessionId ? { 'mcp-session-id': opts.sessionId } : {}),
+        ...traceHeaders(),
+        ...o.headers,
+      },
+      body: JSON.stringify(message),
+      signal,
+    });
+  } catch (err) {
+    throw transportError(err, caller, timedOut);
+  }
+}
+
 /** POST of a JSON-RPC response or notification (no answer body expected; 2xx means it was taken). */
 export async function rpcSend(
   o: RpcOptions,
@@ -190,24 +211,15 @@ export async function rpcSend(
   signal: AbortSignal,
 ): Promise<void> {
   const timeout = AbortSignal.timeout(o.timeoutMs);
-  let response: Response;
-  try {
-    response = await o.fetch(o.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'MCP-Protocol-Version': opts.protocolVersion,
-        ...(opts.sessionId ? { 'mcp-session-id': opts.sessionId } : {}),
-        ...traceHeaders(),
-        ...o.headers,
-      },
-      body: JSON.stringify(message),
-      signal: AbortSignal.any([signal, timeout]),
-    });
-  } catch (err) {
-    throw transportError(err, signal, () => timeout.aborted);
-  }
+  const response = await post(
+    o,
+    opts,
+    { 'MCP-Protocol-Version': opts.protocolVersion },
+    message,
+    AbortSignal.any([signal, timeout]),
+    signal,
+    () => timeout.aborted,
+  );
   await response.body?.cancel().catch(() => {});
   if (!response.ok)
     throw new TaskplaneError(
@@ -241,20 +253,8 @@ export async function* rpcListen(
   headersTimeout.addEventListener('abort', onTimeout, { once: true });
   let response: Response;
   try {
-    response = await o.fetch(o.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        ...requestHeaders(body, opts.protocolVersion),
-        ...traceHeaders(),
-        ...o.headers,
-      },
-      body: JSON.stringify(body),
-      signal: both,
-    });
-  } catch (err) {
-    throw transportError(err, signal, () => headersTimeout.aborted);
+    const protocol = requestHeaders(body, opts.protocolVersion);
+    response = await post(o, opts, protocol, body, both, signal, () => headersTimeout.aborted);
   } finally {
     headersTimeout.removeEventListener('abort', onTimeout);
   }
