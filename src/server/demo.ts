@@ -130,9 +130,9 @@ export const DEMO_SEEDED_SETTING = 'demo.seededAt';
 export const DEMO_EXTRA_SEEDED_SETTING = 'demo.extraSeededAt';
 
 /**
- * Starts the sample tasks (the built-in ones unless others are given) once per database and `mark`
- * setting; returns their ids, or null when an earlier start (this process or another on the same
- * database) added them already. Every `npm start` used to add five more.
+ * Starts the sample tasks (the built-in ones unless others are given) once per database and `setting`
+ * (a settings key); returns their ids, or null when an earlier start (this process or another on the same
+ * database) added them already.
  */
 export async function seedDemoTasks(
   server: RunningServer,
