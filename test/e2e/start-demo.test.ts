@@ -169,4 +169,41 @@ describe('npm start', () => {
     expect(proc.stdout).toContain('taskplane serve stopped');
     await expect(fetch(`${claude}/v1/agents`)).rejects.toThrow();
   }, 120_000);
+
+  it('when `npm start` is killed outright (SIGKILL, nothing passed on), serve stops too instead of running on orphaned', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'taskplane-npm-start-kill-'));
+    const tsx = createRequire(join(REPO_ROOT, 'package.json')).resolve('tsx');
+    const proc = await spawnProcess(
+      process.execPath,
+      [
+        '--import',
+        tsx,
+        join(REPO_ROOT, 'scripts/start-demo.ts'),
+        '--port',
+        '0',
+        '--db',
+        `sqlite:${dir}/plane.db`,
+      ],
+      {
+        cwd: dir,
+        env: { TASKPLANE_API_KEYS: `default:${KEY}`, LOG_LEVEL: undefined },
+        ready: /more sample tasks: started 9 on openai, claude/,
+        readyTimeoutMs: 60_000,
+      },
+    );
+    const serveUrl = /taskplane serve ready (http:\S+)/.exec(proc.stdout)![1]!;
+    expect((await fetch(`${serveUrl}/healthz`)).status).toBe(200);
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    // serve is its own process (group): it must notice on its own. Until it has, its port still answers;
+    // the test's bound is the failure case.
+    for (;;) {
+      const answered = await fetch(`${serveUrl}/healthz`).then(
+        () => true,
+        () => false,
+      );
+      if (!answered) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 120_000);
 });
