@@ -46,6 +46,8 @@ export class FakeRemote {
   private failures: Array<{ method: string; error: TaskplaneError }> = [];
   /** Deduplicate start on messageId (our durable host does; a forgetful agent does not after restart). */
   dedupMessageIds = true;
+  /** Open streams stay open but hear of no change (a proxy holding a dead stream, a stalled remote). */
+  silentStreams = false;
   /** Close streams when the job waits for input (as A2A servers do). */
   closeOnInput = true;
   /**
@@ -112,7 +114,7 @@ export class FakeRemote {
     job.inputRequest = extra.inputRequest ?? null;
     if (extra.artifacts) job.artifacts = extra.artifacts;
     const snap = this.snapshot(job);
-    for (const l of this.listeners.get(id) ?? []) l.push(snap);
+    if (!this.silentStreams) for (const l of this.listeners.get(id) ?? []) l.push(snap);
     if (job.push)
       this.pushes.push({
         ...job.push,
