@@ -28,6 +28,7 @@ interface Job {
   inputRequest: RemoteSnapshot['inputRequest'];
   artifacts: NonNullable<RemoteSnapshot['artifacts']>;
   push: { url: string; token: string } | null;
+  statusMessage?: string | null;
 }
 
 interface Listener {
@@ -97,6 +98,7 @@ export class FakeRemote {
       stateTimestamp: job.ts,
       inputRequest: job.inputRequest ?? null,
       artifacts: job.artifacts.map((a) => ({ ...a })),
+      ...(job.statusMessage !== undefined ? { statusMessage: job.statusMessage } : {}),
     };
   }
 
@@ -104,7 +106,7 @@ export class FakeRemote {
   set(
     id: string,
     state: NormalizedState,
-    extra: Partial<Pick<Job, 'inputRequest' | 'artifacts' | 'native'>> = {},
+    extra: Partial<Pick<Job, 'inputRequest' | 'artifacts' | 'native' | 'statusMessage'>> = {},
   ): void {
     const job = this.jobs.get(id);
     if (!job) throw new Error(`no job ${id}`);
@@ -113,6 +115,7 @@ export class FakeRemote {
     job.ts = Math.max(job.ts + 1, this.clock.now());
     job.inputRequest = extra.inputRequest ?? null;
     if (extra.artifacts) job.artifacts = extra.artifacts;
+    if (extra.statusMessage !== undefined) job.statusMessage = extra.statusMessage;
     const snap = this.snapshot(job);
     if (!this.silentStreams) for (const l of this.listeners.get(id) ?? []) l.push(snap);
     if (job.push)

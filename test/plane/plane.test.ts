@@ -284,6 +284,27 @@ describe('push ingress', () => {
   });
 });
 
+describe('status messages', () => {
+  it('a new message without a new state is an event of its own; with a new state it rides on that event', async () => {
+    h = await harness({ delivery: { stream: true, push: false, poll: false } });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    const rid = envelope.remoteId!;
+    h.remote.set(rid, 'running', { statusMessage: 'reading the input' });
+    await h.settle();
+    h.remote.set(rid, 'running', { statusMessage: 'step 2 of 3' });
+    await h.settle();
+    h.remote.set(rid, 'running', { statusMessage: 'step 2 of 3' }); // said again: nothing new
+    await h.settle();
+    const events = await h.plane.events(T, { afterSeq: 0, envelopeId: envelope.id });
+    const said = events.filter((e) => e.type === 'status_message' || e.type === 'state_changed');
+    expect(said.map((e) => [e.type, e.data.message ?? null])).toEqual([
+      ['state_changed', 'reading the input'],
+      ['status_message', 'step 2 of 3'],
+    ]);
+    expect((await h.plane.get(T, envelope.id)).statusMessage).toBe('step 2 of 3');
+  });
+});
+
 describe('push while a stream is attached', () => {
   const opts = { delivery: { stream: true, push: true, poll: false }, publicUrl: 'http://127.0.0.1:9/' };
   // A delivery that names the job but carries no versioned state (as OpenAI's and Claude's do).
