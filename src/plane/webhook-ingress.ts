@@ -113,17 +113,31 @@ async function processDelivery(
       return;
     }
   }
-  if (!snapshot) snapshot = await fetchForDelivery(ctx, connector, env, signal, payload, useful);
-  if (snapshot) {
-    const result = await observe(ctx, env.id, snapshot, 'push', { webhookId: signal.deliveryId });
-    if (result.changed) ctx.wake(env.id);
-  }
+  await observeDelivery(
+    ctx,
+    env.id,
+    signal,
+    snapshot ?? (await fetchForDelivery(ctx, connector, env, signal, payload, useful)),
+  );
+}
+
+/** A delivery's state, observed as a push; a change wakes the job's watcher. */
+async function observeDelivery(
+  ctx: PlaneContext,
+  envelopeId: string,
+  signal: WebhookSignal,
+  snapshot: RemoteSnapshot | null,
+): Promise<void> {
+  if (!snapshot) return;
+  const result = await observe(ctx, envelopeId, snapshot, 'push', { webhookId: signal.deliveryId });
+  if (result.changed) ctx.wake(envelopeId);
 }
 
 /**
  * The push said the job changed while its stream was attached: when the stream has said nothing about
- * the job within the grace before or after it (a proxy holding a dead stream open, a remote whose stream stalled), the push is the
- * only word of the change, and the state is fetched as for any other delivery.
+ * the job within the grace before or after it (a proxy holding a dead stream open, a remote whose
+ * stream stalled), the push is the only word of the change, and the state is fetched as for any other
+ * delivery.
  */
 async function fetchIfStreamSilent(
   ctx: PlaneContext,
@@ -146,11 +160,12 @@ async function fetchIfStreamSilent(
     { ...jobFields(current), webhookId: signal.deliveryId, graceMs: ctx.config.webhook.streamGraceMs },
     'push not followed by the attached stream; fetching the state',
   );
-  const snapshot = await fetchForDelivery(ctx, connector, current, signal, null, false);
-  if (snapshot) {
-    const result = await observe(ctx, env.id, snapshot, 'push', { webhookId: signal.deliveryId });
-    if (result.changed) ctx.wake(env.id);
-  }
+  await observeDelivery(
+    ctx,
+    env.id,
+    signal,
+    await fetchForDelivery(ctx, connector, current, signal, null, false),
+  );
 }
 
 /** get() for a delivery; a failure keeps the verified payload when it has one, or nothing. */
