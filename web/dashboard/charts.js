@@ -20,7 +20,6 @@ try {
 }
 
 const MECHANISMS = ['stream', 'push', 'poll', 'reconcile'];
-const sum = (o) => Object.values(o ?? {}).reduce((a, b) => a + b, 0);
 
 /** What each chart plots of one /v1/signals answer: named series of numbers (null: no data yet). */
 const CHARTS = [
