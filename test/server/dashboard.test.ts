@@ -239,6 +239,42 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.close();
   });
 
+  it('answers a request whose schema a form cannot draw as JSON, refusing text that is not JSON', async () => {
+    const { envelope } = await server.plane.create(
+      { tenant: 'default', target: 'fake', input: 'where to ship' },
+      { wait: 'started' },
+    );
+    remote.set(envelope.remoteId!, 'waiting_for_input', {
+      inputRequest: {
+        requestId: 'addr',
+        prompt: 'Shipping address?',
+        schema: {
+          type: 'object',
+          properties: { address: { type: 'object', properties: { city: { type: 'string' } } } },
+        },
+      },
+    });
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    const row = page.locator(`tr[data-id="${envelope.id}"]`);
+    await row.locator('.state[data-state="waiting_for_input"]').waitFor();
+    await row.click();
+    const area = page.locator('#answer-json');
+    await area.waitFor();
+    // Starts from the schema's properties.
+    expect(JSON.parse(await area.inputValue())).toEqual({ address: null });
+    await area.fill('{"address": {"city": ');
+    await page.click('#answer-button');
+    await page.locator('#answer-error', { hasText: /^answer: not JSON/ }).waitFor();
+    await area.fill('{"address": {"city": "Oslo"}}');
+    await page.click('#answer-button');
+    await row.locator('.state[data-state="running"]').waitFor();
+    expect((await server.plane.get('default', envelope.id)).nativeState).toBe(
+      'ANSWERED:{"address":{"city":"Oslo"}}',
+    );
+    await page.close();
+  });
+
   it('loads the task list by the API and tails events from the latest seq instead of replaying the log', async () => {
     const { envelope } = await server.plane.create(
       {
