@@ -275,6 +275,52 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.close();
   });
 
+  it('draws a form from oneOf alternatives and from a schema that is one value', async () => {
+    const waiting = async (schema: Record<string, unknown>) => {
+      const { envelope } = await server.plane.create(
+        { tenant: 'default', target: 'fake', input: 'confirm' },
+        { wait: 'started' },
+      );
+      remote.set(envelope.remoteId!, 'waiting_for_input', {
+        inputRequest: { requestId: 'c1', prompt: 'Allow tool bash?', schema },
+      });
+      return envelope;
+    };
+    // A tool confirmation: a bare choice, or an object with a reason to deny.
+    const confirm = await waiting({
+      oneOf: [
+        { enum: ['allow', 'deny'] },
+        {
+          type: 'object',
+          required: ['result'],
+          properties: { result: { enum: ['allow', 'deny'] }, deny_message: { type: 'string' } },
+        },
+      ],
+    });
+    const limit = await waiting({ type: 'integer', minimum: 1, title: 'Limit in cents' });
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator(`tr[data-id="${confirm.id}"] .state[data-state="waiting_for_input"]`).waitFor();
+    await page.locator(`tr[data-id="${confirm.id}"]`).click();
+    await page.selectOption('#answer-field-result', { label: 'deny' });
+    await page.fill('#answer-field-deny_message', 'not on prod');
+    await page.click('#answer-button');
+    await expect
+      .poll(async () => (await server.plane.get('default', confirm.id)).nativeState)
+      .toBe('ANSWERED:{"result":"deny","deny_message":"not on prod"}');
+
+    await page.locator(`tr[data-id="${limit.id}"]`).click();
+    await page.fill('#answer-field-answer', '0');
+    await page.click('#answer-button');
+    await page.locator('#answer-error', { hasText: 'answer: must be at least 1' }).waitFor();
+    await page.fill('#answer-field-answer', '500');
+    await page.click('#answer-button');
+    await expect
+      .poll(async () => (await server.plane.get('default', limit.id)).nativeState)
+      .toBe('ANSWERED:500');
+    await page.close();
+  });
+
   it('loads the task list by the API and tails events from the latest seq instead of replaying the log', async () => {
     const { envelope } = await server.plane.create(
       {

@@ -1,8 +1,9 @@
-// The answer to a pending input request, as a form built from the request's JSON Schema (an MCP
-// elicitation's flat object of strings, numbers, booleans and enums): one field per property, checked
-// here before anything is sent, each error naming its field. A schema this cannot draw (nested objects,
-// arrays of objects) gets a JSON text area instead; a request without a schema gets one line of text,
-// sent as JSON when it parses to an object.
+// The answer to a pending input request, as a form built from the request's JSON Schema: one field per
+// property of a flat object (strings, numbers, booleans, choices: what an MCP elicitation asks), or one
+// field for a schema that is a single value; of `oneOf`/`anyOf` alternatives, the first one a form can
+// draw. Checked here before anything is sent, each error naming its field. A schema this cannot draw
+// (nested objects, arrays of objects) gets a JSON text area instead; a request without a schema gets
+// one line of text, sent as JSON when it parses to an object.
 
 import { el } from './dom.js';
 
@@ -41,6 +42,40 @@ export function formFields(schema) {
     fields.push({ name, prop, control, required: required.has(name) });
   }
   return fields.length ? fields : null;
+}
+
+/**
+ * How a request's schema is answered through a form: an object of fields, or one value (a schema that is
+ * a string, number, boolean or choice itself). Of `oneOf`/`anyOf` alternatives (a Claude tool confirmation:
+ * `allow` or `{result, deny_message}`) the first object a form can draw is used, else the first value;
+ * null when nothing can be drawn.
+ */
+export function formPlan(schema) {
+  if (!schema || typeof schema !== 'object') return null;
+  const fields = formFields(schema);
+  if (fields) return { kind: 'object', fields };
+  const value = (s) => {
+    const control = controlFor(s);
+    return control && control.kind !== 'multi'
+      ? { kind: 'value', fields: [{ name: 'answer', prop: s, control, required: true }] }
+      : null;
+  };
+  const own = value(schema);
+  if (own) return own;
+  const alternatives = Array.isArray(schema.oneOf)
+    ? schema.oneOf
+    : Array.isArray(schema.anyOf)
+      ? schema.anyOf
+      : [];
+  for (const alt of alternatives) {
+    const f = formFields(alt);
+    if (f) return { kind: 'object', fields: f };
+  }
+  for (const alt of alternatives) {
+    const v = value(alt);
+    if (v) return v;
+  }
+  return null;
 }
 
 const fieldId = (suffix, name) => `answer-field${suffix}-${name.replace(/[^A-Za-z0-9_-]/g, '_')}`;
@@ -165,16 +200,18 @@ function skeleton(schema) {
  */
 export function answerBox(req, suffix, send) {
   const error = el('p', { class: 'answer-error', role: 'alert', id: `answer-error${suffix}` });
-  const fields = formFields(req.schema);
+  const plan = formPlan(req.schema);
   let read;
   let body;
-  if (fields) {
+  if (plan) {
+    const { fields } = plan;
     body = el(
       'div',
       { class: 'fields', id: `answer-form${suffix}` },
       ...fields.map((f) => drawField(f, suffix)),
     );
     read = () => {
+      if (plan.kind === 'value') return readField(body, fields[0]);
       const value = {};
       for (const f of fields) {
         const v = readField(body, f);

@@ -42,7 +42,13 @@ function card(t) {
       `${t.tasks.active} open · reconciled ${t.lastReconciledAt ? `${age(t.lastReconciledAt)} ago` : 'not yet'}`,
     ),
     el('p', { class: 'target-line' }, delays(t)),
-    failing ? el('p', { class: 'failure' }, `${t.recentFailures.length || 1} recent failure(s)`) : null,
+    failing
+      ? el(
+          'p',
+          { class: 'failure' },
+          t.recentFailures.length > 1 ? `${t.recentFailures.length} recent failures` : 'a recent failure',
+        )
+      : null,
   );
 }
 
