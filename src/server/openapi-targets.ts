@@ -97,6 +97,10 @@ export const targetSchemas: Record<string, unknown> = {
         ],
       },
       tasks: closed({
+        capped: {
+          ...bool,
+          description: 'over 2000 open jobs: the counts and failures are of the oldest 2000',
+        },
         active: int,
         byState: {
           type: 'object',

@@ -1,9 +1,10 @@
 import type { Hono } from 'hono';
 import type { Connector } from '../connectors/connector.ts';
+import type { Envelope } from '../core/envelope.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { isTerminal, type NormalizedState } from '../core/states.ts';
 import type { Plane } from '../plane/plane.ts';
-import { listActiveEnvelopes } from '../plane/reconciler.ts';
+import { ACTIVE_STATES } from '../plane/reconciler.ts';
 import type { EnvelopeStore } from '../store/store.ts';
 import type { ServerEnv } from './task-routes.ts';
 
@@ -26,6 +27,28 @@ const RECENT_FAILURES = 5;
 const CARD_TEXT = 500;
 const CARD_SKILLS = 50;
 const FAILED_STATES: NormalizedState[] = ['failed', 'unknown', 'lost'];
+/** Open jobs read per target and request: past it the counts say `capped` (the oldest are counted). */
+const ACTIVE_READ = 2000;
+const PAGE = 500;
+
+/** The tenant's open jobs on one target, oldest first, at most ACTIVE_READ of them. */
+async function openJobs(store: EnvelopeStore, tenant: string, target: string) {
+  const out: Envelope[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.listEnvelopes({
+      tenant,
+      target,
+      states: ACTIVE_STATES,
+      order: 'asc',
+      limit: PAGE,
+      ...(cursor ? { cursor } : {}),
+    });
+    out.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor && out.length < ACTIVE_READ);
+  return { jobs: out.slice(0, ACTIVE_READ), capped: cursor !== undefined };
+}
 
 const cut = (v: unknown): string | null =>
   typeof v === 'string' ? (v.length > CARD_TEXT ? `${v.slice(0, CARD_TEXT - 1)}…` : v) : null;
@@ -53,7 +76,7 @@ function cardView(connector: Connector): Record<string, unknown> | null {
 
 async function targetView(deps: TargetRouteDeps, tenant: string, name: string, connector: Connector) {
   const caps = connector.capabilities;
-  const active = await listActiveEnvelopes(deps.store, { tenant, target: name });
+  const { jobs: active, capped } = await openJobs(deps.store, tenant, name);
   const byState: Partial<Record<NormalizedState, number>> = {};
   for (const env of active) byState[env.state] = (byState[env.state] ?? 0) + 1;
   const ended = await deps.store.listEnvelopes({
@@ -78,7 +101,7 @@ async function targetView(deps: TargetRouteDeps, tenant: string, name: string, c
     state: e.state,
     at: e.updatedAt,
     code: e.error?.code ?? e.state,
-    message: e.error?.message ?? e.statusMessage ?? e.state,
+    message: e.error?.message ?? e.reconciliation?.note ?? e.statusMessage ?? e.state,
   }));
   const activity = deps.plane.targetActivity(tenant, name);
   return {
@@ -98,7 +121,7 @@ async function targetView(deps: TargetRouteDeps, tenant: string, name: string, c
     revision: connector.revision ?? null,
     inputSchema: connector.inputSchema ?? null,
     card: cardView(connector),
-    tasks: { active: active.length, byState },
+    tasks: { active: active.length, byState, capped },
     lastReconciledAt: activity.lastReconciledAt,
     lastError: activity.lastError,
     notificationDelay: activity.notificationDelay,

@@ -171,6 +171,9 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
       'figures do not add up',
     );
     expect((await server.plane.get('default', report.id)).acceptance?.status).toBe('rejected');
+    // Decided: the form gives way to the buttons again.
+    await page.locator('#accept-button').waitFor();
+    expect(await page.locator('.acceptance-form').count()).toBe(0);
     // Esc closes the task.
     await page.keyboard.press('Escape');
     await page.locator('#detail').waitFor({ state: 'hidden' });

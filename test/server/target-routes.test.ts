@@ -98,7 +98,7 @@ describe('GET /v1/targets', () => {
     // Another tenant sees what the target is, never what alpha's jobs met there.
     const [seenByBeta] = await list(BETA);
     expect(seenByBeta!.card?.name).toBe('Results');
-    expect(seenByBeta!.tasks).toEqual({ active: 0, byState: {} });
+    expect(seenByBeta!.tasks).toEqual({ active: 0, byState: {}, capped: false });
     expect(seenByBeta!.lastReconciledAt).toBeNull();
     expect(seenByBeta!.notificationDelay).toEqual({});
     expect(seenByBeta!.recentFailures).toEqual([]);

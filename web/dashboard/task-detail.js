@@ -101,6 +101,8 @@ export function acceptanceBox(t, { refresh }) {
       }
       try {
         await api('POST', `/v1/tasks/${t.id}/acceptance`, { decision, reason: reason.value.trim() });
+        // Decided: the buttons come back (a person may change the verdict; the log keeps both).
+        box.replaceChildren(...buttons());
         await refresh(t.id);
       } catch (err) {
         error.textContent = err.message;
