@@ -324,6 +324,53 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.close();
   });
 
+  it('charts the signals over time: one point per sample, a burst of samples kept as one', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator('[data-chart="orphans"]').waitFor();
+    // A string, so the test runner's transform leaves the browser's own dynamic import alone.
+    const drawn = await page.evaluate(`(async () => {
+      sessionStorage.removeItem('taskplane.signals');
+      // A fresh copy of the module, with no samples from the page's own polling.
+      const charts = await import('/charts.js?fresh=' + Date.now());
+      const signals = (orphans, push) => ({
+        orphans,
+        observationDelay: push === null ? {} : { push: { p50Ms: push } },
+        inputRequiredByAge: { under1m: 1, under5m: 0, under15m: 0, over15m: 2 },
+        duplicatesAbsorbed: { webhook: 3, observation: 0 },
+        requests: { perTask: 2.5 },
+      });
+      charts.recordSignals(signals(0, null), 0);
+      charts.recordSignals(signals(2, 40), 5000);
+      charts.recordSignals(signals(5, 80), 6000); // within 4 s: replaces the previous sample
+      const into = document.createElement('div');
+      charts.renderCharts(into);
+      const points = (chart, series) =>
+        into.querySelector('[data-chart="' + chart + '"] polyline[data-series="' + series + '"]')
+          .getAttribute('points').split(' ').length;
+      const legend = (chart, series) =>
+        into.querySelector('[data-chart="' + chart + '"] li[data-series="' + series + '"] b').textContent;
+      return {
+        samples: into.querySelector('[data-chart="orphans"]').getAttribute('data-samples'),
+        orphanPoints: points('orphans', 'orphans'),
+        orphansNow: legend('orphans', 'orphans'),
+        pushPoints: points('delay', 'push'),
+        pushNow: legend('delay', 'push'),
+        oldInput: legend('input-age', '> 15 min'),
+      };
+    })()`);
+    expect(drawn).toEqual({
+      samples: '2',
+      orphanPoints: 2,
+      orphansNow: '5',
+      // No push delay in the first sample: that series starts at the second.
+      pushPoints: 1,
+      pushNow: '80 ms',
+      oldInput: '2',
+    });
+    await page.close();
+  });
+
   it('loads the task list by the API and tails events from the latest seq instead of replaying the log', async () => {
     const { envelope } = await server.plane.create(
       {

@@ -53,11 +53,17 @@ const CHARTS = [
   },
 ];
 
+/** Samples closer together than this replace each other: bursts of events do not crowd out the past. */
+const SPACING_MS = 4000;
+
 /** Adds one sample (what each chart plots, and when). */
 export function recordSignals(signals, at = Date.now()) {
   const sample = { at };
   for (const c of CHARTS) sample[c.id] = c.series(signals);
-  history.push(sample);
+  const last = history[history.length - 1];
+  if (last && at - last.at < SPACING_MS && history.length > 1)
+    history[history.length - 1] = { ...sample, at: last.at };
+  else history.push(sample);
   if (history.length > KEEP) history = history.slice(-KEEP);
   try {
     sessionStorage.setItem(HISTORY_ITEM, JSON.stringify(history));
