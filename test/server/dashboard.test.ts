@@ -185,6 +185,9 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.locator(`tr[data-id="${asking.id}"]`).click();
     await page.locator('#answer-form').waitFor();
     // Checked here first, the error naming the field; nothing is sent.
+    // A required choice starts unchosen: left alone it is an error, never the first option.
+    await page.click('#answer-button');
+    await page.locator('#answer-error', { hasText: 'edition: required' }).waitFor();
     await page.selectOption('#answer-field-edition', { label: 'second' });
     await page.fill('#answer-field-copies', '0');
     await page.click('#answer-button');

@@ -90,7 +90,8 @@ function drawField(f, suffix) {
     control = el(
       'select',
       common,
-      f.required ? null : el('option', { value: '' }, '—'),
+      // Nothing chosen until a person chooses: a required choice left alone is an error, not the first option.
+      el('option', { value: '' }, f.required ? 'choose…' : '—'),
       ...f.control.choices.map((c, i) => el('option', { value: String(i) }, c.label)),
     );
     if (p.default !== undefined) {
@@ -198,7 +199,24 @@ function skeleton(schema) {
  * The answer box of one request: prompt, fields (or the JSON text area, or one line), an error line,
  * and the Answer button, which calls `send(value)` with the value read and checked.
  */
-export function answerBox(req, suffix, send) {
+/** Stands for the box's position in its ids until `placeAnswerBox` says where the box is. */
+const AT = '\u0001';
+
+/**
+ * Gives a box the ids of its place among the open requests (`answer-input`, `answer-input-1`, …): a box
+ * is kept across re-renders with what was typed into it, and moves up when a request before it is
+ * answered.
+ */
+export function placeAnswerBox(box, suffix) {
+  for (const node of box.querySelectorAll('[data-id-template]'))
+    node.id = node.dataset.idTemplate.replace(AT, suffix);
+  for (const node of box.querySelectorAll('[data-for-template]'))
+    node.htmlFor = node.dataset.forTemplate.replace(AT, suffix);
+  return box;
+}
+
+export function answerBox(req, send) {
+  const suffix = AT;
   const error = el('p', { class: 'answer-error', role: 'alert', id: `answer-error${suffix}` });
   const plan = formPlan(req.schema);
   let read;
@@ -258,6 +276,8 @@ export function answerBox(req, suffix, send) {
     button,
     error,
   );
+  for (const node of form.querySelectorAll('[id]')) node.dataset.idTemplate = node.id;
+  for (const node of form.querySelectorAll('label[for]')) node.dataset.forTemplate = node.htmlFor;
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     let value;

@@ -11,7 +11,7 @@
 // puts that, never the key, in its URL.
 
 import { $, el, api, age, short, useKey } from './dom.js';
-import { answerBox } from './answer-form.js';
+import { answerBox, placeAnswerBox } from './answer-form.js';
 import { recordSignals, renderCharts } from './charts.js';
 import { closeTarget, kindName, loadTargets, targetOpen } from './targets.js';
 import {
@@ -220,12 +220,12 @@ function answerBoxes(t) {
     if (!boxes.has(k))
       boxes.set(
         k,
-        answerBox(req, i === 0 ? '' : `-${i}`, async (value) => {
+        answerBox(req, async (value) => {
           await api('POST', `/v1/tasks/${t.id}/input`, { requestId: req.requestId, value });
           await refreshTask(t.id);
         }),
       );
-    return boxes.get(k);
+    return placeAnswerBox(boxes.get(k), i === 0 ? '' : `-${i}`);
   });
 }
 
