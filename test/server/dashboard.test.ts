@@ -233,6 +233,16 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.screenshot({ path: `${SHOTS}/dashboard-target.png` });
     expect(onAgent.target).toBe('agent');
 
+    // A target's recent failures link to the task: the fake one failed a job, and the link opens it.
+    const broken = await create('walk: fails');
+    remote.set(broken.remoteId!, 'failed');
+    await expect.poll(async () => (await server.plane.get('default', broken.id)).state).toBe('failed');
+    await page.locator('.target-card[data-target="fake"]').click();
+    const link = page.locator(`#target-detail .failures li[data-task="${broken.id}"] a`);
+    await link.click();
+    await page.locator('#tasks-view:not([hidden])').waitFor();
+    await page.locator('#detail-id', { hasText: broken.id }).waitFor();
+
     // Readable on a phone: nothing wider than the screen, in either view.
     await page.setViewportSize({ width: 390, height: 844 });
     const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
