@@ -84,12 +84,34 @@ function print(c: Conn, value: unknown, human: () => string): void {
   console.log(c.json ? JSON.stringify(value, null, 2) : human());
 }
 
-/** `tasks answer`'s value is JSON when it parses as JSON, else plain text. */
-function parseValue(text: string): unknown {
+/**
+ * The value of `tasks answer`: `--input` must be JSON (an error naming where it breaks), `--text` is a
+ * plain string, and the positional value is JSON when it parses as JSON, else text; exactly one of them.
+ */
+export function answerValue(o: { value?: string; input?: string; text?: string }): unknown {
+  const given = [o.value, o.input, o.text].filter((v) => v !== undefined).length;
+  if (given !== 1)
+    throw new TaskplaneError(
+      'invalid_argument',
+      'give the answer as <value>, --input <json> or --text <text>, one of them',
+      { field: 'value' },
+    );
+  if (o.text !== undefined) return o.text;
+  if (o.input !== undefined) {
+    try {
+      return JSON.parse(o.input) as unknown;
+    } catch (err) {
+      throw new TaskplaneError(
+        'invalid_argument',
+        `--input is not JSON: ${(err as Error).message} (--text sends a plain string)`,
+        { field: 'input' },
+      );
+    }
+  }
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(o.value!) as unknown;
   } catch {
-    return text;
+    return o.value;
   }
 }
 
@@ -278,23 +300,40 @@ export function registerTasksCommand(program: Command): void {
   }
 
   tasks
-    .command('answer <id> <value>')
-    .description('Answer the pending input request (value: JSON, else taken as text)')
+    .command('answer <id> [value]')
+    .description(
+      'Answer the pending input request: <value> (JSON, else taken as text), --input <json> or --text <text>',
+    )
+    .option('--input <json>', 'the answer as JSON (an object for a form); see --text for a plain string')
+    .option('--text <text>', 'the answer as a plain string, even when it looks like JSON')
     .option('--request-id <id>', 'defaults to the pending request shown by `tasks get`')
-    .action(async (id: string, value: string, o: { requestId?: string }, cmd: Command) => {
-      const c = conn(cmd);
-      let requestId = o.requestId;
-      if (!requestId) {
-        const t = (await call(c, 'GET', `/v1/tasks/${encodeURIComponent(id)}`)) as TaskRow;
-        requestId = t.pendingInput?.requestId;
-        if (!requestId) throw new TaskplaneError('conflict', 'this task has no pending input request');
-      }
-      const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/input`, {
-        requestId,
-        value: parseValue(value),
-      })) as TaskRow;
-      print(c, t, () => taskRows([t]));
-    });
+    .action(
+      async (
+        id: string,
+        positional: string | undefined,
+        o: { requestId?: string; input?: string; text?: string },
+        cmd: Command,
+      ) => {
+        // Checked before any call: a malformed answer never reaches the plane.
+        const value = answerValue({
+          ...(positional !== undefined ? { value: positional } : {}),
+          ...(o.input !== undefined ? { input: o.input } : {}),
+          ...(o.text !== undefined ? { text: o.text } : {}),
+        });
+        const c = conn(cmd);
+        let requestId = o.requestId;
+        if (!requestId) {
+          const t = (await call(c, 'GET', `/v1/tasks/${encodeURIComponent(id)}`)) as TaskRow;
+          requestId = t.pendingInput?.requestId;
+          if (!requestId) throw new TaskplaneError('conflict', 'this task has no pending input request');
+        }
+        const t = (await call(c, 'POST', `/v1/tasks/${encodeURIComponent(id)}/input`, {
+          requestId,
+          value,
+        })) as TaskRow;
+        print(c, t, () => taskRows([t]));
+      },
+    );
 
   tasks
     .command('result <id>')

@@ -40,22 +40,25 @@ export interface ExecutionsOptions extends TaskContextDeps {
  * recovery.
  */
 /**
- * The agent's execute in a span: a child of the trace the task's first request carried (host-app.ts
- * makes it the active context), a new trace after a restart resumes it. A no-op without an SDK.
+ * The agent's execute (or an MCP tool's run) in a span: a child of the trace the task's first request
+ * carried (host-app.ts makes it the active context), a new trace after a restart resumes it. A no-op
+ * without an SDK.
  */
-function inExecuteSpan<T>(taskId: string, fn: () => Promise<T>): Promise<T> {
-  return trace
-    .getTracer('taskplane')
-    .startActiveSpan('taskplane execute', { attributes: { 'taskplane.task_id': taskId } }, async (span) => {
-      try {
-        return await fn();
-      } catch (err) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : 'error' });
-        throw err;
-      } finally {
-        span.end();
-      }
-    });
+function inExecuteSpan<T>(taskId: string, fn: () => Promise<T>, tool?: string): Promise<T> {
+  const attributes = {
+    'taskplane.task_id': taskId,
+    ...(tool !== undefined ? { 'taskplane.tool': tool } : {}),
+  };
+  return trace.getTracer('taskplane').startActiveSpan('taskplane execute', { attributes }, async (span) => {
+    try {
+      return await fn();
+    } catch (err) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : 'error' });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
 }
 
 export class Executions implements ExecutionHost {
@@ -270,7 +273,11 @@ export class Executions implements ExecutionHost {
     }
     const stopWatch = this.watchForEnd(taskId);
     try {
-      const out = await tool.run(new ToolCallContext(ctx, ctx.data as ToolCallInput));
+      const out = await inExecuteSpan(
+        taskId,
+        () => tool.run(new ToolCallContext(ctx, ctx.data as ToolCallInput)),
+        mcp.tool,
+      );
       if (!entry.stopped)
         await this.finish(taskId, 'TASK_STATE_COMPLETED', undefined, { result: toolResult(out) });
     } catch (err) {

@@ -20,6 +20,15 @@ export interface AnswerRequest {
   actor?: string | null;
 }
 
+/** An answer kept in the event log up to this size (JSON characters); the timeline shows what was answered. */
+const LOGGED_ANSWER_CHARS = 4096;
+
+/** The answer as the input_answered event keeps it: the value when small, else only its size. */
+function answerForLog(value: unknown): { value: unknown } | { valueChars: number } {
+  const text = JSON.stringify(value ?? null);
+  return text.length <= LOGGED_ANSWER_CHARS ? { value: value ?? null } : { valueChars: text.length };
+}
+
 export async function answerInput(
   ctx: PlaneContext,
   envelopeId: string,
@@ -76,7 +85,12 @@ export async function answerInput(
       events: [
         {
           type: 'input_answered',
-          data: { requestId: pending.requestId, messageId, actor: req.actor ?? null },
+          data: {
+            requestId: entry.requestId,
+            messageId,
+            actor: req.actor ?? null,
+            ...answerForLog(req.value),
+          },
         },
       ],
     };

@@ -1,7 +1,7 @@
 import type { Envelope } from '../core/envelope.ts';
 import { isTerminal } from '../core/states.ts';
 import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
-import { connectorFor, describeError, remoteCall, type PlaneContext } from './context.ts';
+import { connectorFor, describeError, jobFields, remoteCall, type PlaneContext } from './context.ts';
 import { observe, updateLocal } from './observe.ts';
 import { handleLost } from './lost-policy.ts';
 
@@ -44,7 +44,13 @@ export async function sendCancel(ctx: PlaneContext, envelopeId: string): Promise
   const envelope = await ctx.store.getEnvelope(envelopeId);
   if (!envelope?.remoteId) throw new TaskplaneError('not_found', 'task not found');
   const connector = connectorFor(ctx, envelope.target);
-  if (!connector.cancel) return envelope;
+  if (!connector.cancel) {
+    ctx.logger.warn(
+      { ...jobFields(envelope), decision: 'kept' },
+      'cancel not sent: the target has no cancel; the intent stays recorded',
+    );
+    return envelope;
+  }
   const remoteId = envelope.remoteId;
   await updateLocal(ctx, envelopeId, (env) =>
     env.cancel && env.cancel.acknowledgedAt === null
@@ -75,23 +81,34 @@ export async function sendCancel(ctx: PlaneContext, envelopeId: string): Promise
           }
         : null,
     );
-    ctx.logger.info({ envelopeId, target: envelope.target, remoteId }, 'cancel delivered');
+    ctx.logger.info({ ...jobFields(envelope), remoteId, decision: 'delivered' }, 'cancel delivered');
     const result = await observe(ctx, envelopeId, snap, 'api');
     ctx.wake(envelopeId);
     return result.envelope;
   } catch (err) {
     if (isTaskplaneError(err) && err.code === 'failed_precondition') {
+      ctx.logger.info(
+        { ...jobFields(envelope), remoteId, decision: 'read_outcome' },
+        'cancel refused as not cancelable; reading what the job ended as',
+      );
       const snap = await remoteCall(ctx, 'get', envelope, (signal) => connector.get(remoteId, signal));
       return (await observe(ctx, envelopeId, snap, 'api')).envelope;
     }
     if (isTaskplaneError(err) && err.code === 'not_found') {
+      ctx.logger.info(
+        { ...jobFields(envelope), remoteId, decision: 'not_found' },
+        'cancel answered not found; the lost policy decides',
+      );
       await handleLost(ctx, envelopeId, remoteId, 'api');
       return (await ctx.store.getEnvelope(envelopeId)) ?? envelope;
     }
     // Transport trouble: the intent stays recorded and undelivered; recovery and reconciliation send
     // it again, and the job is still watched, so its outcome will be learned.
     const error = describeError(err);
-    ctx.logger.warn({ envelopeId, err: error }, 'cancel call failed; will be sent again');
+    ctx.logger.warn(
+      { ...jobFields(envelope), err: error, decision: 'retry' },
+      'cancel call failed; will be sent again',
+    );
     const { envelope: after } = await updateLocal(ctx, envelopeId, (env, now) =>
       isTerminal(env.state)
         ? null

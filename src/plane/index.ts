@@ -12,6 +12,7 @@ export type {
   RequestKind,
 } from './signals.ts';
 export type { ReconcileReport } from './reconciler.ts';
+export type { TargetActivitySnapshot, TargetDelay, TargetError } from './target-activity.ts';
 export type { WebhookResult } from './webhook-ingress.ts';
 export type { ObserveResult } from './observe.ts';
 export type { ArtifactContent } from './artifact-content.ts';

@@ -1,7 +1,7 @@
 import type { Envelope } from '../core/envelope.ts';
 import type { NotFoundMeaning } from '../connectors/connector.ts';
 import { isTerminal } from '../core/states.ts';
-import { type PlaneContext } from './context.ts';
+import { jobFields, type PlaneContext } from './context.ts';
 import { jobBudgetExhausted } from './budgets.ts';
 import { updateLocal } from './observe.ts';
 
@@ -84,19 +84,20 @@ export async function handleLost(
     };
   });
   if (!written) return 'lost';
+  // One line per decision: what was lost, where we heard it, and what the policy made of it.
   ctx.logger.info(
     {
-      envelopeId,
-      target: envelope.target,
+      ...jobFields(envelope),
       remoteId: lostRemoteId,
       source,
-      policy: resubmit ? 'resubmit' : 'escalate',
+      decision: resubmit ? 'resubmit' : 'escalate',
     },
-    'remote no longer knows the job: lost',
+    resubmit
+      ? 'remote no longer knows the job: resubmitting'
+      : 'remote no longer knows the job: escalated as lost',
   );
   if (!resubmit) {
     ctx.counters.count('escalated', envelope);
-    ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job escalated');
     return 'lost';
   }
   const outcome = await ctx.startAgain(envelope);
@@ -134,7 +135,10 @@ export async function recordResubmitted(ctx: PlaneContext, envelopeId: string): 
   }));
   if (!written) return;
   ctx.counters.count('resubmitted', envelope);
-  ctx.logger.info({ envelopeId, target: envelope.target }, 'lost job resubmitted');
+  ctx.logger.info(
+    { ...jobFields(envelope), remoteId: envelope.remoteId, decision: 'resubmitted' },
+    'lost job resubmitted',
+  );
   ctx.wake(envelopeId);
 }
 
@@ -191,7 +195,7 @@ export async function handleStartResponseLost(ctx: PlaneContext, envelopeId: str
   });
   if (!written) return false;
   ctx.logger.warn(
-    { envelopeId, target: envelope.target, policy: resubmit ? 'resubmit' : 'escalate' },
+    { ...jobFields(envelope), decision: resubmit ? 'resubmit' : 'escalate' },
     'start response lost and the remote can neither find the job nor deduplicate a resend',
   );
   if (!resubmit) ctx.counters.count('escalated', envelope);
@@ -299,7 +303,7 @@ async function recordNotFound(
   // Past a retention window a not_found is what the remote promised, not news about our job.
   if (reason !== 'retention') ctx.counters.count('taskNotFoundOwn', envelope);
   ctx.logger.info(
-    { envelopeId, target: envelope.target, remoteId, source, state: envelope.state, reason },
+    { ...jobFields(envelope), remoteId, source, state: envelope.state, reason, decision: state },
     `remote does not know the job: ${state}`,
   );
 }

@@ -16,6 +16,7 @@ import type { RemoteSnapshot } from '../connectors/connector.ts';
 import { neutralParts } from './artifact-content.ts';
 import { decideAcceptance, prepareAcceptance } from './acceptance.ts';
 import type { PlaneContext } from './context.ts';
+import { recordTaskSpan } from './tracing.ts';
 
 /**
  * THE observe path (docs/plane.md, "The truth rule"): every observation from every source (create, stream,
@@ -319,6 +320,7 @@ export async function observe(
     next.updatedAt = now;
     try {
       const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
+      if (!isTerminal(env.state) && isTerminal(envelope.state)) recordTaskSpan(envelope, now);
       if (decision.apply && env.state !== envelope.state && snapshot.stateTimestamp !== null) {
         ctx.counters.delay(source, now - snapshot.stateTimestamp, env);
       }
@@ -361,6 +363,7 @@ export async function updateLocal(
     }));
     try {
       const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
+      if (!isTerminal(env.state) && isTerminal(envelope.state)) recordTaskSpan(envelope, now);
       return { envelope, written: true };
     } catch (err) {
       if (err instanceof VersionConflictError) continue;

@@ -68,6 +68,7 @@ import { HeardLog } from './heard-log.ts';
 import { Reconciler, listActiveEnvelopes, recordCardChanged, type ReconcileReport } from './reconciler.ts';
 import { SignalCounters, type LatencyHistograms } from './signals.ts';
 import { collectSignals, type PlaneSignals } from './signal-report.ts';
+import type { TargetActivitySnapshot } from './target-activity.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
 import { StartQueue, type NextTurn } from './start-queue.ts';
@@ -557,6 +558,11 @@ export class Plane {
 
   signals(tenant?: string): Promise<PlaneSignals> {
     return collectSignals(this.ctx, tenant);
+  }
+
+  /** One tenant's view of one target: last reconciliation round over its jobs, failures, delays. */
+  targetActivity(tenant: string, target: string): TargetActivitySnapshot {
+    return this.ctx.counters.targets.snapshot(tenant, target);
   }
 
   /** This process's latency histograms (start, notification delay per mechanism, stream recovery), for /metrics. */

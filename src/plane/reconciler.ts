@@ -212,6 +212,11 @@ export class Reconciler {
       } catch (err) {
         if (ctx.signal.aborted) return report;
         listFailed = true;
+        ctx.counters.targets.failed(target, new Set(active.map((e) => e.tenant)), {
+          at: ctx.clock.now(),
+          during: 'reconcile',
+          ...describeError(err),
+        });
         ctx.logger.warn(
           { target, err: describeError(err) },
           'reconcile list failed; checking jobs one by one',
@@ -239,6 +244,7 @@ export class Reconciler {
     ctx.heard.retain(target, open);
     this.checked.retain(target, open);
     this.lastRound.set(target, roundStart);
+    ctx.counters.targets.reconciled(target, new Set(active.map((e) => e.tenant)), ctx.clock.now());
     ctx.logger.info(
       {
         target,

@@ -1,4 +1,5 @@
 import type { ObservationSource } from '../core/envelope.ts';
+import { TargetActivity } from './target-activity.ts';
 
 /**
  * Lifecycle signals (docs/a2a-notes.md, "Lifecycle signals"): the failures that are
@@ -134,7 +135,7 @@ export type CounterName =
   | 'reconcileRounds';
 
 /** The job a count is about, when there is one: its tenant decides whose view the count lands in. */
-export type CountedJob = { id: string; tenant?: string } | null;
+export type CountedJob = { id: string; tenant?: string; target?: string } | null;
 
 /** One set of tallies: the process's, or one tenant's. */
 class Tally {
@@ -186,6 +187,8 @@ export class SignalCounters {
   /** envelope id → tenant, learned by track() (create, recovery) or from the job a count names. */
   private readonly tenantOf = new Map<string, string>();
   private readonly perEnvelope = new Map<string, number>();
+  /** Per tenant and target: last reconciliation, its failures, notification delays (the targets view). */
+  readonly targets = new TargetActivity();
 
   private tallies(job: CountedJob): Tally[] {
     if (!job) return [this.process];
@@ -221,6 +224,8 @@ export class SignalCounters {
 
   delay(source: ObservationSource, ms: number, job: CountedJob = null): void {
     for (const t of this.tallies(job)) t.delay(source, Math.max(0, ms), 4096);
+    const tenant = job ? (job.tenant ?? this.tenantOf.get(job.id)) : undefined;
+    if (job?.target !== undefined && tenant !== undefined) this.targets.delay(tenant, job.target, source, ms);
     let h = this.notificationDelay.get(source);
     if (!h) this.notificationDelay.set(source, (h = new LatencyHistogram()));
     h.add(Math.max(0, ms));

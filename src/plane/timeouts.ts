@@ -1,7 +1,7 @@
 import type { Envelope } from '../core/envelope.ts';
 import { isTerminal } from '../core/states.ts';
 import { cancelTask } from './answer-and-cancel.ts';
-import { describeError, type PlaneContext } from './context.ts';
+import { describeError, jobFields, type PlaneContext } from './context.ts';
 
 /**
  * The caller's `timeoutMs`, acting on its own timer: at createdAt + timeoutMs the job gets a remote
@@ -45,12 +45,15 @@ export class TimeoutTimers {
     const env = await ctx.store.getEnvelope(envelopeId);
     if (!env || isTerminal(env.state) || env.state === 'cancel_requested') return;
     try {
-      ctx.logger.info({ envelopeId, timeoutMs: env.timeoutMs }, 'job timed out; cancelling');
+      ctx.logger.info(
+        { ...jobFields(env), timeoutMs: env.timeoutMs, decision: 'cancel' },
+        'job timed out; cancelling',
+      );
       await cancelTask(ctx, envelopeId, 'timeout');
     } catch (err) {
       // Finished in the meantime (conflict) or the remote is unreachable: the intent, if recorded,
       // stays, and the job is still watched and reconciled.
-      ctx.logger.debug({ envelopeId, err: describeError(err) }, 'timeout cancel did not complete');
+      ctx.logger.debug({ ...jobFields(env), err: describeError(err) }, 'timeout cancel did not complete');
     }
   }
 }

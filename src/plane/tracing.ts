@@ -1,6 +1,7 @@
 import {
   context,
   trace,
+  ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   TraceFlags,
@@ -19,9 +20,10 @@ import type { Envelope } from '../core/envelope.ts';
  *
  * One trace per task: its trace id and root span id are derived from the envelope id, so every remote
  * call made for the task, by any plane process, before or after a restart, lands in the same trace
- * without storing a trace context in the envelope. The root is a remote parent no process exports; a
- * backend shows the trace with the task's remote calls as its top spans. When the call runs inside a
- * request that carried its own trace (`traceparent` on the API), the span links to it.
+ * without storing a trace context in the envelope. That root id is a remote parent no process exports;
+ * under it are the task's own span (creation to terminal state, `recordTaskSpan`) and each remote call's.
+ * When a call runs inside a request that carried its own trace (`traceparent` on the API), its span
+ * links to it.
  */
 const TRACER = 'taskplane';
 
@@ -63,6 +65,37 @@ function spanStart(envelope: TracedJob): { parent: Context; options: SpanOptions
 
 function failed(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : 'error' });
+}
+
+/**
+ * The task's own span, from its creation to its terminal state, recorded once that state is written
+ * (observe.ts, updateLocal): one per task, as the terminal write happens once. Its parent is the task
+ * trace's derived root, like every remote call's span, so a backend shows it beside them at the top of
+ * the task's trace, spanning them all.
+ */
+export function recordTaskSpan(envelope: Envelope, endedAt: number): void {
+  const span = trace.getTracer(TRACER).startSpan(
+    'taskplane task',
+    {
+      kind: SpanKind.INTERNAL,
+      startTime: envelope.createdAt,
+      attributes: {
+        'taskplane.envelope_id': envelope.id,
+        'taskplane.tenant': envelope.tenant,
+        'taskplane.target': envelope.target,
+        'taskplane.connector': envelope.connector,
+        'taskplane.state': envelope.state,
+        ...(envelope.nativeState ? { 'taskplane.native_state': envelope.nativeState } : {}),
+      },
+    },
+    taskTraceContext(envelope.id, ROOT_CONTEXT),
+  );
+  if (envelope.state === 'failed' || envelope.state === 'lost' || envelope.state === 'unknown')
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: envelope.error?.message ?? envelope.state,
+    });
+  span.end(Math.max(endedAt, envelope.createdAt));
 }
 
 /**

@@ -1,4 +1,5 @@
 import { schemas } from './openapi-schemas.ts';
+import { targetPaths, targetSchemas } from './openapi-targets.ts';
 
 /**
  * OpenAPI 3.1 description of the control plane API, served at /v1/openapi.json. Kept by hand next to
@@ -276,6 +277,7 @@ export function openApiDocument(): Record<string, unknown> {
           responses: { '200': json('Signals', 'Signals'), ...keyed },
         },
       },
+      ...targetPaths,
       '/v1/webhooks/{kind}/{target}': {
         post: {
           summary:
@@ -326,7 +328,7 @@ export function openApiDocument(): Record<string, unknown> {
         ),
         Forbidden: errorResponse('403: the key is read-only and the request writes'),
         NotFound: errorResponse(
-          "404: no such task for this tenant (another tenant's task included), or no such artifact",
+          "404: no such task for this tenant (another tenant's task included), no such artifact, or no such target",
         ),
         Conflict: errorResponse(
           '409: the request conflicts with the task (idempotency key reused with other input, wrong input request, task not in a state that allows it)',
@@ -398,6 +400,7 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
         ...schemas,
+        ...targetSchemas,
       },
     },
   };

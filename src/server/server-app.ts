@@ -6,6 +6,7 @@ import type { Logger } from '../core/logger.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../core/bounded-json.ts';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
+import type { Connector } from '../connectors/connector.ts';
 import type { Plane } from '../plane/plane.ts';
 import type { ApiKeyRecord, EnvelopeStore } from '../store/store.ts';
 import { timingSafeEqualString } from '../plane/constant-time.ts';
@@ -21,6 +22,7 @@ import {
   readBodyText,
   type BodyLimits,
 } from './request-body.ts';
+import { registerTargetRoutes } from './target-routes.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
 import { TenantLimits, type TenantLimitsOptions } from './tenant-limits.ts';
 
@@ -35,6 +37,8 @@ export interface ServerAppOptions extends TenantLimitsOptions {
    * bound beyond loopback with no token configured). @default { kind: 'open' }
    */
   metricsAccess?: MetricsAccess;
+  /** The configured targets by name, for /v1/targets. @default none */
+  targets?: () => Iterable<[string, Connector]>;
   /** Directory of the static dashboard (index.html, *.js, *.css). */
   dashboardDir?: string;
   /** Serves the failure lab page at `/lab` (server/lab-route.ts); no API key needed, it holds no data. */
@@ -182,6 +186,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     revoked: (keyId) => o.keys.streamSignal(keyId),
     clock,
   });
+  registerTargetRoutes(app, { plane: o.plane, store: o.store, targets: o.targets ?? (() => []) });
 
   if (o.lab) {
     const lab = o.lab;

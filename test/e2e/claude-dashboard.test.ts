@@ -9,9 +9,9 @@ import { browserSkipReason, launchChromium, skipBrowserTests } from '../support/
 
 /**
  * The dashboard answering a Claude session's tool calls (what `npm start` shows on target `claude`):
- * a tool confirmation answered "allow", and a session blocked on two keyed requests at once answered
- * one box after the other, the second box keeping what was typed into it while the first answer
- * re-rendered the task. Headless Chromium, the real connector, the emulator; waits are on DOM
+ * a tool confirmation answered "allow" through the form its schema draws, and a session blocked on two
+ * keyed requests at once answered one box after the other, the second box keeping what was chosen in
+ * it while the first answer re-rendered the task. Headless Chromium, the real connector, the emulator; waits are on DOM
  * conditions.
  */
 const KEY = 'claude-dash-key-0123456';
@@ -53,28 +53,30 @@ describe.skipIf(skipBrowserTests)(
 
       const row = page.locator(`tr[data-id="${confirm.id}"]`);
       await row.locator('.state[data-state="waiting_for_input"]').waitFor();
-      expect(await row.locator('td.kind').textContent()).toBe('claude');
+      expect(await row.locator('td.kind').textContent()).toBe('Claude');
       await row.click();
       await page.locator('#detail-actions .answer').waitFor();
-      expect(await page.locator('#detail-actions .answer span').textContent()).toMatch(/^Allow tool bash/);
-      await page.fill('#answer-input', 'allow');
+      expect(await page.locator('#detail-actions .answer .prompt').textContent()).toMatch(/^Allow tool bash/);
+      // The confirmation's schema is drawn as a form: a choice, and a reason for a denial.
+      await page.selectOption('#answer-field-result', { label: 'allow' });
       await page.click('#answer-button');
       await row.locator('.state[data-state="succeeded"]').waitFor();
 
       const tworow = page.locator(`tr[data-id="${two.id}"]`);
       await tworow.locator('.state[data-state="waiting_for_input"]').waitFor();
       await tworow.click();
-      await page.locator('#answer-input-1').waitFor();
+      await page.locator('#answer-field-1-result').waitFor();
       const boxes = page.locator('#detail-actions .answer');
       const keys = await boxes.evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.request));
       // Both typed before either is sent; the second box names the tool confirmation.
-      await page.fill('#answer-input', 'sunny');
-      await page.fill('#answer-input-1', 'allow');
+      // The custom tool's result: text (the first alternative a form can draw).
+      await page.fill('#answer-field-answer', 'sunny');
+      await page.selectOption('#answer-field-1-result', { label: 'allow' });
       await page.click('#answer-button');
       // One request left: the box that held "allow" is now the first, and still holds it.
       await page.locator('#detail-actions .answer').nth(1).waitFor({ state: 'detached' });
       expect(await page.locator('#detail-actions .answer').getAttribute('data-request')).toBe(keys[1]);
-      expect(await page.inputValue('#answer-input')).toBe('allow');
+      expect(await page.locator('#answer-field-result option:checked').textContent()).toBe('allow');
       await page.click('#answer-button');
       await tworow.locator('.state[data-state="succeeded"]').waitFor();
       // Each key answered once, with what its own box held.

@@ -7,6 +7,7 @@ import { openStore } from '../../src/store/open-store.ts';
 import { freshSchemaName, urlForSchema } from '../support/pg.ts';
 import type { ConnectorCapabilities } from '../../src/connectors/connector.ts';
 import { Plane } from '../../src/plane/plane.ts';
+import type { Logger } from '../../src/core/logger.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import type { NextTurn } from '../../src/plane/start-queue.ts';
 import { FakeRemote, drain } from './fake-remote.ts';
@@ -34,7 +35,7 @@ export async function harness(
   caps: Partial<ConnectorCapabilities> = {},
   seed = 1,
   connectorOptions: { startStream?: boolean } = {},
-  setup: { store?: string; instanceId?: string; nextTurn?: NextTurn } = {},
+  setup: { store?: string; instanceId?: string; nextTurn?: NextTurn; logger?: Logger } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock(1_700_000_000_000);
   // PLANE_TEST_STORE=sqlite::memory: or =postgres (a fresh schema each) runs the engine tests on another backend.
@@ -82,7 +83,11 @@ export async function harness(
       ...(setup.nextTurn ? { nextTurn: setup.nextTurn } : {}),
       options: opts,
       // PLANE_TEST_LOG=1 shows the engine's warnings while debugging a test.
-      ...(process.env.PLANE_TEST_LOG ? { logger: pino({ level: 'debug' }) } : {}),
+      ...(setup.logger
+        ? { logger: setup.logger }
+        : process.env.PLANE_TEST_LOG
+          ? { logger: pino({ level: 'debug' }) }
+          : {}),
     });
   const h: Harness = {
     clock,

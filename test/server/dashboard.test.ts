@@ -5,7 +5,9 @@ import type { Browser } from 'playwright-core';
 import { browserSkipReason, launchChromium, skipBrowserTests } from '../support/browser.ts';
 import { SystemClock } from '../../src/core/clock.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
+import { startHost, type RunningHost } from '../../src/host/start-host.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
+import { resultsAgent } from './results-agent.ts';
 
 /**
  * The dashboard in headless Chromium: tasks appear with state and pending input, change live over
@@ -16,16 +18,25 @@ const KEY = 'dash-key-1234-abcdef';
 /** Screenshots of the operator walk, kept as CI artifacts. */
 const SHOTS = 'test-results/dashboard';
 let server: RunningServer;
+let host: RunningHost;
 let remote: FakeRemote;
 let browser: Browser;
 
 describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipReason}`, () => {
   beforeAll(async () => {
     remote = new FakeRemote(new SystemClock());
+    // A real A2A agent beside the fake: the targets view shows the card it publishes.
+    host = await startHost({
+      port: 0,
+      db: 'memory:',
+      agent: resultsAgent,
+      logger: pino({ level: 'silent' }),
+    });
     server = await startServer({
       port: 0,
       db: 'memory:',
       connectors: { fake: remote.connector('fake') },
+      targets: { agent: { baseUrl: host.url, idempotentStart: true } },
       apiKeys: `default:${KEY}`,
       defaultMetrics: false,
       logger: pino({ level: 'silent' }),
@@ -35,6 +46,7 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
   afterAll(async () => {
     await browser?.close();
     await server?.close();
+    await host?.close();
   });
 
   it('shows tasks live, answers input and cancels', async () => {
@@ -58,7 +70,8 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.goto(`${server.url}/#key=${KEY}`);
     await page.locator(`tr[data-id="${asking.id}"]`).waitFor();
     await page.locator('#live[data-state="live"]').waitFor();
-    await page.locator('[data-signal="rpt"]').waitFor();
+    await page.locator('[data-chart="rpt"]').waitFor();
+    await page.locator('[data-signal="notfound"]').waitFor();
 
     remote.set(asking.remoteId!, 'waiting_for_input', {
       inputRequest: { requestId: 'q1', prompt: 'Which edition?' },
@@ -85,7 +98,7 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.close();
   });
 
-  it('an operator filters, opens a task, reads its output, answers through the form and cancels with confirmation', async () => {
+  it('an operator filters, opens a task, reads its output, answers through the form, decides acceptance, cancels with confirmation and opens a target', async () => {
     mkdirSync(SHOTS, { recursive: true });
     const create = (input: unknown, idempotencyKey: string | null = null) =>
       server.plane
@@ -95,11 +108,28 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     const asking = await create('walk: which edition');
     const keep = await create('walk: keep running');
     for (let i = 0; i < 30; i++) await create(`walk filler ${i}`);
+    const { envelope: onAgent } = await server.plane.create(
+      { tenant: 'default', target: 'agent', input: { kind: 'wait' } },
+      { wait: 'started' },
+    );
     remote.set(report.remoteId!, 'succeeded', {
       artifacts: [{ artifactId: 'a1', content: { text: 'Revenue up 4 %.' } }],
     });
+    // The request's schema is drawn as a form: an enum, a bounded integer, a flag.
     remote.set(asking.remoteId!, 'waiting_for_input', {
-      inputRequest: { requestId: 'q9', prompt: 'Which edition?' },
+      inputRequest: {
+        requestId: 'q9',
+        prompt: 'Which edition?',
+        schema: {
+          type: 'object',
+          required: ['edition', 'copies'],
+          properties: {
+            edition: { type: 'string', title: 'Edition', enum: ['first', 'second'] },
+            copies: { type: 'integer', title: 'Copies', minimum: 1 },
+            gift: { type: 'boolean', title: 'Gift wrap' },
+          },
+        },
+      },
     });
     const errors: string[] = [];
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
@@ -110,27 +140,69 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     // Paged: 25 rows a page, the pager says how many match.
     await page.locator('#page-info', { hasText: /^1–25 of \d+$/ }).waitFor();
     expect(await page.locator('#tasks tbody tr').count()).toBe(25);
+    // The signals are drawn as charts over time.
+    await page.locator('[data-chart="delay"] svg').waitFor();
+    await page.locator('[data-chart="input-age"] polyline').first().waitFor({ state: 'attached' });
     await page.screenshot({ path: `${SHOTS}/dashboard-list.png` });
 
-    // Search by idempotency key finds the one task; open it and read its output.
-    await page.fill('#filter-text', 'walk-report-7');
+    // By keyboard: / searches (by idempotency key), Esc leaves the box, j moves, Enter opens.
+    await page.keyboard.press('/');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('filter-text');
+    await page.keyboard.type('walk-report-7');
     await page.locator('#page-info', { hasText: '1–1 of 1' }).waitFor();
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('j');
+    await page.locator(`tr.cursor[data-id="${report.id}"]`).waitFor();
+    await page.keyboard.press('Enter');
     await page.locator(`tr[data-id="${report.id}"] .state[data-state="succeeded"]`).waitFor();
-    await page.locator(`tr[data-id="${report.id}"]`).click();
     await page.locator('#detail-output pre.output', { hasText: 'Revenue up 4 %.' }).waitFor();
     expect(await page.locator('#detail-output .input').textContent()).toContain('quarterly');
     await page.locator('#timeline li[data-type="state_changed"] .source').first().waitFor();
     await page.screenshot({ path: `${SHOTS}/dashboard-detail.png` });
+
+    // A person rejects the output: a reason is required, then the verdict and its reason show.
+    await page.click('#reject-button');
+    await page.click('#acceptance-confirm');
+    await page.locator('.acceptance-form .answer-error', { hasText: 'reason: required' }).waitFor();
+    await page.fill('#acceptance-reason', 'figures do not add up');
+    await page.click('#acceptance-confirm');
+    await page.locator('#detail-output .acceptance[data-status="rejected"]').waitFor();
+    expect(await page.locator('#detail-output [data-check="person"]').textContent()).toContain(
+      'figures do not add up',
+    );
+    expect((await server.plane.get('default', report.id)).acceptance?.status).toBe('rejected');
+    // Decided: the form gives way to the buttons again.
+    await page.locator('#accept-button').waitFor();
+    expect(await page.locator('.acceptance-form').count()).toBe(0);
+    // Esc closes the task.
+    await page.keyboard.press('Escape');
+    await page.locator('#detail').waitFor({ state: 'hidden' });
 
     // Filter by state: only the task waiting for input; answer it through the form.
     await page.fill('#filter-text', '');
     await page.selectOption('#filter-state', 'waiting_for_input');
     await page.locator('#page-info', { hasText: '1–1 of 1' }).waitFor();
     await page.locator(`tr[data-id="${asking.id}"]`).click();
-    await page.fill('#answer-input', 'second');
+    await page.locator('#answer-form').waitFor();
+    // Checked here first, the error naming the field; nothing is sent.
+    // A required choice starts unchosen: left alone it is an error, never the first option.
+    await page.click('#answer-button');
+    await page.locator('#answer-error', { hasText: 'edition: required' }).waitFor();
+    await page.selectOption('#answer-field-edition', { label: 'second' });
+    await page.fill('#answer-field-copies', '0');
+    await page.click('#answer-button');
+    await page.locator('#answer-error', { hasText: 'copies: must be at least 1' }).waitFor();
+    expect(remote.calls.filter((c) => c.method === 'answer' && c.id === asking.remoteId)).toEqual([]);
+    await page.fill('#answer-field-copies', '3');
+    await page.check('#answer-field-gift');
     await page.screenshot({ path: `${SHOTS}/dashboard-answer.png` });
     await page.click('#answer-button');
     await expect.poll(async () => (await server.plane.get('default', asking.id)).pendingInput).toBeNull();
+    expect((await server.plane.get('default', asking.id)).nativeState).toBe(
+      'ANSWERED:{"edition":"second","copies":3,"gift":true}',
+    );
+    // The answer given stays in the timeline.
+    await page.locator('#timeline li[data-type="input_answered"]', { hasText: '"copies":3' }).waitFor();
 
     // Cancel asks first; "Keep it" leaves the task alone, "Yes, cancel" cancels.
     await page.selectOption('#filter-state', '');
@@ -145,12 +217,170 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.click('#cancel-confirm');
     await page.locator(`tr[data-id="${keep.id}"] .state[data-state="cancel_requested"]`).waitFor();
 
-    // Readable on a phone: nothing wider than the screen.
+    // The targets: each with its kind; the A2A one opened shows its card and capabilities.
+    await server.plane.reconcileNow('agent');
+    await page.click('#view-targets');
+    await page.locator('.target-card[data-target="fake"]').waitFor();
+    const agentCard = page.locator('.target-card[data-target="agent"]');
+    expect(await agentCard.locator('.kind-badge').textContent()).toBe('A2A');
+    await agentCard.click();
+    await page.locator('#target-detail .card-name', { hasText: 'Results' }).waitFor();
+    expect(await page.locator('#target-detail [data-fact="kind"]').textContent()).toBe('A2A');
+    expect(await page.locator('#target-detail [data-capability="stream"]').getAttribute('data-on')).toBe(
+      'true',
+    );
+    await page.locator('#target-detail [data-fact="last reconciliation"]', { hasText: 'ago' }).waitFor();
+    await page.screenshot({ path: `${SHOTS}/dashboard-target.png` });
+    expect(onAgent.target).toBe('agent');
+
+    // A target's recent failures link to the task: the fake one failed a job, and the link opens it.
+    const broken = await create('walk: fails');
+    remote.set(broken.remoteId!, 'failed');
+    await expect.poll(async () => (await server.plane.get('default', broken.id)).state).toBe('failed');
+    await page.locator('.target-card[data-target="fake"]').click();
+    const link = page.locator(`#target-detail .failures li[data-task="${broken.id}"] a`);
+    await link.click();
+    await page.locator('#tasks-view:not([hidden])').waitFor();
+    await page.locator('#detail-id', { hasText: broken.id }).waitFor();
+
+    // Readable on a phone: nothing wider than the screen, in either view.
     await page.setViewportSize({ width: 390, height: 844 });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await page.click('#view-tasks');
+    await page.locator(`tr[data-id="${keep.id}"]`).click();
     await page.screenshot({ path: `${SHOTS}/dashboard-phone.png`, fullPage: true });
-    expect(overflow).toBeLessThanOrEqual(0);
+    expect(await overflow()).toBeLessThanOrEqual(0);
     expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('answers a request whose schema a form cannot draw as JSON, refusing text that is not JSON', async () => {
+    const { envelope } = await server.plane.create(
+      { tenant: 'default', target: 'fake', input: 'where to ship' },
+      { wait: 'started' },
+    );
+    remote.set(envelope.remoteId!, 'waiting_for_input', {
+      inputRequest: {
+        requestId: 'addr',
+        prompt: 'Shipping address?',
+        schema: {
+          type: 'object',
+          properties: { address: { type: 'object', properties: { city: { type: 'string' } } } },
+        },
+      },
+    });
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    const row = page.locator(`tr[data-id="${envelope.id}"]`);
+    await row.locator('.state[data-state="waiting_for_input"]').waitFor();
+    await row.click();
+    const area = page.locator('#answer-json');
+    await area.waitFor();
+    // Starts from the schema's properties.
+    expect(JSON.parse(await area.inputValue())).toEqual({ address: null });
+    await area.fill('{"address": {"city": ');
+    await page.click('#answer-button');
+    await page.locator('#answer-error', { hasText: /^answer: not JSON/ }).waitFor();
+    await area.fill('{"address": {"city": "Oslo"}}');
+    await page.click('#answer-button');
+    await row.locator('.state[data-state="running"]').waitFor();
+    expect((await server.plane.get('default', envelope.id)).nativeState).toBe(
+      'ANSWERED:{"address":{"city":"Oslo"}}',
+    );
+    await page.close();
+  });
+
+  it('draws a form from oneOf alternatives and from a schema that is one value', async () => {
+    const waiting = async (schema: Record<string, unknown>) => {
+      const { envelope } = await server.plane.create(
+        { tenant: 'default', target: 'fake', input: 'confirm' },
+        { wait: 'started' },
+      );
+      remote.set(envelope.remoteId!, 'waiting_for_input', {
+        inputRequest: { requestId: 'c1', prompt: 'Allow tool bash?', schema },
+      });
+      return envelope;
+    };
+    // A tool confirmation: a bare choice, or an object with a reason to deny.
+    const confirm = await waiting({
+      oneOf: [
+        { enum: ['allow', 'deny'] },
+        {
+          type: 'object',
+          required: ['result'],
+          properties: { result: { enum: ['allow', 'deny'] }, deny_message: { type: 'string' } },
+        },
+      ],
+    });
+    const limit = await waiting({ type: 'integer', minimum: 1, title: 'Limit in cents' });
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator(`tr[data-id="${confirm.id}"] .state[data-state="waiting_for_input"]`).waitFor();
+    await page.locator(`tr[data-id="${confirm.id}"]`).click();
+    await page.selectOption('#answer-field-result', { label: 'deny' });
+    await page.fill('#answer-field-deny_message', 'not on prod');
+    await page.click('#answer-button');
+    await expect
+      .poll(async () => (await server.plane.get('default', confirm.id)).nativeState)
+      .toBe('ANSWERED:{"result":"deny","deny_message":"not on prod"}');
+
+    await page.locator(`tr[data-id="${limit.id}"]`).click();
+    await page.fill('#answer-field-answer', '0');
+    await page.click('#answer-button');
+    await page.locator('#answer-error', { hasText: 'answer: must be at least 1' }).waitFor();
+    await page.fill('#answer-field-answer', '500');
+    await page.click('#answer-button');
+    await expect
+      .poll(async () => (await server.plane.get('default', limit.id)).nativeState)
+      .toBe('ANSWERED:500');
+    await page.close();
+  });
+
+  it('charts the signals over time: one point per sample, a burst of samples kept as one', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator('[data-chart="orphans"]').waitFor();
+    // A string, so the test runner's transform leaves the browser's own dynamic import alone.
+    const drawn = await page.evaluate(`(async () => {
+      sessionStorage.removeItem('taskplane.signals');
+      // A fresh copy of the module, with no samples from the page's own polling.
+      const charts = await import('/charts.js?fresh=' + Date.now());
+      const signals = (orphans, push) => ({
+        orphans,
+        observationDelay: push === null ? {} : { push: { p50Ms: push } },
+        inputRequiredByAge: { under1m: 1, under5m: 0, under15m: 0, over15m: 2 },
+        duplicatesAbsorbed: { webhook: 3, observation: 0 },
+        requests: { perTask: 2.5 },
+      });
+      charts.recordSignals(signals(0, null), 0);
+      charts.recordSignals(signals(2, 40), 5000);
+      charts.recordSignals(signals(5, 80), 6000); // within 4 s: replaces the previous sample
+      const into = document.createElement('div');
+      charts.renderCharts(into);
+      const points = (chart, series) =>
+        into.querySelector('[data-chart="' + chart + '"] polyline[data-series="' + series + '"]')
+          .getAttribute('points').split(' ').length;
+      const legend = (chart, series) =>
+        into.querySelector('[data-chart="' + chart + '"] li[data-series="' + series + '"] b').textContent;
+      return {
+        samples: into.querySelector('[data-chart="orphans"]').getAttribute('data-samples'),
+        orphanPoints: points('orphans', 'orphans'),
+        orphansNow: legend('orphans', 'orphans'),
+        pushPoints: points('delay', 'push'),
+        pushNow: legend('delay', 'push'),
+        oldInput: legend('input-age', '> 15 min'),
+      };
+    })()`);
+    expect(drawn).toEqual({
+      samples: '2',
+      orphanPoints: 2,
+      orphansNow: '5',
+      // No push delay in the first sample: that series starts at the second.
+      pushPoints: 1,
+      pushNow: '80 ms',
+      oldInput: '2',
+    });
     await page.close();
   });
 

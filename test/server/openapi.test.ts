@@ -293,6 +293,15 @@ async function exercise(): Promise<void> {
   await call('get', '/v1/tasks', {}, { query: '?state=bogus' });
   await call('get', '/v1/tasks', {}, { query: '?limit=1' });
   await call('get', '/v1/signals');
+  await server.plane.reconcileNow();
+  const targets = await call('get', '/v1/targets');
+  expect((targets.body as { targets: { name: string }[] }).targets.map((t) => t.name)).toEqual([
+    'agent',
+    'strict',
+  ]);
+  await call('get', '/v1/targets/{name}', { name: 'agent' });
+  await call('get', '/v1/targets/{name}', { name: 'agent' }, { key: KEY_B });
+  await call('get', '/v1/targets/{name}', { name: 'nope' });
   await call(
     'post',
     '/v1/webhooks/{kind}/{target}',

@@ -10,6 +10,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineAgent } from '../../src/host/agent-api.ts';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
+import { McpConnector } from '../../src/connectors/mcp/mcp-connector.ts';
+import { defineTool } from '../../src/host/tool-api.ts';
 import { taskTraceContext } from '../../src/plane/tracing.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
@@ -25,6 +27,7 @@ const exporter = new InMemorySpanExporter();
 const seen: Array<{ url: string; traceparent: string | null }> = [];
 let host: RunningHost;
 let executeSpan: ReadableSpan | undefined;
+let toolSpan: ReadableSpan | undefined;
 let fx: Awaited<ReturnType<typeof planeApp>>;
 
 beforeAll(async () => {
@@ -41,6 +44,15 @@ beforeAll(async () => {
         await ctx.status('working');
         await ctx.sleep(60_000);
       },
+      tools: [
+        defineTool({
+          name: 'traced_tool',
+          async run() {
+            toolSpan = trace.getActiveSpan() as unknown as ReadableSpan;
+            return 'traced';
+          },
+        }),
+      ],
     }),
   });
   const recording: typeof fetch = (input, init) => {
@@ -49,7 +61,15 @@ beforeAll(async () => {
     return fetch(input, init);
   };
   fx = await planeApp({
-    connectors: { agent: new A2AConnector({ target: 'agent', baseUrl: host.url, fetch: recording }) },
+    connectors: {
+      agent: new A2AConnector({ target: 'agent', baseUrl: host.url, fetch: recording }),
+      tools: new McpConnector({
+        target: 'tools',
+        url: `${host.url}/mcp`,
+        tool: 'traced_tool',
+        fetch: recording,
+      }),
+    },
   });
 });
 afterAll(async () => {
@@ -111,5 +131,67 @@ describe('OpenTelemetry traces', () => {
     // The host continued that trace into the agent's execute.
     expect(executeSpan?.name).toBe('taskplane execute');
     expect(executeSpan?.spanContext().traceId).toBe(taskTrace);
+  });
+
+  it("ends and exports the task's own span, from creation to its terminal state, in the task's trace", async () => {
+    const { envelope } = await fx.plane.create(
+      { tenant: 'alpha', target: 'agent', input: 'end me' },
+      { wait: 'started' },
+    );
+    const root = trace.getSpanContext(taskTraceContext(envelope.id))!;
+    const taskSpan = () =>
+      exporter
+        .getFinishedSpans()
+        .find((s) => s.name === 'taskplane task' && s.attributes['taskplane.envelope_id'] === envelope.id);
+    // Not before the task ends: a span is exported once it is ended.
+    expect(taskSpan()).toBeUndefined();
+    await fx.plane.cancel('alpha', envelope.id);
+    await expect.poll(taskSpan, { timeout: 20_000 }).toBeDefined();
+    const span = taskSpan()!;
+    expect(span.spanContext().traceId).toBe(root.traceId);
+    expect(span.parentSpanContext?.spanId).toBe(root.spanId);
+    expect(span.attributes).toMatchObject({
+      'taskplane.state': 'cancelled',
+      'taskplane.target': 'agent',
+      'taskplane.tenant': 'alpha',
+    });
+    const ms = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6;
+    expect(ms(span.startTime)).toBe(envelope.createdAt);
+    const ended = await fx.plane.get('alpha', envelope.id);
+    expect(ms(span.endTime)).toBe(ended.updatedAt);
+    // Exactly one per task, however many paths observed the end.
+    await fx.plane.reconcileNow('agent');
+    expect(
+      exporter
+        .getFinishedSpans()
+        .filter(
+          (s) =>
+            s === span ||
+            (s.name === 'taskplane task' && s.attributes['taskplane.envelope_id'] === envelope.id),
+        ),
+    ).toHaveLength(1);
+  });
+
+  it("the MCP host continues the task's trace into the tool's run, as the A2A host does into execute", async () => {
+    seen.length = 0;
+    const { envelope } = await fx.plane.create(
+      { tenant: 'alpha', target: 'tools', input: {} },
+      { wait: 'started' },
+    );
+    const taskTrace = trace.getSpanContext(taskTraceContext(envelope.id))!.traceId;
+    await expect
+      .poll(async () => (await fx.plane.get('alpha', envelope.id)).state, { timeout: 20_000 })
+      .toBe('succeeded');
+    // The tools/call carried the task's trace as traceparent…
+    const start = exporter
+      .getFinishedSpans()
+      .find((s) => s.name === 'taskplane start' && s.attributes['taskplane.envelope_id'] === envelope.id)!;
+    expect(start.spanContext().traceId).toBe(taskTrace);
+    expect(seen.map((r) => r.traceparent)).toContain(`00-${taskTrace}-${start.spanContext().spanId}-01`);
+    // …and the host ran the tool inside it, as a child of the call that started it.
+    expect(toolSpan?.name).toBe('taskplane execute');
+    expect(toolSpan?.spanContext().traceId).toBe(taskTrace);
+    expect(toolSpan?.parentSpanContext?.spanId).toBe(start.spanContext().spanId);
+    expect(toolSpan?.attributes['taskplane.tool']).toBe('traced_tool');
   });
 });

@@ -1,30 +1,33 @@
 // taskplane dashboard: tasks with state, target, age and pending input, live over SSE (/v1/events),
-// filtered by state, target and a search (id, idempotency key, input) and paged; the lifecycle signals;
-// one task's input, output, acceptance and event timeline (each event with how the plane learned it),
-// and buttons to answer input and to cancel (with a confirmation).
-// Plain JS, no build step. The API key comes from the URL fragment `#key=…` (printed by `taskplane
-// serve` at first start), which is removed from the address bar at once; it is kept in sessionStorage
-// (this tab only, gone when it closes) and sent as a bearer header. EventSource cannot send headers, so
-// the live view asks for a short-lived stream ticket (POST /v1/stream-tickets) and puts that, never the
-// key, in its URL.
+// filtered by state, target and a search (id, idempotency key, input) and paged; the lifecycle signals
+// as small charts (charts.js); one task's input, output, acceptance (with accept and reject buttons)
+// and event timeline (each event with how the plane learned it), with a form to answer input
+// (answer-form.js) and cancel (with a confirmation); the targets view (targets.js). Keyboard: j/k or
+// the arrows move in the list, Enter opens, / searches, Esc closes.
+// Plain JS modules, no build step. The API key comes from the URL fragment `#key=…` (printed by
+// `taskplane serve` at first start), which is removed from the address bar at once; it is kept in
+// sessionStorage (this tab only, gone when it closes) and sent as a bearer header. EventSource cannot
+// send headers, so the live view asks for a short-lived stream ticket (POST /v1/stream-tickets) and
+// puts that, never the key, in its URL.
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled', 'expired', 'lost']);
+import { $, el, api, age, short, useKey } from './dom.js';
+import { answerBox, placeAnswerBox } from './answer-form.js';
+import { recordSignals, renderCharts } from './charts.js';
+import { closeTarget, kindName, loadTargets, targetOpen } from './targets.js';
+import {
+  TERMINAL,
+  acceptanceBlock,
+  acceptanceBox,
+  cancelBox,
+  outputBlock,
+  timelineItem,
+  usageBlock,
+} from './task-detail.js';
+
 const tasks = new Map();
 let selected = null;
-let key = null;
 /** SSE event names to listen for, from the API description (see loadEventTypes). */
 let eventTypes = [];
-
-const $ = (sel) => document.querySelector(sel);
-const el = (tag, attrs = {}, ...children) => {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v);
-  }
-  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return node;
-};
 
 const KEY_ITEM = 'taskplane.key';
 
@@ -39,36 +42,23 @@ function readKey() {
   return sessionStorage.getItem(KEY_ITEM);
 }
 
-async function api(method, path, body) {
-  const res = await fetch(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = await res.json().catch(() => null);
-  if (res.status === 401) askForKey();
-  if (!res.ok) throw new Error(json?.error?.message ?? res.statusText);
-  return json;
-}
-
 function askForKey() {
   $('#key-form').hidden = false;
   $('#live').textContent = 'API key needed';
   $('#live').dataset.state = 'error';
 }
 
-function age(ms) {
-  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-}
-
-/** The requests still waiting for an answer: each keyed one (MCP), else the single one. */
+/** The requests still waiting for an answer: each keyed one (MCP, Claude), else the single one. */
 function openRequests(p) {
   if (!p) return [];
   if (p.requests) return p.requests.filter((r) => !r.answeredAt);
   return p.answeredAt ? [] : [p];
+}
+
+/** The requests answered while the job still shows them, with the answer given. */
+function answeredRequests(p) {
+  if (!p) return [];
+  return (p.requests ?? [p]).filter((r) => r.answeredAt && r.answer);
 }
 
 function pendingText(t) {
@@ -78,47 +68,26 @@ function pendingText(t) {
   return open.length > 1 ? `${first} (+${open.length - 1})` : first;
 }
 
-/**
- * What the answer box sends: JSON when it parses to an object, else the text. For a request whose
- * schema has one property (an MCP form), the text is that property's value.
- */
-function answerValue(req, text) {
-  try {
-    const v = JSON.parse(text);
-    if (v && typeof v === 'object' && !Array.isArray(v)) return v;
-  } catch {
-    /* plain text */
-  }
-  const props = Object.keys(req.schema?.properties ?? {});
-  if (props.length === 1) {
-    const type = req.schema.properties[props[0]]?.type;
-    const n = Number(text);
-    const value =
-      type === 'boolean'
-        ? /^(true|yes|y|1)$/i.test(text)
-        : (type === 'integer' || type === 'number') && text !== '' && Number.isFinite(n)
-          ? n
-          : text;
-    return { [props[0]]: value };
-  }
-  return text;
-}
-
 function renderRow(t) {
   const row = el(
     'tr',
-    { 'data-id': t.id, onclick: () => select(t.id) },
+    { 'data-id': t.id, tabindex: '-1', onclick: () => select(t.id) },
     el('td', {}, el('code', {}, t.id.slice(0, 18) + '…')),
     el('td', {}, el('span', { class: 'state', 'data-state': t.state }, t.state)),
     el('td', {}, t.target),
-    el('td', { class: 'kind' }, t.connector),
-    el('td', { class: 'age', 'data-created': String(t.createdAt) }, age(t.createdAt)),
+    el('td', { class: 'kind' }, kindName(t.connector)),
+    el('td', { class: 'age', 'data-created': String(t.createdAt), 'data-ended': ended(t) }, rowAge(t)),
     el('td', { class: 'pending' }, pendingText(t)),
     el('td', {}, t.acceptance ? t.acceptance.status : ''),
   );
   if (t.id === selected) row.classList.add('selected');
   return row;
 }
+
+/** A finished task's age stops at its end. */
+const ended = (t) => (TERMINAL.has(t.state) ? String(t.stateTimestamp ?? t.updatedAt) : null);
+const rowAge = (t) =>
+  age(t.createdAt, TERMINAL.has(t.state) ? (t.stateTimestamp ?? t.updatedAt) : Date.now());
 
 const STATES = [
   'accepted',
@@ -135,6 +104,9 @@ const STATES = [
 const PAGE_SIZE = 25;
 const filters = { state: '', target: '', text: '' };
 let page = 0;
+/** The row the keyboard is on, as an index into the rows shown. */
+let cursor = -1;
+let shownRows = [];
 
 /** What the search box matches: the id, the idempotency key, the workflow id and the input. */
 function matches(t) {
@@ -166,10 +138,12 @@ function renderTasks() {
   const shown = [...tasks.values()].filter(matches).sort((a, b) => b.createdAt - a.createdAt);
   const pages = Math.max(1, Math.ceil(shown.length / PAGE_SIZE));
   page = Math.min(page, pages - 1);
-  const rows = shown.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
-  body.replaceChildren(...rows.map(renderRow));
+  shownRows = shown.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
+  body.replaceChildren(...shownRows.map(renderRow));
+  cursor = Math.min(cursor, shownRows.length - 1);
+  if (cursor >= 0) body.children[cursor].classList.add('cursor');
   $('#page-info').textContent = shown.length
-    ? `${page * PAGE_SIZE + 1}–${page * PAGE_SIZE + rows.length} of ${shown.length}`
+    ? `${page * PAGE_SIZE + 1}–${page * PAGE_SIZE + shownRows.length} of ${shown.length}`
     : 'no tasks match';
   $('#page-prev').disabled = page === 0;
   $('#page-next').disabled = page >= pages - 1;
@@ -182,31 +156,30 @@ function setUpFilters() {
     filters.target = $('#filter-target').value;
     filters.text = $('#filter-text').value;
     page = 0;
+    cursor = -1;
     renderTasks();
   };
   $('#filters').addEventListener('input', apply);
   $('#filters').addEventListener('submit', (ev) => ev.preventDefault());
-  $('#page-prev').addEventListener('click', () => (page--, renderTasks()));
-  $('#page-next').addEventListener('click', () => (page++, renderTasks()));
+  $('#page-prev').addEventListener('click', () => (page--, (cursor = -1), renderTasks()));
+  $('#page-next').addEventListener('click', () => (page++, (cursor = -1), renderTasks()));
 }
 
-const SIGNALS = [
-  ['orphans', (s) => s.orphans, 'orphans'],
-  ['input', (s) => Object.values(s.inputRequiredByAge).reduce((a, b) => a + b, 0), 'waiting for input'],
-  ['input-old', (s) => s.inputRequiredByAge.under15m + s.inputRequiredByAge.over15m, 'input waiting > 5 min'],
-  ['dups', (s) => s.duplicatesAbsorbed.webhook + s.duplicatesAbsorbed.observation, 'duplicates absorbed'],
+/** Counts not charted, as numbers: each is a failure that should stay at zero. */
+const COUNTS = [
   ['reused', (s) => s.reusedMessageIds, 'reused messageIds'],
   ['notfound', (s) => s.taskNotFoundOwn, 'TaskNotFound on own tasks'],
-  ['rpt', (s) => (s.requests.perTask ?? 0).toFixed(2), 'requests per task'],
-  ['push', (s) => s.observationDelay.push?.p50Ms ?? '–', 'push delay p50 ms'],
-  ['stream', (s) => s.observationDelay.stream?.p50Ms ?? '–', 'stream delay p50 ms'],
+  ['drops', (s) => s.streamDrops, 'stream drops'],
+  ['escalated', (s) => s.escalated, 'escalated'],
 ];
 
 async function refreshSignals() {
   try {
     const s = await api('GET', '/v1/signals');
-    $('#signals').replaceChildren(
-      ...SIGNALS.map(([id, f, label]) =>
+    recordSignals(s);
+    renderCharts($('#charts'));
+    $('#counts').replaceChildren(
+      ...COUNTS.map(([id, f, label]) =>
         el('div', { class: 'signal', 'data-signal': id }, el('b', {}, f(s)), el('span', {}, label)),
       ),
     );
@@ -231,214 +204,71 @@ async function loadTasks() {
   return page.eventSeq ?? 0;
 }
 
-/** A value as a short phrase: text as is, anything else as compact JSON, both cut to `max` characters. */
-function short(v, max = 100) {
-  const text = typeof v === 'string' ? v : JSON.stringify(v);
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
-/** An event as a person reads it: what happened, in words; any other fields as `name: value`. */
-function describe(e) {
-  const d = e.data ?? {};
-  if (e.type === 'state_changed') return `${d.from} → ${d.to}`;
-  if (e.type === 'input_requested') return `asked: ${d.prompt || d.requestId}`;
-  if (e.type === 'input_answered')
-    return `answered ${d.requestId}${d.value !== undefined ? `: ${short(d.value, 60)}` : ''}`;
-  if (e.type === 'created') return `created for ${d.target ?? 'its target'}`;
-  if (e.type === 'artifact') return `output ${d.artifactId}${d.name ? ` (${d.name})` : ''}`;
-  const fields = Object.entries(d)
-    .filter(([k]) => k !== 'source')
-    .map(([k, v]) => `${k}: ${short(v, 60)}`);
-  return `${e.type.replaceAll('_', ' ')}${fields.length ? ` — ${fields.join(', ')}` : ''}`;
-}
-
-function timelineItem(e) {
-  const source = e.data?.source;
-  return el(
-    'li',
-    { 'data-type': e.type, 'data-seq': String(e.seq) },
-    el('time', { title: new Date(e.at).toLocaleString() }, new Date(e.at).toLocaleTimeString()),
-    el('span', { class: 'what' }, describe(e)),
-    source
-      ? el('span', { class: 'source', 'data-source': source, title: 'how the plane learned it' }, source)
-      : '',
-  );
-}
-
 /**
- * What was typed into the answer boxes of the task shown, by request key, and which box had focus. A
- * task waiting on several keyed requests (Claude tool calls) is re-rendered on every event about it,
- * including the answer to one of them: without this, the answers typed for the others were lost.
+ * The answer boxes of the task shown, by request: kept across re-renders (every event about the task
+ * re-renders it), so what was typed into them, and which field had focus, survives an event about
+ * another of its requests.
  */
-function typedAnswers(id) {
-  const typed = new Map();
-  let focused = null;
-  if ($('#detail-actions').dataset.task !== id) return { typed, focused };
-  for (const box of document.querySelectorAll('#detail-actions .answer')) {
-    const input = box.querySelector('input');
-    if (input.value) typed.set(box.dataset.request, input.value);
-    if (input === document.activeElement) focused = box.dataset.request;
-  }
-  return { typed, focused };
+const boxes = new Map();
+
+function answerBoxes(t) {
+  const open = TERMINAL.has(t.state) ? [] : openRequests(t.pendingInput);
+  const keep = new Set(open.map((r) => `${t.id}/${r.requestId}`));
+  for (const k of boxes.keys()) if (!keep.has(k)) boxes.delete(k);
+  return open.map((req, i) => {
+    const k = `${t.id}/${req.requestId}`;
+    if (!boxes.has(k))
+      boxes.set(
+        k,
+        answerBox(req, async (value) => {
+          await api('POST', `/v1/tasks/${t.id}/input`, { requestId: req.requestId, value });
+          await refreshTask(t.id);
+        }),
+      );
+    return placeAnswerBox(boxes.get(k), i === 0 ? '' : `-${i}`);
+  });
+}
+
+function showError(err) {
+  $('#detail-error').textContent = err.message;
 }
 
 function renderDetail(t) {
   $('#detail').hidden = false;
   $('#detail-id').textContent = `${t.id} · ${t.state}${t.nativeState ? ` (${t.nativeState})` : ''}`;
-  const { typed, focused } = typedAnswers(t.id);
-  const actions = [];
-  let focus = null;
-  const open = TERMINAL.has(t.state) ? [] : openRequests(t.pendingInput);
-  open.forEach((req, i) => {
-    const suffix = i === 0 ? '' : `-${i}`;
-    const input = el('input', { id: `answer-input${suffix}`, placeholder: req.prompt || 'answer' });
-    input.value = typed.get(req.requestId) ?? '';
-    if (focused === req.requestId) focus = input;
-    const send = async () => {
-      try {
-        await api('POST', `/v1/tasks/${t.id}/input`, {
-          requestId: req.requestId,
-          value: answerValue(req, input.value),
-        });
-        await refreshTask(t.id);
-      } catch (err) {
-        alert(err.message);
-      }
-    };
+  const focused = document.activeElement;
+  const actions = [...answerBoxes(t)];
+  for (const r of answeredRequests(t.pendingInput))
     actions.push(
       el(
-        'div',
-        { class: 'answer', 'data-request': req.requestId },
-        el('span', {}, req.method ? `${req.prompt} (${req.requestId})` : req.prompt),
-        input,
-        el('button', { id: `answer-button${suffix}`, onclick: send }, 'Answer'),
+        'p',
+        { class: 'answered', 'data-request': r.requestId },
+        `answered ${r.prompt || r.requestId}: ${short(r.answer.value, 200)}`,
       ),
     );
-  });
-  if (!TERMINAL.has(t.state) && t.state !== 'cancel_requested') {
-    // Cancelling asks the agent to stop work: a second, explicit click, never a stray one.
-    const cancel = el('div', { class: 'cancel' });
-    const ask = () =>
-      cancel.replaceChildren(
-        el('span', {}, 'Cancel this task? The agent is asked to stop.'),
-        el(
-          'button',
-          {
-            id: 'cancel-confirm',
-            class: 'danger',
-            onclick: async () => {
-              await api('POST', `/v1/tasks/${t.id}/cancel`, {}).catch((err) => alert(err.message));
-              await refreshTask(t.id);
-            },
-          },
-          'Yes, cancel',
-        ),
-        el('button', { id: 'cancel-keep', onclick: () => cancel.replaceChildren(button) }, 'Keep it'),
-      );
-    const button = el('button', { id: 'cancel-button', onclick: ask }, 'Cancel task…');
-    cancel.append(button);
-    actions.push(cancel);
-  }
+  if (!TERMINAL.has(t.state) && t.state !== 'cancel_requested')
+    actions.push(cancelBox(t, { refresh: refreshTask, showError }));
+  if (TERMINAL.has(t.state)) actions.push(acceptanceBox(t, { refresh: refreshTask }));
+  const keepDecision = $('#detail-actions').dataset.task === t.id && $('#detail-actions .acceptance-form');
   $('#detail-actions').dataset.task = t.id;
-  $('#detail-actions').replaceChildren(...actions);
-  focus?.focus();
+  if (!keepDecision) $('#detail-actions').replaceChildren(...actions);
+  if (focused && focused !== document.body && document.contains(focused)) focused.focus();
   $('#detail-output').replaceChildren(...usageBlock(t), ...acceptanceBlock(t), ...outputBlock(t));
-}
-
-// Acceptance apart from the state: the verdict, who decided when a person did, and each check run with
-// its verdict and reasons (docs/plane.md "Acceptance").
-function acceptanceBlock(t) {
-  const a = t.acceptance;
-  if (!a) return [];
-  const by = a.decidedBy ? ` by ${a.decidedBy.actor || a.decidedBy.keyId || 'anonymous'}` : '';
-  const receipt = a.receiptId ? ` · receipt ${a.receiptId}` : '';
-  const checks = (a.checks || []).map((c) =>
-    el(
-      'li',
-      { 'data-check': c.check, 'data-verdict': c.verdict },
-      `${c.check}: ${c.verdict}${c.reasons.length ? ` — ${c.reasons.join('; ')}` : ''}`,
-    ),
-  );
-  if (!checks.length && a.reasons.length) checks.push(el('li', {}, a.reasons.join('; ')));
-  return [
-    el(
-      'div',
-      { class: 'acceptance', 'data-status': a.status },
-      `acceptance: ${a.status}${by}${receipt}`,
-      el('ul', {}, ...checks),
-    ),
-  ];
-}
-
-// Tokens and cost as the remote reported them (`usage`): keys ending in `_tokens` are token counts,
-// any other key is a cost in that unit (the target's price table, e.g. usd_micros), against the budget.
-function usageBlock(t) {
-  const u = t.usage;
-  if (!u || typeof u !== 'object') return [];
-  const tokens = ['input_tokens', 'output_tokens', 'total_tokens']
-    .filter((k) => typeof u[k] === 'number')
-    .map((k) => `${k.replace('_tokens', '')} ${u[k]}`);
-  const costs = Object.keys(u)
-    .filter((k) => !k.endsWith('_tokens') && typeof u[k] === 'number')
-    .map((k) => `${u[k]} ${k}${t.budget && t.budget.unit === k ? ` of ${t.budget.limit}` : ''}`);
-  const parts = [];
-  if (tokens.length) parts.push(`tokens: ${tokens.join(' · ')}`);
-  if (costs.length) parts.push(`cost: ${costs.join(' · ')}`);
-  return parts.length ? [el('p', { class: 'usage', 'data-usage': '' }, parts.join(' — '))] : [];
-}
-
-// What the task produced and why it failed: the API's output summary, not the artifacts themselves.
-function outputBlock(t) {
-  const out = [el('p', { class: 'input' }, el('b', {}, 'input '), short(t.input ?? '', 200))];
-  if (t.acceptance) {
-    const a = t.acceptance;
-    out.push(
-      el(
-        'p',
-        { class: 'acceptance', 'data-status': a.status },
-        el('b', {}, 'acceptance '),
-        `${a.status}${a.reasons?.length ? `: ${a.reasons.join('; ')}` : ''}`,
-      ),
-    );
-  }
-  if (t.error) out.push(el('p', { class: 'failure' }, `${t.error.code}: ${t.error.message}`));
-  else if (t.statusMessage && TERMINAL.has(t.state)) out.push(el('p', { class: 'message' }, t.statusMessage));
-  // A start or cancel that cannot reach the agent: say so, instead of a silent `accepted`.
-  if (t.lastError && !TERMINAL.has(t.state)) {
-    const retry = t.nextRetryAt ? `; next try ${new Date(t.nextRetryAt).toLocaleTimeString()}` : '';
-    out.push(
-      el(
-        'p',
-        { class: 'failure' },
-        `${t.lastError.during} failed (${t.startAttempts ?? 0} start calls${retry}): ${t.lastError.code}: ${t.lastError.message}`,
-      ),
-    );
-  }
-  const o = t.output;
-  if (!o) return out;
-  if (o.text !== null) out.push(el('pre', { class: 'output' }, o.text));
-  for (const d of o.data) out.push(el('pre', { class: 'output' }, JSON.stringify(d, null, 2)));
-  for (const f of o.files)
-    out.push(
-      el(
-        'p',
-        { class: 'file' },
-        [f.name ?? f.artifactId, f.mediaType, f.size !== null ? `${f.size} bytes` : null]
-          .filter(Boolean)
-          .join(' · '),
-      ),
-    );
-  if (o.truncated || o.remoteOnly.length)
-    out.push(el('p', { class: 'more' }, `more: taskplane tasks result ${t.id}`));
-  return out;
 }
 
 // A task's timeline is fetched when it is opened (GET …/history), never kept for every task.
 async function select(id) {
   selected = id;
+  const i = shownRows.findIndex((t) => t.id === id);
+  if (i >= 0) cursor = i;
   renderTasks();
-  const t = tasks.get(id);
-  if (t) renderDetail(t);
+  $('#detail-error').textContent = '';
+  let t = tasks.get(id);
+  if (!t) {
+    t = await api('GET', `/v1/tasks/${id}`);
+    tasks.set(id, t);
+  }
+  renderDetail(t);
   $('#timeline').replaceChildren();
   const { events } = await api('GET', `/v1/tasks/${id}/history`);
   if (selected !== id) return;
@@ -446,6 +276,15 @@ async function select(id) {
   const last = events.length ? events[events.length - 1].seq : 0;
   const live = [...$('#timeline').children].filter((li) => Number(li.dataset.seq) > last);
   $('#timeline').replaceChildren(...events.map(timelineItem), ...live);
+}
+
+function closeDetail() {
+  selected = null;
+  boxes.clear();
+  $('#detail').hidden = true;
+  delete $('#detail-actions').dataset.task;
+  renderTasks();
+  $('#tasks tbody .cursor')?.focus();
 }
 
 async function connectLive(afterSeq) {
@@ -468,7 +307,6 @@ async function connectLive(afterSeq) {
     if (source.readyState !== EventSource.CLOSED) return;
     setTimeout(() => connectLive(lastSeq).catch(() => {}), 1000);
   };
-  source.onmessage = null;
   const onEvent = (msg) => {
     const e = JSON.parse(msg.data);
     lastSeq = Math.max(lastSeq, e.seq);
@@ -498,8 +336,60 @@ async function loadEventTypes() {
   return types;
 }
 
+/** Tasks or targets, as the address says (`#targets`, `#task=<id>`), so a reload or a link keeps it. */
+async function showView() {
+  const m = /^#task=([\w-]+)$/.exec(location.hash);
+  const view = location.hash === '#targets' ? 'targets' : 'tasks';
+  $('#tasks-view').hidden = view !== 'tasks';
+  $('#targets-view').hidden = view !== 'targets';
+  $('#view-tasks').setAttribute('aria-current', view === 'tasks' ? 'page' : 'false');
+  $('#view-targets').setAttribute('aria-current', view === 'targets' ? 'page' : 'false');
+  if (view === 'targets') await loadTargets();
+  if (m) await select(m[1]);
+}
+
+const typing = (node) => node && (/^(INPUT|TEXTAREA|SELECT)$/.test(node.tagName) || node.isContentEditable);
+
+function moveCursor(step) {
+  if (!shownRows.length) return;
+  cursor = Math.max(0, Math.min(shownRows.length - 1, cursor + step));
+  renderTasks();
+  const row = $('#tasks tbody .cursor');
+  row?.focus();
+  row?.scrollIntoView({ block: 'nearest' });
+}
+
+function onKey(ev) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (ev.key === 'Escape') {
+    if (typing(document.activeElement)) return document.activeElement.blur();
+    if (!$('#targets-view').hidden) return targetOpen() && closeTarget();
+    if (selected) closeDetail();
+    return;
+  }
+  if (typing(document.activeElement)) return;
+  if (ev.key === '/') {
+    ev.preventDefault();
+    if ($('#tasks-view').hidden) location.hash = '';
+    $('#filter-text').focus();
+    return;
+  }
+  if ($('#tasks-view').hidden) return;
+  if (ev.key === 'j' || ev.key === 'ArrowDown') {
+    ev.preventDefault();
+    moveCursor(1);
+  } else if (ev.key === 'k' || ev.key === 'ArrowUp') {
+    ev.preventDefault();
+    moveCursor(-1);
+  } else if (ev.key === 'Enter' && cursor >= 0 && shownRows[cursor]) {
+    ev.preventDefault();
+    void select(shownRows[cursor].id).catch(showError);
+  }
+}
+
 async function main() {
-  key = readKey();
+  const key = readKey();
+  useKey(key, askForKey);
   $('#key-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(KEY_ITEM, $('#key-input').value.trim());
@@ -507,15 +397,20 @@ async function main() {
   });
   if (!key) return askForKey();
   setUpFilters();
+  document.addEventListener('keydown', onKey);
+  $('#detail-close').addEventListener('click', closeDetail);
+  window.addEventListener('hashchange', () => void showView().catch(showError));
   eventTypes = await loadEventTypes();
   const seq = await loadTasks();
   await refreshSignals();
   await connectLive(seq);
+  await showView();
   setInterval(() => {
     for (const cell of document.querySelectorAll('td.age'))
-      cell.textContent = age(Number(cell.dataset.created));
+      if (!cell.dataset.ended) cell.textContent = age(Number(cell.dataset.created));
   }, 1000);
   setInterval(refreshSignals, 5000);
+  setInterval(() => !$('#targets-view').hidden && loadTargets().catch(() => {}), 10_000);
 }
 
 main().catch((err) => {
