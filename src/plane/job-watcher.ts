@@ -4,7 +4,7 @@ import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
 import { nextBackoff } from '../core/backoff.ts';
-import type { Connector } from '../connectors/connector.ts';
+import type { Connector, RemoteSnapshot } from '../connectors/connector.ts';
 import {
   childSignal,
   connectorFor,
@@ -16,7 +16,7 @@ import {
   type StartOutcome,
   jobFields,
 } from './context.ts';
-import { observe } from './observe.ts';
+import { observe, type ObserveResult } from './observe.ts';
 import { deliverPendingCancel } from './cancel-delivery.ts';
 import { handleLost } from './lost-policy.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
@@ -59,6 +59,12 @@ export class JobWatcher {
   private attached: { remoteId: string | null; cut: AbortController } | null = null;
   private checking = false;
   private recheckSettled = false;
+  /**
+   * Inside this stream's own observe: its result says whether the job settled, and the loop ends on it;
+   * a change noticed meanwhile is checked once the observe is done (it may have been another path's).
+   */
+  private observing = false;
+  private noticedWhileObserving = false;
   /** The envelope version this watcher parked at (null while not parked). */
   private parkedVersion: number | null = null;
   /** A wake() from this process (an answer, a resubmission) arrived: act on it even if nothing changed. */
@@ -109,6 +115,10 @@ export class JobWatcher {
    */
   noticeChange(): void {
     if (!this.attached) return;
+    if (this.observing) {
+      this.noticedWhileObserving = true;
+      return;
+    }
     if (this.checking) {
       this.recheckSettled = true;
       return;
@@ -123,7 +133,8 @@ export class JobWatcher {
         this.recheckSettled = false;
         const attached = this.attached;
         if (!attached) return;
-        const env = await this.ctx.store.getEnvelope(this.envelopeId);
+        // State and remote id only: this runs on every write to the job, most of them this stream's own.
+        const [env] = await this.ctx.store.envelopeVersions([this.envelopeId]);
         const settled =
           !env || isTerminal(env.state) || (attached.remoteId !== null && env.remoteId !== attached.remoteId);
         if (settled && this.attached === attached) attached.cut.abort();
@@ -133,6 +144,23 @@ export class JobWatcher {
       this.ctx.logger.debug({ envelopeId: this.envelopeId, err: describeError(err) }, 'settle check failed');
     } finally {
       this.checking = false;
+    }
+  }
+
+  /**
+   * Observes one frame of this watcher's own stream. The write it makes reaches noticeChange too; that
+   * is no news to this loop, which reads the result itself, so only a change noticed meanwhile that the
+   * result does not already settle is checked (cutting a stream that is ending anyway is wasted work).
+   */
+  private async observeOwn(snap: RemoteSnapshot, source: 'stream' | 'create'): Promise<ObserveResult> {
+    this.observing = true;
+    this.noticedWhileObserving = false;
+    let result: ObserveResult | undefined;
+    try {
+      return (result = await observe(this.ctx, this.envelopeId, snap, source));
+    } finally {
+      this.observing = false;
+      if (this.noticedWhileObserving && !(result && isTerminal(result.envelope.state))) this.noticeChange();
     }
   }
 
@@ -243,7 +271,7 @@ export class JobWatcher {
       const signal = childSignal(ctx.signal, cut.signal);
       const stream = connector.startStream!(startRequest(env, push), signal);
       for await (const snap of inStreamSpan('start', env, untilAborted(stream, signal))) {
-        const result = await observe(ctx, env.id, snap, bound ? 'stream' : 'create');
+        const result = await this.observeOwn(snap, bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
           if (this.attached) this.attached.remoteId = result.envelope.remoteId;
@@ -363,7 +391,7 @@ export class JobWatcher {
           if (droppedAt !== null) ctx.counters.recovered(ctx.clock.now() - droppedAt);
           droppedAt = null;
           dropped = false;
-          const result = await observe(ctx, env.id, snap, 'stream');
+          const result = await this.observeOwn(snap, 'stream');
           if (isTerminal(result.envelope.state) || result.envelope.remoteId !== remoteId) break;
         }
         last = 'ended';

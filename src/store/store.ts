@@ -94,7 +94,7 @@ export interface EnvelopeStore extends StoreCommon {
   /** Counts by state for one tenant, or all tenants when tenant is undefined. */
   countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>>;
   /**
-   * State and version of each envelope in `ids` that exists (a cheap batched read, without the documents),
+   * State, version and remote id of each envelope in `ids` that exists (a cheap batched read, without the documents),
    * in no particular order: how a plane re-checks the jobs it watches in one query per round.
    */
   envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]>;
@@ -245,6 +245,7 @@ export interface EnvelopeVersion {
   id: string;
   state: NormalizedState;
   version: number;
+  remoteId: string | null;
 }
 
 export interface ChangeNotice {

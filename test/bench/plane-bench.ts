@@ -9,7 +9,8 @@
  * agent on the official SDK server, in its own process, that takes 2 s to answer SendMessage. Create
  * answers once the envelope is durable, so its p50/p99 should not depend on the agent (goal: p99 < 10 ms).
  *
- *   npm run bench:plane -- [tasks=40] [creates=200]
+ *   npm run bench:plane -- [tasks=40] [creates=200]        (creates=0 skips the create latency;
+ *                                                          BENCH_SETUPS=stream,push,payload picks setups)
  */
 import pino from 'pino';
 import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './create-latency.ts';
@@ -140,31 +141,37 @@ async function run(
   }
 }
 
+// BENCH_SETUPS=stream,push,payload runs only those (e.g. to profile one).
+const only = process.env.BENCH_SETUPS?.split(',');
+const want = (name: string) => !only || only.includes(name);
 const rows: Row[] = [];
-rows.push(
-  await run(
-    'stream (SendStreamingMessage, reattach)',
-    'stream',
-    { delivery: { stream: true, push: false } },
-    null,
-  ),
-);
-rows.push(
-  await run(
-    'push, fetch on every delivery',
-    'push',
-    { delivery: { stream: false, push: true }, webhook: { fetchState: 'always' } },
-    'self',
-  ),
-);
-rows.push(
-  await run(
-    'push, verified payload when complete',
-    'push',
-    { delivery: { stream: false, push: true }, webhook: { fetchState: 'when-incomplete' } },
-    'self',
-  ),
-);
+if (want('stream'))
+  rows.push(
+    await run(
+      'stream (SendStreamingMessage, reattach)',
+      'stream',
+      { delivery: { stream: true, push: false } },
+      null,
+    ),
+  );
+if (want('push'))
+  rows.push(
+    await run(
+      'push, fetch on every delivery',
+      'push',
+      { delivery: { stream: false, push: true }, webhook: { fetchState: 'always' } },
+      'self',
+    ),
+  );
+if (want('payload'))
+  rows.push(
+    await run(
+      'push, verified payload when complete',
+      'push',
+      { delivery: { stream: false, push: true }, webhook: { fetchState: 'when-incomplete' } },
+      'self',
+    ),
+  );
 
 console.log(
   `plane bench: ${TASKS} demo tasks per setup (${JSON.stringify(INPUT)}), plane in this process, host in its own, loopback HTTP`,
@@ -186,15 +193,16 @@ console.log(
 console.log("task's first transition (made by the host while the start request is still in flight).");
 
 // The memory store beside it separates the durable write (fsync) from the rest of the request.
-const agent = await startSlowAgent();
-try {
-  for (const store of ['sqlite', 'memory'] as const)
-    console.log(
-      formatCreateLatency(
-        store,
-        await measureCreateLatency({ agentUrl: agent.url, store, creates: CREATES }),
-      ),
-    );
-} finally {
-  await agent.close();
-}
+const agent = CREATES > 0 ? await startSlowAgent() : null;
+if (agent)
+  try {
+    for (const store of ['sqlite', 'memory'] as const)
+      console.log(
+        formatCreateLatency(
+          store,
+          await measureCreateLatency({ agentUrl: agent.url, store, creates: CREATES }),
+        ),
+      );
+  } finally {
+    await agent.close();
+  }

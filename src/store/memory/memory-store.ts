@@ -143,7 +143,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     const out: EnvelopeVersion[] = [];
     for (const id of ids) {
       const e = this.envelopes.get(id);
-      if (e) out.push({ id, state: e.state, version: e.version });
+      if (e) out.push({ id, state: e.state, version: e.version, remoteId: e.remoteId });
     }
     return out;
   }

@@ -230,7 +230,7 @@ export class PostgresStore extends PgAgentHost implements Store {
   async envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]> {
     if (ids.length === 0) return [];
     return this.query<EnvelopeVersion>(
-      'SELECT id, state, version FROM envelopes WHERE id = ANY($1::text[])',
+      'SELECT id, state, version, remote_id AS "remoteId" FROM envelopes WHERE id = ANY($1::text[])',
       [ids],
     );
   }

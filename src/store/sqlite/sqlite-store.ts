@@ -245,7 +245,9 @@ export class SqliteStore extends SqliteAgentHost implements Store {
 
   async envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]> {
     const found = this.conn
-      .q('SELECT id, state, version FROM envelopes WHERE id IN (SELECT value FROM json_each(?))')
+      .q(
+        'SELECT id, state, version, remote_id AS remoteId FROM envelopes WHERE id IN (SELECT value FROM json_each(?))',
+      )
       .all(JSON.stringify(ids)) as EnvelopeVersion[];
     return this.visible(found);
   }

@@ -192,17 +192,19 @@ export function envelopeCases({ store, peer, test }: SuiteContext<EnvelopeStore>
     expect(await store().acquireLeases([], 'w1', 1150, 100)).toEqual([]);
   });
 
-  test('envelopeVersions reads state and version of the envelopes that exist', async () => {
+  test('envelopeVersions reads state, version and remote id of the envelopes that exist', async () => {
     const a = makeEnvelope();
     const b = makeEnvelope();
     await store().createEnvelope(a, [event(a, 'created')]);
     await store().createEnvelope(b, [event(b, 'created')]);
-    await store().updateEnvelope({ ...b, state: 'succeeded' }, 1, [event(b, 'state_changed')]);
+    await store().updateEnvelope({ ...b, state: 'succeeded', remoteId: 'r-b' }, 1, [
+      event(b, 'state_changed'),
+    ]);
     const found = await store().envelopeVersions([a.id, b.id, 'missing']);
     expect(found.sort((x, y) => x.id.localeCompare(y.id))).toEqual(
       [
-        { id: a.id, state: a.state, version: 1 },
-        { id: b.id, state: 'succeeded', version: 2 },
+        { id: a.id, state: a.state, version: 1, remoteId: null },
+        { id: b.id, state: 'succeeded', version: 2, remoteId: 'r-b' },
       ].sort((x, y) => x.id.localeCompare(y.id)),
     );
     expect(await store().envelopeVersions([])).toEqual([]);
