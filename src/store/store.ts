@@ -208,7 +208,7 @@ export interface AgentTaskStore extends StoreCommon {
    * replies created before `finishedBefore` (PostgreSQL: in a second statement). Rows another transaction holds are skipped, never waited
    * for (PostgreSQL `SKIP LOCKED`). A `messageId` of a purged task is free again: sending it once more
    * creates a new task. Event seqs are never handed out twice (SQLite keeps the newest event row of the
-   * table, whichever task it belongs to: sqlite-schema.ts migration 2). Notifies nothing.
+   * table as a blank tombstone when it was a purged task's: sqlite-schema.ts migration 2). Notifies nothing.
    */
   purgeAgentTasks(finishedBefore: number, limit: number): Promise<AgentTaskPurge>;
 

@@ -49,12 +49,17 @@ export const PURGE_WRITES = {
     ).map((r) => r.id);
     if (tasks.length > 0) {
       const list = JSON.stringify(tasks);
-      // The newest row of the table stays whatever task it belongs to: without AUTOINCREMENT a new seq
-      // is max(seq) + 1, so deleting it would hand its seq out again (sqlite-schema.ts, migration 2).
+      // Without AUTOINCREMENT a new seq is max(seq) + 1, so the newest row of the table must stay or its
+      // seq would be handed out again (sqlite-schema.ts, migration 2). When it is a purged task's, it
+      // stays as a blank tombstone (no task, no payload); older tombstones go.
       c.q(
-        `DELETE FROM agent_task_events WHERE task_id IN (SELECT value FROM json_each(?))
-         AND seq < (SELECT MAX(seq) FROM agent_task_events)`,
+        `UPDATE agent_task_events SET task_id = '', payload = '{}'
+         WHERE seq = (SELECT MAX(seq) FROM agent_task_events) AND task_id IN (SELECT value FROM json_each(?))`,
       ).run(list);
+      c.q('DELETE FROM agent_task_events WHERE task_id IN (SELECT value FROM json_each(?))').run(list);
+      c.q(
+        `DELETE FROM agent_task_events WHERE task_id = '' AND seq < (SELECT MAX(seq) FROM agent_task_events)`,
+      ).run();
       for (const table of ['outbox', 'push_configs', 'agent_task_messages', 'agent_task_acks'])
         c.q(`DELETE FROM ${table} WHERE task_id IN (SELECT value FROM json_each(?))`).run(list);
       c.q('DELETE FROM agent_tasks WHERE id IN (SELECT value FROM json_each(?))').run(list);

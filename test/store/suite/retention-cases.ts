@@ -148,8 +148,6 @@ export function agentTaskRetentionCases({ store, test }: SuiteContext<AgentTaskS
     expect(await s.listPushConfigs(old.id)).toEqual([]);
     expect(await s.listOutbox({ taskId: old.id })).toEqual([]);
     expect(await s.findAgentTaskByMessageId(ALICE, 'm-old')).toBeUndefined();
-    // The newest event row of the table may stay (SQLite keeps it so seqs are not reused), but not this
-    // task's: it was written before the others'.
     expect(await s.listAgentTaskEvents(old.id, 0)).toEqual([]);
     const after = await s.listAgentTasks({ ...ALICE });
     expect(after.totalSize).toBe(2);
@@ -178,6 +176,8 @@ export function agentTaskRetentionCases({ store, test }: SuiteContext<AgentTaskS
     const byAge = [...tasks].sort((a, b) => a.updatedAt - b.updatedAt).map((t) => t.id);
     expect(first.tasks.sort()).toEqual(byAge.slice(0, 3).sort());
     expect((await s.purgeAgentTasks(10_000, 3)).tasks).toEqual(byAge.slice(3));
+    // Nothing of theirs is left, not even the newest event of the store.
+    for (const t of tasks) expect(await s.listAgentTaskEvents(t.id, 0)).toEqual([]);
     const fresh = makeTask();
     await s.createAgentTask(fresh, 'm-fresh', [status(fresh.id, 'TASK_STATE_SUBMITTED')], []);
     const [e] = await s.listAgentTaskEvents(fresh.id, 0);
