@@ -53,9 +53,10 @@ describe.each(stores)('host task retention on %s (virtual clock)', (_name, makeS
     const clock = new VirtualClock(Date.parse('2026-01-01T00:00:00Z'));
     const store = makeStore();
     const h = await host(store, clock);
-    const done = (await call(h.url, 'SendMessage', send('m-done', { steps: 0 }))).body.result.task.id as string;
-    const waiting = (await call(h.url, 'SendMessage', send('m-wait', { steps: 0, askInput: 'Which?' })))
-      .body.result.task.id as string;
+    const done = (await call(h.url, 'SendMessage', send('m-done', { steps: 0 }))).body.result.task
+      .id as string;
+    const waiting = (await call(h.url, 'SendMessage', send('m-wait', { steps: 0, askInput: 'Which?' }))).body
+      .result.task.id as string;
     await waitForTask(store, done, (t) => t.state === 'TASK_STATE_COMPLETED');
     await waitForTask(store, waiting, (t) => t.state === 'TASK_STATE_INPUT_REQUIRED');
     expect((await store.listAgentTaskEvents(done, 0)).length).toBeGreaterThan(0);
@@ -73,7 +74,8 @@ describe.each(stores)('host task retention on %s (virtual clock)', (_name, makeS
     expect((await store.getAgentTask(waiting))?.state).toBe('TASK_STATE_INPUT_REQUIRED');
     expect(h.stats().purged).toBe(1);
     // The purged task's messageId is a new message now: a new task, not the old one.
-    const again = (await call(h.url, 'SendMessage', send('m-done', { steps: 0 }))).body.result.task.id as string;
+    const again = (await call(h.url, 'SendMessage', send('m-done', { steps: 0 }))).body.result.task
+      .id as string;
     expect(again).not.toBe(done);
   });
 
@@ -81,7 +83,8 @@ describe.each(stores)('host task retention on %s (virtual clock)', (_name, makeS
     const clock = new VirtualClock(Date.parse('2026-01-01T00:00:00Z'));
     const store = makeStore();
     const h = await host(store, clock, { taskRetentionMs: null });
-    const done = (await call(h.url, 'SendMessage', send('m-keep', { steps: 0 }))).body.result.task.id as string;
+    const done = (await call(h.url, 'SendMessage', send('m-keep', { steps: 0 }))).body.result.task
+      .id as string;
     await waitForTask(store, done, (t) => t.state === 'TASK_STATE_COMPLETED');
     await clock.advance(2 * HOUR); // past the HOUR the other hosts here keep tasks for
     expect(await h.purgeExpired()).toBe(0);
