@@ -251,7 +251,8 @@ export function registerServeCommand(program: Command): void {
             reconcile: { intervalMs: opts.reconcileIntervalMs as number },
             lostPolicy,
             retention: {
-              terminalMs: opts.retentionDays === null ? null : Math.round((opts.retentionDays as number) * DAY_MS),
+              terminalMs:
+                opts.retentionDays === null ? null : Math.round((opts.retentionDays as number) * DAY_MS),
             },
           },
           (opts.planeOptions as string | undefined) ?? process.env.TASKPLANE_PLANE_OPTIONS,

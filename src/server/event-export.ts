@@ -80,6 +80,31 @@ export async function exportEvents(
 }
 
 /**
+ * A job's event log after `afterSeq` as a JSON Lines HTTP answer (`GET /v1/tasks/{id}/history?format=jsonl`):
+ * read a page per pull, so the client's pace bounds what is held, and one page is the work of each read.
+ */
+export function jsonLines(
+  store: EnvelopeStore,
+  tenant: string,
+  envelopeId: string,
+  afterSeq: number,
+): Response {
+  const enc = new TextEncoder();
+  let after = afterSeq;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const page = await store.listEvents({ afterSeq: after, tenant, envelopeId, limit: PAGE });
+      if (page.length > 0) {
+        after = page[page.length - 1]!.seq;
+        controller.enqueue(enc.encode(page.map(eventLine).join('')));
+      }
+      if (page.length < PAGE) controller.close();
+    },
+  });
+  return new Response(body, { headers: { 'content-type': 'application/jsonl; charset=utf-8' } });
+}
+
+/**
  * The plane's export before purge: each batch's events are appended to `<dir>/purged-<YYYY-MM-DD>.jsonl`
  * (the UTC day of the purge) and fsynced before the batch may be deleted. A crash between the fsync and
  * the delete exports the batch again in the next round: readers deduplicate on `seq`.

@@ -218,7 +218,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     logger: logger.child({ part: 'plane' }),
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
     instanceId,
-    ...(options.exportBeforePurge ? { beforePurge: exportBeforePurge(options.exportBeforePurge, clock) } : {}),
+    ...(options.exportBeforePurge
+      ? { beforePurge: exportBeforePurge(options.exportBeforePurge, clock) }
+      : {}),
   });
   // Every process sharing the store notices a revocation; one of them (whoever records it first) applies
   // the plane's onActorRevoked policy to the key's open jobs.
