@@ -24,9 +24,9 @@ import {
 } from '../server/targets.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 
-/** Flags first, then the JSON options over them, one level deep per section (delivery, stream, poll, …). */
 const DAY_MS = 24 * 3600 * 1000;
 
+/** Flags first, then the JSON options over them, one level deep per section (delivery, stream, poll, …). */
 function mergePlaneOptions(base: PlaneOptions, json: string | undefined): PlaneOptions {
   if (!json) return base;
   let extra: unknown;
