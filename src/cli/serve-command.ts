@@ -260,6 +260,14 @@ export function registerServeCommand(program: Command): void {
         ...(opts.exportBeforePurge ? { exportBeforePurge: opts.exportBeforePurge as string } : {}),
         logger,
       }).catch((err: unknown) => {
+        if (err instanceof TaskplaneError && err.field === 'exportBeforePurge')
+          throw new TaskplaneError(
+            'config',
+            err.message.replace(/^exportBeforePurge/, '--export-before-purge'),
+            {
+              field: 'export-before-purge',
+            },
+          );
         throw withFlagHint(err);
       });
       const lines = [

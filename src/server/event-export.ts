@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../core/clock.ts';
+import { TaskplaneError } from '../core/errors.ts';
 import type { EnvelopeEvent } from '../core/envelope.ts';
 import type { BeforePurge } from '../plane/retention-sweeper.ts';
 import type { EnvelopeStore } from '../store/store.ts';
@@ -110,7 +111,16 @@ export function jsonLines(
  * the delete exports the batch again in the next round: readers deduplicate on `seq`.
  */
 export function exportBeforePurge(dir: string, clock: Clock): BeforePurge {
-  mkdirSync(dir, { recursive: true });
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    // Refused at start, not at the first purge a month later.
+    throw new TaskplaneError(
+      'config',
+      `exportBeforePurge: cannot create ${dir} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      { field: 'exportBeforePurge' },
+    );
+  }
   return async (batch, store) => {
     const day = new Date(clock.now()).toISOString().slice(0, 10);
     const file = await open(join(dir, `purged-${day}.jsonl`), 'a', 0o600);

@@ -137,6 +137,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const logger = options.logger ?? silentLogger;
   const clock = options.clock ?? new SystemClock();
   const random = options.random ?? new CryptoRandom();
+  // Before anything is opened: a directory that cannot be made stops the start with nothing to undo.
+  const beforePurge = options.exportBeforePurge
+    ? exportBeforePurge(options.exportBeforePurge, clock)
+    : undefined;
   const ownsStore = typeof options.db !== 'object';
   const store =
     typeof options.db === 'object' ? options.db : await openStore(options.db ?? 'sqlite:./data/taskplane.db');
@@ -218,9 +222,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     logger: logger.child({ part: 'plane' }),
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
     instanceId,
-    ...(options.exportBeforePurge
-      ? { beforePurge: exportBeforePurge(options.exportBeforePurge, clock) }
-      : {}),
+    ...(beforePurge ? { beforePurge } : {}),
   });
   // Every process sharing the store notices a revocation; one of them (whoever records it first) applies
   // the plane's onActorRevoked policy to the key's open jobs.
