@@ -124,7 +124,8 @@ describe('taskplane export', () => {
     const noDb = await cli(['export', '--db', `sqlite:${dir}/missing.db`, '--tenant', 'default'], dir);
     expect(noDb.code).toBe(2);
     expect(noDb.err).toMatch(/no database at/);
-  });
+    // Nine CLI processes, each compiling the sources: a bound for a loaded machine, not a timing claim.
+  }, 180_000);
 
   it('serve --retention-days 0 --export-before-purge: a finished task is exported, then purged', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'taskplane-purge-'));
@@ -161,5 +162,5 @@ describe('taskplane export', () => {
     // Nothing of it is left to export from the database.
     const after = await cli(['export', '--db', `sqlite:${dir}/plane.db`, '--task', id], dir);
     expect(after.code).toBe(2);
-  });
+  }, 120_000);
 });

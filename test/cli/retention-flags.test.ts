@@ -31,7 +31,7 @@ describe('retention flags', () => {
       expect(proc.stderr).toMatch(/--retention-days <days>' argument '-1' is invalid/);
       expect(proc.stdout).toBe('');
     }
-  });
+  }, 120_000);
 
   it('--export-before-purge to a directory that cannot be made stops serve before it starts', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'taskplane-export-dir-'));
@@ -50,5 +50,5 @@ describe('retention flags', () => {
       /^taskplane: --export-before-purge: cannot create .*a-file\/audit \(ENOTDIR\)$/m,
     );
     expect(proc.stdout).toBe('');
-  });
+  }, 120_000);
 });
