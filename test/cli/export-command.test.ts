@@ -2,6 +2,9 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { newEnvelope } from '../../src/core/envelope.ts';
+import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
+import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
 import { spawnTaskplane, type TestProcess } from '../support/process.ts';
 
 /**
@@ -162,5 +165,52 @@ describe('taskplane export', () => {
     // Nothing of it is left to export from the database.
     const after = await cli(['export', '--db', `sqlite:${dir}/plane.db`, '--task', id], dir);
     expect(after.code).toBe(2);
+  }, 120_000);
+
+  it('reads a PostgreSQL schema too, a page at a time, past the first page', async () => {
+    const schema = freshSchemaName('tp_export');
+    const url = urlForSchema(schema);
+    const store = await PostgresStore.open({ url, poolMax: 2 });
+    let failed = true;
+    try {
+      const env = newEnvelope({
+        id: 'tsk_pg',
+        tenant: 'acme',
+        connector: 'a2a',
+        target: 'x',
+        requestKind: 'message',
+        input: 'x',
+        inputHash: 'sha256:0',
+        createdAt: 1000,
+      });
+      // More events than one page of the export (500), so paging is what is under test.
+      const events = Array.from({ length: 1203 }, (_, i) => ({
+        envelopeId: env.id,
+        tenant: 'acme',
+        type: 'state_changed' as const,
+        at: 1000 + i,
+        data: { i },
+      }));
+      await store.createEnvelope(env, events);
+      const other = { ...env, id: 'tsk_other', tenant: 'someone' };
+      await store.createEnvelope(other, [{ ...events[0]!, envelopeId: other.id, tenant: 'someone' }]);
+      const dir = mkdtempSync(join(tmpdir(), 'taskplane-export-pg-'));
+      const out = await cli(['export', '--db', url, '--tenant', 'acme', '--since', '1100', '--quiet'], dir);
+      expect(out.code).toBe(0);
+      const lines = parse(out.out);
+      expect(lines).toHaveLength(1103);
+      expect(lines[0]).toMatchObject({
+        v: 1,
+        taskId: 'tsk_pg',
+        tenant: 'acme',
+        atMs: 1100,
+        data: { i: 100 },
+      });
+      expect(new Set(lines.map((l) => l.seq)).size).toBe(1103);
+      failed = false;
+    } finally {
+      await store.close();
+      await disposeSchema(schema, failed);
+    }
   }, 120_000);
 });
