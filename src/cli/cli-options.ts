@@ -33,6 +33,15 @@ export function numberOption(value: string): number {
   return n;
 }
 
+/** `--retention-days`: days (fractions allowed, >= 0) or `never` (null: finished tasks are kept for ever). */
+export function retentionDays(value: string): number | null {
+  if (value === 'never') return null;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new InvalidArgumentError('Expected a number of days >= 0, or "never".');
+  return n;
+}
+
 /** A commander parser for a comma-separated list whose every item is one of `allowed`. */
 export function listOption<T extends string>(allowed: readonly T[]): (value: string) => T[] {
   return (value) => {

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import pino from 'pino';
-import { intOption, LOG_LEVELS } from './cli-options.ts';
+import { intOption, LOG_LEVELS, retentionDays } from './cli-options.ts';
 import { loadKeys } from '../host/auth.ts';
 import { startHost } from '../host/start-host.ts';
 import { registerHostOutboxCommand } from './host-outbox-command.ts';
@@ -44,6 +44,12 @@ export function registerHostCommand(program: Command): void {
       86400000,
     )
     .option('--mcp-poll-interval-ms <ms>', 'pollIntervalMs suggested to MCP clients', intOption(1), 1000)
+    .option(
+      '--retention-days <days>',
+      'keep finished tasks this many days after their last update, then purge them with their events; "never" keeps them',
+      retentionDays,
+      30,
+    )
     .addOption(
       new Option('--log-level <level>', 'JSON log level on stderr')
         .choices(LOG_LEVELS)
@@ -76,6 +82,8 @@ export function registerHostCommand(program: Command): void {
         inputTimeoutMs: opts.inputTimeoutMs as number,
         mcpTaskTtlMs: opts.mcpTaskTtlMs as number,
         mcpPollIntervalMs: opts.mcpPollIntervalMs as number,
+        taskRetentionMs:
+          opts.retentionDays === null ? null : Math.round((opts.retentionDays as number) * 86_400_000),
         // Logs go to stderr so stdout carries only the ready lines scripts wait for.
         logger: pino({ level: opts.logLevel as string }, pino.destination(2)),
       });

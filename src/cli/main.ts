@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { cliErrors, commanderExit } from './cli-options.ts';
 import { registerConformanceCommand } from './conformance-command.ts';
+import { registerExportCommand } from './export-command.ts';
 import { registerHostCommand } from './host-command.ts';
 import { registerKeysCommand } from './keys-command.ts';
 import { registerLabCommand } from './lab-command.ts';
@@ -27,6 +28,7 @@ const program = cliErrors(new Command())
 const commands: Array<(program: Command) => void> = [
   // commands register here, one line each
   registerConformanceCommand,
+  registerExportCommand,
   registerHostCommand,
   registerKeysCommand,
   registerLabCommand,

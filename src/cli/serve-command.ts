@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import pino from 'pino';
 import { TaskplaneError } from '../core/errors.ts';
-import { intOption, LOG_LEVELS, numberOption } from './cli-options.ts';
+import { intOption, LOG_LEVELS, numberOption, retentionDays } from './cli-options.ts';
 import { keyLines, withFlagHint } from './serve-banner.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
@@ -23,6 +23,8 @@ import {
   type TargetConfig,
 } from '../server/targets.ts';
 import type { PlaneOptions } from '../plane/options.ts';
+
+const DAY_MS = 24 * 3600 * 1000;
 
 /** Flags first, then the JSON options over them, one level deep per section (delivery, stream, poll, …). */
 function mergePlaneOptions(base: PlaneOptions, json: string | undefined): PlaneOptions {
@@ -147,6 +149,16 @@ export function registerServeCommand(program: Command): void {
       numberOption,
       2_097_152,
     )
+    .option(
+      '--retention-days <days>',
+      'keep finished tasks this many days, then purge them with their events (per tenant: --plane-options retention.tenants); "never" keeps them',
+      retentionDays,
+      30,
+    )
+    .option(
+      '--export-before-purge <dir>',
+      'append the events of each task to <dir>/purged-<date>.jsonl (fsynced) before it is purged',
+    )
     .option('--no-stream', 'do not watch tasks over streams')
     .option('--poll', 'poll every task (fallback mechanism)', false)
     .addOption(
@@ -238,11 +250,24 @@ export function registerServeCommand(program: Command): void {
             delivery: { stream: opts.stream !== false, push: true, poll: opts.poll === true },
             reconcile: { intervalMs: opts.reconcileIntervalMs as number },
             lostPolicy,
+            retention: {
+              terminalMs:
+                opts.retentionDays === null ? null : Math.round((opts.retentionDays as number) * DAY_MS),
+            },
           },
           (opts.planeOptions as string | undefined) ?? process.env.TASKPLANE_PLANE_OPTIONS,
         ),
+        ...(opts.exportBeforePurge ? { exportBeforePurge: opts.exportBeforePurge as string } : {}),
         logger,
       }).catch((err: unknown) => {
+        if (err instanceof TaskplaneError && err.field === 'exportBeforePurge')
+          throw new TaskplaneError(
+            'config',
+            err.message.replace(/^exportBeforePurge/, '--export-before-purge'),
+            {
+              field: 'export-before-purge',
+            },
+          );
         throw withFlagHint(err);
       });
       const lines = [

@@ -71,6 +71,16 @@ export interface HostOptions {
   mcpTaskTtlMs?: number;
   /** The `pollIntervalMs` MCP tasks suggest to clients. @default 1000 */
   mcpPollIntervalMs?: number;
+  /**
+   * How long a finished task (completed, failed, canceled, rejected) is kept after its last write; then
+   * it is purged with its events, push configs, outbox rows and messageId records (task-retention.ts).
+   * null keeps finished tasks for ever. @default 2592000000 (30 days)
+   */
+  taskRetentionMs?: number | null;
+  /** Wait between purge rounds. @default 60000 */
+  purgeIntervalMs?: number;
+  /** Tasks deleted per transaction. @default 100 */
+  purgeBatchSize?: number;
 }
 
 /** The host's options after defaults and validation: what `startHost` runs with. */
@@ -98,6 +108,9 @@ export interface HostConfig {
   hostLeaseMs: number;
   mcpTaskTtlMs: number;
   mcpPollIntervalMs: number;
+  taskRetentionMs: number | null;
+  purgeIntervalMs: number;
+  purgeBatchSize: number;
 }
 
 function bad(field: string, message: string): TaskplaneError {
@@ -180,5 +193,11 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
     // Positive integers on the wire (the extension's schema and conformance require it).
     mcpTaskTtlMs: integer('mcpTaskTtlMs', options.mcpTaskTtlMs, 86_400_000, 1),
     mcpPollIntervalMs: integer('mcpPollIntervalMs', options.mcpPollIntervalMs, 1000, 1),
+    taskRetentionMs:
+      options.taskRetentionMs === null
+        ? null
+        : integer('taskRetentionMs', options.taskRetentionMs, 30 * 86_400_000, 0),
+    purgeIntervalMs: positive('purgeIntervalMs', options.purgeIntervalMs, 60_000),
+    purgeBatchSize: integer('purgeBatchSize', options.purgeBatchSize, 100, 1, 10_000),
   };
 }

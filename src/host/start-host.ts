@@ -31,6 +31,7 @@ import { loadStepKeySecret } from './steps.ts';
 import { TaskFeed } from './task-feed.ts';
 import { TaskStreams } from './task-streams.ts';
 import { TaskWriter } from './task-writer.ts';
+import { TaskRetention } from './task-retention.ts';
 
 export type { HostOptions } from './host-options.ts';
 
@@ -45,8 +46,10 @@ export interface RunningHost {
   store: AgentTaskStore;
   /** What restart recovery did on start. */
   recovered: RecoveryCounts;
-  /** Live numbers for dashboards and tests. */
-  stats(): { executions: number; subscribers: number };
+  /** Live numbers for dashboards and tests (`purged`: finished tasks purged since start). */
+  stats(): { executions: number; subscribers: number; purged: number };
+  /** One retention purge round now (the loop runs every `purgeIntervalMs`); tasks deleted. */
+  purgeExpired(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -241,6 +244,19 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   });
   outboxRef.outbox = outbox;
   outbox.start();
+  const retention =
+    config.taskRetentionMs === null
+      ? null
+      : new TaskRetention({
+          store,
+          clock,
+          logger,
+          retentionMs: config.taskRetentionMs,
+          intervalMs: config.purgeIntervalMs,
+          batchSize: config.purgeBatchSize,
+          maxPerRound: 100 * config.purgeBatchSize,
+        });
+  retention?.start();
   logger.info(
     { url, hostId, auth: authMode, owner: authMode === 'none' ? ANONYMOUS_OWNER : undefined, recovered },
     'agent host ready',
@@ -255,7 +271,12 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     mcpUrl: baseUrl + MCP_PATH,
     store,
     recovered,
-    stats: () => ({ executions: executions.activeCount, subscribers: feed.subscriberCount }),
+    stats: () => ({
+      executions: executions.activeCount,
+      subscribers: feed.subscriberCount,
+      purged: retention?.stats.tasks ?? 0,
+    }),
+    purgeExpired: () => retention?.sweep() ?? Promise.resolve(0),
     close: () =>
       (closing ??= (async () => {
         const closed = new Promise<void>((r) => server.close(() => r()));
@@ -263,6 +284,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
         await recovery.stop();
         await executions.close();
         await outbox.stop();
+        await retention?.stop();
         await liveness.stop();
         feed.stop();
         await closed;

@@ -1,6 +1,6 @@
 /** Public surface of the control plane engine. */
 export { Plane, type PlanePorts, type CreateTaskRequest } from './plane.ts';
-export { planeConfig, type PlaneOptions, type PlaneConfig } from './options.ts';
+export { planeConfig, type PlaneOptions, type PlaneConfig, type RetentionConfig } from './options.ts';
 export type { ConnectorResolver } from './context.ts';
 export type { Logger, LogFn } from '../core/logger.ts';
 export type { PlaneSignals, AgeBuckets } from './signal-report.ts';
@@ -16,6 +16,7 @@ export type { TargetActivitySnapshot, TargetDelay, TargetError } from './target-
 export type { WebhookResult } from './webhook-ingress.ts';
 export type { ObserveResult } from './observe.ts';
 export type { ArtifactContent } from './artifact-content.ts';
+export type { BeforePurge, RetentionStats } from './retention-sweeper.ts';
 export type { WatcherState, Mechanism } from './job-watcher.ts';
 export type { AnswerRequest } from './answer-and-cancel.ts';
 

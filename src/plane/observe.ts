@@ -16,6 +16,7 @@ import type { RemoteSnapshot } from '../connectors/connector.ts';
 import { neutralParts } from './artifact-content.ts';
 import { decideAcceptance, prepareAcceptance } from './acceptance.ts';
 import type { PlaneContext } from './context.ts';
+import { withRetention } from './retention-sweeper.ts';
 import { recordTaskSpan } from './tracing.ts';
 
 /**
@@ -319,7 +320,11 @@ export async function observe(
     next.lastConfirmedAt = now;
     next.updatedAt = now;
     try {
-      const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
+      const { envelope } = await ctx.store.updateEnvelope(
+        withRetention(next, ctx.config.retention, now),
+        env.version,
+        events,
+      );
       if (!isTerminal(env.state) && isTerminal(envelope.state)) recordTaskSpan(envelope, now);
       if (decision.apply && env.state !== envelope.state && snapshot.stateTimestamp !== null) {
         ctx.counters.delay(source, now - snapshot.stateTimestamp, env);
@@ -353,7 +358,7 @@ export async function updateLocal(
     const now = ctx.clock.now();
     const change = mutate(env, now);
     if (!change) return { envelope: env, written: false };
-    const next = { ...change.next, updatedAt: now };
+    const next = withRetention({ ...change.next, updatedAt: now }, ctx.config.retention, now);
     const events = change.events.map((e) => ({
       envelopeId: env.id,
       tenant: env.tenant,

@@ -163,6 +163,35 @@ export interface PlaneOptions {
   };
   /** Caps on callers' acceptance schemas (plane/acceptance-limits.ts has each default). */
   acceptance?: AcceptanceLimitsOptions;
+  /**
+   * How long finished jobs are kept (plane/retention-sweeper.ts, docs/plane.md "Retention and export").
+   * When a job ends, its envelope records `retentionUntil` = end + the tenant's period; past it the
+   * envelope, its events, its stored artifact content and its delivery records are deleted in batches.
+   */
+  retention?: {
+    /** Period after a job ends before it is purged; null keeps finished jobs for ever. @default 2592000000 (30 days) */
+    terminalMs?: number | null;
+    /** Per-tenant periods, overriding `terminalMs` (null: that tenant's jobs are kept for ever). @default {} */
+    tenants?: Record<string, { terminalMs: number | null }>;
+    /** Run the purge at all (a plane that only records deadlines leaves purging to another). @default true */
+    purge?: boolean;
+    /** Wait between purge rounds. @default 60000 */
+    sweepIntervalMs?: number;
+    /** Envelopes deleted per transaction: each batch holds the store's write lock only this long. @default 100 */
+    batchSize?: number;
+    /** Most envelopes one round deletes; the rest wait for the next round. @default 10000 */
+    maxPerRound?: number;
+  };
+}
+
+/** The validated `retention` options. */
+export interface RetentionConfig {
+  terminalMs: number | null;
+  tenants: Record<string, { terminalMs: number | null }>;
+  purge: boolean;
+  sweepIntervalMs: number;
+  batchSize: number;
+  maxPerRound: number;
 }
 
 export interface PlaneConfig {
@@ -201,6 +230,7 @@ export interface PlaneConfig {
   budgets: { tenants: Record<string, { limit: number; unit: string }>; cancelRunning: boolean };
   acceptance: AcceptanceLimits;
   results: { maxTaskBytes: number; maxArtifactBytes: number };
+  retention: RetentionConfig;
 }
 
 function positive(field: string, value: number): number {
@@ -234,6 +264,33 @@ function tenantBudgets(
     out[tenant] = { limit: positive(`${field}.limit`, b.limit), unit: b.unit };
   }
   return out;
+}
+
+const THIRTY_DAYS_MS = 30 * 24 * 3600 * 1000;
+
+function retentionPeriod(field: string, value: unknown): number | null {
+  if (value === null) return null;
+  if (!(typeof value === 'number' && Number.isFinite(value) && value >= 0))
+    throw configError(field, 'must be a number of milliseconds >= 0, or null to keep for ever');
+  return value;
+}
+
+function retentionConfig(r: PlaneOptions['retention'] = {}): RetentionConfig {
+  const tenants: Record<string, { terminalMs: number | null }> = {};
+  for (const [tenant, t] of Object.entries(r.tenants ?? {})) {
+    if (!t || typeof t !== 'object' || !('terminalMs' in t))
+      throw configError(`retention.tenants.${tenant}`, 'must be {"terminalMs": number | null}');
+    tenants[tenant] = { terminalMs: retentionPeriod(`retention.tenants.${tenant}.terminalMs`, t.terminalMs) };
+  }
+  return {
+    terminalMs:
+      r.terminalMs === undefined ? THIRTY_DAYS_MS : retentionPeriod('retention.terminalMs', r.terminalMs),
+    tenants,
+    purge: bool('retention.purge', r.purge ?? true),
+    sweepIntervalMs: positive('retention.sweepIntervalMs', r.sweepIntervalMs ?? 60_000),
+    batchSize: intInRange('retention.batchSize', r.batchSize ?? 100, 1, 10_000),
+    maxPerRound: intInRange('retention.maxPerRound', r.maxPerRound ?? 10_000, 1, 10_000_000),
+  };
 }
 
 export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
@@ -341,6 +398,7 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
       cancelRunning: bool('budgets.cancelRunning', options.budgets?.cancelRunning ?? false),
     },
     acceptance: acceptanceLimits(options.acceptance),
+    retention: retentionConfig(options.retention),
     results: {
       maxTaskBytes: nonNegative('results.maxTaskBytes', options.results?.maxTaskBytes ?? 1024 * 1024),
       maxArtifactBytes: nonNegative(

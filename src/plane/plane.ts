@@ -12,6 +12,7 @@
  * await plane.handleWebhook(target, { headers, rawBody, envelopeId });  // push ingress (throws unauthenticated)
  * await plane.reconcileNow();                // one reconciliation round now (the loop runs every interval)
  * await plane.signals(tenant);               // that tenant's jobs only; signals() = the whole process (operators)
+ * await plane.purgeExpired();                // one retention purge round now (finished jobs past retentionUntil)
  * await plane.stop();                        // ends every loop and watcher promptly, releases its leases
  * await plane.stop({ abandon: true });       // …keeps them, as a crash would (tests, the lab)
  * ```
@@ -77,6 +78,7 @@ import { handleWebhook, type WebhookResult } from './webhook-ingress.ts';
 import { TimeoutTimers } from './timeouts.ts';
 import { WatchLeases, leaseLoops } from './watch-leases.ts';
 import { WorkerLoop } from './worker-loop.ts';
+import { RetentionSweeper, type BeforePurge, type RetentionStats } from './retention-sweeper.ts';
 
 export interface PlanePorts {
   clock: Clock;
@@ -98,6 +100,12 @@ export interface PlanePorts {
    * (plane/start-queue.ts). The server passes one built on setImmediate. @default none: starts run at once
    */
   nextTurn?: NextTurn;
+  /**
+   * Receives each batch of finished jobs past their retention before it is purged (the server's
+   * `--export-before-purge` writes their events as JSONL); a throw keeps the batch (retention-sweeper.ts).
+   * @default none: purged without export
+   */
+  beforePurge?: BeforePurge;
 }
 
 /**
@@ -172,6 +180,7 @@ export class Plane {
   private readonly beginning = new Set<string>();
   private started = false;
   private stopNotices: (() => void) | null = null;
+  private readonly retention: RetentionSweeper;
 
   constructor(private readonly ports: PlanePorts) {
     this.config = planeConfig(ports.options);
@@ -211,6 +220,15 @@ export class Plane {
     this.leases = new WatchLeases(this.ctx, instanceId);
     this.timeouts = new TimeoutTimers(this.ctx);
     this.startQueue = new StartQueue(ports.nextTurn ?? null);
+    this.retention = new RetentionSweeper({
+      clock: ports.clock,
+      store: ports.store,
+      logger: this.ctx.logger,
+      config: this.config.retention,
+      owner: instanceId,
+      signal: this.controller.signal,
+      ...(ports.beforePurge ? { beforePurge: ports.beforePurge } : {}),
+    });
   }
 
   /**
@@ -270,6 +288,7 @@ export class Plane {
       });
       this.reconcileLoop.start();
     }
+    if (this.config.retention.purge) this.retention.start();
     this.ctx.logger.info({ recovered: active.length }, 'plane started');
   }
 
@@ -284,12 +303,23 @@ export class Plane {
     this.stopNotices = null;
     this.timeouts.clear();
     await this.reconcileLoop?.finished();
+    await this.retention.finished();
     await Promise.all(this.leaseLoops.map((l) => l.finished()));
     await Promise.allSettled([...this.watchers.values()].map((w) => w.done));
     await Promise.allSettled([...this.background]);
     if (options.abandon) return;
     await this.reconciler.releaseLeases();
     await this.leases.releaseAll();
+  }
+
+  /** One retention purge round now (the loop runs every `retention.sweepIntervalMs`); how many it deleted. */
+  purgeExpired(): Promise<number> {
+    return this.retention.sweep();
+  }
+
+  /** What the retention purge did since start (/metrics). */
+  retentionStats(): RetentionStats {
+    return { ...this.retention.stats };
   }
 
   /** Renewal and adoption of per-job watch leases (plane/watch-leases.ts). */

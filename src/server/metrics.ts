@@ -49,6 +49,25 @@ export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean 
       },
     });
 
+  // Read from the sweeper directly: no store scan needed.
+  new Counter({
+    name: 'taskplane_purged_total',
+    help: 'Finished tasks purged past their retention (with their events and stored artifacts)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(plane.retentionStats().purged);
+    },
+  });
+  new Counter({
+    name: 'taskplane_purge_export_failures_total',
+    help: 'Batches of expired tasks left in place because their export before purge failed',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(plane.retentionStats().exportFailures);
+    },
+  });
   gauge(
     'taskplane_tasks',
     'Tasks tracked, by normalized state (terminal ones included)',

@@ -302,6 +302,16 @@ export const schemas: Record<string, unknown> = {
     data: { type: 'object', description: 'depends on the type; `source` says which path observed it' },
   }),
   History: closed({ events: { type: 'array', items: { $ref: '#/components/schemas/Event' } } }),
+  ExportLine: closed({
+    v: { const: 1, description: 'the line format version (server/event-export.ts)' },
+    seq: { type: 'integer', description: 'global and increasing; readers deduplicate on it' },
+    taskId: str,
+    tenant: str,
+    type: { enum: [...ENVELOPE_EVENT_TYPES] },
+    at: { type: 'string', description: 'the same time as atMs, ISO 8601 in UTC' },
+    atMs: ms('epoch ms'),
+    data: { type: 'object' },
+  }),
   ContentPart: {
     oneOf: [
       closed({ kind: { const: 'text' }, text: str, mediaType: str }, ['kind', 'text']),

@@ -244,9 +244,27 @@ export function openApiDocument(): Record<string, unknown> {
       },
       '/v1/tasks/{id}/history': {
         get: {
-          summary: "A task's event timeline as JSON",
-          parameters: [taskId, { name: 'after', in: 'query', schema: { type: 'integer' } }],
-          responses: { '200': json('Events in seq order', 'History'), ...keyed, '404': err('NotFound') },
+          summary:
+            "A task's event timeline as JSON, or with ?format=jsonl its whole log as JSON Lines (the export format, streamed)",
+          parameters: [
+            taskId,
+            { name: 'after', in: 'query', schema: { type: 'integer' } },
+            { name: 'format', in: 'query', schema: { enum: ['json', 'jsonl'] } },
+          ],
+          responses: {
+            '200': {
+              description: 'Events in seq order',
+              content: {
+                'application/json': { schema: ref('History') },
+                'application/jsonl': {
+                  schema: { description: 'one ExportLine per line', items: ref('ExportLine') },
+                },
+              },
+            },
+            ...keyed,
+            '400': err('BadRequest'),
+            '404': err('NotFound'),
+          },
         },
       },
       '/v1/tasks/{id}/events': {

@@ -14,6 +14,7 @@ import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-connector.ts';
 import { Plane } from '../plane/plane.ts';
 import { WorkerSchemaCompiler } from './worker-schema-compiler.ts';
+import { exportBeforePurge } from './event-export.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
@@ -63,6 +64,11 @@ export interface ServerOptions {
    */
   metricsToken?: string;
   plane?: PlaneOptions;
+  /**
+   * A directory the events of each finished job are appended to (as JSON Lines, `purged-<UTC date>.jsonl`,
+   * fsynced) before the retention purge deletes it (server/event-export.ts). @default none: purged without export
+   */
+  exportBeforePurge?: string;
   /** Serve the dashboard at `/`. @default true */
   dashboard?: boolean;
   /** Serve the failure lab page at `/lab` (bundled on first request). @default true */
@@ -131,6 +137,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const logger = options.logger ?? silentLogger;
   const clock = options.clock ?? new SystemClock();
   const random = options.random ?? new CryptoRandom();
+  // Before anything is opened: a directory that cannot be made stops the start with nothing to undo.
+  const beforePurge = options.exportBeforePurge
+    ? exportBeforePurge(options.exportBeforePurge, clock)
+    : undefined;
   const ownsStore = typeof options.db !== 'object';
   const store =
     typeof options.db === 'object' ? options.db : await openStore(options.db ?? 'sqlite:./data/taskplane.db');
@@ -212,6 +222,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     logger: logger.child({ part: 'plane' }),
     options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
     instanceId,
+    ...(beforePurge ? { beforePurge } : {}),
   });
   // Every process sharing the store notices a revocation; one of them (whoever records it first) applies
   // the plane's onActorRevoked policy to the key's open jobs.

@@ -7,6 +7,7 @@ import { isNormalizedState, NORMALIZED_STATES, type NormalizedState } from '../c
 import type { CreateTaskRequest, Plane } from '../plane/plane.ts';
 import type { EnvelopeStore } from '../store/store.ts';
 import { eventStream, latestEventSeq, resumePoint } from './event-stream.ts';
+import { jsonLines } from './event-export.ts';
 import { readJsonObject, type BodyLimits } from './request-body.ts';
 import type { TenantLimits } from './tenant-limits.ts';
 
@@ -197,6 +198,10 @@ export function registerTaskRoutes(
     const id = c.req.param('id');
     await plane.get(tenant, id);
     const after = Number(c.req.query('after') ?? '0') || 0;
+    const format = c.req.query('format') ?? 'json';
+    if (format === 'jsonl') return jsonLines(store, tenant, id, after);
+    if (format !== 'json')
+      throw new TaskplaneError('invalid_argument', "format: must be 'json' or 'jsonl'", { field: 'format' });
     return c.json({ events: await plane.events(tenant, { afterSeq: after, envelopeId: id }) });
   });
 

@@ -86,7 +86,7 @@ export interface OutboxDbRow {
 /**
  * The envelope's indexed columns then its JSON document, in the order both SQL backends' INSERT and
  * UPDATE statements list them (tenant, idempotency_key, connector, target, remote_id, state,
- * updated_at, version, doc).
+ * updated_at, version, retention_until, doc).
  */
 export function envelopeColumns(e: Envelope): unknown[] {
   return [
@@ -98,6 +98,7 @@ export function envelopeColumns(e: Envelope): unknown[] {
     e.state,
     e.updatedAt,
     e.version,
+    e.retentionUntil ?? null,
     envelopeDoc(e),
   ];
 }

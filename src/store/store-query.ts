@@ -14,6 +14,12 @@ export const TERMINAL_AGENT_TASK_STATES: readonly string[] = [
   'TASK_STATE_REJECTED',
 ];
 
+/**
+ * TERMINAL_AGENT_TASK_STATES as an SQL list, word for word the predicate of the `agent_tasks_finished`
+ * partial index (migration 9): SQLite uses a partial index only for a query that repeats its terms.
+ */
+export const TERMINAL_AGENT_TASK_STATES_SQL = `(${TERMINAL_AGENT_TASK_STATES.map((s) => `'${s}'`).join(', ')})`;
+
 export function isTerminalAgentTaskState(state: string): boolean {
   return TERMINAL_AGENT_TASK_STATES.includes(state);
 }

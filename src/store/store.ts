@@ -103,6 +103,22 @@ export interface EnvelopeStore extends StoreCommon {
   /** Events with seq > afterSeq in seq order, optionally for one tenant and/or one envelope. */
   listEvents(query: EventQuery): Promise<EnvelopeEvent[]>;
 
+  // --- retention ------------------------------------------------------------------------------
+  /**
+   * Terminal envelopes whose `retentionUntil` is at or before `now`, earliest deadline first, at most
+   * `limit`: what purgeEnvelopes removes next. Read through an index of the deadline, O(limit) whatever
+   * is stored.
+   */
+  listExpiredEnvelopes(now: number, limit: number): Promise<ExpiredEnvelope[]>;
+  /**
+   * Deletes each envelope of `ids` that is still terminal with `retentionUntil <= now`, with its events,
+   * the inbound deliveries recorded for it and its expired watch lease (`watch:<id>`), in one short transaction. An envelope
+   * another transaction holds is skipped, never waited for (PostgreSQL `FOR UPDATE SKIP LOCKED`): it is
+   * still there for the next purge. Returns the ids deleted, in no particular order. Notifies nothing.
+   * Event seqs stay unique: a deleted seq is never handed out again.
+   */
+  purgeEnvelopes(ids: readonly string[], now: number): Promise<string[]>;
+
   // --- inbound delivery dedup ---------------------------------------------------------------
   /**
    * Records an inbound delivery (webhook, notification) by `(source, deliveryId)`. Returns true when it
@@ -184,6 +200,18 @@ export interface AgentTaskStore extends StoreCommon {
    */
   listAgentTaskEvents(taskId: string, afterSeq: number, limit?: number): Promise<AgentTaskEvent[]>;
 
+  // --- agent host: retention ------------------------------------------------------------------
+  /**
+   * Deletes up to `limit` tasks in a terminal state whose last write (`updatedAt`) is before
+   * `finishedBefore`, oldest first, each with its events, push configs, outbox rows (whatever their
+   * status), `messageId` records and acknowledgement, in one short transaction; and up to `limit` direct
+   * replies created before `finishedBefore` (PostgreSQL: in a second statement). Rows another transaction holds are skipped, never waited
+   * for (PostgreSQL `SKIP LOCKED`). A `messageId` of a purged task is free again: sending it once more
+   * creates a new task. Event seqs are never handed out twice (SQLite keeps the newest event row of the
+   * table as a blank tombstone when it was a purged task's: sqlite-schema.ts migration 2). Notifies nothing.
+   */
+  purgeAgentTasks(finishedBefore: number, limit: number): Promise<AgentTaskPurge>;
+
   // --- agent host: direct replies -------------------------------------------------------------
   /**
    * Records `reply`, the Message the agent answered `(scope, messageId)` with instead of creating a task,
@@ -239,6 +267,21 @@ export interface StoreCapabilities {
   crossProcessNotify: boolean;
   /** A dead process's leases can be taken before they expire (bindLeaseOwner). */
   ownerLiveness: boolean;
+}
+
+/** An envelope past its retention deadline (listExpiredEnvelopes). */
+export interface ExpiredEnvelope {
+  id: string;
+  tenant: string;
+  retentionUntil: number;
+}
+
+/** What one purgeAgentTasks call deleted. */
+export interface AgentTaskPurge {
+  /** Ids of the tasks deleted. */
+  tasks: string[];
+  /** How many direct replies were deleted. */
+  directReplies: number;
 }
 
 export interface EnvelopeVersion {

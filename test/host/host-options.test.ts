@@ -67,6 +67,9 @@ describe('host options', () => {
       hostLeaseMs: 30_000,
       mcpTaskTtlMs: 86_400_000,
       mcpPollIntervalMs: 1000,
+      taskRetentionMs: 30 * 86_400_000,
+      purgeIntervalMs: 60_000,
+      purgeBatchSize: 100,
     });
   });
 

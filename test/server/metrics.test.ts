@@ -43,6 +43,8 @@ describe('/metrics', () => {
       'taskplane_stream_drops_total',
       'taskplane_webhooks_rejected_total',
       'taskplane_task_not_found_own_total',
+      'taskplane_purged_total',
+      'taskplane_purge_export_failures_total',
     ])
       expect(typeOf(text, name), name).toBe('counter');
     for (const name of ['taskplane_tasks', 'taskplane_orphans', 'taskplane_input_required'])

@@ -117,7 +117,15 @@ async function call(
     return { status: res.status, body: null };
   }
   const text = await res.text();
-  const body: unknown = /json/.test(contentType) ? JSON.parse(text) : text;
+  // JSON Lines: the parsed lines, each checked against the documented `items` schema.
+  const body: unknown = contentType.startsWith('application/jsonl')
+    ? text
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as unknown)
+    : /json/.test(contentType)
+      ? JSON.parse(text)
+      : text;
   answers.push({ method, template, status: res.status, contentType, body });
   return { status: res.status, body };
 }
@@ -280,6 +288,16 @@ async function exercise(): Promise<void> {
     await call('get', '/v1/tasks/{id}/history', { id });
     await call('get', '/v1/tasks/{id}/artifacts', { id });
   }
+  // The task's log as JSON Lines: the same events as the JSON history, one export line each.
+  const history = await call('get', '/v1/tasks/{id}/history', { id: report });
+  const lines = await call('get', '/v1/tasks/{id}/history', { id: report }, { query: '?format=jsonl' });
+  expect(lines.status).toBe(200);
+  expect((lines.body as Array<{ seq: number }>).map((l) => l.seq)).toEqual(
+    (history.body as { events: Array<{ seq: number }> }).events.map((e) => e.seq),
+  );
+  const bogus = await call('get', '/v1/tasks/{id}/history', { id: report }, { query: '?format=xml' });
+  expect(bogus).toMatchObject({ status: 400, body: { error: { field: 'format' } } });
+  await call('get', '/v1/tasks/{id}/history', { id: report }, { query: '?format=jsonl', key: KEY_B });
   await call('get', '/v1/tasks/{id}/artifacts/{artifactId}', { id: report, artifactId: 'summary' });
   await call('get', '/v1/tasks/{id}/artifacts/{artifactId}', { id: report, artifactId: 'figures' });
   await call('get', '/v1/tasks/{id}/artifacts/{artifactId}', { id: report, artifactId: 'chart' });
@@ -368,6 +386,12 @@ describe('the OpenAPI document', () => {
       }
       if (schema === undefined || !/json/.test(a.contentType)) continue;
       // Compiled within the document, so its $refs to components resolve.
+      if (a.contentType.startsWith('application/jsonl')) {
+        const line = ajv.compile({ $ref: `openapi.json#${pointerTo(doc, a)}/items` });
+        for (const l of a.body as unknown[])
+          if (!line(l)) failures.push(`${where} (a line): ${ajv.errorsText(line.errors)}`);
+        continue;
+      }
       const validate = ajv.compile({ $ref: `openapi.json#${pointerTo(doc, a)}` });
       if (!validate(a.body)) failures.push(`${where}: ${ajv.errorsText(validate.errors)}`);
     }

@@ -4,6 +4,7 @@ import { apiKeyCases } from './suite/api-key-cases.ts';
 import { agentTaskConcurrencyCases, envelopeConcurrencyCases } from './suite/concurrency-cases.ts';
 import { envelopeCases } from './suite/envelope-cases.ts';
 import { hostCases } from './suite/host-cases.ts';
+import { agentTaskRetentionCases, envelopeRetentionCases } from './suite/retention-cases.ts';
 
 /**
  * The Store behaviour suites (STYLE.md, "Tests"): one per port, EnvelopeStore (what the control plane
@@ -46,6 +47,7 @@ export function envelopeStoreSuite(harness: StoreHarness): void {
     envelopeCases(context);
     envelopeConcurrencyCases(context);
     apiKeyCases(context);
+    envelopeRetentionCases(context);
   });
 }
 
@@ -54,6 +56,7 @@ export function agentTaskStoreSuite(harness: StoreHarness): void {
   portSuite<AgentTaskStore>('AgentTaskStore', harness, (context) => {
     hostCases(context);
     agentTaskConcurrencyCases(context);
+    agentTaskRetentionCases(context);
   });
 }
 

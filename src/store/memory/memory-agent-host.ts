@@ -4,6 +4,7 @@ import type {
   AgentScope,
   AgentTaskEvent,
   AgentTaskPage,
+  AgentTaskPurge,
   AgentTaskQuery,
   AgentTaskRecord,
   NewAgentTaskEvent,
@@ -36,6 +37,8 @@ export abstract class MemoryAgentHost {
   protected readonly messageIds = new Map<string, string>();
   /** messageKey(scope, messageId) → the direct reply, as JSON text (a copy). */
   protected readonly directReplies = new Map<string, string>();
+  /** messageKey(scope, messageId) → when its direct reply was stored (the purge's clock). */
+  protected readonly directReplyTimes = new Map<string, number>();
   /** Ids of tasks their owner has addressed by id (acknowledgeAgentTask). */
   protected readonly acknowledged = new Set<string>();
   protected readonly taskEvents = new Map<string, AgentTaskEvent[]>();
@@ -69,15 +72,43 @@ export abstract class MemoryAgentHost {
     return { created: true, task: clone(stored) };
   }
 
+  async purgeAgentTasks(finishedBefore: number, limit: number): Promise<AgentTaskPurge> {
+    this.assertOpen();
+    const doomed = [...this.agentTasks.values()]
+      .filter((t) => isTerminalAgentTaskState(t.state) && t.updatedAt < finishedBefore)
+      .sort((a, b) => a.updatedAt - b.updatedAt || compare(a.id, b.id))
+      .slice(0, Math.max(0, limit))
+      .map((t) => t.id);
+    const gone = new Set(doomed);
+    for (const id of doomed) {
+      this.agentTasks.delete(id);
+      this.taskEvents.delete(id);
+      this.pushConfigs.delete(id);
+      this.acknowledged.delete(id);
+    }
+    for (const [key, taskId] of this.messageIds) if (gone.has(taskId)) this.messageIds.delete(key);
+    for (const [id, row] of this.outbox) if (gone.has(row.taskId)) this.outbox.delete(id);
+    let directReplies = 0;
+    for (const [key, at] of this.directReplyTimes) {
+      if (directReplies >= limit) break;
+      if (at >= finishedBefore) continue;
+      this.directReplyTimes.delete(key);
+      this.directReplies.delete(key);
+      directReplies++;
+    }
+    return { tasks: doomed, directReplies };
+  }
+
   async putDirectReply(
     scope: AgentScope,
     messageId: string,
     reply: Record<string, unknown>,
-    _now: number,
+    now: number,
   ): Promise<Record<string, unknown>> {
     this.assertOpen();
     const key = messageKey(scope, messageId);
     const stored = this.directReplies.get(key) ?? JSON.stringify(reply);
+    if (!this.directReplies.has(key)) this.directReplyTimes.set(key, now);
     this.directReplies.set(key, stored);
     return JSON.parse(stored) as Record<string, unknown>;
   }

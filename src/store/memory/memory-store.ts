@@ -1,6 +1,6 @@
 import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
 import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
-import type { NormalizedState } from '../../core/states.ts';
+import { isTerminal, type NormalizedState } from '../../core/states.ts';
 import { ChangeHub, envelopeNotices } from '../change-hub.ts';
 import { MemoryAgentHost, clone, cloneOrUndefined, compare, pair } from './memory-agent-host.ts';
 import type {
@@ -9,6 +9,7 @@ import type {
   EnvelopeQuery,
   EnvelopeVersion,
   EventQuery,
+  ExpiredEnvelope,
   InboundDelivery,
   Page,
   Store,
@@ -35,9 +36,11 @@ export class MemoryStore extends MemoryAgentHost implements Store {
   private readonly envelopes = new Map<string, Envelope>();
   /** `tenant \u0000 key` → envelope id. */
   private readonly idempotencyKeys = new Map<string, string>();
-  private readonly events: EnvelopeEvent[] = [];
+  /** Index seq - 1; a purged event leaves a hole, so seqs are never reused and stay positions. */
+  private readonly events: Array<EnvelopeEvent | undefined> = [];
   private eventSeq = 0;
-  private readonly deliveries = new Set<string>();
+  /** pair(source, deliveryId) → the envelope it was recorded for. */
+  private readonly deliveries = new Map<string, string | null>();
   private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
   private readonly settings = new Map<string, string>();
   private readonly apiKeys = new Map<string, ApiKeyRecord>();
@@ -155,12 +158,47 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     const out: EnvelopeEvent[] = [];
     // seq starts at 1 and has no gaps here, so the start index is afterSeq itself.
     for (let i = Math.max(0, Math.floor(query.afterSeq)); i < this.events.length && out.length < limit; i++) {
-      const event = this.events[i]!;
+      const event = this.events[i];
+      if (event === undefined) continue;
       if (query.tenant !== undefined && event.tenant !== query.tenant) continue;
       if (query.envelopeId !== undefined && event.envelopeId !== query.envelopeId) continue;
       out.push(clone(event));
     }
     return out;
+  }
+
+  // --- retention -------------------------------------------------------------------------------
+
+  async listExpiredEnvelopes(now: number, limit: number): Promise<ExpiredEnvelope[]> {
+    const out: ExpiredEnvelope[] = [];
+    for (const e of this.envelopes.values()) {
+      if (e.retentionUntil !== null && e.retentionUntil <= now && isTerminal(e.state))
+        out.push({ id: e.id, tenant: e.tenant, retentionUntil: e.retentionUntil });
+    }
+    out.sort((a, b) => a.retentionUntil - b.retentionUntil || compare(a.id, b.id));
+    return out.slice(0, Math.max(0, limit));
+  }
+
+  async purgeEnvelopes(ids: readonly string[], now: number): Promise<string[]> {
+    this.assertOpen();
+    const gone = new Set<string>();
+    for (const id of new Set(ids)) {
+      const e = this.envelopes.get(id);
+      if (!e || e.retentionUntil === null || e.retentionUntil > now || !isTerminal(e.state)) continue;
+      this.envelopes.delete(id);
+      if (e.idempotencyKey !== null) this.idempotencyKeys.delete(pair(e.tenant, e.idempotencyKey));
+      const lease = this.leases.get(`watch:${id}`);
+      if (lease && lease.expiresAt <= now) this.leases.delete(`watch:${id}`);
+      gone.add(id);
+    }
+    if (gone.size === 0) return [];
+    for (let i = 0; i < this.events.length; i++) {
+      const event = this.events[i];
+      if (event !== undefined && gone.has(event.envelopeId)) this.events[i] = undefined;
+    }
+    for (const [key, envelopeId] of this.deliveries)
+      if (envelopeId !== null && gone.has(envelopeId)) this.deliveries.delete(key);
+    return [...gone];
   }
 
   // --- deliveries, leases, settings -------------------------------------------------------------
@@ -169,7 +207,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     this.assertOpen();
     const key = pair(delivery.source, delivery.deliveryId);
     if (this.deliveries.has(key)) return false;
-    this.deliveries.add(key);
+    this.deliveries.set(key, delivery.envelopeId);
     return true;
   }
 

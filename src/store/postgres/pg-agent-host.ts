@@ -7,6 +7,7 @@ import type {
   AgentScope,
   AgentTaskEvent,
   AgentTaskPage,
+  AgentTaskPurge,
   AgentTaskQuery,
   AgentTaskRecord,
   ChangeNotice,
@@ -26,6 +27,7 @@ import {
   inScope,
   outboxLimit,
 } from '../store-query.ts';
+import { purgeAgentTasks } from './pg-purge.ts';
 import { claimOutboxSql, insertOutbox, insertTaskEvents } from './pg-sql.ts';
 
 type Client = pg.PoolClient;
@@ -46,6 +48,10 @@ export abstract class PgAgentHost {
   protected abstract tx<T>(fn: (client: Client, notices: ChangeNotice[]) => Promise<T>): Promise<T>;
 
   // --- agent tasks -----------------------------------------------------------------------------
+
+  purgeAgentTasks(finishedBefore: number, limit: number): Promise<AgentTaskPurge> {
+    return purgeAgentTasks((sql, params) => this.query(sql, params), finishedBefore, limit);
+  }
 
   createAgentTask(
     task: AgentTaskRecord,

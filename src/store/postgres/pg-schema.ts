@@ -233,4 +233,20 @@ export const PG_MIGRATIONS: readonly Migration[] = [
     // As SQLite migration 7: tasks their owner has addressed by id.
     sql: `CREATE TABLE agent_task_acks (task_id TEXT PRIMARY KEY);`,
   },
+  {
+    id: 9,
+    name: 'retention: envelope retention deadline; purge indexes',
+    // As SQLite migration 9. ADD COLUMN without a default changes only the catalog (no table rewrite).
+    // The indexes are built plainly, not CONCURRENTLY (a migration runs in a transaction): on a large
+    // table that holds writes on it while it builds, so plan this step for a quiet moment.
+    sql: `
+      ALTER TABLE envelopes ADD COLUMN retention_until BIGINT;
+      CREATE INDEX envelopes_retention ON envelopes (retention_until) WHERE retention_until IS NOT NULL;
+      CREATE INDEX deliveries_envelope ON deliveries (envelope_id) WHERE envelope_id IS NOT NULL;
+      CREATE INDEX agent_tasks_finished ON agent_tasks (updated_at)
+        WHERE state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED', 'TASK_STATE_REJECTED');
+      CREATE INDEX agent_task_messages_task ON agent_task_messages (task_id);
+      CREATE INDEX agent_direct_replies_created ON agent_direct_replies (created_at);
+    `,
+  },
 ];

@@ -12,6 +12,7 @@ import type {
   EnvelopeQuery,
   EnvelopeVersion,
   EventQuery,
+  ExpiredEnvelope,
   InboundDelivery,
   Page,
   Store,
@@ -25,6 +26,7 @@ import { EnvelopeBatcher, type EnvelopeOp } from './pg-envelope-batcher.ts';
 import { PgListener, type WirePayload } from './pg-listener.ts';
 import { migratePostgres } from './pg-migrate.ts';
 import { PG_MIGRATIONS } from './pg-schema.ts';
+import * as purge from './pg-purge.ts';
 
 export interface PostgresStoreOptions {
   /** `postgres://user:pass@host:port/db?schema=name`; the schema is created when missing. */
@@ -137,8 +139,8 @@ export class PostgresStore extends PgAgentHost implements Store {
       // ON CONFLICT on the idempotency index: a concurrent create with the same key waits for ours, then
       // finds it, instead of failing on the unique index.
       const inserted = await c.query(
-        `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version,
+           retention_until, doc, id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
         [...rows.envelopeColumns(stored), stored.id],
       );
@@ -183,7 +185,7 @@ export class PostgresStore extends PgAgentHost implements Store {
       const stored = { ...next, version: expectedVersion + 1 };
       const updated = await c.query(
         `UPDATE envelopes SET tenant = $1, idempotency_key = $2, connector = $3, target = $4, remote_id = $5,
-           state = $6, updated_at = $7, version = $8, doc = $9 WHERE id = $10 AND version = $11`,
+           state = $6, updated_at = $7, version = $8, retention_until = $9, doc = $10 WHERE id = $11 AND version = $12`,
         [...rows.envelopeColumns(stored), next.id, expectedVersion],
       );
       if (updated.rowCount === 0) {
@@ -242,6 +244,16 @@ export class PostgresStore extends PgAgentHost implements Store {
     if (query.envelopeId !== undefined) w.add('envelope_id = $?', query.envelopeId);
     const sql = `SELECT * FROM envelope_events ${w.sql()} ORDER BY seq LIMIT ${eventLimit(query.limit)}`;
     return (await this.query<rows.EventRow>(sql, w.params)).map(rows.toEvent);
+  }
+
+  // --- retention (postgres/pg-purge.ts) ------------------------------------------------------------
+
+  listExpiredEnvelopes(now: number, limit: number): Promise<ExpiredEnvelope[]> {
+    return purge.listExpiredEnvelopes((sql, params) => this.query(sql, params), now, limit);
+  }
+
+  purgeEnvelopes(ids: readonly string[], now: number): Promise<string[]> {
+    return purge.purgeEnvelopes((sql, params) => this.query(sql, params), ids, now);
   }
 
   // --- deliveries, leases, settings -------------------------------------------------------------

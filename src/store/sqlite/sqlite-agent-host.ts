@@ -4,6 +4,7 @@ import type {
   AgentScope,
   AgentTaskEvent,
   AgentTaskPage,
+  AgentTaskPurge,
   AgentTaskQuery,
   AgentTaskRecord,
   NewAgentTaskEvent,
@@ -149,6 +150,10 @@ export abstract class SqliteAgentHost {
     const nextCursor =
       found.length > pageSize && last ? encodeCursor(last.statusTimestamp, last.id) : undefined;
     return this.visible({ tasks, nextCursor, totalSize: total });
+  }
+
+  purgeAgentTasks(finishedBefore: number, limit: number): Promise<AgentTaskPurge> {
+    return this.write('purgeAgentTasks', finishedBefore, limit);
   }
 
   async listActiveAgentTasks(): Promise<AgentTaskRecord[]> {

@@ -274,4 +274,23 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    id: 9,
+    name: 'retention: envelope retention deadline; purge indexes',
+    // envelopes.retention_until mirrors the document's retentionUntil (set when a job ends) so the purge
+    // finds what is due through a small partial index instead of reading documents. Indexes on the
+    // columns a purge deletes by (deliveries.envelope_id, agent_task_messages.task_id) keep each batch
+    // O(batch) rather than a scan of the table; agent_tasks_finished holds only terminal tasks, the host
+    // purge's candidates (the state list is TERMINAL_AGENT_TASK_STATES in store-query.ts). Expand-only: a
+    // process of the previous version writing beside this one leaves retention_until as it is.
+    sql: `
+      ALTER TABLE envelopes ADD COLUMN retention_until INTEGER;
+      CREATE INDEX envelopes_retention ON envelopes (retention_until) WHERE retention_until IS NOT NULL;
+      CREATE INDEX deliveries_envelope ON deliveries (envelope_id) WHERE envelope_id IS NOT NULL;
+      CREATE INDEX agent_tasks_finished ON agent_tasks (updated_at)
+        WHERE state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED', 'TASK_STATE_REJECTED');
+      CREATE INDEX agent_task_messages_task ON agent_task_messages (task_id);
+      CREATE INDEX agent_direct_replies_created ON agent_direct_replies (created_at);
+    `,
+  },
 ];

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
 import { TaskplaneError } from '../../core/errors.ts';
-import type { NormalizedState } from '../../core/states.ts';
+import { TERMINAL_STATES, type NormalizedState } from '../../core/states.ts';
 import { ChangeHub } from '../change-hub.ts';
 import type {
   ApiKeyRecord,
@@ -11,6 +11,7 @@ import type {
   EnvelopeQuery,
   EnvelopeVersion,
   EventQuery,
+  ExpiredEnvelope,
   InboundDelivery,
   Page,
   Store,
@@ -260,6 +261,25 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     if (query.envelopeId !== undefined) w.add('envelope_id = $?', query.envelopeId);
     const sql = `SELECT * FROM envelope_events ${w.sql()} ORDER BY seq LIMIT ?`;
     return this.visible((this.conn.q(sql).all(...w.params, limit) as rows.EventRow[]).map(rows.toEvent));
+  }
+
+  // --- retention -------------------------------------------------------------------------------
+
+  async listExpiredEnvelopes(now: number, limit: number): Promise<ExpiredEnvelope[]> {
+    const terminal = [...TERMINAL_STATES];
+    const found = this.conn
+      .q(
+        `SELECT id, tenant, retention_until AS retentionUntil FROM envelopes
+         WHERE retention_until <= ? AND state IN (${terminal.map(() => '?').join(', ')})
+         ORDER BY retention_until, id LIMIT ?`,
+      )
+      .all(now, ...terminal, Math.max(0, limit)) as ExpiredEnvelope[];
+    return this.visible(found);
+  }
+
+  purgeEnvelopes(ids: readonly string[], now: number): Promise<string[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.write('purgeEnvelopes', [...new Set(ids)], now);
   }
 
   // --- deliveries, leases, settings -------------------------------------------------------------

@@ -12,6 +12,7 @@ import type {
   PushConfigRecord,
 } from '../store.ts';
 import { directReplyText, findEnvelopeByKey, readTask, taskIdForMessage } from './shared-reads.ts';
+import { PURGE_WRITES } from './purge-ops.ts';
 import type { SqlConn } from './statement-cache.ts';
 import {
   ENVELOPE_ID,
@@ -38,6 +39,8 @@ import {
 const OPEN_STATES = `('pending', 'leased')`;
 
 export const WRITES = {
+  ...PURGE_WRITES,
+
   // --- agent tasks -------------------------------------------------------------------------------
 
   createAgentTask(
@@ -233,8 +236,8 @@ export const WRITES = {
       if (existing) return { created: false, envelope: existing };
     }
     c.q(
-      `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc, id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version,
+         retention_until, doc, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(row);
     const seqs = appendEnvelopeEvents(c, events);
     notices.push(...envelopeNotices(row[ENVELOPE_ID], seqs));
@@ -253,7 +256,7 @@ export const WRITES = {
     const result = c
       .q(
         `UPDATE envelopes SET tenant = ?, idempotency_key = ?, connector = ?, target = ?, remote_id = ?, state = ?,
-           updated_at = ?, version = ?, doc = ? WHERE id = ? AND version = ?`,
+           updated_at = ?, version = ?, retention_until = ?, doc = ? WHERE id = ? AND version = ?`,
       )
       .run(...row, expectedVersion);
     if (result.changes === 0) {

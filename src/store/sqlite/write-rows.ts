@@ -38,10 +38,11 @@ export type EnvelopeRow = [
   state: string,
   updatedAt: number,
   version: number,
+  retentionUntil: number | null,
   doc: string,
   id: string,
 ];
-export const ENVELOPE_ID = 9;
+export const ENVELOPE_ID = 10;
 
 /** envelope_events columns after seq. */
 export type EnvelopeEventRow = [envelopeId: string, tenant: string, type: string, at: number, data: string];
