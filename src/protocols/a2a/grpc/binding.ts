@@ -50,20 +50,45 @@ const STREAM_RESPONSE = T('StreamResponse');
 /** Serialized stream frames per payload object: one event fanned out to many streams is encoded once. */
 const encodedFrames = new WeakMap<object, Buffer>();
 
+/** Stands for a request whose bytes are not the method's message (see `serviceDefinition`). */
+class Undecodable {
+  constructor(readonly reason: string) {}
+}
+
 /**
- * The service definition proto-loader builds, with a stream response serializer that passes an
- * already encoded frame through (see `encodedFrames`).
+ * The service definition proto-loader builds, with two changes: a request that does not decode is
+ * handed to the method as `Undecodable`, so it is answered INVALID_ARGUMENT naming the problem
+ * (grpc-js would answer INTERNAL, which says the server failed), and a stream response serializer
+ * passes an already encoded frame through (see `encodedFrames`).
  */
 function serviceDefinition(): ServiceDefinition {
   const base = a2aPackageDefinition()[A2A_SERVICE] as unknown as ServiceDefinition;
   const out: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(base)) {
     const serialize = method.responseSerialize as (v: unknown) => Buffer;
-    out[name] = method.responseStream
-      ? { ...method, responseSerialize: (v: unknown) => (Buffer.isBuffer(v) ? v : serialize(v)) }
-      : method;
+    const deserialize = method.requestDeserialize as (b: Buffer) => unknown;
+    out[name] = {
+      ...method,
+      requestDeserialize: (b: Buffer) => {
+        try {
+          return deserialize(b);
+        } catch (err) {
+          return new Undecodable(err instanceof Error ? err.message.slice(0, 120) : 'undecodable');
+        }
+      },
+      ...(method.responseStream
+        ? { responseSerialize: (v: unknown) => (Buffer.isBuffer(v) ? v : serialize(v)) }
+        : {}),
+    };
   }
   return out as ServiceDefinition;
+}
+
+/** The request in ProtoJSON shape, or InvalidRequest when its bytes were not a `type` message. */
+function requestOf(type: string, request: unknown): Record<string, unknown> {
+  if (request instanceof Undecodable)
+    throw new A2AError('InvalidRequestError', `not a valid ${type} message: ${request.reason}`);
+  return fromWire(T(type), request);
 }
 
 function metadataReader(md: Metadata): HeaderReader {
@@ -164,7 +189,7 @@ function unary<P extends { tenant?: string }>(
     void (async () => {
       try {
         const ctx = await callContext(o, call);
-        const params = withTenant(ctx, decode(fromWire(T(requestType), call.request)));
+        const params = withTenant(ctx, decode(requestOf(requestType, call.request)));
         const result = await run(o.handler, params, ctx);
         callback(null, responseType ? toWire(T(responseType), result as object) : {});
       } catch (err) {
@@ -211,7 +236,7 @@ function streaming<P extends { tenant?: string }>(
     void (async () => {
       try {
         const ctx = await callContext(o, call);
-        const params = withTenant(ctx, decode(fromWire(T(requestType), call.request)));
+        const params = withTenant(ctx, decode(requestOf(requestType, call.request)));
         const frames = await run(o.handler, params, ctx);
         for await (const batch of frames) {
           for (const item of batch) {
