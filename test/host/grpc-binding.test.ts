@@ -77,8 +77,8 @@ function ld(n: number, body: Buffer): Buffer {
 
 /** A SendMessageRequest whose message metadata nests Structs `depth` levels deep. */
 function deepSendMessage(depth: number): Buffer {
-  let value = ld(3, Buffer.from('leaf')); // Value.string_value
-  let struct = Buffer.alloc(0);
+  let value: Buffer = ld(3, Buffer.from('leaf')); // Value.string_value
+  let struct: Buffer = Buffer.alloc(0);
   for (let i = 0; i < depth; i++) {
     struct = ld(1, Buffer.concat([ld(1, Buffer.from('d')), ld(2, value)])); // Struct.fields entry
     value = ld(5, struct); // Value.struct_value
