@@ -233,7 +233,8 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
         maxMessageBytes: config.maxBodyBytes,
       });
     } catch (err) {
-      server.close();
+      // Nothing has run yet: let go of what is open so the caller can start again on the same ports.
+      await new Promise<void>((r) => server.close(() => r()));
       await executions.close();
       await liveness.stop();
       feed.stop();

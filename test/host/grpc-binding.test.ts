@@ -1,8 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
 import { A2A_SERVICE, a2aPackageDefinition, fromWire, toWire } from '../../src/protocols/a2a/grpc/codec.ts';
 import { decodeStatusDetails, STATUS_DETAILS_KEY } from '../../src/protocols/a2a/grpc/status-details.ts';
+import { freePort } from '../support/process.ts';
 import { silent, type Wire } from './in-process.ts';
 
 /**
@@ -384,6 +386,27 @@ describe('gRPC binding options', () => {
     } finally {
       client.close();
       await host.close();
+    }
+  });
+
+  it('a gRPC port already taken is a config error naming grpcPort; the HTTP port is let go', async () => {
+    const first = await startHost({ port: 0, grpcPort: 0, db: 'memory:', logger: silent });
+    try {
+      const taken = Number(first.grpcUrl!.split(':').at(-1));
+      const httpPort = await freePort();
+      const err = await startHost({ port: httpPort, grpcPort: taken, db: 'memory:', logger: silent }).catch(
+        (e: unknown) => e,
+      );
+      expect(String(err)).toMatch(/grpcPort: cannot listen on 127\.0\.0\.1:\d+/);
+      // The HTTP listener of the host that failed to start is closed: its port can be bound again.
+      const probe = createServer();
+      await new Promise<void>((resolve, reject) => {
+        probe.once('error', reject);
+        probe.listen(httpPort, '127.0.0.1', () => resolve());
+      });
+      await new Promise<void>((resolve) => probe.close(() => resolve()));
+    } finally {
+      await first.close();
     }
   });
 
