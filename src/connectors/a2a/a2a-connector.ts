@@ -26,7 +26,7 @@ import type {
 } from '../connector.ts';
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
-import { grpcTransport } from './grpc-transport.ts';
+import { lazyGrpcTransport } from './grpc-lazy.ts';
 import { a2aWireError, isRouteError, routeError } from './wire-errors.ts';
 import { transportError } from '../transport-errors.ts';
 
@@ -282,7 +282,7 @@ export class A2AConnector implements Connector {
         chosen.protocolBinding === 'JSONRPC'
           ? jsonRpcTransport(t)
           : chosen.protocolBinding === 'GRPC'
-            ? grpcTransport(t)
+            ? lazyGrpcTransport(t)
             : restTransport(t),
       revision: `${chosen.protocolBinding} ${chosen.url}${chosen.tenant ? ` ${chosen.tenant}` : ''}`,
     };
