@@ -17,6 +17,8 @@ export interface GrpcListenerOptions {
   port: number;
   bind: string;
   maxMessageBytes: number;
+  /** HTTP/2 PING interval on each connection, as the SSE keep-alive on the HTTP bindings. */
+  keepAliveMs: number;
 }
 
 export interface GrpcListener {
@@ -28,6 +30,10 @@ export interface GrpcListener {
 export async function startGrpcListener(o: GrpcListenerOptions): Promise<GrpcListener> {
   const server = new Server({
     'grpc.max_receive_message_length': o.maxMessageBytes,
+    // Pings keep an idle SubscribeToTask alive through proxies and NATs, and find a client that is gone
+    // without closing its connection, so its subscriptions end instead of lingering.
+    'grpc.keepalive_time_ms': o.keepAliveMs,
+    'grpc.keepalive_timeout_ms': o.keepAliveMs,
     // A client's pings keep an idle stream open; refuse abusive rates rather than answer each.
     'grpc.http2.min_ping_interval_without_data_ms': 10_000,
   });

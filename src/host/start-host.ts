@@ -231,6 +231,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
         port: config.grpcPort,
         bind,
         maxMessageBytes: config.maxBodyBytes,
+        keepAliveMs: config.keepAliveMs,
       });
     } catch (err) {
       // Nothing has run yet: let go of what is open so the caller can start again on the same ports.

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { createServer } from 'node:net';
+import { connect as tcpConnect, createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
 import { A2A_SERVICE, a2aPackageDefinition, fromWire, toWire } from '../../src/protocols/a2a/grpc/codec.ts';
@@ -385,6 +385,48 @@ describe('gRPC binding options', () => {
       expect(ok).toBeDefined();
     } finally {
       client.close();
+      await host.close();
+    }
+  });
+
+  it('a client gone silent (no FIN) is found by keep-alive pings and its subscription ends', async () => {
+    const host = await startHost({ port: 0, grpcPort: 0, db: 'memory:', logger: silent, keepAliveMs: 300 });
+    const target = Number(host.grpcUrl!.split(':').at(-1));
+    // A TCP relay that can go silent: it stops passing bytes either way but keeps both sockets open,
+    // as a client behind a dead NAT does.
+    let silentNow = false;
+    const relay = createServer((inbound) => {
+      const outbound = tcpConnect(target, '127.0.0.1');
+      inbound.on('data', (d) => silentNow || outbound.write(d));
+      outbound.on('data', (d) => silentNow || inbound.write(d));
+      inbound.on('error', () => outbound.destroy());
+      outbound.on('error', () => inbound.destroy());
+      inbound.on('close', () => outbound.destroy());
+      outbound.on('close', () => inbound.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', () => resolve()));
+    const c = connect(`127.0.0.1:${(relay.address() as AddressInfo).port}`);
+    try {
+      const long = fromWire(
+        'lf.a2a.v1.SendMessageResponse',
+        await call(c, 'SendMessage', 'SendMessageRequest', {
+          message: {
+            messageId: 'ka-1',
+            role: 'ROLE_USER',
+            parts: [{ data: { durationMs: 60_000, steps: 2 } }],
+          },
+          configuration: { returnImmediately: true },
+        }),
+      ).task as Wire;
+      const sub = c.SubscribeToTask!(toWire('lf.a2a.v1.SubscribeToTaskRequest', { id: long.id }), md());
+      sub.on('error', () => {});
+      await new Promise<void>((resolve) => sub.once('data', () => resolve()));
+      expect(host.stats().subscribers).toBeGreaterThan(0);
+      silentNow = true;
+      await expect.poll(() => host.stats().subscribers, { timeout: 10_000, interval: 100 }).toBe(0);
+    } finally {
+      c.close();
+      relay.close();
       await host.close();
     }
   });
