@@ -29,6 +29,12 @@ export function registerHostCommand(program: Command): void {
     .option('--keys-file <path>', 'file with one owner:key per line')
     .option('--public-url <url>', 'base URL to publish in the agent card')
     .option(
+      '--grpc-port <port>',
+      'also serve A2A over gRPC on this port (0 = any free port)',
+      intOption(0, 65535),
+    )
+    .option('--grpc-public-url <host:port>', 'gRPC target to publish in the agent card')
+    .option(
       '--host-id <id>',
       'stable name of this host process for task ownership (default <hostname>:<port>)',
     )
@@ -70,6 +76,8 @@ export function registerHostCommand(program: Command): void {
           : {}),
         ...(opts.agent ? { agent: opts.agent as string } : {}),
         ...(opts.publicUrl ? { publicUrl: opts.publicUrl as string } : {}),
+        ...(opts.grpcPort !== undefined ? { grpcPort: opts.grpcPort as number } : {}),
+        ...(opts.grpcPublicUrl ? { grpcPublicUrl: opts.grpcPublicUrl as string } : {}),
         ...(opts.hostId ? { hostId: opts.hostId as string } : {}),
         allowPrivateWebhooks: opts.allowPrivateWebhooks === true,
         pushBaseMs: opts.pushBaseMs as number,
@@ -92,6 +100,7 @@ export function registerHostCommand(program: Command): void {
       console.log(`  JSON-RPC:   ${host.jsonRpcUrl}`);
       console.log(`  HTTP+JSON:  ${host.restUrl}`);
       console.log(`  MCP:        ${host.mcpUrl}`);
+      if (host.grpcUrl) console.log(`  gRPC:       ${host.grpcUrl}`);
       const r = host.recovered;
       console.log(`  recovered:  ${r.resumed} resumed, ${r.failed} failed, ${r.waiting} waiting for input`);
       await new Promise<void>((resolve) => {

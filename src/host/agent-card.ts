@@ -1,4 +1,4 @@
-import { A2A_PROTOCOL_VERSION, type AgentCard } from '../protocols/a2a/types.ts';
+import { A2A_PROTOCOL_VERSION, type AgentCard, type AgentInterface } from '../protocols/a2a/types.ts';
 import type { AgentCardInfo } from './agent-api.ts';
 
 /** URI of our SSE resume extension (declared in the card; optional for clients). */
@@ -7,8 +7,13 @@ export const LAST_EVENT_ID_EXTENSION = 'https://taskplane.dev/a2a/extensions/las
 export const JSONRPC_PATH = '/a2a/jsonrpc';
 export const REST_PATH = '/a2a/rest';
 
+/** The card's gRPC interface: its URL is `host:port`, the target a gRPC client dials. */
+export function grpcInterface(target: string): AgentInterface {
+  return { url: target, protocolBinding: 'GRPC', protocolVersion: A2A_PROTOCOL_VERSION };
+}
+
 /**
- * The card (A2A 1.0, agent card): both bindings, capabilities that say exactly what the host enforces (streaming and
+ * The card (A2A 1.0, agent card): both HTTP bindings, then any `extraInterfaces` (gRPC when it is on), capabilities that say exactly what the host enforces (streaming and
  * push on, an extended card when the agent has one), the Last-Event-ID extension, and the bearer scheme when keys are on.
  */
 export function buildAgentCard(
@@ -16,6 +21,7 @@ export function buildAgentCard(
   baseUrl: string,
   auth: 'none' | 'keys',
   extended = false,
+  extraInterfaces: AgentInterface[] = [],
 ): AgentCard {
   const card: AgentCard = {
     name: info.name,
@@ -24,6 +30,7 @@ export function buildAgentCard(
     supportedInterfaces: [
       { url: baseUrl + JSONRPC_PATH, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION },
       { url: baseUrl + REST_PATH, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_PROTOCOL_VERSION },
+      ...extraInterfaces,
     ],
     capabilities: {
       streaming: true,

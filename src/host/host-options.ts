@@ -43,6 +43,13 @@ export interface HostOptions {
   inputTimeoutMs?: number;
   /** Public base URL for the card when it differs from http://bind:port. */
   publicUrl?: string;
+  /**
+   * Also serve the A2A gRPC binding on this port (0 = any free port) and declare it in the card.
+   * @default off
+   */
+  grpcPort?: number;
+  /** The gRPC target (`host:port`) the card declares when it differs from bind:grpcPort. */
+  grpcPublicUrl?: string;
   /** SSE keep-alive interval. @default 15000 */
   keepAliveMs?: number;
   /** Request body limit in bytes, counted while the body streams in. @default 1048576 */
@@ -100,6 +107,9 @@ export interface HostConfig {
   inputTimeoutMs: number;
   /** Without a trailing slash; undefined means the URL the host listens on. */
   publicUrl: string | undefined;
+  /** undefined: no gRPC listener. */
+  grpcPort: number | undefined;
+  grpcPublicUrl: string | undefined;
   keepAliveMs: number;
   maxBodyBytes: number;
   maxJsonDepth: number;
@@ -167,6 +177,10 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
   const publicUrl = text('publicUrl', options.publicUrl);
   if (publicUrl !== undefined && !/^https?:\/\/[^/]+/.test(publicUrl))
     throw bad('publicUrl', 'must be an http(s) URL');
+  const grpcPublicUrl = text('grpcPublicUrl', options.grpcPublicUrl);
+  // A gRPC target is host:port (or a grpc-js scheme such as dns:///host:port), never an http(s) URL.
+  if (grpcPublicUrl !== undefined && (/^https?:/i.test(grpcPublicUrl) || !/:\d+$/.test(grpcPublicUrl)))
+    throw bad('grpcPublicUrl', 'must be host:port');
   const pushSigningSecret = text('pushSigningSecret', options.pushSigningSecret);
   if (pushSigningSecret !== undefined) signingKey(pushSigningSecret, 'pushSigningSecret');
   const allowPrivateWebhooks = options.allowPrivateWebhooks ?? false;
@@ -185,6 +199,8 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
     pushSigningSecret,
     inputTimeoutMs: positive('inputTimeoutMs', options.inputTimeoutMs, 900_000),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
+    grpcPort: options.grpcPort === undefined ? undefined : integer('grpcPort', options.grpcPort, 0, 0, 65535),
+    grpcPublicUrl,
     keepAliveMs: positive('keepAliveMs', options.keepAliveMs, DEFAULT_KEEPALIVE_MS),
     maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES, 1),
     maxJsonDepth: integer('maxJsonDepth', options.maxJsonDepth, DEFAULT_MAX_JSON_DEPTH, 1),

@@ -13,7 +13,8 @@ import { hostname } from 'node:os';
 import { A2AService } from './a2a-service.ts';
 import { BufferedRandom } from './buffered-random.ts';
 import { isAgentDefinition, type AgentDefinition } from './agent-api.ts';
-import { JSONRPC_PATH, REST_PATH, buildAgentCard } from './agent-card.ts';
+import { JSONRPC_PATH, REST_PATH, buildAgentCard, grpcInterface } from './agent-card.ts';
+import { startGrpcListener, type GrpcListener } from './grpc-server.ts';
 import { ANONYMOUS_OWNER, bearerKeyAuth, noAuth } from './auth.ts';
 import { demoAgent } from './demo-agent.ts';
 import { Executions } from './executions.ts';
@@ -43,6 +44,8 @@ export interface RunningHost {
   restUrl: string;
   /** The MCP endpoint (Streamable HTTP, 2026-07-28 and 2025-11-25). */
   mcpUrl: string;
+  /** The A2A gRPC target (`host:port`) when `grpcPort` is set. */
+  grpcUrl?: string;
   store: AgentTaskStore;
   /** What restart recovery did on start. */
   recovered: RecoveryCounts;
@@ -220,7 +223,37 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const host = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
   const url = `http://${host}:${address.port}`;
   if (!baseUrl) baseUrl = url;
-  card = buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined);
+  let grpc: GrpcListener | undefined;
+  let grpcUrl: string | undefined;
+  if (config.grpcPort !== undefined) {
+    try {
+      grpc = await startGrpcListener({
+        handler: service,
+        authenticate,
+        logger,
+        port: config.grpcPort,
+        bind,
+        maxMessageBytes: config.maxBodyBytes,
+        keepAliveMs: config.keepAliveMs,
+      });
+    } catch (err) {
+      // Nothing has run yet: let go of what is open so the caller can start again on the same ports.
+      await new Promise<void>((r) => server.close(() => r()));
+      await executions.close();
+      await liveness.stop();
+      feed.stop();
+      if (ownsStore) await store.close();
+      throw err;
+    }
+    grpcUrl = config.grpcPublicUrl ?? `${host}:${grpc.port}`;
+  }
+  card = buildAgentCard(
+    agent.card,
+    baseUrl,
+    authMode,
+    agent.extendedCard !== undefined,
+    grpcUrl ? [grpcInterface(grpcUrl)] : [],
+  );
 
   const recovered = await recovery.recover();
   recovery.startSweeps();
@@ -258,7 +291,14 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
         });
   retention?.start();
   logger.info(
-    { url, hostId, auth: authMode, owner: authMode === 'none' ? ANONYMOUS_OWNER : undefined, recovered },
+    {
+      url,
+      grpcUrl,
+      hostId,
+      auth: authMode,
+      owner: authMode === 'none' ? ANONYMOUS_OWNER : undefined,
+      recovered,
+    },
     'agent host ready',
   );
 
@@ -269,6 +309,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     jsonRpcUrl: baseUrl + JSONRPC_PATH,
     restUrl: baseUrl + REST_PATH,
     mcpUrl: baseUrl + MCP_PATH,
+    ...(grpcUrl ? { grpcUrl } : {}),
     store,
     recovered,
     stats: () => ({
@@ -281,6 +322,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
       (closing ??= (async () => {
         const closed = new Promise<void>((r) => server.close(() => r()));
         server.closeAllConnections();
+        await grpc?.close();
         await recovery.stop();
         await executions.close();
         await outbox.stop();

@@ -82,6 +82,8 @@ export async function buildLabAssets(
     format: 'esm',
     platform: 'browser',
     target: 'es2022',
+    // Node-only (grpc-js), imported lazily by the A2A connector when a card's gRPC interface is used.
+    external: ['./grpc-transport.ts'],
     write: false,
     minify: true,
     legalComments: 'none',

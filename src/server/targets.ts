@@ -171,7 +171,7 @@ const a2aTarget: TargetKind = {
     ]);
     const headers = s.strings('headers');
     const timeoutMs = s.int('timeoutMs', 1);
-    const preferBinding = s.oneOf('preferBinding', ['JSONRPC', 'HTTP+JSON'] as const);
+    const preferBinding = s.oneOf('preferBinding', ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const);
     const cardTtlMs = s.int('cardTtlMs', 0);
     const idempotentStart = s.boolean('idempotentStart');
     const webhookSigningSecret = s.string('webhookSigningSecret');

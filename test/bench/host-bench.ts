@@ -9,7 +9,9 @@
  * Rows: non-blocking SendMessage req/s and p99, GetTask req/s and p99, time to deliver 1,000 status
  * events to 100 SSE subscribers. Medians of BENCH_RUNS rounds (default 5) and ratios. Then our host's
  * MCP surface alone (no other server here hosts the 2026-07-28 tasks extension): tools/call answered
- * with a CreateTaskResult (the task durably stored first) and tasks/get, same load, same rounds.
+ * with a CreateTaskResult (the task durably stored first) and tasks/get, same load, same rounds. Then
+ * our host's A2A bindings side by side from one kind of client: JSON-RPC from the in-process node:http
+ * client and gRPC from an in-process grpc-js client (grpc-load.ts), sends and GetTask, same rounds.
  *
  * Load generator for sends and GetTask: wrk (`--wrk`, the default when /usr/bin/wrk exists; `--no-wrk`
  * forces the in-process one). wrk is C and costs the shared two cores far less per request than any
@@ -24,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import { spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
+import { grpcLoad, type GrpcLoad } from './grpc-load.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
@@ -477,6 +480,52 @@ async function mcpSample(t: Target, r: number): Promise<McpSample> {
   };
 }
 
+interface BindingSample {
+  sendRps: number;
+  sendP99: number;
+  sendCpuUs: number;
+  getRps: number;
+  getP99: number;
+  getCpuUs: number;
+}
+
+/**
+ * One run of sends and GetTask on our host's JSON-RPC binding (node:http client) and on its gRPC
+ * binding (grpc-js client), both in this process, so the two bindings meet the same kind of client.
+ */
+async function bindingSamples(
+  t: Target,
+  g: GrpcLoad,
+  getBody: string,
+  grpcTaskId: string,
+  r: number,
+): Promise<{ jsonrpc: BindingSample; grpc: BindingSample }> {
+  const pid = t.proc.pid;
+  const measure = async (run: () => Promise<{ rps: number; p99: number; requests: number }>) => {
+    const c0 = cpuMs(pid);
+    const res = await run();
+    return { ...res, cpuUs: ((cpuMs(pid) - c0) * 1000) / res.requests };
+  };
+  const base = rpcUrl(t.url);
+  const http = async (body: () => string) => ({
+    ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, body())))),
+    requests: REQUESTS,
+  });
+  const js = await measure(() => http(sendBody));
+  const jg = await measure(() => http(() => getBody));
+  const gs = await measure(() => g.sends(REQUESTS, CONCURRENCY, `grpc${r}-${process.pid}`));
+  const gg = await measure(() => g.gets(REQUESTS, CONCURRENCY, grpcTaskId));
+  const row = (s: typeof js, q: typeof js): BindingSample => ({
+    sendRps: s.rps,
+    sendP99: s.p99,
+    sendCpuUs: s.cpuUs,
+    getRps: q.rps,
+    getP99: q.p99,
+    getCpuUs: q.cpuUs,
+  });
+  return { jsonrpc: row(js, jg), grpc: row(gs, gg) };
+}
+
 async function main() {
   const loadStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-'));
@@ -484,6 +533,8 @@ async function main() {
   const targets: Target[] = [];
   const samples: Sample[][] = [];
   const mcpSamples: McpSample[] = [];
+  const bindingRuns: { jsonrpc: BindingSample; grpc: BindingSample }[] = [];
+  let g: GrpcLoad | undefined;
   try {
     targets.push(
       {
@@ -498,6 +549,8 @@ async function main() {
             `sqlite:${join(dir, 'host.db')}`,
             '--agent',
             'test/bench/bench-agent.ts',
+            '--grpc-port',
+            '0',
           ],
           { env, ready: /taskplane host ready (\S+)/ },
         ).then((proc) => ({ proc, url: proc.readyMatch![1]! }))),
@@ -518,6 +571,14 @@ async function main() {
       getBodies.push(await prepare(t));
       samples.push([]);
     }
+    const card = (await (await fetch(`${targets[0]!.url}/.well-known/agent-card.json`)).json()) as {
+      supportedInterfaces: { url: string; protocolBinding: string }[];
+    };
+    const grpcUrl = card.supportedInterfaces.find((i) => i.protocolBinding === 'GRPC')!.url;
+    g = grpcLoad(grpcUrl);
+    console.error(`warming up ${targets[0]!.name}, gRPC …`);
+    await g.sends(WARMUP, CONCURRENCY, `gwarm-${process.pid}`);
+    const grpcTaskId = await g.sendOne(`gget-${process.pid}`);
     // Round-robin, each round starting one server later, so a slow spell of the shared VM (its speed
     // drifts ±30 % minute to minute) lands on every server alike instead of on whichever ran then.
     for (let r = 0; r < RUNS; r++) {
@@ -528,8 +589,11 @@ async function main() {
       }
       console.error(`run ${r + 1}/${RUNS}: ${targets[0]!.name}, MCP …`);
       mcpSamples.push(await mcpSample(targets[0]!, r));
+      console.error(`run ${r + 1}/${RUNS}: ${targets[0]!.name}, JSON-RPC and gRPC from in-process clients …`);
+      bindingRuns.push(await bindingSamples(targets[0]!, g, getBodies[0]!, grpcTaskId, r));
     }
   } finally {
+    g?.close();
     await Promise.all(targets.map((t) => t.proc.stop()));
     rmSync(dir, { recursive: true, force: true });
   }
@@ -590,6 +654,21 @@ async function main() {
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   console.log(
     `| SQLite, durable | ${f(mm('createRps'))} | ${f(mm('createP99'), 1)} | ${f(mm('createCpuUs'))} | ${f(mm('getRps'))} | ${f(mm('getP99'), 1)} | ${f(mm('getCpuUs'))} |`,
+  );
+  console.log('');
+  console.log(
+    `| taskplane host binding (in-process client, ${REQUESTS} requests at concurrency ${CONCURRENCY}) | SendMessage (non-blocking) req/s | p99 ms | server CPU µs/req | GetTask req/s | p99 ms | server CPU µs/req |`,
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const k of ['jsonrpc', 'grpc'] as const) {
+    const b = (key: keyof BindingSample) => median(bindingRuns.map((s) => s[k][key]));
+    console.log(
+      `| ${k === 'jsonrpc' ? 'JSON-RPC (node:http client)' : 'gRPC (grpc-js client)'} | ${f(b('sendRps'))} | ${f(b('sendP99'), 1)} | ${f(b('sendCpuUs'))} | ${f(b('getRps'))} | ${f(b('getP99'), 1)} | ${f(b('getCpuUs'))} |`,
+    );
+  }
+  const gr = (key: keyof BindingSample) => x(median(bindingRuns.map((s) => s.grpc[key] / s.jsonrpc[key])));
+  console.log(
+    `gRPC / JSON-RPC, per round then the median: sends/s ${gr('sendRps')}, GetTask/s ${gr('getRps')}, server CPU per send ${gr('sendCpuUs')}, per GetTask ${gr('getCpuUs')}`,
   );
 }
 

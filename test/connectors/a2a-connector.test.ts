@@ -6,12 +6,12 @@ import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 import { TaskplaneError } from '../../src/core/errors.ts';
 
 /**
- * The A2A connector against the real durable host (in process, over loopback), on both bindings.
+ * The A2A connector against the real durable host (in process, over loopback), on every binding.
  * Waits are on stream frames (typed events), never on sleeps.
  */
 let host: RunningHost;
 beforeAll(async () => {
-  host = await startHost({ port: 0, db: 'memory:', logger: pino({ level: 'silent' }) });
+  host = await startHost({ port: 0, grpcPort: 0, db: 'memory:', logger: pino({ level: 'silent' }) });
 });
 afterAll(async () => {
   await host?.close();
@@ -32,7 +32,7 @@ async function until(
   }
 }
 
-for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
   describe(`A2A connector over ${binding}`, () => {
     let c: A2AConnector;
     beforeAll(async () => {

@@ -5,14 +5,17 @@ import express from 'express';
 import { AgentCard, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
+import * as grpc from '@grpc/grpc-js';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 
 /**
  * Interop: the connector against the official @a2a-js/sdk 1.3 server, an independent implementation
- * of A2A 1.0, on both bindings. The peer's executor works in two beats then completes with an artifact.
+ * of A2A 1.0, on all three bindings (gRPC through the SDK's own gRPC server). The peer's executor works in two beats then completes with an artifact.
  */
 let server: http.Server;
+let grpcServer: grpc.Server;
 let base = '';
 
 const executor: AgentExecutor = {
@@ -73,6 +76,12 @@ beforeAll(async () => {
   server = http.createServer(app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  grpcServer = new grpc.Server();
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+      e ? reject(e) : resolve(p),
+    ),
+  );
   const card = AgentCard.fromJSON({
     name: 'sdk peer',
     description: 'official SDK server',
@@ -81,6 +90,7 @@ beforeAll(async () => {
     supportedInterfaces: [
       { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      { url: `127.0.0.1:${grpcPort}`, protocolBinding: 'GRPC', protocolVersion: '1.0' },
     ],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['application/json'],
@@ -93,16 +103,21 @@ beforeAll(async () => {
     jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
   );
   app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  grpcServer.addService(
+    A2AService,
+    grpcService({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
+  );
 });
 
 afterAll(async () => {
+  grpcServer?.forceShutdown();
   server?.closeAllConnections();
   await new Promise((r) => server?.close(r));
 });
 
 const never = new AbortController().signal;
 
-for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
   describe(`official SDK peer over ${binding}`, () => {
     it('start, get until done, list, and not_found', async () => {
       const c = await A2AConnector.connect({ target: 'peer', baseUrl: base, preferBinding: binding });

@@ -6,10 +6,10 @@ import { startHost, type RunningHost } from '../../src/host/start-host.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
 import { connectorBehaviour } from './suite/connector-suite.ts';
 
-/** The connector behaviour suite on the engine's fake and on the A2A connector (both bindings) against the durable host. */
+/** The connector behaviour suite on the engine's fake and on the A2A connector (every binding) against the durable host. */
 let host: RunningHost;
 beforeAll(async () => {
-  host = await startHost({ port: 0, db: 'memory:', logger: silentLogger });
+  host = await startHost({ port: 0, grpcPort: 0, db: 'memory:', logger: silentLogger });
 });
 afterAll(async () => {
   await host?.close();
@@ -20,7 +20,7 @@ const longJob = () => ({ durationMs: 60_000, steps: 2 });
 connectorBehaviour('fake', async () => new FakeRemote(new SystemClock()).connector('fake'), {
   input: longJob,
 });
-for (const binding of ['JSONRPC', 'HTTP+JSON'] as const)
+for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const)
   connectorBehaviour(
     `a2a ${binding === 'JSONRPC' ? 'JSON-RPC' : binding}`,
     () =>
@@ -30,5 +30,6 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const)
         preferBinding: binding,
         idempotentStart: true,
       }),
-    { input: longJob },
+    // gRPC frames carry no event id (StreamResponse has no field for one; the SSE id is ours).
+    { input: longJob, ...(binding === 'GRPC' ? { streamEventIds: false } : {}) },
   );

@@ -8,7 +8,7 @@ import { call, startTestHost, type Wire } from './in-process.ts';
 
 /**
  * GetExtendedAgentCard (A2A 1.0 §3.3.4): declared in the public card when the agent has one, served to
- * authenticated callers on both bindings, refused without a credential.
+ * authenticated callers on every binding, refused without a credential.
  */
 const hosts: RunningHost[] = [];
 afterEach(async () => {
@@ -48,17 +48,20 @@ describe('extended agent card', () => {
     expect(card.skills.map((s: Wire) => s.id)).toEqual(['summarize']);
   });
 
-  it.each<Binding>(['JSONRPC', 'HTTP+JSON'])(
+  it.each<Binding>(['JSONRPC', 'HTTP+JSON', 'GRPC'])(
     'the official SDK client with a key gets the extended card over %s',
     async (binding) => {
-      const h = await host();
+      const h = await host(binding === 'GRPC' ? { grpcPort: 0 } : {});
       const client = await sdkClient(h.url, binding, false, KEY);
       const card = await client.getAgentCard();
       expect(card.skills.map((s) => s.id)).toEqual(['summarize', 'translate']);
       expect(card.description).toBe('Summarizes text; for alice');
       expect(card.name).toBe('Summarizer');
       expect(card.capabilities?.extendedAgentCard).toBe(true);
-      expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON']);
+      // The same interfaces as the public card: gRPC too when it is on.
+      expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(
+        binding === 'GRPC' ? ['JSONRPC', 'HTTP+JSON', 'GRPC'] : ['JSONRPC', 'HTTP+JSON'],
+      );
     },
   );
 

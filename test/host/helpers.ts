@@ -11,8 +11,9 @@ import {
   RestTransportFactory,
   type Client,
 } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 
-export type Binding = 'JSONRPC' | 'HTTP+JSON';
+export type Binding = 'JSONRPC' | 'HTTP+JSON' | 'GRPC';
 
 export function tempDb(label = 'host'): { dir: string; db: string } {
   const dir = mkdtempSync(join(tmpdir(), `taskplane-${label}-`));
@@ -34,10 +35,29 @@ export async function sdkClient(
       }
     : undefined;
   const transportOptions = fetchImpl ? { fetchImpl } : undefined;
+  // gRPC has no fetch to wrap: the key goes into the call metadata as an `authorization` service
+  // parameter (plaintext channels refuse gRPC call credentials).
+  const interceptors = bearer
+    ? [
+        {
+          before: async (args: { options?: { serviceParameters?: Record<string, string> } }) => {
+            args.options = {
+              ...args.options,
+              serviceParameters: { ...args.options?.serviceParameters, authorization: `Bearer ${bearer}` },
+            };
+          },
+          after: async () => {},
+        },
+      ]
+    : [];
   const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-    transports: [new JsonRpcTransportFactory(transportOptions), new RestTransportFactory(transportOptions)],
+    transports: [
+      new JsonRpcTransportFactory(transportOptions),
+      new RestTransportFactory(transportOptions),
+      new GrpcTransportFactory(),
+    ],
     preferredTransports: [binding],
-    clientConfig: { polling },
+    clientConfig: { polling, ...(binding === 'GRPC' ? { interceptors } : {}) },
   });
   return new ClientFactory(options).createFromUrl(baseUrl);
 }

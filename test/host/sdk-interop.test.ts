@@ -38,6 +38,8 @@ beforeAll(async () => {
     '--allow-private-webhooks',
     '--push-base-ms',
     '100',
+    '--grpc-port',
+    '0',
   ]));
 });
 
@@ -76,7 +78,7 @@ function asTask(result: unknown): Task {
   return result as Task;
 }
 
-describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', (binding) => {
+describe.each<Binding>(['JSONRPC', 'HTTP+JSON', 'GRPC'])('official SDK client over %s', (binding) => {
   let client: Client;
   let polling: Client;
 
@@ -251,7 +253,7 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
     const card = await client.getAgentCard();
     expect(card.capabilities?.streaming).toBe(true);
     expect(card.capabilities?.pushNotifications).toBe(true);
-    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON']);
+    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON', 'GRPC']);
   });
 });
 
@@ -322,11 +324,11 @@ describe('wire details the SDK hides', () => {
 });
 
 describe('official SDK client with --auth keys', () => {
-  it.each<Binding>(['JSONRPC', 'HTTP+JSON'])(
+  it.each<Binding>(['JSONRPC', 'HTTP+JSON', 'GRPC'])(
     '%s: bearer keys scope tasks to their owner',
     async (binding) => {
       const t = tempDb('keys');
-      const keyed = await spawnHost(['--port', '0', '--db', t.db, '--auth', 'keys'], {
+      const keyed = await spawnHost(['--port', '0', '--db', t.db, '--auth', 'keys', '--grpc-port', '0'], {
         env: { TASKPLANE_HOST_KEYS: 'alice:alice-secret-key-0001,bob:bob-secret-key-00002' },
       });
       try {

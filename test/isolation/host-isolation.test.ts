@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
@@ -6,9 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../../src/host/agent-api.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { startTestHost, type Wire } from '../host/in-process.ts';
+import { A2A_ERRORS } from '../../src/protocols/a2a/errors.ts';
+import { A2A_SERVICE, a2aPackageDefinition, fromWire, toWire } from '../../src/protocols/a2a/grpc/codec.ts';
+import { STATUS_DETAILS_KEY, decodeStatusDetails } from '../../src/protocols/a2a/grpc/status-details.ts';
 
 /**
- * Random interleavings of four callers' A2A operations on one host, over both bindings: no caller ever
+ * Random interleavings of four callers' A2A operations on one host, over all three bindings (JSON-RPC,
+ * HTTP+JSON, gRPC): no caller ever
  * sees, answers, cancels, subscribes to or configures pushes on another's task. The callers are two owners
  * in two tenants, including the pair a joined `owner@tenant` string confused: owner `alice` in tenant `x`
  * and owner `alice@x` with none. A model records who made what; every answer is checked against it.
@@ -50,6 +55,8 @@ interface Op {
   /** Which known task (modulo how many there are). */
   target: number;
   rest: boolean;
+  /** JSON-RPC calls of this op go over gRPC instead (same methods, same request shapes). */
+  grpc: boolean;
   message: number;
   config: number;
 }
@@ -60,6 +67,7 @@ const opArb: fc.Arbitrary<Op> = fc.record({
   kind: fc.constantFrom(...KINDS, 'pushCreate', 'pushCreate'),
   target: fc.nat({ max: 50 }),
   rest: fc.boolean(),
+  grpc: fc.boolean(),
   message: fc.nat({ max: 2 }),
   config: fc.nat({ max: 1 }),
 });
@@ -70,6 +78,11 @@ class Model {
   readonly byMessage = new Map<string, string>();
   /** `taskId/configId` → actor. */
   readonly configs = new Map<string, number>();
+  /**
+   * Tasks their owner has addressed by id with success (docs/host.md, "Idempotent sends"): resending
+   * the message that created one is a new message, with a new task.
+   */
+  readonly acked = new Set<string>();
 
   owned(actor: number): string[] {
     return this.tasks.filter((t) => t.actor === actor).map((t) => t.id);
@@ -80,6 +93,84 @@ class Model {
       .filter((k) => k.startsWith(`${taskId}/`))
       .map((k) => k.slice(taskId.length + 1));
   }
+}
+
+/** Request and response message of each method, for the gRPC calls. */
+const GRPC_TYPES: Record<string, [string, string]> = {
+  SendMessage: ['SendMessageRequest', 'SendMessageResponse'],
+  SendStreamingMessage: ['SendMessageRequest', 'StreamResponse'],
+  GetTask: ['GetTaskRequest', 'Task'],
+  ListTasks: ['ListTasksRequest', 'ListTasksResponse'],
+  CancelTask: ['CancelTaskRequest', 'Task'],
+  SubscribeToTask: ['SubscribeToTaskRequest', 'StreamResponse'],
+  CreateTaskPushNotificationConfig: ['TaskPushNotificationConfig', 'TaskPushNotificationConfig'],
+  GetTaskPushNotificationConfig: ['GetTaskPushNotificationConfigRequest', 'TaskPushNotificationConfig'],
+  ListTaskPushNotificationConfigs: [
+    'ListTaskPushNotificationConfigsRequest',
+    'ListTaskPushNotificationConfigsResponse',
+  ],
+  DeleteTaskPushNotificationConfig: ['DeleteTaskPushNotificationConfigRequest', 'Empty'],
+};
+const GrpcClient = grpc.makeGenericClientConstructor(
+  a2aPackageDefinition()[A2A_SERVICE] as grpc.ServiceDefinition,
+  'A2AService',
+);
+
+/** A gRPC failure as the JSON-RPC error it stands for (by its ErrorInfo reason). */
+function rpcErrorOf(err: grpc.ServiceError): { code: number } {
+  const bin = err.metadata?.get(STATUS_DETAILS_KEY)[0];
+  const reason = Buffer.isBuffer(bin) ? decodeStatusDetails(bin).reason : undefined;
+  const spec = Object.values(A2A_ERRORS).find((e) => e.reason === reason);
+  return { code: spec?.code ?? -32603 };
+}
+
+/**
+ * A caller's gRPC view with the same answers as `client`'s JSON-RPC one: `{result}` in ProtoJSON, or
+ * `{error: {code}}` with the JSON-RPC code of the A2A error.
+ */
+function grpcCaller(target: string, actor: Actor) {
+  const stub = new GrpcClient(target, grpc.credentials.createInsecure()) as unknown as grpc.Client &
+    Record<string, Wire>;
+  const metadata = () => {
+    const md = new grpc.Metadata();
+    md.set('a2a-version', '1.0');
+    md.set('authorization', `Bearer ${actor.key}`);
+    return md;
+  };
+  const request = (method: string, params: Record<string, unknown>) =>
+    toWire(
+      `lf.a2a.v1.${GRPC_TYPES[method]![0]}`,
+      actor.tenant ? { ...params, tenant: actor.tenant } : params,
+    );
+  const response = (method: string, res: object) =>
+    GRPC_TYPES[method]![1] === 'Empty' ? {} : fromWire(`lf.a2a.v1.${GRPC_TYPES[method]![1]}`, res);
+  return {
+    rpc(
+      method: string,
+      params: Record<string, unknown>,
+    ): Promise<{ result?: Wire; error?: { code: number } }> {
+      return new Promise((resolve) =>
+        stub[method](request(method, params), metadata(), (err: grpc.ServiceError | null, res: object) =>
+          resolve(err ? { error: rpcErrorOf(err) } : { result: response(method, res) }),
+        ),
+      );
+    },
+    stream(
+      method: string,
+      params: Record<string, unknown>,
+    ): Promise<{ error?: { code: number }; first?: Wire }> {
+      return new Promise((resolve) => {
+        const call = stub[method](request(method, params), metadata()) as grpc.ClientReadableStream<object>;
+        call.once('data', (frame: object) => {
+          resolve({ first: { result: response(method, frame) } });
+          call.cancel();
+        });
+        call.on('error', (err: grpc.ServiceError) => resolve({ error: rpcErrorOf(err) }));
+        call.on('end', () => resolve({}));
+      });
+    },
+    close: () => stub.close(),
+  };
 }
 
 /** A caller's view of the host: JSON-RPC with a `tenant` field, or HTTP+JSON under `/{tenant}`. */
@@ -141,7 +232,7 @@ function client(url: string, actor: Actor) {
 const TASK_NOT_FOUND = -32001;
 
 describe('host isolation (property)', () => {
-  it('random interleavings of two owners in two tenants never cross scopes, on either binding', async () => {
+  it('random interleavings of two owners in two tenants never cross scopes, on every binding', async () => {
     const keys = new Map([
       [digest(KEYS[0]!), 'alice'],
       [digest(KEYS[1]!), 'alice@x'],
@@ -179,14 +270,18 @@ describe('host isolation (property)', () => {
       await fc.assert(
         fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 24, size: 'max' }), async (ops) => {
           const store = new MemoryStore();
-          const host = await startTestHost(store, { auth: 'keys', keys, agent });
+          const host = await startTestHost(store, { auth: 'keys', keys, agent, grpcPort: 0 });
           const model = new Model();
+          const grpcCallers = new Map<number, ReturnType<typeof grpcCaller>>();
           received.length = 0;
           let answers = 0;
           try {
             for (const op of ops) {
               const actor = ACTORS[op.actor]!;
-              const c = client(host.url, actor);
+              const http = client(host.url, actor);
+              let g = op.grpc ? grpcCallers.get(op.actor) : undefined;
+              if (op.grpc && !g) grpcCallers.set(op.actor, (g = grpcCaller(host.grpcUrl!, actor)));
+              const c = g ? { ...http, rpc: g.rpc, stream: g.stream } : http;
               const known = model.tasks.length > 0 ? model.tasks[op.target % model.tasks.length]! : undefined;
               if (op.kind === 'send' || !known) {
                 const messageId = `m-${op.message}`;
@@ -196,7 +291,7 @@ describe('host isolation (property)', () => {
                 });
                 const id = sent.result.task.id as string;
                 const before = model.byMessage.get(`${op.actor}/${messageId}`);
-                if (before !== undefined) expect(id).toBe(before);
+                if (before !== undefined && !model.acked.has(before)) expect(id).toBe(before);
                 else {
                   // A new task: never one that another caller (or this one) already holds.
                   expect(model.tasks.map((t) => t.id)).not.toContain(id);
@@ -222,6 +317,7 @@ describe('host isolation (property)', () => {
                   });
                   if (mine) expect(r.error?.code).not.toBe(TASK_NOT_FOUND);
                   else expect(r.error?.code).toBe(TASK_NOT_FOUND);
+                  if (mine && !r.error) model.acked.add(id);
                   break;
                 }
                 case 'answerStream': {
@@ -236,6 +332,7 @@ describe('host isolation (property)', () => {
                   if (!mine) expect(r.error?.code).toBe(TASK_NOT_FOUND);
                   else if (r.error) expect(r.error.code).not.toBe(TASK_NOT_FOUND);
                   else expect(r.first.result.task?.id ?? r.first.result.statusUpdate?.taskId).toBe(id);
+                  if (mine && !r.error) model.acked.add(id);
                   break;
                 }
                 case 'get': {
@@ -247,12 +344,14 @@ describe('host isolation (property)', () => {
                     if (mine) expect(r.result.id).toBe(id);
                     else expect(r.error?.code).toBe(TASK_NOT_FOUND);
                   }
+                  if (mine) model.acked.add(id);
                   break;
                 }
                 case 'list': {
                   const tasks = op.rest
                     ? ((await c.rest('GET', '/tasks?pageSize=100')).body.tasks as Wire[])
-                    : ((await c.rpc('ListTasks', { pageSize: 100 })).result.tasks as Wire[]);
+                    : // proto3 leaves an empty list out on gRPC.
+                      (((await c.rpc('ListTasks', { pageSize: 100 })).result.tasks ?? []) as Wire[]);
                   expect(tasks.map((t: { id: string }) => t.id).sort()).toEqual(model.owned(op.actor).sort());
                   break;
                 }
@@ -260,10 +359,12 @@ describe('host isolation (property)', () => {
                   if (op.rest) {
                     const r = await c.rest('POST', `/tasks/${id}:cancel`);
                     expect(r.notFound).toBe(!mine);
+                    if (mine && r.ok) model.acked.add(id);
                   } else {
                     const r = await c.rpc('CancelTask', { id });
                     if (mine) expect(r.error?.code).not.toBe(TASK_NOT_FOUND);
                     else expect(r.error?.code).toBe(TASK_NOT_FOUND);
+                    if (mine && !r.error) model.acked.add(id);
                   }
                   break;
                 }
@@ -272,6 +373,7 @@ describe('host isolation (property)', () => {
                   if (!mine) expect(r.error?.code).toBe(TASK_NOT_FOUND);
                   else if (r.error) expect(r.error.code).not.toBe(TASK_NOT_FOUND);
                   else expect(r.first.result.task.id).toBe(id);
+                  if (mine && !r.error) model.acked.add(id);
                   break;
                 }
                 case 'pushCreate': {
@@ -284,6 +386,7 @@ describe('host isolation (property)', () => {
                   if (mine) {
                     expect(r.result).toMatchObject({ taskId: id, id: configId });
                     model.configs.set(`${id}/${configId}`, op.actor);
+                    model.acked.add(id);
                   } else expect(r.error?.code).toBe(TASK_NOT_FOUND);
                   break;
                 }
@@ -296,13 +399,15 @@ describe('host isolation (property)', () => {
                       token: `token-of-${op.actor}`,
                     });
                   } else expect(r.error?.code).toBe(TASK_NOT_FOUND);
+                  if (mine && !r.error) model.acked.add(id);
                   break;
                 }
                 case 'pushList': {
                   const r = await c.rpc('ListTaskPushNotificationConfigs', { taskId: id });
                   if (mine) {
-                    const ids = (r.result.configs as Array<{ id: string }>).map((x) => x.id).sort();
+                    const ids = ((r.result.configs ?? []) as Array<{ id: string }>).map((x) => x.id).sort();
                     expect(ids).toEqual(model.configsOf(id).sort());
+                    model.acked.add(id);
                   } else expect(r.error?.code).toBe(TASK_NOT_FOUND);
                   break;
                 }
@@ -311,6 +416,7 @@ describe('host isolation (property)', () => {
                   if (mine) {
                     expect(r.error).toBeUndefined();
                     model.configs.delete(`${id}/${configId}`);
+                    model.acked.add(id);
                   } else expect(r.error?.code).toBe(TASK_NOT_FOUND);
                   break;
                 }
@@ -371,6 +477,7 @@ describe('host isolation (property)', () => {
             }
             pushes += received.length;
           } finally {
+            for (const g of grpcCallers.values()) g.close();
             await host.close();
           }
         }),

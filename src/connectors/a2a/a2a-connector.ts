@@ -26,11 +26,12 @@ import type {
 } from '../connector.ts';
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
+import { lazyGrpcTransport } from './grpc-lazy.ts';
 import { a2aWireError, isRouteError, routeError } from './wire-errors.ts';
 import { transportError } from '../transport-errors.ts';
 
 /**
- * The A2A 1.0 client connector. Chooses JSON-RPC or HTTP+JSON from the agent card (first usable
+ * The A2A 1.0 client connector. Chooses JSON-RPC, HTTP+JSON or gRPC from the agent card (first usable
  * interface in the card's order unless `preferBinding` says otherwise), starts tasks with
  * `returnImmediately: true` and the envelope's fixed messageId/contextId, observes with SubscribeToTask
  * (whose first frame is the current Task, so a reattach loses nothing), reconciles with ListTasks
@@ -47,7 +48,8 @@ export interface A2AConnectorOptions {
   headers?: Record<string, string>;
   /** Per-call timeout. @default 30000 */
   timeoutMs?: number;
-  preferBinding?: 'JSONRPC' | 'HTTP+JSON';
+  /** The binding to use when the card offers it; otherwise the card's first usable interface. */
+  preferBinding?: 'JSONRPC' | 'HTTP+JSON' | 'GRPC';
   /**
    * How long a card read without caching headers is used before it is read again. A card whose
    * headers say otherwise is kept as they say; any answer that is not A2A re-reads it at once.
@@ -80,7 +82,7 @@ const SYSTEM_CLOCK = new SystemClock();
 
 function usable(i: AgentInterface): boolean {
   return (
-    (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON') &&
+    (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON' || i.protocolBinding === 'GRPC') &&
     i.protocolVersion.startsWith('1.')
   );
 }
@@ -263,7 +265,7 @@ export class A2AConnector implements Connector {
     if (!chosen)
       throw new TaskplaneError(
         'unsupported',
-        `target ${o.target}: agent card has no A2A 1.0 JSON-RPC or HTTP+JSON interface`,
+        `target ${o.target}: agent card has no A2A 1.0 JSON-RPC, HTTP+JSON or gRPC interface`,
       );
     const t = {
       url: chosen.url,
@@ -276,7 +278,12 @@ export class A2AConnector implements Connector {
     this.capabilities.push = card.capabilities?.pushNotifications === true;
     return {
       card,
-      transport: chosen.protocolBinding === 'JSONRPC' ? jsonRpcTransport(t) : restTransport(t),
+      transport:
+        chosen.protocolBinding === 'JSONRPC'
+          ? jsonRpcTransport(t)
+          : chosen.protocolBinding === 'GRPC'
+            ? lazyGrpcTransport(t)
+            : restTransport(t),
       revision: `${chosen.protocolBinding} ${chosen.url}${chosen.tenant ? ` ${chosen.tenant}` : ''}`,
     };
   }

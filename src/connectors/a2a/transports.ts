@@ -11,13 +11,13 @@ import { transportError } from '../transport-errors.ts';
 import { a2aWireError, routeError } from './wire-errors.ts';
 
 /**
- * The two A2A 1.0 HTTP bindings behind one interface: JSON-RPC (POST the envelope to the interface URL)
- * and HTTP+JSON (REST routes under the interface URL). Every request carries `A2A-Version: 1.0`
+ * The A2A 1.0 bindings behind one interface: JSON-RPC (POST the envelope to the interface URL),
+ * HTTP+JSON (REST routes under the interface URL), and gRPC (grpc-transport.ts). Every request carries `A2A-Version: 1.0`
  * (A2A 1.0, versioning: a 1.0 server treats a missing header as 0.3 and refuses), a per-call timeout and the caller's
  * AbortSignal. A stream's timeout covers only the time to the response headers.
  */
 export interface A2ATransport {
-  readonly binding: 'JSONRPC' | 'HTTP+JSON';
+  readonly binding: 'JSONRPC' | 'HTTP+JSON' | 'GRPC';
   call(method: A2AMethod, params: Record<string, unknown>, signal: AbortSignal): Promise<unknown>;
   stream(
     method: 'SubscribeToTask' | 'SendStreamingMessage',
