@@ -68,7 +68,7 @@ export function conformancePlaneOptions(
   };
 }
 
-interface Job {
+export interface Job {
   label: string;
   envelopeId: string;
   contextId: string;

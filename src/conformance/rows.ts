@@ -1,9 +1,8 @@
 import { TaskplaneError } from '../core/errors.ts';
 import type { HookName } from './hooks.ts';
-import { RowStopped, TENANT, type RowKit, type Session } from './row-kit.ts';
-import type { TestContract } from './test-contract.ts';
-import { isTerminalWireState } from './wire-facts.ts';
-import type { WireCall } from './wire-proxy.ts';
+import { pushRow } from './push-row.ts';
+import { expectRefused, fired, needsStreaming, streamingCall, work } from './row-helpers.ts';
+import { TENANT, type RowKit, type Session } from './row-kit.ts';
 
 /**
  * The failure matrix for asynchronous agent tasks, one row each (docs/conformance.md, "The rows"). A
@@ -21,37 +20,6 @@ export interface RowDef {
   /** Why it cannot run against this agent, or null. */
   unavailable?: (s: Session) => string | null;
   run: (kit: RowKit) => Promise<void>;
-}
-
-const streamingCall = (c: { method: string }) =>
-  c.method === 'SendStreamingMessage' || c.method === 'SubscribeToTask';
-const work = (kit: RowKit, factor = 1): TestContract => ({
-  durationMs: Math.round(kit.session.jobMs * factor),
-  steps: 3,
-  artifactChunks: 1,
-});
-const needsStreaming = (s: Session) => (s.agent.streaming ? null : 'the agent card declares no streaming');
-
-async function expectRefused(what: Promise<unknown>): Promise<string | null> {
-  try {
-    await what;
-    return null;
-  } catch (err) {
-    return err instanceof TaskplaneError ? err.code : String(err);
-  }
-}
-
-/** Waits for a fault to fire (bounded by the row's deadline). */
-function fired(kit: RowKit): { promise: Promise<WireCall>; resolve: (c: WireCall) => void } {
-  let resolve!: (c: WireCall) => void;
-  const promise = new Promise<WireCall>((r) => (resolve = r));
-  const bound = new Promise<never>((_, reject) =>
-    setTimeout(
-      () => reject(new RowStopped('the fault never found its request')),
-      Math.max(0, kit.deadline - Date.now()),
-    ).unref(),
-  );
-  return { promise: Promise.race([promise, bound]), resolve };
 }
 
 async function hookRow(kit: RowKit, hook: HookName): Promise<void> {
@@ -120,51 +88,9 @@ export const ROWS: RowDef[] = [
     number: 3,
     title: 'A webhook delivered twice; a delayed webhook after a newer state',
     proves:
-      'Every push is handed to the engine twice and non-final pushes are held until after the final one: duplicates are absorbed and the late push moves nothing back.',
+      'Every push is handed to the engine twice; one job has its first push held while it still works until the engine has fetched a newer state, the other has every non-final push held until after the final one: duplicates are absorbed and no late push moves anything back.',
     unavailable: (s) => (s.agent.push ? null : 'the agent card declares no push notifications'),
-    async run(kit) {
-      const relay = kit.session.relay;
-      relay.duplicate = true;
-      relay.holdNonTerminal = true;
-      const firstDelivery = relay.deliveries.length;
-      try {
-        await kit.startPlane({ stream: false, push: true, poll: false });
-        const job = await kit.job('push', work(kit));
-        const env = await kit.terminal(job);
-        await relay.releaseAll();
-        const mine = relay.deliveries
-          .slice(firstDelivery)
-          .filter((d) => d.states.some((s) => s.taskId === env.remoteId));
-        const finalPush = mine.some((d) => d.states.some((s) => isTerminalWireState(s.state)));
-        kit.check(
-          'push: the agent pushed the final state',
-          finalPush,
-          finalPush
-            ? `${mine.length} deliveries`
-            : `no final-state push arrived (${mine.length} deliveries); is the agent allowed to push to loopback?`,
-        );
-        for (const d of mine)
-          kit.note(
-            'push',
-            `${d.states.map((s) => s.state).join(',')}${d.held ? ' (held back)' : ''}: ${d.results.join(' then ')}`,
-            d.at,
-          );
-        const repeats = mine.flatMap((d) => d.results.slice(1));
-        const absorbed = repeats.filter((r) => r === 'duplicate').length;
-        kit.sample('duplicatesAbsorbed', absorbed);
-        kit.check(
-          'push: duplicates absorbed',
-          absorbed === repeats.length,
-          `${absorbed} of ${repeats.length} repeated deliveries answered as duplicates`,
-        );
-        kit.signedPushes = mine.length > 0 && mine.every((d) => d.signed);
-        await kit.standardChecks(job);
-      } finally {
-        relay.duplicate = false;
-        relay.holdNonTerminal = false;
-        await relay.releaseAll();
-      }
-    },
+    run: pushRow,
   },
   {
     id: 'stream-cut',
