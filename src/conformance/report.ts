@@ -36,6 +36,11 @@ export interface JobEvidence {
   agentState: string | null;
   /** Requests to the agent attributed to this job (naming its context or one of its tasks). */
   requests: number;
+  /**
+   * What the agent reported the job's tasks cost (`metadata.usage`, its latest report per task, summed
+   * by unit over the job's tasks); null when it reported none.
+   */
+  usage: Record<string, number> | null;
 }
 
 export interface RowReport {

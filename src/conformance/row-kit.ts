@@ -297,7 +297,23 @@ export class RowKit {
       requests: this.calls().filter(
         (c) => c.contextId === job.contextId || (c.taskId !== null && mine.has(c.taskId)),
       ).length,
+      usage: this.usage(mine),
     };
+  }
+
+  /**
+   * What the agent said these tasks cost: its latest report for each task (a report is the task's total
+   * so far), summed over the tasks by unit; null when it reported none.
+   */
+  usage(tasks: Set<string>): Record<string, number> | null {
+    const latest = new Map<string, Record<string, number>>();
+    for (const c of this.calls())
+      for (const u of c.usage) if (tasks.has(u.taskId)) latest.set(u.taskId, u.usage);
+    if (latest.size === 0) return null;
+    const sum: Record<string, number> = {};
+    for (const usage of latest.values())
+      for (const [unit, v] of Object.entries(usage)) sum[unit] = (sum[unit] ?? 0) + v;
+    return sum;
   }
 
   /**

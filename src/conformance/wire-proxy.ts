@@ -5,9 +5,11 @@ import {
   isTerminalWireState as isTerminal,
   parseBody,
   parseFrame,
+  parseUsage,
   requestFacts,
   type RequestFacts,
   type StateFact,
+  type UsageFact,
 } from './wire-facts.ts';
 
 /**
@@ -55,6 +57,8 @@ export interface WireCall extends RequestFacts {
   status: number | null;
   /** Task states the agent reported in the answer (all frames of a stream). */
   states: StateFact[];
+  /** Usage the agent reported in the answer (all frames of a stream). */
+  usage: UsageFact[];
   /** Stream frames passed on to the engine. */
   frames: number;
 }
@@ -153,6 +157,7 @@ export class WireProxy {
       fault: null,
       status: null,
       states: [],
+      usage: [],
       frames: 0,
     };
     this.calls.push(call);
@@ -181,6 +186,7 @@ export class WireProxy {
       return this.finish(call);
     }
     call.states = parseBody(answer.toString('utf8'));
+    call.usage = parseUsage(answer.toString('utf8'));
     if (
       fault &&
       (fault.kind === 'lose-response' ||
@@ -263,6 +269,7 @@ export class WireProxy {
             .join('\n');
           const states = data ? parseFrame(data) : [];
           call.states.push(...states);
+          if (data) call.usage.push(...parseUsage(data));
           if (fault?.kind === 'lose-response') {
             cut();
             return end();

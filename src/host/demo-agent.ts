@@ -8,8 +8,8 @@ import { defineTool, type ToolContext } from './tool-api.ts';
  * `{"durationMs": 3000, "steps": 3, "askInput": "Which edition?", "fail": false, "artifactChunks": 2}`
  *
  * Any subset. It works through `steps` status updates spread over `durationMs`, asks `askInput` half way
- * (the task waits in INPUT_REQUIRED), streams one artifact in `artifactChunks` chunks, then completes,
- * or fails when `fail` is true. A plain text message gets a short echo task. It is resumable: progress
+ * (the task waits in INPUT_REQUIRED), streams one artifact in `artifactChunks` chunks (each carrying
+ * `metadata.usage`, the steps worked), then completes, or fails when `fail` is true. A plain text message gets a short echo task. It is resumable: progress
  * is checkpointed after every step, so a host restart continues where it stopped.
  *
  * The same script runs as the MCP tool `demo_task` (at `/mcp`) with the script as its arguments: it
@@ -187,6 +187,9 @@ export const demoAgent = defineAgent({
         parts: [{ text: `chunk ${p.chunk}/${script.artifactChunks}${p.answer ? ` (${p.answer})` : ''}` }],
         ...(p.chunk > 1 ? { append: true } : {}),
         ...(last ? { lastChunk: true } : {}),
+        // What the task cost so far, in the one unit a demo has (steps worked): the usage report of
+        // docs/conformance.md's test contract, which `taskplane conformance` prices completions with.
+        metadata: { usage: { steps: p.step } },
       });
       await ctx.save({ ...p });
     }
