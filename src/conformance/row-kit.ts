@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
+import type { RemoteSnapshot } from '../connectors/connector.ts';
 import { SystemClock } from '../core/clock.ts';
 import { CryptoRandom, type SeededRandom } from '../core/random.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -260,6 +261,11 @@ export class RowKit {
       if (err instanceof TaskplaneError && err.code === 'not_found') return null;
       throw err;
     }
+  }
+
+  /** The agent's whole answer for a task (artifacts, result), read directly. */
+  truthSnapshot(remoteId: string): Promise<RemoteSnapshot> {
+    return this.session.truth.get(remoteId, AbortSignal.timeout(5000));
   }
 
   events(job: Job): Promise<EnvelopeEvent[]> {

@@ -1,5 +1,6 @@
 import { TaskplaneError } from '../core/errors.ts';
 import type { HookName } from './hooks.ts';
+import { cancelRow } from './cancel-row.ts';
 import { pushRow } from './push-row.ts';
 import { expectRefused, fired, needsStreaming, streamingCall, work } from './row-helpers.ts';
 import { TENANT, type RowKit, type Session } from './row-kit.ts';
@@ -223,57 +224,10 @@ export const ROWS: RowDef[] = [
   {
     id: 'cancel',
     number: 8,
-    title: 'Cancellation before start, during work, after completion',
+    title: 'Cancellation before start, during model work, during a tool side effect, after completion',
     proves:
-      'Each cancel ends in the state the agent really reached (cancelled, or completed when it finished first), and a cancel after completion changes nothing.',
-    async run(kit) {
-      await kit.startPlane();
-      // A cancel the engine refuses because the job had already ended (a fast agent, or --input) is no
-      // fault: the checks then ask that nothing changed.
-      const cancel = async (job: { label: string; envelopeId: string }, when: string) => {
-        const refused = await expectRefused(kit.plane.cancel(TENANT, job.envelopeId));
-        kit.note(
-          'plane',
-          `${job.label}: cancel requested ${when}${refused ? ` — refused (${refused})` : ''}`,
-        );
-        return refused;
-      };
-      const early = await kit.job('before-start', work(kit, 4));
-      const earlyRefused = await cancel(early, 'right after create');
-      const during = await kit.job('during-work', work(kit, 4));
-      await kit.running(during);
-      const asked = Date.now();
-      const duringRefused = await cancel(during, 'while working');
-      const late = await kit.job('after-done', work(kit, 0.2));
-      const lateEnv = await kit.terminal(late);
-      const refused = await expectRefused(kit.plane.cancel(TENANT, late.envelopeId));
-      for (const [job, wasRefused] of [
-        [early, earlyRefused],
-        [during, duringRefused],
-      ] as const) {
-        const env = await kit.terminal(job);
-        if (job === during && env.state === 'cancelled') kit.sample('cancelLatencyMs', Date.now() - asked);
-        if (wasRefused)
-          kit.check(
-            `${job.label}: cancel after the end changed nothing`,
-            env.cancel === null,
-            `the job had ended (${env.state}) before the cancel`,
-          );
-        else
-          kit.check(
-            `${job.label}: cancel outcome recorded`,
-            env.cancel !== null && env.cancel.outcome === env.state,
-            `outcome ${env.cancel?.outcome ?? 'none'}, state ${env.state}`,
-          );
-      }
-      const lateAfter = await kit.envelope(late);
-      kit.check(
-        'after-done: nothing changed',
-        lateAfter.state === lateEnv.state,
-        `${lateEnv.state} before, ${lateAfter.state} after the cancel (${refused ? `refused: ${refused}` : 'accepted'})`,
-      );
-      for (const job of [early, during, late]) await kit.standardChecks(job);
-    },
+      'Each cancel ends in the state the agent really reached (cancelled, or completed when it finished first); a cancel during a side effect the agent cannot stop leaves on record what the agent recorded of it; a cancel after completion changes nothing.',
+    run: cancelRow,
   },
   {
     id: 'worker-crash',
