@@ -4,8 +4,6 @@ import type { TestContract } from './test-contract.ts';
 import type { WireCall } from './wire-proxy.ts';
 
 /** What the rows share: the usual job, refusals, waits for a fault to fire. */
-export const streamingCall = (c: { method: string }) =>
-  c.method === 'SendStreamingMessage' || c.method === 'SubscribeToTask';
 
 export const work = (kit: RowKit, factor = 1): TestContract => ({
   durationMs: Math.round(kit.session.jobMs * factor),
@@ -14,7 +12,11 @@ export const work = (kit: RowKit, factor = 1): TestContract => ({
 });
 
 export const needsStreaming = (s: Session) =>
-  s.agent.streaming ? null : 'the agent card declares no streaming';
+  s.agent.streaming
+    ? null
+    : s.agent.protocol === 'mcp'
+      ? 'the MCP server offers no task notifications (subscriptions/listen, MCP 2026-07-28)'
+      : 'the agent card declares no streaming';
 
 /** The error code a call was refused with, or null when it succeeded. */
 export async function expectRefused(what: Promise<unknown>): Promise<string | null> {

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
-import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
-import type { RemoteSnapshot } from '../connectors/connector.ts';
+import type { Connector, RemoteSnapshot } from '../connectors/connector.ts';
 import { SystemClock } from '../core/clock.ts';
 import { CryptoRandom, type SeededRandom } from '../core/random.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -14,7 +13,8 @@ import { runHook, type HookName, type HookResult } from './hooks.ts';
 import type { PushRelay } from './push-relay.ts';
 import type { Check, JobEvidence, TimelineEntry, TimelineKind } from './report.ts';
 import { contractInput, type TestContract } from './test-contract.ts';
-import { stateRank, isTerminalWireState } from './wire-facts.ts';
+import type { Target } from './target.ts';
+import type { WireDialect } from './wire-facts.ts';
 import type { WireCall, WireProxy } from './wire-proxy.ts';
 
 /** What every row shares: the proxy, the push relay, the direct line to the agent, the settings. */
@@ -25,15 +25,19 @@ export interface Session {
   proxy: WireProxy;
   relay: PushRelay;
   /** Reads the agent directly (not through the proxy, so nothing is faulted or counted). */
-  truth: A2AConnector;
+  truth: Connector;
   /** Reads the agent directly as another caller (`--other-header`), or null when not given. */
-  stranger: A2AConnector | null;
+  stranger: Connector | null;
+  /** The target's protocol: its wire reader and the engine's connector to the proxy. */
+  remote: Target;
+  /** Where the engine reaches the target through the proxy. */
+  engineUrl: string;
   random: SeededRandom;
   workDir: string;
   jobMs: number;
   rowTimeoutMs: number;
   hookTimeoutMs: number;
-  agent: { streaming: boolean; push: boolean };
+  agent: { protocol: 'a2a' | 'mcp'; streaming: boolean; push: boolean };
   /** The user's job input (`--input`) sent instead of the test contract; undefined = the contract. */
   input?: unknown;
   /** The engine the push relay hands deliveries to (the current row's). */
@@ -133,12 +137,7 @@ export class RowKit {
   async startPlane(delivery?: PlaneOptions['delivery']): Promise<void> {
     this.delivery = delivery ?? this.delivery;
     this.store = await openStore(`sqlite:${join(this.session.workDir, `${this.rowId}.db`)}`);
-    const connector = new A2AConnector({
-      target: TARGET,
-      baseUrl: this.session.proxy.url,
-      headers: this.session.headers,
-      timeoutMs: 5000,
-    });
+    const connector = this.session.remote.connector(TARGET, this.session.engineUrl, this.session.headers);
     const push = this.delivery?.push ?? false;
     this.plane = new Plane({
       clock: new SystemClock(),
@@ -185,7 +184,9 @@ export class RowKit {
       input:
         this.session.input !== undefined
           ? this.session.input
-          : contractInput({ ...contract, label: `${this.rowId}/${label}` }),
+          : // The label is the job's context id: an MCP tools/call carries no context, so the proxy tells
+            // the jobs' calls apart by it.
+            contractInput({ ...contract, label: contextId }),
       contextId,
       idempotencyKey: contextId,
       expectedDurationMs: Math.max(1000, contract.durationMs ?? this.session.jobMs),
@@ -242,7 +243,7 @@ export class RowKit {
   private async agentBack(): Promise<void> {
     for (;;) {
       try {
-        await this.session.truth.prepare(AbortSignal.timeout(2000), { fresh: true });
+        await this.session.truth.prepare?.(AbortSignal.timeout(2000), { fresh: true });
         this.note('agent', 'agent answers again');
         return;
       } catch {
@@ -362,7 +363,7 @@ export class RowKit {
     const events = await this.events(job);
     const changes = events.filter((e) => e.type === 'state_changed');
     const backward = engineBackward(changes);
-    const wire = wireBackward(this.calls(), new Set(ids));
+    const wire = wireBackward(this.calls(), new Set(ids), this.session.remote.wire);
     this.check(
       `${job.label}: no backward state`,
       backward === null && wire === null,
@@ -408,7 +409,9 @@ export class RowKit {
     const ids = new Set(this.remoteTaskIds(job));
     const agentFinal = this.calls()
       .flatMap((c) => c.states)
-      .filter((s) => ids.has(s.taskId) && isTerminalWireState(s.state) && s.timestampMs !== null)
+      .filter(
+        (s) => ids.has(s.taskId) && this.session.remote.wire.isTerminal(s.state) && s.timestampMs !== null,
+      )
       .map((s) => s.timestampMs!)
       .sort((a, b) => a - b)[0];
     if (final && agentFinal !== undefined) this.sample('notifyDelayMs', Math.max(0, final.at - agentFinal));
@@ -452,7 +455,7 @@ function engineBackward(changes: EnvelopeEvent[]): string | null {
 }
 
 /** The first backward move in what the agent reported for these tasks, ordered by its own timestamps. */
-function wireBackward(calls: WireCall[], tasks: Set<string>): string | null {
+function wireBackward(calls: WireCall[], tasks: Set<string>, dialect: WireDialect): string | null {
   const seen = calls
     .flatMap((c) => c.states)
     .filter((s) => tasks.has(s.taskId) && s.timestampMs !== null)
@@ -460,9 +463,9 @@ function wireBackward(calls: WireCall[], tasks: Set<string>): string | null {
   const last = new Map<string, string>();
   for (const s of seen) {
     const prev = last.get(s.taskId);
-    if (prev && isTerminalWireState(prev) && s.state !== prev)
+    if (prev && dialect.isTerminal(prev) && s.state !== prev)
       return `the agent reported task ${s.taskId} ${s.state} after ${prev}`;
-    if (prev && stateRank(s.state) < stateRank(prev))
+    if (prev && dialect.rank(s.state) < dialect.rank(prev))
       return `the agent reported task ${s.taskId} ${s.state} after ${prev}`;
     last.set(s.taskId, s.state);
   }

@@ -2,15 +2,17 @@ import { TaskplaneError } from '../core/errors.ts';
 import type { HookName } from './hooks.ts';
 import { cancelRow } from './cancel-row.ts';
 import { pushRow } from './push-row.ts';
-import { expectRefused, fired, needsStreaming, streamingCall, work } from './row-helpers.ts';
+import { expectRefused, fired, needsStreaming, work } from './row-helpers.ts';
 import { TENANT, type RowKit, type Session } from './row-kit.ts';
 
 /**
  * The failure matrix for asynchronous agent tasks, one row each (docs/conformance.md, "The rows"). A
  * row runs its jobs through the proxy with its faults armed, then applies the standard checks (one
  * remote task per job, the true final state, no backward state, one outcome recorded) and its own. A row that needs a hook the user
- * did not give, or a capability the agent's card does not declare, is not run, never passed.
+ * did not give, or a capability the agent's card does not declare, is not run, never passed; a row the
+ * target's protocol (A2A or MCP) has nothing for is not applicable, never passed.
  */
+const isMcp = (s: Session) => s.agent.protocol === 'mcp';
 export interface RowDef {
   id: string;
   number: number;
@@ -18,6 +20,8 @@ export interface RowDef {
   /** What it proves, for the report and docs/conformance.md. */
   proves: string;
   hook?: HookName;
+  /** Why the target's protocol has nothing this row can exercise, or null (reported not applicable). */
+  notApplicable?: (s: Session) => string | null;
   /** Why it cannot run against this agent, or null. */
   unavailable?: (s: Session) => string | null;
   run: (kit: RowKit) => Promise<void>;
@@ -46,6 +50,34 @@ async function hookRow(kit: RowKit, hook: HookName): Promise<void> {
   for (const job of [a, b]) await kit.standardChecks(job);
 }
 
+/**
+ * Row 4 on MCP: the creating call is not a stream; the task's notifications are (subscriptions/listen).
+ * The first listen is cut after one or two frames (by seed), the next after one: the engine listens
+ * again (tasks/get first, so nothing between is lost) and never calls the tool again.
+ */
+async function mcpStreamCut(kit: RowKit): Promise<void> {
+  await kit.startPlane();
+  const afterFrames = 1 + Math.floor(kit.session.random.next() * 2);
+  kit.note(
+    'note',
+    `seeded schedule: cut the first task-notification stream after ${afterFrames} frame(s), then the next after 1`,
+  );
+  const listen = (c: { method: string }) => c.method === 'subscriptions/listen';
+  kit.session.proxy.arm({ kind: 'cut-stream', afterFrames, match: listen });
+  kit.session.proxy.arm({ kind: 'cut-stream', afterFrames: 1, match: listen });
+  const job = await kit.job('stream', { ...work(kit, 2), steps: 4 });
+  const env = await kit.terminal(job);
+  const creations = kit.creations(job).length;
+  const listens = kit.calls().filter((c) => listen(c) && c.taskId === env.remoteId);
+  const cut = listens.filter((c) => c.fault === 'cut-stream').length;
+  kit.check(
+    'stream: listened again, never resent',
+    creations === 1 && cut >= 1 && listens.length > cut,
+    `${creations} tools/call(s) reached the server; ${listens.length} subscriptions/listen call(s), ${cut} of them cut`,
+  );
+  await kit.standardChecks(job);
+}
+
 export const ROWS: RowDef[] = [
   {
     id: 'create-disconnect',
@@ -58,21 +90,32 @@ export const ROWS: RowDef[] = [
       const before = await kit.job('before', work(kit), (ctx) =>
         kit.session.proxy.arm({ kind: 'drop-before', match: (c) => c.creates && c.contextId === ctx }),
       );
-      const after = await kit.job('after', work(kit), (ctx) =>
-        kit.session.proxy.arm(
-          kit.session.agent.streaming
-            ? { kind: 'cut-stream', afterFrames: 1, match: (c) => c.creates && c.contextId === ctx }
-            : { kind: 'lose-response', match: (c) => c.creates && c.contextId === ctx },
-        ),
-      );
-      for (const job of [before, after]) await kit.terminal(job);
-      for (const job of [before, after]) await kit.standardChecks(job);
+      // MCP: a tools/call whose answer was lost made a task nothing can find again (no tasks/list, no
+      // idempotency key); that is row 2, not applicable there.
+      const after = isMcp(kit.session)
+        ? null
+        : await kit.job('after', work(kit), (ctx) =>
+            kit.session.proxy.arm(
+              kit.session.agent.streaming
+                ? { kind: 'cut-stream', afterFrames: 1, match: (c) => c.creates && c.contextId === ctx }
+                : { kind: 'lose-response', match: (c) => c.creates && c.contextId === ctx },
+            ),
+          );
+      if (!after)
+        kit.note('note', 'no job "after": on MCP a lost creating answer cannot be recovered (row 2)');
+      const jobs = after ? [before, after] : [before];
+      for (const job of jobs) await kit.terminal(job);
+      for (const job of jobs) await kit.standardChecks(job);
     },
   },
   {
     id: 'create-response-lost',
     number: 2,
     title: 'Creation response lost while the task already runs',
+    notApplicable: (s) =>
+      isMcp(s)
+        ? 'MCP tools/call takes no idempotency key and MCP Tasks has no tasks/list: a task whose creating answer was lost cannot be found again (the engine records such a job unknown)'
+        : null,
     proves:
       'The agent acted on the creating request but its answer never arrived: the engine finds that task, it does not start another.',
     async run(kit) {
@@ -90,6 +133,10 @@ export const ROWS: RowDef[] = [
     title: 'A webhook delivered twice; a delayed webhook after a newer state',
     proves:
       'Every push is handed to the engine twice; one job has its first push held while it still works until the engine has fetched a newer state, the other has every non-final push held until after the final one: duplicates are absorbed and no late push moves anything back.',
+    notApplicable: (s) =>
+      isMcp(s)
+        ? 'MCP Tasks has no push notifications: task notifications come over subscriptions/listen (row 4)'
+        : null,
     unavailable: (s) => (s.agent.push ? null : 'the agent card declares no push notifications'),
     run: pushRow,
   },
@@ -101,6 +148,7 @@ export const ROWS: RowDef[] = [
       'The creating stream and the first re-subscription are cut mid-flight: the engine re-subscribes (SubscribeToTask starts with the current task) and never sends the creating message again.',
     unavailable: needsStreaming,
     async run(kit) {
+      if (isMcp(kit.session)) return mcpStreamCut(kit);
       await kit.startPlane();
       const afterFrames = 1 + Math.floor(kit.session.random.next() * 2);
       kit.note(
@@ -138,8 +186,9 @@ export const ROWS: RowDef[] = [
     title: 'Polling after TTL or retention expiry',
     proves:
       'A task read after the agent dropped it at the end of its lifetime is recorded expired, never invented.',
-    unavailable: () =>
-      'A2A 1.0 declares no task lifetime, so there is nothing to expire on demand (MCP targets, whose tasks carry ttlMs, come later)',
+    notApplicable: (s) =>
+      isMcp(s) ? null : 'A2A 1.0 declares no task lifetime, so there is nothing to expire on demand',
+    unavailable: () => 'not implemented yet for MCP targets (their tasks carry ttlMs)',
     run: () => Promise.resolve(),
   },
   {
@@ -156,9 +205,10 @@ export const ROWS: RowDef[] = [
         if (kit.session.agent.streaming)
           kit.session.proxy.arm({
             kind: 'duplicate-frame',
-            frameState: 'TASK_STATE_INPUT_REQUIRED',
+            frameState: isMcp(kit.session) ? 'input_required' : 'TASK_STATE_INPUT_REQUIRED',
             times: 3,
-            match: (c) => streamingCall(c) && (c.contextId === ctx || c.taskId !== null),
+            match: (c) =>
+              kit.session.remote.wire.streaming(c.method) && (c.contextId === ctx || c.taskId !== null),
           });
       });
       const env = await kit.until(
@@ -278,7 +328,10 @@ export const ROWS: RowDef[] = [
     number: 11,
     title: 'Budget exhausted during parallel or in-flight work',
     proves: 'Work stops being started once a budget is used up, and what was in flight ends truthfully.',
-    unavailable: () => 'A2A 1.0 agents report no usage the engine can count against a budget',
+    notApplicable: (s) =>
+      isMcp(s)
+        ? 'MCP Tasks reports no usage the engine can count against a budget'
+        : 'A2A 1.0 agents report no usage the engine can count against a budget',
     run: () => Promise.resolve(),
   },
   {

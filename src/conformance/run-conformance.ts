@@ -1,21 +1,28 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { A2AConnector, fetchAgentCard } from '../connectors/a2a/a2a-connector.ts';
 import { SeededRandom } from '../core/random.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { answerChecklist } from './checklist.ts';
 import type { HookName } from './hooks.ts';
 import { aggregateMeasures } from './measures.ts';
 import { PushRelay } from './push-relay.ts';
-import { REPORT_VERSION, type AgentFacts, type ConformanceReport, type RowReport } from './report.ts';
+import { REPORT_VERSION, type ConformanceReport, type RowReport } from './report.ts';
 import { describeCall, RowKit, RowStopped, TARGET, type Session } from './row-kit.ts';
 import { runOrder, selectRows, type RowDef } from './rows.ts';
+import { openTarget, type Protocol } from './target.ts';
 import { WireProxy } from './wire-proxy.ts';
 
 export interface ConformanceOptions {
-  /** Base URL of the A2A 1.0 agent (its card at `/.well-known/agent-card.json`). */
+  /**
+   * Base URL of the A2A 1.0 agent (its card at `/.well-known/agent-card.json`), or the Streamable HTTP
+   * endpoint of the MCP tasks server (`…/mcp`).
+   */
   target: string;
+  /** The target's protocol. @default A2A when its card answers, else MCP */
+  protocol?: Protocol;
+  /** MCP: the tool every job calls, with the test contract as its arguments. Required for MCP. */
+  tool?: string;
   /** Headers on every call to the agent (its credentials). @default none */
   headers?: Record<string, string>;
   /**
@@ -45,27 +52,6 @@ export interface ConformanceOptions {
   progress?: (event: { row: RowDef; index: number; total: number; result?: RowReport }) => void;
 }
 
-async function readAgent(target: string, headers: Record<string, string>): Promise<AgentFacts> {
-  let card;
-  try {
-    card = await fetchAgentCard(target, AbortSignal.timeout(10_000), { headers });
-  } catch (err) {
-    throw new TaskplaneError(
-      'unavailable',
-      `--target: cannot read the agent card at ${target.replace(/\/+$/, '')}/.well-known/agent-card.json (${(err as Error).message})`,
-      { field: 'target', cause: err },
-    );
-  }
-  const caps = (card.capabilities ?? {}) as { streaming?: boolean; pushNotifications?: boolean };
-  return {
-    name: typeof card.name === 'string' ? card.name : null,
-    version: typeof card.version === 'string' ? card.version : null,
-    bindings: (card.supportedInterfaces ?? []).map((i) => `${i.protocolBinding} ${i.protocolVersion}`),
-    streaming: caps.streaming === true,
-    push: caps.pushNotifications === true,
-  };
-}
-
 /**
  * `taskplane conformance`: runs the selected rows of the failure matrix against one A2A agent, each on
  * the real engine with its own SQLite store in a temp dir, through the fault proxy, and returns the
@@ -76,23 +62,32 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const headers = options.headers ?? {};
   const seed = options.seed ?? 1;
   const started = Date.now();
-  const agent = await readAgent(options.target, headers);
+  const remote = await openTarget(options.target, headers, {
+    ...(options.protocol ? { protocol: options.protocol } : {}),
+    ...(options.tool ? { tool: options.tool } : {}),
+  });
+  const agent = remote.agent;
+  if (agent.protocol === 'mcp' && options.input !== undefined)
+    throw new TaskplaneError(
+      'invalid_argument',
+      "--input: not for MCP targets: the run tells the jobs' tool calls apart by the test contract's label argument",
+      { field: 'input' },
+    );
   const workDir = mkdtempSync(join(tmpdir(), 'taskplane-conformance-'));
-  const proxy = await WireProxy.start(options.target);
+  const proxy = await WireProxy.start(options.target, remote.wire);
+  const upstream = new URL(options.target);
   const session: Session = {
     target: options.target,
     headers,
     hooks: options.hooks ?? {},
     proxy,
     relay: undefined as unknown as PushRelay,
-    truth: new A2AConnector({ target: 'truth', baseUrl: options.target, headers, timeoutMs: 5000 }),
+    remote,
+    // A2A: the base URL (the card, rewritten by the proxy, names the interfaces); MCP: the endpoint.
+    engineUrl: agent.protocol === 'mcp' ? `${proxy.url}${upstream.pathname}${upstream.search}` : proxy.url,
+    truth: remote.connector('truth', options.target, headers),
     stranger: options.otherHeaders
-      ? new A2AConnector({
-          target: 'stranger',
-          baseUrl: options.target,
-          headers: options.otherHeaders,
-          timeoutMs: 5000,
-        })
+      ? remote.connector('stranger', options.target, options.otherHeaders)
       : null,
     random: new SeededRandom(seed),
     workDir,
@@ -123,7 +118,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     await session.relay.close();
     rmSync(workDir, { recursive: true, force: true });
   }
-  const ran = reports.filter((r) => r.status !== 'not_run');
+  const ran = reports.filter((r) => r.status === 'passed' || r.status === 'failed');
   const requests: Record<string, number> = {};
   for (const c of proxy.calls) requests[c.method] = (requests[c.method] ?? 0) + 1;
   return {
@@ -140,7 +135,6 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     checklist: answerChecklist(reports, kits, agent),
     requests,
     notes: [
-      'Targets are A2A 1.0 agents; MCP tasks servers are not supported yet.',
       ...proxy.unproxied.map(
         (u) => `The card lists ${u} on another origin: requests there bypass the proxy.`,
       ),
@@ -168,6 +162,8 @@ async function runRow(
   runDeadline: number,
   kits: RowKit[],
 ): Promise<RowReport> {
+  const notApplicable = row.notApplicable?.(session) ?? null;
+  if (notApplicable) return { ...notRun(row, notApplicable), status: 'not_applicable' };
   if (row.hook && !session.hooks[row.hook]) return notRun(row, `needs --${row.hook}-cmd`);
   const unavailable = row.unavailable?.(session) ?? null;
   if (unavailable) return notRun(row, unavailable);

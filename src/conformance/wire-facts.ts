@@ -170,6 +170,30 @@ export function parseUsage(text: string): UsageFact[] {
   return usageFacts(parseJson(text));
 }
 
+/**
+ * How the proxy and the rows read one protocol's wire: A2A (this file) or MCP (mcp-wire.ts). `states`
+ * and `usage` read one JSON answer body or one stream frame's data.
+ */
+export interface WireDialect {
+  requestFacts(httpMethod: string, path: string, body: string): RequestFacts;
+  states(text: string): StateFact[];
+  usage(text: string): UsageFact[];
+  isTerminal(state: string): boolean;
+  /** Coarse order for the "never backward" check: 0 before work, 1 working or interrupted, 2 final. */
+  rank(state: string): number;
+  /** Requests answered with an event stream of the task's states. */
+  streaming(method: string): boolean;
+}
+
+export const A2A_WIRE: WireDialect = {
+  requestFacts,
+  states: (text) => parseBody(text),
+  usage: (text) => parseUsage(text),
+  isTerminal: (state) => isTerminalTaskState(state),
+  rank: (state) => stateRank(state),
+  streaming: (method) => method === 'SendStreamingMessage' || method === 'SubscribeToTask',
+};
+
 export function parseFrame(data: string): StateFact[] {
   return stateFacts(parseJson(data));
 }
