@@ -246,7 +246,13 @@ export class RowKit {
         await this.session.truth.prepare?.(AbortSignal.timeout(2000), { fresh: true });
         this.note('agent', 'agent answers again');
         return;
-      } catch {
+      } catch (err) {
+        // A refusal of our credentials is an answer (after --revoke-cmd it is the expected one); an MCP
+        // server, unlike an A2A card, asks for them on its first call.
+        if (refusesCredentials(err)) {
+          this.note('agent', 'agent answers again (refusing our credentials)');
+          return;
+        }
         if (Date.now() > this.deadline) throw new RowStopped('the agent did not come back after the hook');
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -429,6 +435,13 @@ export class RowKit {
     }
     this.timeline.sort((a, b) => a.atMs - b.atMs);
   }
+}
+
+/** The agent answered, refusing the credentials (401/403, or the protocol's own code for it). */
+function refusesCredentials(err: unknown): boolean {
+  if (!(err instanceof TaskplaneError)) return false;
+  const http = err.details?.httpStatus;
+  return err.code === 'unauthenticated' || err.code === 'permission_denied' || http === 401 || http === 403;
 }
 
 function firstAt(events: EnvelopeEvent[], pred: (e: EnvelopeEvent) => boolean): number | null {
