@@ -1,7 +1,7 @@
 import type { Envelope } from '../core/envelope.ts';
 import { isTerminal } from '../core/states.ts';
 import type { RemoteSnapshot } from '../connectors/connector.ts';
-import { expectRefused, work } from './row-helpers.ts';
+import { expectRefused, waitFor, work } from './row-helpers.ts';
 import { TENANT, type Job, type RowKit } from './row-kit.ts';
 
 /** The status the test contract's side effect announces itself with (docs/conformance.md). */
@@ -51,11 +51,15 @@ export async function cancelRow(kit: RowKit): Promise<void> {
       sideEffectMs: kit.session.jobMs * 2,
       artifactChunks: 1,
     });
-    const seen = await kit.until(
-      effect,
-      `reported "${EFFECT_STARTED}"`,
-      (e) => e.statusMessage === EFFECT_STARTED || isTerminal(e.state),
-    );
+    // The agent's own word, read directly: an engine that polls slowly may never see the announcement.
+    let seen = await kit.envelope(effect);
+    await waitFor(kit, `job during-effect never reported "${EFFECT_STARTED}"`, async () => {
+      seen = await kit.envelope(effect!);
+      if (seen.statusMessage === EFFECT_STARTED || isTerminal(seen.state)) return true;
+      if (!seen.remoteId) return false;
+      const agent = await kit.truthSnapshot(seen.remoteId).catch(() => null);
+      return agent?.statusMessage === EFFECT_STARTED;
+    });
     if (isTerminal(seen.state))
       kit.check(
         'during-effect: the agent announced its side effect',

@@ -43,6 +43,15 @@ export async function pushRow(kit: RowKit): Promise<void> {
     const late = await kit.job('late', work(kit), (ctx) => (contexts.late = ctx));
     await heldWhileRunning(kit, running, () => held);
     const envs = [await kit.terminal(running), await kit.terminal(late)];
+    // The engine may learn the final state from the fetch a late non-final push caused, before the final
+    // push itself arrives: give that push a few seconds.
+    const finalPushOf = (remoteId: string | null) =>
+      relay.deliveries
+        .slice(firstDelivery)
+        .some((d) => d.states.some((s) => s.taskId === remoteId && isTerminalWireState(s.state)));
+    const settle = Date.now() + 5000;
+    while (!envs.every((e) => finalPushOf(e.remoteId)) && Date.now() < Math.min(settle, kit.deadline))
+      await new Promise((r) => setTimeout(r, 50));
     await relay.releaseAll();
     const remoteIds = new Set(envs.map((e) => e.remoteId));
     const mine = relay.deliveries

@@ -147,7 +147,9 @@ export class RowKit {
       options: conformancePlaneOptions(push ? this.session.relay.url : null, {
         stream: true,
         push: false,
-        poll: false,
+        // Without a stream (an MCP 2025-11-25 server, an A2A agent that declares none) the engine polls,
+        // as a user's would; reconciliation alone could miss a state that lasts a few seconds.
+        poll: !this.session.agent.streaming,
         ...this.delivery,
       }),
     });
