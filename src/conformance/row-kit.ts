@@ -14,7 +14,14 @@ import type { PushRelay } from './push-relay.ts';
 import type { Check, JobEvidence, TimelineEntry, TimelineKind } from './report.ts';
 import { contractInput, type TestContract } from './test-contract.ts';
 import type { Target } from './target.ts';
-import type { WireDialect } from './wire-facts.ts';
+import {
+  describeCall,
+  describeEvent,
+  engineBackward,
+  firstAt,
+  refusesCredentials,
+  wireBackward,
+} from './row-facts.ts';
 import type { WireCall, WireProxy } from './wire-proxy.ts';
 
 /** What every row shares: the proxy, the push relay, the direct line to the agent, the settings. */
@@ -436,70 +443,5 @@ export class RowKit {
       this.timings(job, events);
     }
     this.timeline.sort((a, b) => a.atMs - b.atMs);
-  }
-}
-
-/** The agent answered, refusing the credentials (401/403, or the protocol's own code for it). */
-function refusesCredentials(err: unknown): boolean {
-  if (!(err instanceof TaskplaneError)) return false;
-  const http = err.details?.httpStatus;
-  return err.code === 'unauthenticated' || err.code === 'permission_denied' || http === 401 || http === 403;
-}
-
-function firstAt(events: EnvelopeEvent[], pred: (e: EnvelopeEvent) => boolean): number | null {
-  return events.find(pred)?.at ?? null;
-}
-
-function rankOf(state: NormalizedState): number {
-  if (isTerminal(state)) return 2;
-  return state === 'accepted' || state === 'unknown' ? 0 : 1;
-}
-
-/** The first backward move in the engine's transitions, or null. */
-function engineBackward(changes: EnvelopeEvent[]): string | null {
-  let best = 0;
-  for (const e of changes) {
-    const to = e.data.to as NormalizedState;
-    if (to === 'unknown' || to === 'lost') continue;
-    const r = rankOf(to);
-    if (best === 2) return `engine moved from a final state to ${to}`;
-    if (r < best) return `engine moved back to ${to}`;
-    best = Math.max(best, r);
-  }
-  return null;
-}
-
-/** The first backward move in what the agent reported for these tasks, ordered by its own timestamps. */
-function wireBackward(calls: WireCall[], tasks: Set<string>, dialect: WireDialect): string | null {
-  const seen = calls
-    .flatMap((c) => c.states)
-    .filter((s) => tasks.has(s.taskId) && s.timestampMs !== null)
-    .sort((a, b) => a.timestampMs! - b.timestampMs!);
-  const last = new Map<string, string>();
-  for (const s of seen) {
-    const prev = last.get(s.taskId);
-    if (prev && dialect.isTerminal(prev) && s.state !== prev)
-      return `the agent reported task ${s.taskId} ${s.state} after ${prev}`;
-    if (prev && dialect.rank(s.state) < dialect.rank(prev))
-      return `the agent reported task ${s.taskId} ${s.state} after ${prev}`;
-    last.set(s.taskId, s.state);
-  }
-  return null;
-}
-
-export function describeCall(c: WireCall): string {
-  const what = c.taskId ? ` task ${c.taskId}` : c.contextId ? ` context ${c.contextId}` : '';
-  return `${c.method}${what}`;
-}
-
-function describeEvent(e: EnvelopeEvent): string {
-  const d = e.data;
-  switch (e.type) {
-    case 'state_changed':
-      return `state ${String(d.from)} → ${String(d.to)}${d.source ? ` (${String(d.source)})` : ''}`;
-    case 'bound':
-      return `bound to remote task ${String(d.remoteId ?? '')}`;
-    default:
-      return e.type + (d.reason ? ` (${String(d.reason)})` : '');
   }
 }
