@@ -52,9 +52,19 @@ function taskState(t: unknown): StateFact | null {
   const id = str(t.taskId);
   const status = str(t.status);
   if (!id || !status) return null;
-  const ts = str(t.lastUpdatedAt);
-  const ms = ts ? Date.parse(ts) : NaN;
-  return { taskId: id, contextId: null, state: status, timestampMs: Number.isFinite(ms) ? ms : null };
+  const time = (v: unknown) => {
+    const ms = str(v) ? Date.parse(v as string) : NaN;
+    return Number.isFinite(ms) ? ms : null;
+  };
+  const ttl = t.ttlMs ?? t.ttl;
+  return {
+    taskId: id,
+    contextId: null,
+    state: status,
+    timestampMs: time(t.lastUpdatedAt),
+    ...(ttl === null || typeof ttl === 'number' ? { ttlMs: ttl } : {}),
+    createdAtMs: time(t.createdAt),
+  };
 }
 
 /** The task objects a JSON-RPC message carries: a result (task or create-task result) or a notification. */

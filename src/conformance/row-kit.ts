@@ -89,6 +89,9 @@ export interface Job {
 /** A row could not go on (a bound passed, a hook failed): the row fails with this as its reason. */
 export class RowStopped extends Error {}
 
+/** What the row needs turned out to be missing once it started (the target's own settings): not run. */
+export class RowNotRun extends Error {}
+
 /**
  * One row's run: its own engine on its own SQLite file in the run's temp dir, its jobs, its timeline,
  * and the checks every row applies to its jobs.

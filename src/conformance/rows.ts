@@ -1,6 +1,7 @@
 import { TaskplaneError } from '../core/errors.ts';
 import type { HookName } from './hooks.ts';
 import { cancelRow } from './cancel-row.ts';
+import { retentionRow } from './retention-row.ts';
 import { pushRow } from './push-row.ts';
 import { expectRefused, fired, needsStreaming, work } from './row-helpers.ts';
 import { TENANT, type RowKit, type Session } from './row-kit.ts';
@@ -185,11 +186,10 @@ export const ROWS: RowDef[] = [
     number: 5,
     title: 'Polling after TTL or retention expiry',
     proves:
-      'A task read after the agent dropped it at the end of its lifetime is recorded expired, never invented.',
+      "MCP: a job still working when its task's ttlMs passes is recorded expired once the server may drop it, never given an invented outcome.",
     notApplicable: (s) =>
       isMcp(s) ? null : 'A2A 1.0 declares no task lifetime, so there is nothing to expire on demand',
-    unavailable: () => 'not implemented yet for MCP targets (their tasks carry ttlMs)',
-    run: () => Promise.resolve(),
+    run: retentionRow,
   },
   {
     id: 'input-twice',

@@ -9,7 +9,7 @@ import { aggregateMeasures } from './measures.ts';
 import { PushRelay } from './push-relay.ts';
 import { REPORT_VERSION, type ConformanceReport, type RowReport } from './report.ts';
 import { describeCall } from './row-facts.ts';
-import { RowKit, RowStopped, TARGET, type Session } from './row-kit.ts';
+import { RowKit, RowNotRun, RowStopped, TARGET, type Session } from './row-kit.ts';
 import { runOrder, selectRows, type RowDef } from './rows.ts';
 import { openTarget, type Protocol } from './target.ts';
 import { WireProxy } from './wire-proxy.ts';
@@ -176,6 +176,10 @@ async function runRow(
   try {
     await row.run(kit);
   } catch (err) {
+    if (err instanceof RowNotRun) {
+      await kit.close();
+      return { ...notRun(row, err.message), timeline: kit.timeline };
+    }
     stopped = err instanceof RowStopped ? err.message : `error: ${(err as Error).message ?? String(err)}`;
     kit.note('check', `row stopped: ${stopped}`);
   }

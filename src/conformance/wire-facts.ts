@@ -24,6 +24,10 @@ export interface StateFact {
   state: string;
   /** The status timestamp the agent gave (ms), when it gave one. */
   timestampMs: number | null;
+  /** MCP: the task's lifetime from its creation (`ttlMs`, legacy `ttl`), when the answer gives one. */
+  ttlMs?: number | null;
+  /** MCP: when the task was created (ms), when the answer gives it. */
+  createdAtMs?: number | null;
 }
 
 type Obj = Record<string, unknown>;

@@ -47,7 +47,9 @@ export const HOST_KEY = 'conformance-key-0123456789';
 export const OTHER_KEY = 'other-caller-key-0123456789';
 
 /** `taskplane host` (demo agent, SQLite, API keys for two callers) that may push to loopback. */
-export async function startHostAgent(): Promise<AgentUnderTest & { keysFile: string }> {
+export async function startHostAgent(
+  extraArgs: string[] = [],
+): Promise<AgentUnderTest & { keysFile: string }> {
   let keysFile = '';
   const agent = await startAgent((port, dir) => {
     keysFile = join(dir, 'keys');
@@ -69,6 +71,7 @@ export async function startHostAgent(): Promise<AgentUnderTest & { keysFile: str
       '200',
       '--log-level',
       'warn',
+      ...extraArgs,
     ];
   });
   return { ...agent, keysFile };

@@ -134,7 +134,11 @@ describe('taskplane conformance against the MCP tasks server of taskplane host',
   it('reports what MCP has nothing for as not applicable, never passed', () => {
     for (const id of ['create-response-lost', 'push-duplicate-delayed', 'budget'])
       expect(byId(report, id).status, id).toBe('not_applicable');
-    expect(byId(report, 'retention-expiry').status).toBe('not_run');
+    // Its tasks live a day (the host's default ttlMs): too long to wait out within a row.
+    expect(byId(report, 'retention-expiry')).toMatchObject({
+      status: 'not_run',
+      reason: expect.stringMatching(/ttlMs=86400000/),
+    });
   });
 
   it('cuts the task-notification stream and the engine listens again without calling the tool twice', () => {
@@ -143,6 +147,28 @@ describe('taskplane conformance against the MCP tasks server of taskplane host',
     expect(row.timeline.some((t) => t.kind === 'fault' && t.text.includes('subscriptions/listen'))).toBe(
       true,
     );
+  });
+});
+
+describe('taskplane conformance, row 5 against an MCP host whose tasks live 6 s', () => {
+  let agent: Awaited<ReturnType<typeof startHostAgent>>;
+  let report: ConformanceReport;
+  beforeAll(async () => {
+    agent = await startHostAgent(['--mcp-task-ttl-ms', '6000']);
+    report = await runConformance({
+      target: `${agent.url}/mcp`,
+      tool: 'demo_task',
+      headers: { authorization: `Bearer ${HOST_KEY}` },
+      rows: ['retention-expiry'],
+      ...BOUNDS,
+    });
+  }, 300_000);
+  afterAll(() => agent?.stop());
+
+  it('records the job expired once its lifetime passed, never an invented outcome', () => {
+    const row = byId(report, 'retention-expiry');
+    expect(row.status, row.reason ?? '').toBe('passed');
+    expect(row.jobs[0]).toMatchObject({ finalState: 'expired', agentState: null });
   });
 });
 
