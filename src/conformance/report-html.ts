@@ -59,10 +59,16 @@ function rowSection(row: RowReport): string {
     )
     .join('');
   const jobs = row.jobs.length
-    ? `<table><tr><th>job</th><th>engine</th><th>agent</th><th>remote tasks</th><th>requests</th></tr>${row.jobs
+    ? `<table><tr><th>job</th><th>engine</th><th>agent</th><th>remote tasks</th><th>requests</th><th>usage</th></tr>${row.jobs
         .map(
           (j) =>
-            `<tr><td>${esc(j.label)}</td><td>${esc(j.finalState)}</td><td>${esc(j.agentState ?? 'unknown to the agent')}</td><td>${esc(j.remoteTaskIds.join(', ') || '—')}</td><td>${j.requests}</td></tr>`,
+            `<tr><td>${esc(j.label)}</td><td>${esc(j.finalState)}</td><td>${esc(j.agentState ?? 'unknown to the agent')}</td><td>${esc(j.remoteTaskIds.join(', ') || '—')}</td><td>${j.requests}</td><td>${esc(
+              j.usage
+                ? Object.entries(j.usage)
+                    .map(([u, v]) => `${v} ${u}`)
+                    .join(', ')
+                : '—',
+            )}</td></tr>`,
         )
         .join('')}</table>`
     : '';

@@ -161,7 +161,8 @@ export const ROWS: RowDef[] = [
         afterFrames: 1,
         match: (c) => c.method === 'SubscribeToTask',
       });
-      const job = await kit.job('stream', { ...work(kit, 2), steps: 4 }, (ctx) =>
+      // Four job lengths: the re-subscription must come before reconciliation reads the end anyway.
+      const job = await kit.job('stream', { ...work(kit, 4), steps: 4 }, (ctx) =>
         kit.session.proxy.arm({
           kind: 'cut-stream',
           afterFrames,

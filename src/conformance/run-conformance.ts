@@ -45,8 +45,9 @@ export interface ConformanceOptions {
   /** Bound on the whole run; rows that would start past it are not run. @default 300000 */
   totalTimeoutMs?: number;
   /**
-   * Send this input with every job instead of the test contract, for an agent that does not implement
-   * it; the rows that need the contract's input request (6) are then not run. @default the contract
+   * A2A: send this input with every job instead of the test contract, for an agent that does not
+   * implement it; row 6 (input request) and row 8's side-effect job are then not run. Refused for MCP
+   * targets, whose jobs' calls are told apart by the contract's label. @default the contract
    */
   input?: unknown;
   /** Called as rows start and end. */
@@ -54,9 +55,9 @@ export interface ConformanceOptions {
 }
 
 /**
- * `taskplane conformance`: runs the selected rows of the failure matrix against one A2A agent, each on
- * the real engine with its own SQLite store in a temp dir, through the fault proxy, and returns the
- * report. Rows run one after another (their faults and counts must not mix).
+ * `taskplane conformance`: runs the selected rows of the failure matrix against one A2A agent or MCP
+ * tasks server, each on the real engine with its own SQLite store in a temp dir, through the fault
+ * proxy, and returns the report. Rows run one after another (their faults and counts must not mix).
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   const rows = runOrder(selectRows(options.rows));
