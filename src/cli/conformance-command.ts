@@ -16,7 +16,8 @@ function headerOption(value: string, previous: Record<string, string> = {}): Rec
 const rowList = ROWS.map((r) => `${r.number}=${r.id}`).join(', ');
 
 /**
- * `taskplane conformance --target URL`: the failure matrix against one A2A 1.0 agent (docs/conformance.md).
+ * `taskplane conformance --target URL`: the failure matrix against one A2A 1.0 agent or MCP tasks server
+ * (docs/conformance.md).
  * Exit status: 0 when every row that ran passed, 1 when one failed, 2 for bad flags or an agent that
  * cannot be read at all.
  */
@@ -24,11 +25,23 @@ export function registerConformanceCommand(program: Command): void {
   program
     .command('conformance')
     .description(
-      'Run the failure matrix against an A2A 1.0 agent through a fault proxy and report what survived',
+      'Run the failure matrix against an A2A 1.0 agent or an MCP tasks server through a fault proxy and report what survived',
     )
     .requiredOption(
       '--target <url>',
-      "the agent's base URL (its card is at <url>/.well-known/agent-card.json)",
+      "the A2A agent's base URL (its card is at <url>/.well-known/agent-card.json), or the MCP server's endpoint (…/mcp)",
+    )
+    .option(
+      '--protocol <a2a|mcp>',
+      'the target protocol (default: A2A when its card answers, else MCP)',
+      (v: string) => {
+        if (v !== 'a2a' && v !== 'mcp') throw new InvalidArgumentError('Expected a2a or mcp.');
+        return v;
+      },
+    )
+    .option(
+      '--tool <name>',
+      'MCP: the tool every job calls, with the test contract as its arguments (required for MCP)',
     )
     .option(
       '--header <name:value>',
@@ -53,7 +66,7 @@ export function registerConformanceCommand(program: Command): void {
     .option('--job-ms <ms>', 'how long each test job works (test contract durationMs)', intOption(1), 1500)
     .option(
       '--input <json>',
-      'send this job input instead of the test contract (an agent without it; row 6 is then not run)',
+      'A2A: send this job input instead of the test contract (an agent without it; row 6 is then not run)',
       (v: string) => {
         try {
           return JSON.parse(v) as unknown;
@@ -79,15 +92,16 @@ export function registerConformanceCommand(program: Command): void {
       intOption(1),
       300000,
     )
-    .option('--json', 'print the report as JSON (version 1, docs/conformance.md) instead of the table', false)
+    .option('--json', 'print the report as JSON (version 2, docs/conformance.md) instead of the table', false)
     .option('--html <file>', 'also write a self-contained HTML report (timelines, checklist) to this file')
     .addHelpText(
       'after',
       `
 Each row runs the real engine (its own SQLite store in a temp dir) against the agent through a loopback
 fault proxy. A row whose hook is not given, or whose capability the agent's card does not declare, is
-"not run", never passed. Jobs ask the agent for work with the test contract (a data part
-{"durationMs","steps","askInput","fail","artifactChunks"}: docs/conformance.md).
+"not run"; a row the target's protocol has nothing for is "not applicable"; neither is passed. Jobs ask
+the agent for work with the test contract (A2A: a data part; MCP: the tool's arguments)
+{"durationMs","steps","askInput","fail","artifactChunks","sideEffectMs","label"}: docs/conformance.md.
 
 Exit status: 0 when at least one row ran and every row that ran passed; 1 when a row failed;
 2 for a bad flag or an agent card that cannot be read.`,
@@ -102,6 +116,8 @@ Exit status: 0 when at least one row ran and every row that ran passed; 1 when a
       };
       const report = await runConformance({
         target: opts.target as string,
+        ...(opts.protocol ? { protocol: opts.protocol as 'a2a' | 'mcp' } : {}),
+        ...(opts.tool ? { tool: opts.tool as string } : {}),
         headers: (opts.header as Record<string, string> | undefined) ?? {},
         ...(opts.otherHeader ? { otherHeaders: opts.otherHeader as Record<string, string> } : {}),
         hooks,

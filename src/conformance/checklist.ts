@@ -11,11 +11,11 @@ export function answerChecklist(rows: RowReport[], kits: RowKit[], agent: AgentF
   const row = (id: string) => rows.find((r) => r.id === id);
   const ran = (id: string) => {
     const r = row(id);
-    return r !== undefined && r.status !== 'not_run';
+    return r !== undefined && (r.status === 'passed' || r.status === 'failed');
   };
   const verdict = (id: string, yes: string, no: string) => {
     const r = row(id);
-    if (!r || r.status === 'not_run') return null;
+    if (!r || (r.status !== 'passed' && r.status !== 'failed')) return null;
     return r.status === 'passed' ? yes : `${no} (${r.reason ?? 'see row'})`;
   };
   const ids = (...list: string[]) => list.filter(ran);
@@ -69,7 +69,7 @@ export function answerChecklist(rows: RowReport[], kits: RowKit[], agent: AgentF
     ),
     answer(
       'Which states are terminal, and can states ever move backward?',
-      rows.filter((r) => r.status !== 'not_run').map((r) => r.id),
+      rows.filter((r) => r.status === 'passed' || r.status === 'failed').map((r) => r.id),
       [
         backward === null
           ? null

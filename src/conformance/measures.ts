@@ -1,4 +1,4 @@
-import type { Measure, RowReport } from './report.ts';
+import type { JobEvidence, Measure, RowReport } from './report.ts';
 import type { RowKit } from './row-kit.ts';
 import type { WireCall } from './wire-proxy.ts';
 
@@ -64,11 +64,7 @@ export function aggregateMeasures(
       unit: 'share of jobs',
       note: 'jobs the agent took on (answered with a task); conformance jobs set no business acceptance schema',
     },
-    costPerAcceptedCompletion: {
-      value: null,
-      unit: 'usage unit',
-      note: 'not measured: A2A agents report no usage',
-    },
+    costPerAcceptedCompletion: costPerCompletion(jobs),
     requestsPerJob: {
       value: n === 0 ? null : Math.round((jobRequests / n) * 100) / 100,
       unit: 'requests',
@@ -79,5 +75,36 @@ export function aggregateMeasures(
       unit: 'jobs',
       note: 'jobs for which the agent created more than one task',
     },
+  };
+}
+
+/**
+ * Everything the run's tasks cost, as the agent reported it, over the jobs that ended succeeded
+ * (conformance jobs set no acceptance schema, so a success is an accepted completion). Failed, cancelled
+ * and duplicated work counts in the cost, not in the completions. In the first unit the agent reported;
+ * the note gives every unit.
+ */
+function costPerCompletion(jobs: JobEvidence[]): Measure {
+  const reported = jobs.filter((j) => j.usage !== null);
+  if (reported.length === 0)
+    return {
+      value: null,
+      unit: 'usage unit',
+      note: 'not measured: the agent reported no usage (metadata.usage on its tasks or artifacts)',
+    };
+  const total: Record<string, number> = {};
+  for (const j of reported)
+    for (const [unit, v] of Object.entries(j.usage!)) total[unit] = (total[unit] ?? 0) + v;
+  const completions = jobs.filter((j) => j.finalState === 'succeeded').length;
+  const units = Object.keys(total);
+  const per = (unit: string) => Math.round((total[unit]! / completions) * 100) / 100;
+  const all = units.map((u) => `${total[u]} ${u}`).join(', ');
+  return {
+    value: completions === 0 ? null : per(units[0]!),
+    unit: units[0]!,
+    note:
+      completions === 0
+        ? `not measured: no job completed (reported usage: ${all})`
+        : `usage the agent reported for the run's tasks (${all}; ${reported.length} of ${jobs.length} jobs reported) over ${completions} accepted completions${units.length > 1 ? `; per completion: ${units.map((u) => `${per(u)} ${u}`).join(', ')}` : ''}`,
   };
 }

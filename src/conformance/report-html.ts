@@ -19,7 +19,12 @@ const COLORS: Record<TimelineKind, string> = {
   note: '#8b8d98',
 };
 
-const STATUS_LABEL = { passed: 'passed', failed: 'FAILED', not_run: 'not run' } as const;
+const STATUS_LABEL = {
+  passed: 'passed',
+  failed: 'FAILED',
+  not_run: 'not run',
+  not_applicable: 'not applicable',
+} as const;
 
 function timelineSvg(row: RowReport): string {
   const entries = row.timeline;
@@ -54,10 +59,16 @@ function rowSection(row: RowReport): string {
     )
     .join('');
   const jobs = row.jobs.length
-    ? `<table><tr><th>job</th><th>engine</th><th>agent</th><th>remote tasks</th><th>requests</th></tr>${row.jobs
+    ? `<table><tr><th>job</th><th>engine</th><th>agent</th><th>remote tasks</th><th>requests</th><th>usage</th></tr>${row.jobs
         .map(
           (j) =>
-            `<tr><td>${esc(j.label)}</td><td>${esc(j.finalState)}</td><td>${esc(j.agentState ?? 'unknown to the agent')}</td><td>${esc(j.remoteTaskIds.join(', ') || '—')}</td><td>${j.requests}</td></tr>`,
+            `<tr><td>${esc(j.label)}</td><td>${esc(j.finalState)}</td><td>${esc(j.agentState ?? 'unknown to the agent')}</td><td>${esc(j.remoteTaskIds.join(', ') || '—')}</td><td>${j.requests}</td><td>${esc(
+              j.usage
+                ? Object.entries(j.usage)
+                    .map(([u, v]) => `${v} ${u}`)
+                    .join(', ')
+                : '—',
+            )}</td></tr>`,
         )
         .join('')}</table>`
     : '';
@@ -104,7 +115,7 @@ export function renderHtmlReport(report: ConformanceReport): string {
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:980px;color:#1c2024;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin-top:28px}h3{font-size:15px;margin:0 0 6px}
 table{border-collapse:collapse;width:100%;margin:8px 0}td,th{border-bottom:1px solid #e0e1e6;padding:4px 6px;text-align:left;vertical-align:top}
-.badge{border-radius:4px;padding:1px 6px;font-size:12px;color:#fff}.badge.passed{background:#30a46c}.badge.failed{background:#e5484d}.badge.not_run{background:#8b8d98}
+.badge{border-radius:4px;padding:1px 6px;font-size:12px;color:#fff}.badge.passed{background:#30a46c}.badge.failed{background:#e5484d}.badge.not_run{background:#8b8d98}.badge.not_applicable{background:#b0b4ba}
 .verdict{font-size:16px;padding:8px 12px;border-radius:6px;margin:12px 0}.verdict.ok{background:#e9f9ee}.verdict.bad{background:#feebec}
 .row{border:1px solid #e0e1e6;border-radius:6px;padding:10px 12px;margin:12px 0}.row.failed{border-color:#e5484d}
 .reason{color:#60646c;margin:2px 0 6px}.checks{padding-left:18px}.checks .bad{color:#ce2c31}
@@ -114,7 +125,7 @@ table{border-collapse:collapse;width:100%;margin:8px 0}td,th{border-bottom:1px s
 </style></head><body>
 <h1>taskplane conformance report</h1>
 <p class="muted">${esc(report.target)} — ${esc(a.name ?? '?')} ${esc(a.version ?? '')} (${esc(a.bindings.join(', '))}; streaming ${a.streaming ? 'yes' : 'no'}, push ${a.push ? 'yes' : 'no'}) — ${esc(report.startedAt)}, ${(report.durationMs / 1000).toFixed(1)} s, seed ${report.seed}, report version ${report.version}</p>
-<div class="verdict ${report.passed ? 'ok' : 'bad'}">${s.passed} passed, ${s.failed} failed, ${s.notRun} not run — ${report.passed ? 'every row that ran passed' : 'some rows failed'}</div>
+<div class="verdict ${report.passed ? 'ok' : 'bad'}">${s.passed} passed, ${s.failed} failed, ${s.notRun} not run, ${s.notApplicable} not applicable — ${report.passed ? 'every row that ran passed' : 'some rows failed'}</div>
 <table><tr><th>#</th><th>row</th><th>result</th><th>evidence</th></tr>${summaryRows}</table>
 <h2>Procurement checklist</h2>
 <table><tr><th>question</th><th>answer from this run</th><th>rows</th></tr>${checklist}</table>

@@ -2,7 +2,12 @@ import { summarize, type ConformanceReport, type RowReport } from './report.ts';
 
 const pad = (s: string, n: number) => (s.length >= n ? s.slice(0, n) : s + ' '.repeat(n - s.length));
 
-const STATUS: Record<RowReport['status'], string> = { passed: 'pass', failed: 'FAIL', not_run: 'not run' };
+const STATUS: Record<RowReport['status'], string> = {
+  passed: 'pass',
+  failed: 'FAIL',
+  not_run: 'not run',
+  not_applicable: 'n/a',
+};
 
 /** One line per row: number, id, status, and why (the first failed check, or why it did not run). */
 export function formatRowLine(r: RowReport): string {
@@ -39,7 +44,7 @@ export function formatReport(report: ConformanceReport): string {
   lines.push('');
   const s = summarize(report.rows);
   lines.push(
-    `${s.passed} passed, ${s.failed} failed, ${s.notRun} not run in ${(report.durationMs / 1000).toFixed(1)} s — ${report.passed ? 'every row that ran passed' : 'FAILED'}`,
+    `${s.passed} passed, ${s.failed} failed, ${s.notRun} not run, ${s.notApplicable} not applicable in ${(report.durationMs / 1000).toFixed(1)} s — ${report.passed ? 'every row that ran passed' : 'FAILED'}`,
   );
   return lines.join('\n');
 }

@@ -3,9 +3,13 @@
  * a public interface; `version` changes when a field changes meaning or goes away (docs/conformance.md,
  * "The JSON report").
  */
-export const REPORT_VERSION = 1;
+export const REPORT_VERSION = 2;
 
-export type RowStatus = 'passed' | 'failed' | 'not_run';
+/**
+ * `not_run`: the row could run against this agent but did not (a hook or capability missing, the time
+ * bound); `not_applicable`: the target's protocol has nothing the row could exercise. Neither passes.
+ */
+export type RowStatus = 'passed' | 'failed' | 'not_run' | 'not_applicable';
 
 export interface Check {
   name: string;
@@ -36,6 +40,11 @@ export interface JobEvidence {
   agentState: string | null;
   /** Requests to the agent attributed to this job (naming its context or one of its tasks). */
   requests: number;
+  /**
+   * What the agent reported the job's tasks cost (`metadata.usage`, its latest report per task, summed
+   * by unit over the job's tasks); null when it reported none.
+   */
+  usage: Record<string, number> | null;
 }
 
 export interface RowReport {
@@ -68,6 +77,8 @@ export interface ChecklistAnswer {
 }
 
 export interface AgentFacts {
+  /** The target's protocol: an A2A 1.0 agent or an MCP tasks server. */
+  protocol: 'a2a' | 'mcp';
   name: string | null;
   version: string | null;
   bindings: string[];
@@ -92,10 +103,16 @@ export interface ConformanceReport {
   notes: string[];
 }
 
-export function summarize(rows: RowReport[]): { passed: number; failed: number; notRun: number } {
+export function summarize(rows: RowReport[]): {
+  passed: number;
+  failed: number;
+  notRun: number;
+  notApplicable: number;
+} {
   return {
     passed: rows.filter((r) => r.status === 'passed').length,
     failed: rows.filter((r) => r.status === 'failed').length,
     notRun: rows.filter((r) => r.status === 'not_run').length,
+    notApplicable: rows.filter((r) => r.status === 'not_applicable').length,
   };
 }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
+import type { Connector, RemoteSnapshot } from '../connectors/connector.ts';
 import { SystemClock } from '../core/clock.ts';
 import { CryptoRandom, type SeededRandom } from '../core/random.ts';
 import { TaskplaneError } from '../core/errors.ts';
@@ -13,7 +13,15 @@ import { runHook, type HookName, type HookResult } from './hooks.ts';
 import type { PushRelay } from './push-relay.ts';
 import type { Check, JobEvidence, TimelineEntry, TimelineKind } from './report.ts';
 import { contractInput, type TestContract } from './test-contract.ts';
-import { stateRank, isTerminalWireState } from './wire-facts.ts';
+import type { Target } from './target.ts';
+import {
+  describeCall,
+  describeEvent,
+  engineBackward,
+  firstAt,
+  refusesCredentials,
+  wireBackward,
+} from './row-facts.ts';
 import type { WireCall, WireProxy } from './wire-proxy.ts';
 
 /** What every row shares: the proxy, the push relay, the direct line to the agent, the settings. */
@@ -24,15 +32,19 @@ export interface Session {
   proxy: WireProxy;
   relay: PushRelay;
   /** Reads the agent directly (not through the proxy, so nothing is faulted or counted). */
-  truth: A2AConnector;
+  truth: Connector;
   /** Reads the agent directly as another caller (`--other-header`), or null when not given. */
-  stranger: A2AConnector | null;
+  stranger: Connector | null;
+  /** The target's protocol: its wire reader and the engine's connector to the proxy. */
+  remote: Target;
+  /** Where the engine reaches the target through the proxy. */
+  engineUrl: string;
   random: SeededRandom;
   workDir: string;
   jobMs: number;
   rowTimeoutMs: number;
   hookTimeoutMs: number;
-  agent: { streaming: boolean; push: boolean };
+  agent: { protocol: 'a2a' | 'mcp'; streaming: boolean; push: boolean };
   /** The user's job input (`--input`) sent instead of the test contract; undefined = the contract. */
   input?: unknown;
   /** The engine the push relay hands deliveries to (the current row's). */
@@ -68,7 +80,7 @@ export function conformancePlaneOptions(
   };
 }
 
-interface Job {
+export interface Job {
   label: string;
   envelopeId: string;
   contextId: string;
@@ -76,6 +88,9 @@ interface Job {
 
 /** A row could not go on (a bound passed, a hook failed): the row fails with this as its reason. */
 export class RowStopped extends Error {}
+
+/** What the row needs turned out to be missing once it started (the target's own settings): not run. */
+export class RowNotRun extends Error {}
 
 /**
  * One row's run: its own engine on its own SQLite file in the run's temp dir, its jobs, its timeline,
@@ -132,12 +147,7 @@ export class RowKit {
   async startPlane(delivery?: PlaneOptions['delivery']): Promise<void> {
     this.delivery = delivery ?? this.delivery;
     this.store = await openStore(`sqlite:${join(this.session.workDir, `${this.rowId}.db`)}`);
-    const connector = new A2AConnector({
-      target: TARGET,
-      baseUrl: this.session.proxy.url,
-      headers: this.session.headers,
-      timeoutMs: 5000,
-    });
+    const connector = this.session.remote.connector(TARGET, this.session.engineUrl, this.session.headers);
     const push = this.delivery?.push ?? false;
     this.plane = new Plane({
       clock: new SystemClock(),
@@ -147,7 +157,9 @@ export class RowKit {
       options: conformancePlaneOptions(push ? this.session.relay.url : null, {
         stream: true,
         push: false,
-        poll: false,
+        // Without a stream (an MCP 2025-11-25 server, an A2A agent that declares none) the engine polls,
+        // as a user's would; reconciliation alone could miss a state that lasts a few seconds.
+        poll: !this.session.agent.streaming,
         ...this.delivery,
       }),
     });
@@ -184,7 +196,9 @@ export class RowKit {
       input:
         this.session.input !== undefined
           ? this.session.input
-          : contractInput({ ...contract, label: `${this.rowId}/${label}` }),
+          : // The label is the job's context id: an MCP tools/call carries no context, so the proxy tells
+            // the jobs' calls apart by it.
+            contractInput({ ...contract, label: contextId }),
       contextId,
       idempotencyKey: contextId,
       expectedDurationMs: Math.max(1000, contract.durationMs ?? this.session.jobMs),
@@ -241,10 +255,16 @@ export class RowKit {
   private async agentBack(): Promise<void> {
     for (;;) {
       try {
-        await this.session.truth.prepare(AbortSignal.timeout(2000), { fresh: true });
+        await this.session.truth.prepare?.(AbortSignal.timeout(2000), { fresh: true });
         this.note('agent', 'agent answers again');
         return;
-      } catch {
+      } catch (err) {
+        // A refusal of our credentials is an answer (after --revoke-cmd it is the expected one); an MCP
+        // server, unlike an A2A card, asks for them on its first call.
+        if (refusesCredentials(err)) {
+          this.note('agent', 'agent answers again (refusing our credentials)');
+          return;
+        }
         if (Date.now() > this.deadline) throw new RowStopped('the agent did not come back after the hook');
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -260,6 +280,11 @@ export class RowKit {
       if (err instanceof TaskplaneError && err.code === 'not_found') return null;
       throw err;
     }
+  }
+
+  /** The agent's whole answer for a task (artifacts, result), read directly. */
+  truthSnapshot(remoteId: string): Promise<RemoteSnapshot> {
+    return this.session.truth.get(remoteId, AbortSignal.timeout(5000));
   }
 
   events(job: Job): Promise<EnvelopeEvent[]> {
@@ -297,7 +322,23 @@ export class RowKit {
       requests: this.calls().filter(
         (c) => c.contextId === job.contextId || (c.taskId !== null && mine.has(c.taskId)),
       ).length,
+      usage: this.usage(mine),
     };
+  }
+
+  /**
+   * What the agent said these tasks cost: its latest report for each task (a report is the task's total
+   * so far), summed over the tasks by unit; null when it reported none.
+   */
+  usage(tasks: Set<string>): Record<string, number> | null {
+    const latest = new Map<string, Record<string, number>>();
+    for (const c of this.calls())
+      for (const u of c.usage) if (tasks.has(u.taskId)) latest.set(u.taskId, u.usage);
+    if (latest.size === 0) return null;
+    const sum: Record<string, number> = {};
+    for (const usage of latest.values())
+      for (const [unit, v] of Object.entries(usage)) sum[unit] = (sum[unit] ?? 0) + v;
+    return sum;
   }
 
   /**
@@ -340,7 +381,7 @@ export class RowKit {
     const events = await this.events(job);
     const changes = events.filter((e) => e.type === 'state_changed');
     const backward = engineBackward(changes);
-    const wire = wireBackward(this.calls(), new Set(ids));
+    const wire = wireBackward(this.calls(), new Set(ids), this.session.remote.wire);
     this.check(
       `${job.label}: no backward state`,
       backward === null && wire === null,
@@ -386,7 +427,9 @@ export class RowKit {
     const ids = new Set(this.remoteTaskIds(job));
     const agentFinal = this.calls()
       .flatMap((c) => c.states)
-      .filter((s) => ids.has(s.taskId) && isTerminalWireState(s.state) && s.timestampMs !== null)
+      .filter(
+        (s) => ids.has(s.taskId) && this.session.remote.wire.isTerminal(s.state) && s.timestampMs !== null,
+      )
       .map((s) => s.timestampMs!)
       .sort((a, b) => a - b)[0];
     if (final && agentFinal !== undefined) this.sample('notifyDelayMs', Math.max(0, final.at - agentFinal));
@@ -403,63 +446,5 @@ export class RowKit {
       this.timings(job, events);
     }
     this.timeline.sort((a, b) => a.atMs - b.atMs);
-  }
-}
-
-function firstAt(events: EnvelopeEvent[], pred: (e: EnvelopeEvent) => boolean): number | null {
-  return events.find(pred)?.at ?? null;
-}
-
-function rankOf(state: NormalizedState): number {
-  if (isTerminal(state)) return 2;
-  return state === 'accepted' || state === 'unknown' ? 0 : 1;
-}
-
-/** The first backward move in the engine's transitions, or null. */
-function engineBackward(changes: EnvelopeEvent[]): string | null {
-  let best = 0;
-  for (const e of changes) {
-    const to = e.data.to as NormalizedState;
-    if (to === 'unknown' || to === 'lost') continue;
-    const r = rankOf(to);
-    if (best === 2) return `engine moved from a final state to ${to}`;
-    if (r < best) return `engine moved back to ${to}`;
-    best = Math.max(best, r);
-  }
-  return null;
-}
-
-/** The first backward move in what the agent reported for these tasks, ordered by its own timestamps. */
-function wireBackward(calls: WireCall[], tasks: Set<string>): string | null {
-  const seen = calls
-    .flatMap((c) => c.states)
-    .filter((s) => tasks.has(s.taskId) && s.timestampMs !== null)
-    .sort((a, b) => a.timestampMs! - b.timestampMs!);
-  const last = new Map<string, string>();
-  for (const s of seen) {
-    const prev = last.get(s.taskId);
-    if (prev && isTerminalWireState(prev) && s.state !== prev)
-      return `the agent reported task ${s.taskId} ${s.state} after ${prev}`;
-    if (prev && stateRank(s.state) < stateRank(prev))
-      return `the agent reported task ${s.taskId} ${s.state} after ${prev}`;
-    last.set(s.taskId, s.state);
-  }
-  return null;
-}
-
-export function describeCall(c: WireCall): string {
-  const what = c.taskId ? ` task ${c.taskId}` : c.contextId ? ` context ${c.contextId}` : '';
-  return `${c.method}${what}`;
-}
-
-function describeEvent(e: EnvelopeEvent): string {
-  const d = e.data;
-  switch (e.type) {
-    case 'state_changed':
-      return `state ${String(d.from)} → ${String(d.to)}${d.source ? ` (${String(d.source)})` : ''}`;
-    case 'bound':
-      return `bound to remote task ${String(d.remoteId ?? '')}`;
-    default:
-      return e.type + (d.reason ? ` (${String(d.reason)})` : '');
   }
 }

@@ -1,16 +1,19 @@
 import { TaskplaneError } from '../core/errors.ts';
 import type { HookName } from './hooks.ts';
-import { RowStopped, TENANT, type RowKit, type Session } from './row-kit.ts';
-import type { TestContract } from './test-contract.ts';
-import { isTerminalWireState } from './wire-facts.ts';
-import type { WireCall } from './wire-proxy.ts';
+import { cancelRow } from './cancel-row.ts';
+import { retentionRow } from './retention-row.ts';
+import { pushRow } from './push-row.ts';
+import { expectRefused, fired, needsStreaming, work } from './row-helpers.ts';
+import { TENANT, type RowKit, type Session } from './row-kit.ts';
 
 /**
  * The failure matrix for asynchronous agent tasks, one row each (docs/conformance.md, "The rows"). A
  * row runs its jobs through the proxy with its faults armed, then applies the standard checks (one
  * remote task per job, the true final state, no backward state, one outcome recorded) and its own. A row that needs a hook the user
- * did not give, or a capability the agent's card does not declare, is not run, never passed.
+ * did not give, or a capability the agent's card does not declare, is not run, never passed; a row the
+ * target's protocol (A2A or MCP) has nothing for is not applicable, never passed.
  */
+const isMcp = (s: Session) => s.agent.protocol === 'mcp';
 export interface RowDef {
   id: string;
   number: number;
@@ -18,40 +21,11 @@ export interface RowDef {
   /** What it proves, for the report and docs/conformance.md. */
   proves: string;
   hook?: HookName;
+  /** Why the target's protocol has nothing this row can exercise, or null (reported not applicable). */
+  notApplicable?: (s: Session) => string | null;
   /** Why it cannot run against this agent, or null. */
   unavailable?: (s: Session) => string | null;
   run: (kit: RowKit) => Promise<void>;
-}
-
-const streamingCall = (c: { method: string }) =>
-  c.method === 'SendStreamingMessage' || c.method === 'SubscribeToTask';
-const work = (kit: RowKit, factor = 1): TestContract => ({
-  durationMs: Math.round(kit.session.jobMs * factor),
-  steps: 3,
-  artifactChunks: 1,
-});
-const needsStreaming = (s: Session) => (s.agent.streaming ? null : 'the agent card declares no streaming');
-
-async function expectRefused(what: Promise<unknown>): Promise<string | null> {
-  try {
-    await what;
-    return null;
-  } catch (err) {
-    return err instanceof TaskplaneError ? err.code : String(err);
-  }
-}
-
-/** Waits for a fault to fire (bounded by the row's deadline). */
-function fired(kit: RowKit): { promise: Promise<WireCall>; resolve: (c: WireCall) => void } {
-  let resolve!: (c: WireCall) => void;
-  const promise = new Promise<WireCall>((r) => (resolve = r));
-  const bound = new Promise<never>((_, reject) =>
-    setTimeout(
-      () => reject(new RowStopped('the fault never found its request')),
-      Math.max(0, kit.deadline - Date.now()),
-    ).unref(),
-  );
-  return { promise: Promise.race([promise, bound]), resolve };
 }
 
 async function hookRow(kit: RowKit, hook: HookName): Promise<void> {
@@ -77,6 +51,34 @@ async function hookRow(kit: RowKit, hook: HookName): Promise<void> {
   for (const job of [a, b]) await kit.standardChecks(job);
 }
 
+/**
+ * Row 4 on MCP: the creating call is not a stream; the task's notifications are (subscriptions/listen).
+ * The first listen is cut after one or two frames (by seed), the next after one: the engine listens
+ * again (tasks/get first, so nothing between is lost) and never calls the tool again.
+ */
+async function mcpStreamCut(kit: RowKit): Promise<void> {
+  await kit.startPlane();
+  const afterFrames = 1 + Math.floor(kit.session.random.next() * 2);
+  kit.note(
+    'note',
+    `seeded schedule: cut the first task-notification stream after ${afterFrames} frame(s), then the next after 1`,
+  );
+  const listen = (c: { method: string }) => c.method === 'subscriptions/listen';
+  kit.session.proxy.arm({ kind: 'cut-stream', afterFrames, match: listen });
+  kit.session.proxy.arm({ kind: 'cut-stream', afterFrames: 1, match: listen });
+  const job = await kit.job('stream', { ...work(kit, 2), steps: 4 });
+  const env = await kit.terminal(job);
+  const creations = kit.creations(job).length;
+  const listens = kit.calls().filter((c) => listen(c) && c.taskId === env.remoteId);
+  const cut = listens.filter((c) => c.fault === 'cut-stream').length;
+  kit.check(
+    'stream: listened again, never resent',
+    creations === 1 && cut >= 1 && listens.length > cut,
+    `${creations} tools/call(s) reached the server; ${listens.length} subscriptions/listen call(s), ${cut} of them cut`,
+  );
+  await kit.standardChecks(job);
+}
+
 export const ROWS: RowDef[] = [
   {
     id: 'create-disconnect',
@@ -89,21 +91,32 @@ export const ROWS: RowDef[] = [
       const before = await kit.job('before', work(kit), (ctx) =>
         kit.session.proxy.arm({ kind: 'drop-before', match: (c) => c.creates && c.contextId === ctx }),
       );
-      const after = await kit.job('after', work(kit), (ctx) =>
-        kit.session.proxy.arm(
-          kit.session.agent.streaming
-            ? { kind: 'cut-stream', afterFrames: 1, match: (c) => c.creates && c.contextId === ctx }
-            : { kind: 'lose-response', match: (c) => c.creates && c.contextId === ctx },
-        ),
-      );
-      for (const job of [before, after]) await kit.terminal(job);
-      for (const job of [before, after]) await kit.standardChecks(job);
+      // MCP: a tools/call whose answer was lost made a task nothing can find again (no tasks/list, no
+      // idempotency key); that is row 2, not applicable there.
+      const after = isMcp(kit.session)
+        ? null
+        : await kit.job('after', work(kit), (ctx) =>
+            kit.session.proxy.arm(
+              kit.session.agent.streaming
+                ? { kind: 'cut-stream', afterFrames: 1, match: (c) => c.creates && c.contextId === ctx }
+                : { kind: 'lose-response', match: (c) => c.creates && c.contextId === ctx },
+            ),
+          );
+      if (!after)
+        kit.note('note', 'no job "after": on MCP a lost creating answer cannot be recovered (row 2)');
+      const jobs = after ? [before, after] : [before];
+      for (const job of jobs) await kit.terminal(job);
+      for (const job of jobs) await kit.standardChecks(job);
     },
   },
   {
     id: 'create-response-lost',
     number: 2,
     title: 'Creation response lost while the task already runs',
+    notApplicable: (s) =>
+      isMcp(s)
+        ? 'MCP tools/call takes no idempotency key and MCP Tasks has no tasks/list: a task whose creating answer was lost cannot be found again (the engine records such a job unknown)'
+        : null,
     proves:
       'The agent acted on the creating request but its answer never arrived: the engine finds that task, it does not start another.',
     async run(kit) {
@@ -120,51 +133,13 @@ export const ROWS: RowDef[] = [
     number: 3,
     title: 'A webhook delivered twice; a delayed webhook after a newer state',
     proves:
-      'Every push is handed to the engine twice and non-final pushes are held until after the final one: duplicates are absorbed and the late push moves nothing back.',
+      'Every push is handed to the engine twice; one job has its first push held while it still works until the engine has fetched a newer state, the other has every non-final push held until after the final one: duplicates are absorbed and no late push moves anything back.',
+    notApplicable: (s) =>
+      isMcp(s)
+        ? 'MCP Tasks has no push notifications: task notifications come over subscriptions/listen (row 4)'
+        : null,
     unavailable: (s) => (s.agent.push ? null : 'the agent card declares no push notifications'),
-    async run(kit) {
-      const relay = kit.session.relay;
-      relay.duplicate = true;
-      relay.holdNonTerminal = true;
-      const firstDelivery = relay.deliveries.length;
-      try {
-        await kit.startPlane({ stream: false, push: true, poll: false });
-        const job = await kit.job('push', work(kit));
-        const env = await kit.terminal(job);
-        await relay.releaseAll();
-        const mine = relay.deliveries
-          .slice(firstDelivery)
-          .filter((d) => d.states.some((s) => s.taskId === env.remoteId));
-        const finalPush = mine.some((d) => d.states.some((s) => isTerminalWireState(s.state)));
-        kit.check(
-          'push: the agent pushed the final state',
-          finalPush,
-          finalPush
-            ? `${mine.length} deliveries`
-            : `no final-state push arrived (${mine.length} deliveries); is the agent allowed to push to loopback?`,
-        );
-        for (const d of mine)
-          kit.note(
-            'push',
-            `${d.states.map((s) => s.state).join(',')}${d.held ? ' (held back)' : ''}: ${d.results.join(' then ')}`,
-            d.at,
-          );
-        const repeats = mine.flatMap((d) => d.results.slice(1));
-        const absorbed = repeats.filter((r) => r === 'duplicate').length;
-        kit.sample('duplicatesAbsorbed', absorbed);
-        kit.check(
-          'push: duplicates absorbed',
-          absorbed === repeats.length,
-          `${absorbed} of ${repeats.length} repeated deliveries answered as duplicates`,
-        );
-        kit.signedPushes = mine.length > 0 && mine.every((d) => d.signed);
-        await kit.standardChecks(job);
-      } finally {
-        relay.duplicate = false;
-        relay.holdNonTerminal = false;
-        await relay.releaseAll();
-      }
-    },
+    run: pushRow,
   },
   {
     id: 'stream-cut',
@@ -174,6 +149,7 @@ export const ROWS: RowDef[] = [
       'The creating stream and the first re-subscription are cut mid-flight: the engine re-subscribes (SubscribeToTask starts with the current task) and never sends the creating message again.',
     unavailable: needsStreaming,
     async run(kit) {
+      if (isMcp(kit.session)) return mcpStreamCut(kit);
       await kit.startPlane();
       const afterFrames = 1 + Math.floor(kit.session.random.next() * 2);
       kit.note(
@@ -185,7 +161,8 @@ export const ROWS: RowDef[] = [
         afterFrames: 1,
         match: (c) => c.method === 'SubscribeToTask',
       });
-      const job = await kit.job('stream', { ...work(kit, 2), steps: 4 }, (ctx) =>
+      // Four job lengths: the re-subscription must come before reconciliation reads the end anyway.
+      const job = await kit.job('stream', { ...work(kit, 4), steps: 4 }, (ctx) =>
         kit.session.proxy.arm({
           kind: 'cut-stream',
           afterFrames,
@@ -210,10 +187,10 @@ export const ROWS: RowDef[] = [
     number: 5,
     title: 'Polling after TTL or retention expiry',
     proves:
-      'A task read after the agent dropped it at the end of its lifetime is recorded expired, never invented.',
-    unavailable: () =>
-      'A2A 1.0 declares no task lifetime, so there is nothing to expire on demand (MCP targets, whose tasks carry ttlMs, come later)',
-    run: () => Promise.resolve(),
+      "MCP: a job still working when its task's ttlMs passes is recorded expired once the server may drop it, never given an invented outcome.",
+    notApplicable: (s) =>
+      isMcp(s) ? null : 'A2A 1.0 declares no task lifetime, so there is nothing to expire on demand',
+    run: retentionRow,
   },
   {
     id: 'input-twice',
@@ -229,9 +206,10 @@ export const ROWS: RowDef[] = [
         if (kit.session.agent.streaming)
           kit.session.proxy.arm({
             kind: 'duplicate-frame',
-            frameState: 'TASK_STATE_INPUT_REQUIRED',
+            frameState: isMcp(kit.session) ? 'input_required' : 'TASK_STATE_INPUT_REQUIRED',
             times: 3,
-            match: (c) => streamingCall(c) && (c.contextId === ctx || c.taskId !== null),
+            match: (c) =>
+              kit.session.remote.wire.streaming(c.method) && (c.contextId === ctx || c.taskId !== null),
           });
       });
       const env = await kit.until(
@@ -297,57 +275,10 @@ export const ROWS: RowDef[] = [
   {
     id: 'cancel',
     number: 8,
-    title: 'Cancellation before start, during work, after completion',
+    title: 'Cancellation before start, during model work, during a tool side effect, after completion',
     proves:
-      'Each cancel ends in the state the agent really reached (cancelled, or completed when it finished first), and a cancel after completion changes nothing.',
-    async run(kit) {
-      await kit.startPlane();
-      // A cancel the engine refuses because the job had already ended (a fast agent, or --input) is no
-      // fault: the checks then ask that nothing changed.
-      const cancel = async (job: { label: string; envelopeId: string }, when: string) => {
-        const refused = await expectRefused(kit.plane.cancel(TENANT, job.envelopeId));
-        kit.note(
-          'plane',
-          `${job.label}: cancel requested ${when}${refused ? ` — refused (${refused})` : ''}`,
-        );
-        return refused;
-      };
-      const early = await kit.job('before-start', work(kit, 4));
-      const earlyRefused = await cancel(early, 'right after create');
-      const during = await kit.job('during-work', work(kit, 4));
-      await kit.running(during);
-      const asked = Date.now();
-      const duringRefused = await cancel(during, 'while working');
-      const late = await kit.job('after-done', work(kit, 0.2));
-      const lateEnv = await kit.terminal(late);
-      const refused = await expectRefused(kit.plane.cancel(TENANT, late.envelopeId));
-      for (const [job, wasRefused] of [
-        [early, earlyRefused],
-        [during, duringRefused],
-      ] as const) {
-        const env = await kit.terminal(job);
-        if (job === during && env.state === 'cancelled') kit.sample('cancelLatencyMs', Date.now() - asked);
-        if (wasRefused)
-          kit.check(
-            `${job.label}: cancel after the end changed nothing`,
-            env.cancel === null,
-            `the job had ended (${env.state}) before the cancel`,
-          );
-        else
-          kit.check(
-            `${job.label}: cancel outcome recorded`,
-            env.cancel !== null && env.cancel.outcome === env.state,
-            `outcome ${env.cancel?.outcome ?? 'none'}, state ${env.state}`,
-          );
-      }
-      const lateAfter = await kit.envelope(late);
-      kit.check(
-        'after-done: nothing changed',
-        lateAfter.state === lateEnv.state,
-        `${lateEnv.state} before, ${lateAfter.state} after the cancel (${refused ? `refused: ${refused}` : 'accepted'})`,
-      );
-      for (const job of [early, during, late]) await kit.standardChecks(job);
-    },
+      'Each cancel ends in the state the agent really reached (cancelled, or completed when it finished first); a cancel during a side effect the agent cannot stop leaves on record what the agent recorded of it; a cancel after completion changes nothing.',
+    run: cancelRow,
   },
   {
     id: 'worker-crash',
@@ -398,7 +329,10 @@ export const ROWS: RowDef[] = [
     number: 11,
     title: 'Budget exhausted during parallel or in-flight work',
     proves: 'Work stops being started once a budget is used up, and what was in flight ends truthfully.',
-    unavailable: () => 'A2A 1.0 agents report no usage the engine can count against a budget',
+    notApplicable: (s) =>
+      isMcp(s)
+        ? 'MCP Tasks reports no usage the engine can count against a budget'
+        : 'A2A 1.0 agents report no usage the engine can count against a budget',
     run: () => Promise.resolve(),
   },
   {

@@ -1,21 +1,29 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { A2AConnector, fetchAgentCard } from '../connectors/a2a/a2a-connector.ts';
 import { SeededRandom } from '../core/random.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { answerChecklist } from './checklist.ts';
 import type { HookName } from './hooks.ts';
 import { aggregateMeasures } from './measures.ts';
 import { PushRelay } from './push-relay.ts';
-import { REPORT_VERSION, type AgentFacts, type ConformanceReport, type RowReport } from './report.ts';
-import { describeCall, RowKit, RowStopped, TARGET, type Session } from './row-kit.ts';
+import { REPORT_VERSION, type ConformanceReport, type RowReport } from './report.ts';
+import { describeCall } from './row-facts.ts';
+import { RowKit, RowNotRun, RowStopped, TARGET, type Session } from './row-kit.ts';
 import { runOrder, selectRows, type RowDef } from './rows.ts';
+import { openTarget, type Protocol } from './target.ts';
 import { WireProxy } from './wire-proxy.ts';
 
 export interface ConformanceOptions {
-  /** Base URL of the A2A 1.0 agent (its card at `/.well-known/agent-card.json`). */
+  /**
+   * Base URL of the A2A 1.0 agent (its card at `/.well-known/agent-card.json`), or the Streamable HTTP
+   * endpoint of the MCP tasks server (`…/mcp`).
+   */
   target: string;
+  /** The target's protocol. @default A2A when its card answers, else MCP */
+  protocol?: Protocol;
+  /** MCP: the tool every job calls, with the test contract as its arguments. Required for MCP. */
+  tool?: string;
   /** Headers on every call to the agent (its credentials). @default none */
   headers?: Record<string, string>;
   /**
@@ -37,62 +45,51 @@ export interface ConformanceOptions {
   /** Bound on the whole run; rows that would start past it are not run. @default 300000 */
   totalTimeoutMs?: number;
   /**
-   * Send this input with every job instead of the test contract, for an agent that does not implement
-   * it; the rows that need the contract's input request (6) are then not run. @default the contract
+   * A2A: send this input with every job instead of the test contract, for an agent that does not
+   * implement it; row 6 (input request) and row 8's side-effect job are then not run. Refused for MCP
+   * targets, whose jobs' calls are told apart by the contract's label. @default the contract
    */
   input?: unknown;
   /** Called as rows start and end. */
   progress?: (event: { row: RowDef; index: number; total: number; result?: RowReport }) => void;
 }
 
-async function readAgent(target: string, headers: Record<string, string>): Promise<AgentFacts> {
-  let card;
-  try {
-    card = await fetchAgentCard(target, AbortSignal.timeout(10_000), { headers });
-  } catch (err) {
-    throw new TaskplaneError(
-      'unavailable',
-      `--target: cannot read the agent card at ${target.replace(/\/+$/, '')}/.well-known/agent-card.json (${(err as Error).message})`,
-      { field: 'target', cause: err },
-    );
-  }
-  const caps = (card.capabilities ?? {}) as { streaming?: boolean; pushNotifications?: boolean };
-  return {
-    name: typeof card.name === 'string' ? card.name : null,
-    version: typeof card.version === 'string' ? card.version : null,
-    bindings: (card.supportedInterfaces ?? []).map((i) => `${i.protocolBinding} ${i.protocolVersion}`),
-    streaming: caps.streaming === true,
-    push: caps.pushNotifications === true,
-  };
-}
-
 /**
- * `taskplane conformance`: runs the selected rows of the failure matrix against one A2A agent, each on
- * the real engine with its own SQLite store in a temp dir, through the fault proxy, and returns the
- * report. Rows run one after another (their faults and counts must not mix).
+ * `taskplane conformance`: runs the selected rows of the failure matrix against one A2A agent or MCP
+ * tasks server, each on the real engine with its own SQLite store in a temp dir, through the fault
+ * proxy, and returns the report. Rows run one after another (their faults and counts must not mix).
  */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   const rows = runOrder(selectRows(options.rows));
   const headers = options.headers ?? {};
   const seed = options.seed ?? 1;
   const started = Date.now();
-  const agent = await readAgent(options.target, headers);
+  const remote = await openTarget(options.target, headers, {
+    ...(options.protocol ? { protocol: options.protocol } : {}),
+    ...(options.tool ? { tool: options.tool } : {}),
+  });
+  const agent = remote.agent;
+  if (agent.protocol === 'mcp' && options.input !== undefined)
+    throw new TaskplaneError(
+      'invalid_argument',
+      "--input: not for MCP targets: the run tells the jobs' tool calls apart by the test contract's label argument",
+      { field: 'input' },
+    );
   const workDir = mkdtempSync(join(tmpdir(), 'taskplane-conformance-'));
-  const proxy = await WireProxy.start(options.target);
+  const proxy = await WireProxy.start(options.target, remote.wire);
+  const upstream = new URL(options.target);
   const session: Session = {
     target: options.target,
     headers,
     hooks: options.hooks ?? {},
     proxy,
     relay: undefined as unknown as PushRelay,
-    truth: new A2AConnector({ target: 'truth', baseUrl: options.target, headers, timeoutMs: 5000 }),
+    remote,
+    // A2A: the base URL (the card, rewritten by the proxy, names the interfaces); MCP: the endpoint.
+    engineUrl: agent.protocol === 'mcp' ? `${proxy.url}${upstream.pathname}${upstream.search}` : proxy.url,
+    truth: remote.connector('truth', options.target, headers),
     stranger: options.otherHeaders
-      ? new A2AConnector({
-          target: 'stranger',
-          baseUrl: options.target,
-          headers: options.otherHeaders,
-          timeoutMs: 5000,
-        })
+      ? remote.connector('stranger', options.target, options.otherHeaders)
       : null,
     random: new SeededRandom(seed),
     workDir,
@@ -123,7 +120,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     await session.relay.close();
     rmSync(workDir, { recursive: true, force: true });
   }
-  const ran = reports.filter((r) => r.status !== 'not_run');
+  const ran = reports.filter((r) => r.status === 'passed' || r.status === 'failed');
   const requests: Record<string, number> = {};
   for (const c of proxy.calls) requests[c.method] = (requests[c.method] ?? 0) + 1;
   return {
@@ -140,7 +137,6 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     checklist: answerChecklist(reports, kits, agent),
     requests,
     notes: [
-      'Targets are A2A 1.0 agents; MCP tasks servers are not supported yet.',
       ...proxy.unproxied.map(
         (u) => `The card lists ${u} on another origin: requests there bypass the proxy.`,
       ),
@@ -168,6 +164,8 @@ async function runRow(
   runDeadline: number,
   kits: RowKit[],
 ): Promise<RowReport> {
+  const notApplicable = row.notApplicable?.(session) ?? null;
+  if (notApplicable) return { ...notRun(row, notApplicable), status: 'not_applicable' };
   if (row.hook && !session.hooks[row.hook]) return notRun(row, `needs --${row.hook}-cmd`);
   const unavailable = row.unavailable?.(session) ?? null;
   if (unavailable) return notRun(row, unavailable);
@@ -179,6 +177,10 @@ async function runRow(
   try {
     await row.run(kit);
   } catch (err) {
+    if (err instanceof RowNotRun) {
+      await kit.close();
+      return { ...notRun(row, err.message), timeline: kit.timeline };
+    }
     stopped = err instanceof RowStopped ? err.message : `error: ${(err as Error).message ?? String(err)}`;
     kit.note('check', `row stopped: ${stopped}`);
   }

@@ -14,6 +14,12 @@ export interface TestContract {
   askInput?: string;
   /** End in FAILED instead of COMPLETED. */
   fail?: boolean;
+  /**
+   * After the steps, perform one side effect that takes this long and that a cancel cannot stop once
+   * begun: announce it with the status `side effect started`, record its receipt (artifact `receipt`)
+   * when done.
+   */
+  sideEffectMs?: number;
   /** Artifact chunks produced before completing. */
   artifactChunks?: number;
   /** Which row and job this is. */

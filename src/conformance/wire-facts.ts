@@ -24,6 +24,10 @@ export interface StateFact {
   state: string;
   /** The status timestamp the agent gave (ms), when it gave one. */
   timestampMs: number | null;
+  /** MCP: the task's lifetime from its creation (`ttlMs`, legacy `ttl`), when the answer gives one. */
+  ttlMs?: number | null;
+  /** MCP: when the task was created (ms), when the answer gives it. */
+  createdAtMs?: number | null;
 }
 
 type Obj = Record<string, unknown>;
@@ -122,6 +126,77 @@ export function stateFacts(json: unknown): StateFact[] {
   if ('id' in body && 'status' in body) fromTask(body);
   return out;
 }
+
+/**
+ * What a task cost, as the agent reported it: `metadata.usage` (an object of numbers by unit, e.g.
+ * `{"tokens": 1234}`) on a task, on one of its artifacts, or on an artifact update. Each report is the
+ * task's total so far (docs/conformance.md, "The test contract").
+ */
+export interface UsageFact {
+  taskId: string;
+  usage: Record<string, number>;
+}
+
+function usageOf(metadata: unknown): Record<string, number> | null {
+  if (!isObj(metadata) || !isObj(metadata.usage)) return null;
+  const out: Record<string, number> = {};
+  for (const [unit, v] of Object.entries(metadata.usage))
+    if (typeof v === 'number' && Number.isFinite(v) && v >= 0) out[unit] = v;
+  return Object.keys(out).length ? out : null;
+}
+
+/** Usage reports in one JSON answer or stream frame (a task, a list page, an artifact update). */
+export function usageFacts(json: unknown): UsageFact[] {
+  if (!isObj(json)) return [];
+  const body = json.jsonrpc === '2.0' ? json.result : json;
+  if (!isObj(body)) return [];
+  const out: UsageFact[] = [];
+  const push = (taskId: unknown, metadata: unknown) => {
+    const id = str(taskId);
+    const usage = usageOf(metadata);
+    if (id && usage) out.push({ taskId: id, usage });
+  };
+  const fromTask = (t: unknown) => {
+    if (!isObj(t)) return;
+    push(t.id, t.metadata);
+    if (Array.isArray(t.artifacts)) for (const a of t.artifacts) if (isObj(a)) push(t.id, a.metadata);
+  };
+  if (isObj(body.task)) fromTask(body.task);
+  if (Array.isArray(body.tasks)) for (const t of body.tasks) fromTask(t);
+  if ('id' in body && 'status' in body) fromTask(body);
+  const update = field(body, 'artifactUpdate', 'artifact_update');
+  if (isObj(update) && isObj(update.artifact))
+    push(field(update, 'taskId', 'task_id'), update.artifact.metadata);
+  return out;
+}
+
+export function parseUsage(text: string): UsageFact[] {
+  return usageFacts(parseJson(text));
+}
+
+/**
+ * How the proxy and the rows read one protocol's wire: A2A (this file) or MCP (mcp-wire.ts). `states`
+ * and `usage` read one JSON answer body or one stream frame's data.
+ */
+export interface WireDialect {
+  requestFacts(httpMethod: string, path: string, body: string): RequestFacts;
+  states(text: string): StateFact[];
+  usage(text: string): UsageFact[];
+  isTerminal(state: string): boolean;
+  /** Coarse order for the "never backward" check: 0 before work, 1 working or interrupted, 2 final. */
+  rank(state: string): number;
+  /** Requests answered with an event stream of the task's states. */
+  streaming(method: string): boolean;
+}
+
+export const A2A_WIRE: WireDialect = {
+  requestFacts,
+  states: (text) => parseBody(text),
+  usage: (text) => parseUsage(text),
+  isTerminal: (state) => isTerminalTaskState(state),
+  rank: (state) => stateRank(state),
+  streaming: (method) => method === 'SendStreamingMessage' || method === 'SubscribeToTask',
+};
 
 export function parseFrame(data: string): StateFact[] {
   return stateFacts(parseJson(data));

@@ -2,12 +2,11 @@ import http from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import {
-  isTerminalWireState as isTerminal,
-  parseBody,
-  parseFrame,
-  requestFacts,
+  A2A_WIRE,
   type RequestFacts,
   type StateFact,
+  type UsageFact,
+  type WireDialect,
 } from './wire-facts.ts';
 
 /**
@@ -55,6 +54,8 @@ export interface WireCall extends RequestFacts {
   status: number | null;
   /** Task states the agent reported in the answer (all frames of a stream). */
   states: StateFact[];
+  /** Usage the agent reported in the answer (all frames of a stream). */
+  usage: UsageFact[];
   /** Stream frames passed on to the engine. */
   frames: number;
 }
@@ -78,13 +79,18 @@ export class WireProxy {
     private readonly server: http.Server,
     readonly url: string,
     readonly upstream: URL,
+    private readonly wire: WireDialect,
     private readonly now: () => number,
   ) {}
 
-  static async start(target: string, now: () => number = Date.now): Promise<WireProxy> {
+  static async start(
+    target: string,
+    wire: WireDialect = A2A_WIRE,
+    now: () => number = Date.now,
+  ): Promise<WireProxy> {
     const holder: { proxy?: WireProxy } = {};
     const { server, url } = await listenLoopback((req, res) => holder.proxy?.handle(req, res));
-    holder.proxy = new WireProxy(server, url, new URL(target), now);
+    holder.proxy = new WireProxy(server, url, new URL(target), wire, now);
     server.on('connection', (s) => {
       holder.proxy!.sockets.add(s);
       s.on('close', () => holder.proxy!.sockets.delete(s));
@@ -143,7 +149,7 @@ export class WireProxy {
     if (!body) return void req.socket.destroy();
     const path = req.url ?? '/';
     const httpMethod = req.method ?? 'GET';
-    const facts = requestFacts(httpMethod, path, body.toString('utf8'));
+    const facts = this.wire.requestFacts(httpMethod, path, body.toString('utf8'));
     const call: WireCall = {
       ...facts,
       seq: this.calls.length + 1,
@@ -153,6 +159,7 @@ export class WireProxy {
       fault: null,
       status: null,
       states: [],
+      usage: [],
       frames: 0,
     };
     this.calls.push(call);
@@ -180,11 +187,12 @@ export class WireProxy {
       res.destroy();
       return this.finish(call);
     }
-    call.states = parseBody(answer.toString('utf8'));
+    call.states = this.wire.states(answer.toString('utf8'));
+    call.usage = this.wire.usage(answer.toString('utf8'));
     if (
       fault &&
       (fault.kind === 'lose-response' ||
-        (fault.kind === 'cut-before-terminal' && call.states.some((st) => isTerminal(st.state))))
+        (fault.kind === 'cut-before-terminal' && call.states.some((st) => this.wire.isTerminal(st.state))))
     ) {
       res.socket?.destroy();
       this.fired(fault, call);
@@ -261,13 +269,14 @@ export class WireProxy {
             .filter((l) => l.startsWith('data:'))
             .map((l) => l.slice(5).trimStart())
             .join('\n');
-          const states = data ? parseFrame(data) : [];
+          const states = data ? this.wire.states(data) : [];
           call.states.push(...states);
+          if (data) call.usage.push(...this.wire.usage(data));
           if (fault?.kind === 'lose-response') {
             cut();
             return end();
           }
-          if (fault?.kind === 'cut-before-terminal' && states.some((s) => isTerminal(s.state))) {
+          if (fault?.kind === 'cut-before-terminal' && states.some((s) => this.wire.isTerminal(s.state))) {
             cut();
             return end();
           }

@@ -7,10 +7,15 @@ import { defineTool, type ToolContext } from './tool-api.ts';
  *
  * `{"durationMs": 3000, "steps": 3, "askInput": "Which edition?", "fail": false, "artifactChunks": 2}`
  *
- * Any subset. It works through `steps` status updates spread over `durationMs`, asks `askInput` half way
- * (the task waits in INPUT_REQUIRED), streams one artifact in `artifactChunks` chunks, then completes,
- * or fails when `fail` is true. A plain text message gets a short echo task. It is resumable: progress
- * is checkpointed after every step, so a host restart continues where it stopped.
+ * Any subset (and `sideEffectMs`, below). It works through `steps` status updates spread over
+ * `durationMs`, asks `askInput` half way (the task waits in INPUT_REQUIRED), streams one artifact in
+ * `artifactChunks` chunks (each carrying `metadata.usage`, the steps worked), then completes, or fails
+ * when `fail` is true. With `sideEffectMs` it performs one side effect after its steps, before its
+ * output: a journaled step that takes that long and that a cancel does not stop once begun (as a
+ * payment or an email already sent), announced by the status `side effect started` and recorded as the
+ * artifact `receipt` (A2A) or `receipt` in the tool's structured result (MCP). A plain text message
+ * gets a short echo task. It is resumable: progress is checkpointed after every step, so a host restart
+ * continues where it stopped.
  *
  * The same script runs as the MCP tool `demo_task` (at `/mcp`) with the script as its arguments: it
  * asks by elicitation, answers with a text result, and a `fail` ends it with a tool error (`isError`).
@@ -21,6 +26,7 @@ export interface DemoScript {
   askInput?: string;
   fail: boolean;
   artifactChunks: number;
+  sideEffectMs?: number;
 }
 
 export function demoScript(data: unknown, text: string): DemoScript {
@@ -34,6 +40,9 @@ export function demoScript(data: unknown, text: string): DemoScript {
     ...(typeof d.askInput === 'string' && d.askInput !== '' ? { askInput: d.askInput } : {}),
     fail: d.fail === true,
     artifactChunks: num(d.artifactChunks, 1, 1000),
+    ...(typeof d.sideEffectMs === 'number' && d.sideEffectMs > 0
+      ? { sideEffectMs: num(d.sideEffectMs, 0, 3600_000) }
+      : {}),
   };
 }
 
@@ -41,6 +50,35 @@ interface Progress {
   step: number;
   chunk: number;
   answer?: string;
+  receipt?: Receipt;
+}
+
+/** What the side effect leaves: its idempotency key and when it was done. */
+interface Receipt {
+  key: string;
+  doneAt: string;
+}
+
+/** The ctx calls a side effect needs (A2A execute and MCP tool alike). */
+interface EffectRun {
+  status(text: string): Promise<void>;
+  step<T>(name: string, fn: (attempt: { key: string }) => Promise<T>): Promise<T>;
+}
+
+/**
+ * The script's side effect: journaled, so a resumed run does not do it twice, and deaf to the task's
+ * signal, since an outside system that has the request goes on whatever the task does (a real timer:
+ * the outside system does not run on the host's clock).
+ */
+async function sideEffect(script: DemoScript, p: Progress, ctx: EffectRun): Promise<void> {
+  if (!script.sideEffectMs || p.receipt) return;
+  const ms = script.sideEffectMs;
+  p.receipt = await ctx.step('side-effect', async ({ key }) => {
+    // Announced last, after the step's own "attempt started" status, so it is the status while it runs.
+    await ctx.status('side effect started');
+    await new Promise((r) => setTimeout(r, ms));
+    return { key, doneAt: new Date().toISOString() };
+  });
 }
 
 /** What the step loop needs of a task, whichever protocol it runs under. */
@@ -120,6 +158,7 @@ export const demoTool = defineTool({
       steps: { type: 'integer', minimum: 0 },
       askInput: { type: 'string' },
       fail: { type: 'boolean' },
+      sideEffectMs: { type: 'integer', minimum: 0 },
     },
   },
   resumable: true,
@@ -134,12 +173,17 @@ export const demoTool = defineTool({
         return typeof given === 'string' ? given : answer.action;
       }),
     );
+    await sideEffect(script, p, ctx);
     if (script.fail)
       return { content: [{ type: 'text', text: 'The demo tool was asked to fail.' }], isError: true };
     const text = `done after ${script.steps} steps${p.answer ? ` (${p.answer})` : ''}`;
     return {
       content: [{ type: 'text', text }],
-      structuredContent: { steps: script.steps, answer: p.answer ?? null },
+      structuredContent: {
+        steps: script.steps,
+        answer: p.answer ?? null,
+        ...(p.receipt ? { receipt: { ...p.receipt } } : {}),
+      },
     };
   },
 });
@@ -174,6 +218,14 @@ export const demoAgent = defineAgent({
       ctx,
       runOf(ctx, async (prompt) => (await ctx.askInput(prompt)).text),
     );
+    await sideEffect(script, p, ctx);
+    if (p.receipt)
+      await ctx.artifact({
+        artifactId: 'receipt',
+        name: 'receipt',
+        parts: [{ data: { ...p.receipt } }],
+        lastChunk: true,
+      });
     if (script.fail) {
       await ctx.fail('The demo agent was asked to fail.');
       return;
@@ -187,6 +239,9 @@ export const demoAgent = defineAgent({
         parts: [{ text: `chunk ${p.chunk}/${script.artifactChunks}${p.answer ? ` (${p.answer})` : ''}` }],
         ...(p.chunk > 1 ? { append: true } : {}),
         ...(last ? { lastChunk: true } : {}),
+        // What the task cost so far, in the one unit a demo has (steps worked): the usage report of
+        // docs/conformance.md's test contract, which `taskplane conformance` prices completions with.
+        metadata: { usage: { steps: p.step } },
       });
       await ctx.save({ ...p });
     }

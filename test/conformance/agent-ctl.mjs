@@ -1,7 +1,7 @@
 // Starts, restarts (SIGKILL, then start again) and stops an agent process in the background, for the
 // conformance hooks in tests: `--restart-cmd "node agent-ctl.mjs restart DIR"`. The agent outlives
 // this script (detached, its output appended to DIR/agent.log); DIR/agent.json keeps its command,
-// URL and pid. Each command returns once the agent's card answers (or it has exited, for stop).
+// URL and pid. Each command returns once the agent answers (or it has exited, for stop).
 import { spawn } from 'node:child_process';
 import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,13 +34,16 @@ async function start(state) {
   });
   child.unref();
   writeFileSync(statePath, JSON.stringify({ ...state, pid: child.pid }));
+  // An A2A agent is up when its card answers; an MCP endpoint (a URL with a path, e.g. …/mcp) when it
+  // answers at all (a GET without a session is refused, but by a live server).
+  const mcp = new URL(state.url).pathname.replace(/\/+$/, '') !== '';
   await until(
     () =>
-      fetch(`${state.url}/.well-known/agent-card.json`).then(
-        (r) => r.ok,
+      fetch(mcp ? state.url : `${state.url}/.well-known/agent-card.json`).then(
+        (r) => (mcp ? r.status < 500 : r.ok),
         () => false,
       ),
-    'the agent card did not answer',
+    mcp ? 'the MCP endpoint did not answer' : 'the agent card did not answer',
   );
 }
 

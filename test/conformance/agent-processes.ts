@@ -10,6 +10,7 @@ import { CLI_FROM_SOURCE, freePort, spawnProcess } from '../support/process.ts';
  */
 const CTL = fileURLToPath(new URL('./agent-ctl.mjs', import.meta.url));
 const SDK_AGENT = fileURLToPath(new URL('./sdk-contract-agent.ts', import.meta.url));
+const SDK_MCP_SERVER = fileURLToPath(new URL('./sdk-mcp-contract-server.ts', import.meta.url));
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 export interface AgentUnderTest {
@@ -26,10 +27,13 @@ async function ctl(args: string[]): Promise<void> {
   if (code !== 0) throw new Error(`agent-ctl ${args[0]} failed (${code}): ${p.stderr}`);
 }
 
-async function startAgent(command: (port: number, dir: string) => string[]): Promise<AgentUnderTest> {
+async function startAgent(
+  command: (port: number, dir: string) => string[],
+  path = '',
+): Promise<AgentUnderTest> {
   const dir = mkdtempSync(join(tmpdir(), 'taskplane-conformance-agent-'));
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://127.0.0.1:${port}${path}`;
   await ctl(['start', dir, url, '--', ...command(port, dir)]);
   return {
     url,
@@ -43,7 +47,9 @@ export const HOST_KEY = 'conformance-key-0123456789';
 export const OTHER_KEY = 'other-caller-key-0123456789';
 
 /** `taskplane host` (demo agent, SQLite, API keys for two callers) that may push to loopback. */
-export async function startHostAgent(): Promise<AgentUnderTest & { keysFile: string }> {
+export async function startHostAgent(
+  extraArgs: string[] = [],
+): Promise<AgentUnderTest & { keysFile: string }> {
   let keysFile = '';
   const agent = await startAgent((port, dir) => {
     keysFile = join(dir, 'keys');
@@ -65,6 +71,7 @@ export async function startHostAgent(): Promise<AgentUnderTest & { keysFile: str
       '200',
       '--log-level',
       'warn',
+      ...extraArgs,
     ];
   });
   return { ...agent, keysFile };
@@ -78,4 +85,12 @@ export function startSdkAgent(): Promise<AgentUnderTest> {
 /** A shell command that withdraws the first caller's key and restarts the host (it reads keys at start). */
 export function revokeCmd(agent: AgentUnderTest & { keysFile: string }): string {
   return `echo ${sh(`other:${OTHER_KEY}`)} > ${sh(agent.keysFile)} && ${agent.restartCmd}`;
+}
+
+/** The plain MCP tasks server on @modelcontextprotocol/sdk with its in-memory store (sdk-mcp-contract-server.ts). */
+export function startSdkMcpServer(): Promise<AgentUnderTest> {
+  return startAgent(
+    (port) => [process.execPath, '--import', 'tsx', SDK_MCP_SERVER, '--port', String(port)],
+    '/mcp',
+  );
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_VERSION, type ConformanceReport } from '../../src/conformance/report.ts';
 import { REPO_ROOT, spawnTaskplane } from '../support/process.ts';
-import { startSdkAgent, type AgentUnderTest } from './agent-processes.ts';
+import { startSdkAgent, startSdkMcpServer, type AgentUnderTest } from './agent-processes.ts';
 
 /** `taskplane conformance` as a user runs it: its help, its exit codes, its JSON and HTML outputs. */
 async function run(args: string[]) {
@@ -15,10 +15,11 @@ async function run(args: string[]) {
 
 describe('taskplane conformance (CLI)', () => {
   let agent: AgentUnderTest;
+  let mcp: AgentUnderTest;
   beforeAll(async () => {
-    agent = await startSdkAgent();
+    [agent, mcp] = await Promise.all([startSdkAgent(), startSdkMcpServer()]);
   });
-  afterAll(() => agent?.stop());
+  afterAll(() => Promise.all([agent?.stop(), mcp?.stop()]));
 
   it('documents every flag in --help and in docs/conformance.md', async () => {
     const { code, stdout } = await run(['--help']);
@@ -79,6 +80,34 @@ describe('taskplane conformance (CLI)', () => {
   it('exits 1 when nothing ran: a run that proved nothing does not pass', async () => {
     const { code, stdout } = await run(['--target', agent.url, '--rows', 'retention-expiry,budget']);
     expect(code).toBe(1);
-    expect(stdout).toMatch(/0 passed, 0 failed, 2 not run/);
+    expect(stdout).toMatch(/0 passed, 0 failed, 0 not run, 2 not applicable/);
   });
+
+  it('reads an MCP tasks server: --tool is required, --protocol is checked, and its rows run', async () => {
+    const noTool = await run(['--target', mcp.url, '--rows', '1']);
+    expect(noTool.code).toBe(2);
+    expect(noTool.stderr).toMatch(/--tool: an MCP target needs the tool/);
+    const badProtocol = await run(['--target', mcp.url, '--protocol', 'grpc']);
+    expect(badProtocol.code).toBe(2);
+    expect(badProtocol.stderr).toMatch(/--protocol/);
+    const { code, stdout, stderr } = await run([
+      '--target',
+      mcp.url,
+      '--tool',
+      'demo_task',
+      '--rows',
+      '1,2',
+      '--json',
+      '--job-ms',
+      '500',
+    ]);
+    expect(code, stderr).toBe(0);
+    const report = JSON.parse(stdout) as ConformanceReport;
+    expect(report.agent.protocol).toBe('mcp');
+    expect(report.rows.map((r) => [r.number, r.status])).toEqual([
+      [1, 'passed'],
+      [2, 'not_applicable'],
+    ]);
+    // Three runs of the CLI from source, on a machine that may be loaded: a bound on failure only.
+  }, 180_000);
 });

@@ -17,7 +17,13 @@ import {
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 
 // --- the executor (docs/conformance.md, "An @a2a-js/sdk agent") ---------------------------------
-type Contract = { durationMs?: number; askInput?: string; fail?: boolean; artifactChunks?: number };
+type Contract = {
+  durationMs?: number;
+  askInput?: string;
+  fail?: boolean;
+  artifactChunks?: number;
+  sideEffectMs?: number;
+};
 type Ids = { taskId: string; contextId: string };
 const contracts = new Map<string, Contract>();
 const cancelled = new Set<string>();
@@ -57,6 +63,18 @@ const executor: AgentExecutor = {
     }
     if (c.askInput && !answering)
       return (status(bus, ids, 'TASK_STATE_INPUT_REQUIRED', c.askInput), bus.finished());
+    if (c.sideEffectMs) {
+      // Once begun, the effect runs to its end whatever a cancel says; its receipt is an artifact.
+      status(bus, ids, 'TASK_STATE_WORKING', 'side effect started');
+      await new Promise((r) => setTimeout(r, c.sideEffectMs));
+      const receipt = { artifactId: 'receipt', parts: [{ data: { doneAt: now() } }] };
+      bus.publish(
+        AgentEvent.artifactUpdate(
+          TaskArtifactUpdateEvent.fromJSON({ ...ids, lastChunk: true, artifact: receipt }),
+        ),
+      );
+      if (cancelled.has(ctx.taskId)) return bus.finished();
+    }
     const chunks = c.artifactChunks ?? 1;
     for (let i = 1; i <= chunks; i++) {
       const artifact = { artifactId: 'result', parts: [{ text: `chunk ${i}` }] };
