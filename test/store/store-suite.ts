@@ -4,6 +4,7 @@ import { apiKeyCases } from './suite/api-key-cases.ts';
 import { agentTaskConcurrencyCases, envelopeConcurrencyCases } from './suite/concurrency-cases.ts';
 import { envelopeCases } from './suite/envelope-cases.ts';
 import { hostCases } from './suite/host-cases.ts';
+import { workflowCases } from './suite/workflow-cases.ts';
 
 /**
  * The Store behaviour suites (STYLE.md, "Tests"): one per port, EnvelopeStore (what the control plane
@@ -45,6 +46,7 @@ export function envelopeStoreSuite(harness: StoreHarness): void {
   portSuite<EnvelopeStore>('EnvelopeStore', harness, (context) => {
     envelopeCases(context);
     envelopeConcurrencyCases(context);
+    workflowCases(context);
     apiKeyCases(context);
   });
 }

@@ -1,11 +1,15 @@
 import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
 import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
-import type { NormalizedState } from '../../core/states.ts';
+import { isTerminal, type NormalizedState } from '../../core/states.ts';
 import { ChangeHub, envelopeNotices } from '../change-hub.ts';
 import { MemoryAgentHost, clone, cloneOrUndefined, compare, pair } from './memory-agent-host.ts';
 import type {
   ApiKeyRecord,
   ChangeNotice,
+  CreateGuard,
+  TargetUsage,
+  UsageQuery,
+  WorkflowBudgetRecord,
   EnvelopeQuery,
   EnvelopeVersion,
   EventQuery,
@@ -15,6 +19,7 @@ import type {
   StoreCapabilities,
 } from '../store.ts';
 import { afterKeyset, decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import { summarize, workflowTaskLimitError } from '../usage-summary.ts';
 
 /**
  * The Store in plain TypeScript maps: no node: imports and no native code, so the lab can run the real
@@ -41,6 +46,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
   private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
   private readonly settings = new Map<string, string>();
   private readonly apiKeys = new Map<string, ApiKeyRecord>();
+  /** `tenant \u0000 workflowId` → budget. */
+  private readonly workflowBudgets = new Map<string, WorkflowBudgetRecord>();
   protected readonly hub = new ChangeHub();
   private closed = false;
 
@@ -49,11 +56,18 @@ export class MemoryStore extends MemoryAgentHost implements Store {
   async createEnvelope(
     envelope: Envelope,
     events: NewEnvelopeEvent[],
+    guard: CreateGuard = {},
   ): Promise<{ created: boolean; envelope: Envelope }> {
     this.assertOpen();
     if (envelope.idempotencyKey !== null) {
       const existing = this.idempotencyKeys.get(pair(envelope.tenant, envelope.idempotencyKey));
       if (existing !== undefined) return { created: false, envelope: clone(this.envelopes.get(existing)!) };
+    }
+    if (guard.workflowTaskLimit !== undefined && envelope.workflowId !== null) {
+      let n = 0;
+      for (const e of this.envelopes.values())
+        if (e.tenant === envelope.tenant && e.workflowId === envelope.workflowId) n++;
+      if (n >= guard.workflowTaskLimit) throw workflowTaskLimitError(envelope.workflowId, guard.workflowTaskLimit);
     }
     if (this.envelopes.has(envelope.id))
       throw new TaskplaneError('conflict', `envelope ${envelope.id} already exists`);
@@ -116,6 +130,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     const matching = [...this.envelopes.values()].filter(
       (e) =>
         (query.tenant === undefined || e.tenant === query.tenant) &&
+        (query.workflowId === undefined || e.workflowId === query.workflowId) &&
+        (query.verificationDue !== true || typeof e.acceptance?.verification?.dueAt === 'number') &&
         (states === undefined || states.has(e.state)) &&
         (query.target === undefined || e.target === query.target) &&
         (query.connector === undefined || e.connector === query.connector) &&
@@ -161,6 +177,43 @@ export class MemoryStore extends MemoryAgentHost implements Store {
       out.push(clone(event));
     }
     return out;
+  }
+
+  async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {
+    const rows = [];
+    for (const e of this.envelopes.values()) {
+      if (query.tenant !== undefined && e.tenant !== query.tenant) continue;
+      if (query.workflowId !== undefined && e.workflowId !== query.workflowId) continue;
+      rows.push({
+        target: e.target,
+        terminal: isTerminal(e.state),
+        state: e.state,
+        acceptance: e.acceptance?.status ?? null,
+        usage: e.usage,
+        createdAt: e.createdAt,
+      });
+    }
+    return summarize(rows);
+  }
+
+  // --- workflow budgets ----------------------------------------------------------------------
+
+  async getWorkflowBudget(tenant: string, workflowId: string): Promise<WorkflowBudgetRecord | undefined> {
+    return cloneOrUndefined(this.workflowBudgets.get(pair(tenant, workflowId)));
+  }
+
+  async putWorkflowBudget(
+    record: WorkflowBudgetRecord,
+    expectedVersion: number | null,
+  ): Promise<WorkflowBudgetRecord> {
+    this.assertOpen();
+    const key = pair(record.tenant, record.workflowId);
+    const current = this.workflowBudgets.get(key);
+    if ((current?.version ?? null) !== expectedVersion)
+      throw new VersionConflictError(`workflow budget ${record.workflowId}`);
+    const stored = { ...clone(record), version: (expectedVersion ?? 0) + 1 };
+    this.workflowBudgets.set(key, stored);
+    return clone(stored);
   }
 
   // --- deliveries, leases, settings -------------------------------------------------------------

@@ -3,11 +3,12 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
 import { TaskplaneError } from '../../core/errors.ts';
-import type { NormalizedState } from '../../core/states.ts';
+import { isTerminal, type NormalizedState } from '../../core/states.ts';
 import { ChangeHub } from '../change-hub.ts';
 import type {
   ApiKeyRecord,
   ChangeNotice,
+  CreateGuard,
   EnvelopeQuery,
   EnvelopeVersion,
   EventQuery,
@@ -15,7 +16,11 @@ import type {
   Page,
   Store,
   StoreCapabilities,
+  TargetUsage,
+  UsageQuery,
+  WorkflowBudgetRecord,
 } from '../store.ts';
+import { summarize } from '../usage-summary.ts';
 import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import { snapshot } from '../snapshot.ts';
@@ -167,11 +172,18 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   createEnvelope(
     envelope: Envelope,
     events: NewEnvelopeEvent[],
+    guard?: CreateGuard,
   ): Promise<{ created: boolean; envelope: Envelope }> {
     // The snapshot is the call's own copy: it goes back as the result, and its JSON is what is stored.
     ({ envelope, events } = snapshot({ envelope, events }));
     const stored = { ...envelope, version: 1 };
-    return this.write('createEnvelope', serializeEnvelope(stored), events.map(serializeEnvelopeEvent)).then(
+    return this.write(
+      'createEnvelope',
+      serializeEnvelope(stored),
+      events.map(serializeEnvelopeEvent),
+      guard?.workflowTaskLimit === undefined ? undefined : { workflowTaskLimit: guard.workflowTaskLimit },
+      stored.workflowId,
+    ).then(
       (r) => (r.created ? { created: true, envelope: stored } : r),
     );
   }
@@ -214,6 +226,8 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     const keyset = decodeCursor(query.cursor);
     const w = where('sqlite');
     if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.workflowId !== undefined) w.add('workflow_id = $?', query.workflowId);
+    if (query.verificationDue === true) w.add('verify_due_at IS NOT NULL');
     if (query.states !== undefined) {
       w.add(`state IN (${query.states.map(() => '$?').join(', ') || 'NULL'})`, ...query.states);
     }
@@ -248,6 +262,48 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       .q('SELECT id, state, version FROM envelopes WHERE id IN (SELECT value FROM json_each(?))')
       .all(JSON.stringify(ids)) as EnvelopeVersion[];
     return this.visible(found);
+  }
+
+  async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {
+    const w = where('sqlite');
+    if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.workflowId !== undefined) w.add('workflow_id = $?', query.workflowId);
+    const found = this.conn
+      .q(
+        `SELECT target, state, json_extract(doc, '$.acceptance.status') AS acceptance,
+           json_extract(doc, '$.usage') AS usage, json_extract(doc, '$.createdAt') AS created_at
+         FROM envelopes ${w.sql()}`,
+      )
+      .all(...w.params) as Array<{
+      target: string;
+      state: NormalizedState;
+      acceptance: string | null;
+      usage: string | null;
+      created_at: number;
+    }>;
+    return this.visible(
+      summarize(
+        found.map((r) => ({
+          target: r.target,
+          state: r.state,
+          terminal: isTerminal(r.state),
+          acceptance: r.acceptance,
+          usage: r.usage === null ? null : (JSON.parse(r.usage) as Record<string, unknown>),
+          createdAt: r.created_at,
+        })),
+      ),
+    );
+  }
+
+  async getWorkflowBudget(tenant: string, workflowId: string): Promise<WorkflowBudgetRecord | undefined> {
+    const row = this.conn
+      .q('SELECT doc, version FROM workflow_budgets WHERE tenant = ? AND workflow_id = ?')
+      .get(tenant, workflowId) as { doc: string; version: number } | undefined;
+    return this.visible(row && { ...(JSON.parse(row.doc) as WorkflowBudgetRecord), version: row.version });
+  }
+
+  putWorkflowBudget(record: WorkflowBudgetRecord, expectedVersion: number | null): Promise<WorkflowBudgetRecord> {
+    return this.write('putWorkflowBudget', snapshot(record), expectedVersion);
   }
 
   async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {
