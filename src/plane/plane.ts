@@ -45,6 +45,17 @@ import { decideByPerson, type AcceptanceDecision } from './acceptance-decision.t
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, enforceRunningBudgets, tenantBudgetExhausted } from './budgets.ts';
 import {
+  WorkflowDeadlines,
+  admitToWorkflow,
+  checkWorkflowBudgetInput,
+  checkWorkflowId,
+  enforceWorkflowBudget,
+  setWorkflowBudget,
+  workflowView,
+  type WorkflowView,
+} from './workflow-budgets.ts';
+import type { CreateGuard, TargetUsage, WorkflowBudgetRecord } from '../store/store.ts';
+import {
   answerInDoubt,
   answerInput,
   cancelTask,
@@ -165,6 +176,7 @@ export class Plane {
   private reconcileLoop: WorkerLoop<string> | null = null;
   private readonly leases: WatchLeases;
   private readonly timeouts: TimeoutTimers;
+  private readonly deadlines: WorkflowDeadlines;
   private leaseLoops: Array<WorkerLoop<string>> = [];
   private readonly startQueue: StartQueue;
   /** Jobs whose first start this plane has begun (beginStart) and not yet finished. */
@@ -198,6 +210,8 @@ export class Plane {
           this.spawn(
             enforceRunningBudgets(this.ctx, envelope, (id, actor) => cancelTask(this.ctx, id, actor)),
           );
+        if (envelope.workflowId !== null)
+          this.spawn(this.enforceWorkflow(envelope.tenant, envelope.workflowId));
       },
       startAgain: async (envelope) => {
         const outcome = await startOnce(this.ctx, envelope, { resend: true });
@@ -209,6 +223,9 @@ export class Plane {
     this.reconciler = new Reconciler(this.ctx, instanceId);
     this.leases = new WatchLeases(this.ctx, instanceId);
     this.timeouts = new TimeoutTimers(this.ctx);
+    this.deadlines = new WorkflowDeadlines(this.ctx, (tenant, workflowId) =>
+      this.enforceWorkflow(tenant, workflowId),
+    );
     this.startQueue = new StartQueue(ports.nextTurn ?? null);
   }
 
@@ -236,6 +253,11 @@ export class Plane {
       watcher?.recheck();
     });
     const active = await listActiveEnvelopes(this.ctx.store);
+    const workflows = new Map<string, [string, string]>();
+    for (const env of active)
+      if (env.workflowId !== null)
+        workflows.set(JSON.stringify([env.tenant, env.workflowId]), [env.tenant, env.workflowId]);
+    for (const [tenant, workflowId] of workflows.values()) await this.deadlines.arm(tenant, workflowId);
     for (const env of active) {
       // With watch leases, a job another live plane watches stays its own (it also (re)starts it).
       if (!(await this.leases.claim(env.id))) continue;
@@ -282,6 +304,7 @@ export class Plane {
     this.stopNotices?.();
     this.stopNotices = null;
     this.timeouts.clear();
+    this.deadlines.clear();
     await this.reconcileLoop?.finished();
     await Promise.all(this.leaseLoops.map((l) => l.finished()));
     await Promise.allSettled([...this.watchers.values()].map((w) => w.done));
@@ -373,6 +396,8 @@ export class Plane {
       ctx.logger.warn({ tenant, target, reason: overBudget }, 'new job refused: budget exhausted');
       throw new TaskplaneError('failed_precondition', overBudget, { field: 'budget' });
     }
+    const { workflowId, parentId } = await this.lineage(tenant, req);
+    const guard: CreateGuard = workflowId === null ? {} : await admitToWorkflow(ctx, tenant, workflowId);
     const now = ctx.clock.now();
     const id = newId(ctx.clock, ctx.random, 'tsk_');
     const envelope = newEnvelope({
@@ -380,8 +405,8 @@ export class Plane {
       tenant,
       actor: req.actor ?? null,
       keyId: req.keyId ?? null,
-      workflowId: req.workflowId ?? null,
-      parentId: req.parentId ?? null,
+      workflowId,
+      parentId,
       connector: connector.kind,
       target,
       contextId: req.contextId ?? newId(ctx.clock, ctx.random, 'ctx_'),
@@ -399,16 +424,28 @@ export class Plane {
           ? null
           : { status: 'pending', reasons: [], ...(schema ? { schema } : {}), ...acceptanceExtras },
     });
-    const created = await ctx.store.createEnvelope(envelope, [
-      {
-        envelopeId: id,
-        tenant,
-        type: 'created',
-        at: now,
-        data: { target, messageId: envelope.messageId, contextId: envelope.contextId, inputHash: hash },
-      },
-    ]);
+    const created = await ctx.store.createEnvelope(
+      envelope,
+      [
+        {
+          envelopeId: id,
+          tenant,
+          type: 'created',
+          at: now,
+          data: {
+            target,
+            messageId: envelope.messageId,
+            contextId: envelope.contextId,
+            inputHash: hash,
+            ...(workflowId !== null ? { workflowId } : {}),
+            ...(parentId !== null ? { parentId } : {}),
+          },
+        },
+      ],
+      guard,
+    );
     if (!created.created) return sameOrConflict(created.envelope);
+    if (workflowId !== null) this.spawn(this.deadlines.arm(tenant, workflowId));
     ctx.counters.track(id, tenant);
     this.timeouts.arm(created.envelope);
     // The envelope with its messageId is durable: the caller has its handle, the start runs behind it.
@@ -482,6 +519,59 @@ export class Plane {
     void started.finally(() => this.beginning.delete(env.id));
     this.spawn(started);
     return started;
+  }
+
+  /**
+   * The workflow and parent of a new task. A child names its parent (same tenant) and belongs to the
+   * parent's workflow unless it names the same one itself: a workflow's budget holds over the tasks its
+   * tasks start later.
+   */
+  private async lineage(
+    tenant: string,
+    req: CreateTaskRequest,
+  ): Promise<{ workflowId: string | null; parentId: string | null }> {
+    const named = req.workflowId == null ? null : checkWorkflowId('workflowId', req.workflowId);
+    if (req.parentId == null) return { workflowId: named, parentId: null };
+    const parentId = requireString('parentId', req.parentId);
+    const parent = await this.ctx.store.getEnvelope(parentId);
+    if (!parent || parent.tenant !== tenant)
+      throw new TaskplaneError('invalid_argument', 'parentId: no such task', { field: 'parentId' });
+    if (named !== null && parent.workflowId !== null && named !== parent.workflowId)
+      throw new TaskplaneError(
+        'invalid_argument',
+        `workflowId: the parent task belongs to workflow ${parent.workflowId}; a child stays in its parent's workflow`,
+        { field: 'workflowId' },
+      );
+    return { workflowId: named ?? parent.workflowId, parentId };
+  }
+
+  /** Records a workflow's passed limits and, when its budget asks, cancels its open tasks. */
+  private enforceWorkflow(tenant: string, workflowId: string): Promise<string[]> {
+    return enforceWorkflowBudget(this.ctx, tenant, workflowId, (id, actor) =>
+      cancelTask(this.ctx, id, actor),
+    );
+  }
+
+  /**
+   * Sets a workflow's budget (`body`: {usage?, tasks?, wallTimeMs?, cancelRunning?}); a workflow already
+   * past a new limit is enforced at once.
+   */
+  async setWorkflowBudget(tenant: string, workflowId: string, body: unknown): Promise<WorkflowBudgetRecord> {
+    checkWorkflowId('workflowId', workflowId);
+    const stored = await setWorkflowBudget(this.ctx, tenant, workflowId, checkWorkflowBudgetInput(body));
+    await this.enforceWorkflow(tenant, workflowId);
+    await this.deadlines.arm(tenant, workflowId);
+    return (await this.ctx.store.getWorkflowBudget(tenant, workflowId)) ?? stored;
+  }
+
+  /** A workflow's tasks summed per target, cost per accepted completion, and its budget's state. */
+  workflow(tenant: string, workflowId: string): Promise<WorkflowView> {
+    return workflowView(this.ctx, tenant, checkWorkflowId('workflowId', workflowId));
+  }
+
+  /** Usage and acceptance per target over every task (or one tenant's), for /metrics. */
+  usageByTarget(tenant?: string): Promise<TargetUsage[]> {
+    return this.ctx.store.summarizeUsage(tenant === undefined ? {} : { tenant });
   }
 
   /** The envelope when it belongs to `tenant`; another tenant's task is not found (no existence leak). */

@@ -23,6 +23,7 @@ import {
 } from './request-body.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
 import { TenantLimits, type TenantLimitsOptions } from './tenant-limits.ts';
+import { registerWorkflowRoutes } from './workflow-routes.ts';
 
 export interface ServerAppOptions extends TenantLimitsOptions {
   plane: Plane;
@@ -182,6 +183,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     revoked: (keyId) => o.keys.streamSignal(keyId),
     clock,
   });
+  registerWorkflowRoutes(app, { plane: o.plane, limits, tenantLimits });
 
   if (o.lab) {
     const lab = o.lab;

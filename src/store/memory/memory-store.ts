@@ -67,7 +67,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
       let n = 0;
       for (const e of this.envelopes.values())
         if (e.tenant === envelope.tenant && e.workflowId === envelope.workflowId) n++;
-      if (n >= guard.workflowTaskLimit) throw workflowTaskLimitError(envelope.workflowId, guard.workflowTaskLimit);
+      if (n >= guard.workflowTaskLimit)
+        throw workflowTaskLimitError(envelope.workflowId, guard.workflowTaskLimit);
     }
     if (this.envelopes.has(envelope.id))
       throw new TaskplaneError('conflict', `envelope ${envelope.id} already exists`);

@@ -183,9 +183,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       events.map(serializeEnvelopeEvent),
       guard?.workflowTaskLimit === undefined ? undefined : { workflowTaskLimit: guard.workflowTaskLimit },
       stored.workflowId,
-    ).then(
-      (r) => (r.created ? { created: true, envelope: stored } : r),
-    );
+    ).then((r) => (r.created ? { created: true, envelope: stored } : r));
   }
 
   async getEnvelope(id: string): Promise<Envelope | undefined> {
@@ -302,7 +300,10 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     return this.visible(row && { ...(JSON.parse(row.doc) as WorkflowBudgetRecord), version: row.version });
   }
 
-  putWorkflowBudget(record: WorkflowBudgetRecord, expectedVersion: number | null): Promise<WorkflowBudgetRecord> {
+  putWorkflowBudget(
+    record: WorkflowBudgetRecord,
+    expectedVersion: number | null,
+  ): Promise<WorkflowBudgetRecord> {
     return this.write('putWorkflowBudget', snapshot(record), expectedVersion);
   }
 
