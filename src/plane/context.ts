@@ -65,6 +65,8 @@ export interface PlaneContext {
    * (budgets.ts `enforceRunningBudgets`) when `budgets.cancelRunning` is on. Optional.
    */
   onUsage?(envelope: Envelope): void;
+  /** A job's acceptance verifier call became due (plane/verifier.ts); wired by the Plane. Optional. */
+  onVerificationDue?(envelopeId: string): void;
 }
 
 export type StartOutcome =

@@ -41,6 +41,15 @@ import {
   type SchemaCompiler,
 } from './acceptance.ts';
 import { checkAcceptanceExtras } from './acceptance-checks.ts';
+import {
+  VERIFIER_SECRET_SETTING,
+  checkTaskVerifier,
+  newRootSecret,
+  runVerification,
+  targetVerifier,
+  tenantVerifierSecret,
+  type VerifierPort,
+} from './verifier.ts';
 import { decideByPerson, type AcceptanceDecision } from './acceptance-decision.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, enforceRunningBudgets, tenantBudgetExhausted } from './budgets.ts';
@@ -108,6 +117,11 @@ export interface PlanePorts {
    * (plane/start-queue.ts). The server passes one built on setImmediate. @default none: starts run at once
    */
   nextTurn?: NextTurn;
+  /**
+   * How acceptance verifiers are called (plane/verifier.ts): the server wires one with the SSRF guard.
+   * @default none: a create naming a verifier is refused, and due verifications wait for a plane with one
+   */
+  verifier?: VerifierPort;
 }
 
 /**
@@ -143,6 +157,8 @@ export interface CreateTaskRequest {
     schema?: Record<string, unknown>;
     artifactHashes?: Record<string, string>;
     receipt?: { pointer: string };
+    /** An external verifier: {url, timeoutMs?, maxAttempts?} (plane/verifier.ts). */
+    verifier?: unknown;
   } | null;
   /** Spend cap for this job in the remote's usage unit; once reached, no new remote work for it. */
   budget?: { limit: number; unit: string } | null;
@@ -181,6 +197,8 @@ export class Plane {
   private readonly startQueue: StartQueue;
   /** Jobs whose first start this plane has begun (beginStart) and not yet finished. */
   private readonly beginning = new Set<string>();
+  /** Jobs whose verifier calls run in this process now. */
+  private readonly verifying = new Set<string>();
   private started = false;
   private stopNotices: (() => void) | null = null;
 
@@ -205,6 +223,7 @@ export class Plane {
       heard: new HeardLog(),
       ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
+      onVerificationDue: (id) => this.verify(id),
       onUsage: (envelope) => {
         if (this.config.budgets.cancelRunning)
           this.spawn(
@@ -271,6 +290,7 @@ export class Plane {
       if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
     }
     if (this.leases.enabled) this.startLeaseLoops();
+    await this.resumeVerifications();
     if (this.config.reconcile.enabled) {
       this.reconcileLoop = new WorkerLoop<string>({
         name: 'reconcile',
@@ -388,6 +408,9 @@ export class Plane {
           ? await checkAcceptanceSchemaOffLoop(req.acceptance.schema, compiler, this.config.acceptance)
           : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
     const acceptanceExtras = checkAcceptanceExtras(req.acceptance);
+    const verifier =
+      (await checkTaskVerifier(req.acceptance?.verifier, this.ports.verifier, this.config.acceptance)) ??
+      targetVerifier(this.config.acceptance, target);
     // Every field is valid; whether the target takes this input is the next question (422, not 400).
     if (connector.inputSchema) checkTargetInput(target, connector.inputSchema, req.input);
     const overBudget = await tenantBudgetExhausted(ctx, tenant);
@@ -420,9 +443,15 @@ export class Plane {
       timeoutMs: optionalPositive('timeoutMs', req.timeoutMs),
       expectedDurationMs: optionalPositive('expectedDurationMs', req.expectedDurationMs),
       acceptance:
-        schema === undefined && !req.acceptance
+        schema === undefined && !req.acceptance && !verifier
           ? null
-          : { status: 'pending', reasons: [], ...(schema ? { schema } : {}), ...acceptanceExtras },
+          : {
+              status: 'pending',
+              reasons: [],
+              ...(schema ? { schema } : {}),
+              ...acceptanceExtras,
+              ...(verifier ? { verifier } : {}),
+            },
     });
     const created = await ctx.store.createEnvelope(
       envelope,
@@ -543,6 +572,44 @@ export class Plane {
         { field: 'workflowId' },
       );
     return { workflowId: named ?? parent.workflowId, parentId };
+  }
+
+  /** Runs the verifier calls of one job in the background, once per process at a time. */
+  private verify(id: string): void {
+    const port = this.ports.verifier;
+    if (!port || this.verifying.has(id) || this.controller.signal.aborted) return;
+    this.verifying.add(id);
+    this.spawn(runVerification(this.ctx, id, port).finally(() => this.verifying.delete(id)));
+  }
+
+  /** Verifications left due by a plane that stopped: resumed from their last recorded attempt. */
+  private async resumeVerifications(): Promise<void> {
+    if (!this.ports.verifier) return;
+    let cursor: string | undefined;
+    do {
+      const page = await this.ctx.store.listEnvelopes({
+        verificationDue: true,
+        order: 'asc',
+        limit: 500,
+        ...(cursor ? { cursor } : {}),
+      });
+      for (const env of page.items) this.verify(env.id);
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /**
+   * The Standard Webhooks secret (`whsec_…`) verifier requests for `tenant` are signed with; the root it
+   * is derived from is made on first use and kept in the store's settings.
+   */
+  async verifierSecret(tenant: string): Promise<string> {
+    const root =
+      (await this.ctx.store.getSetting(VERIFIER_SECRET_SETTING)) ??
+      (await this.ctx.store.putSettingIfAbsent(
+        VERIFIER_SECRET_SETTING,
+        newRootSecret(this.ctx.random.bytes(32)),
+      ));
+    return tenantVerifierSecret(root, tenant);
   }
 
   /** Records a workflow's passed limits and, when its budget asks, cancels its open tasks. */

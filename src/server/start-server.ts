@@ -14,6 +14,7 @@ import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-connector.ts';
 import { Plane } from '../plane/plane.ts';
 import { WorkerSchemaCompiler } from './worker-schema-compiler.ts';
+import { createVerifierTransport } from './verifier-transport.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
@@ -62,6 +63,11 @@ export interface ServerOptions {
    * only, and refused (401) when it listens beyond it. @default none
    */
   metricsToken?: string;
+  /**
+   * Call acceptance verifiers on private, loopback and link-local addresses (a verifier beside the
+   * plane). Without it such a URL is refused at create with 400. @default false
+   */
+  allowPrivateVerifiers?: boolean;
   plane?: PlaneOptions;
   /** Serve the dashboard at `/`. @default true */
   dashboard?: boolean;
@@ -206,6 +212,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     random,
     store,
     schemaCompiler,
+    verifier: createVerifierTransport({ allowPrivate: options.allowPrivateVerifiers ?? false }),
     // New jobs' starts run on a later turn than their create, whose answer is then written first.
     nextTurn: (fn) => void setImmediate(fn),
     connectors: (target) => connectors.get(target),

@@ -18,6 +18,11 @@ export function registerWorkflowRoutes(
   const jsonBody = (c: Context<ServerEnv>) =>
     readJsonObject(c.req.raw, deps.limits, (bytes) => deps.tenantLimits.paceBody(c.get('tenant'), bytes));
 
+  // The secret this tenant's acceptance verifiers check our requests with (Standard Webhooks).
+  app.get('/v1/verifier-secret', async (c) =>
+    c.json({ secret: await plane.verifierSecret(c.get('tenant')), scheme: 'standard-webhooks' }),
+  );
+
   app.get('/v1/workflows/:id', async (c) => c.json(await plane.workflow(c.get('tenant'), c.req.param('id'))));
 
   app.get('/v1/workflows/:id/budget', async (c) => {

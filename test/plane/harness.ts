@@ -10,6 +10,7 @@ import { Plane } from '../../src/plane/plane.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import type { NextTurn } from '../../src/plane/start-queue.ts';
 import { FakeRemote, drain } from './fake-remote.ts';
+import type { VerifierPort } from '../../src/plane/verifier.ts';
 
 /** A plane on a virtual clock, a memory store and one fake remote registered as target `fake`. */
 export interface Harness {
@@ -34,7 +35,7 @@ export async function harness(
   caps: Partial<ConnectorCapabilities> = {},
   seed = 1,
   connectorOptions: { startStream?: boolean } = {},
-  setup: { store?: string; instanceId?: string; nextTurn?: NextTurn } = {},
+  setup: { store?: string; instanceId?: string; nextTurn?: NextTurn; verifier?: VerifierPort } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock(1_700_000_000_000);
   // PLANE_TEST_STORE=sqlite::memory: or =postgres (a fresh schema each) runs the engine tests on another backend.
@@ -80,6 +81,7 @@ export async function harness(
       store,
       connectors: (t) => (t === 'fake' ? connector : undefined),
       ...(setup.nextTurn ? { nextTurn: setup.nextTurn } : {}),
+      ...(setup.verifier ? { verifier: setup.verifier } : {}),
       options: opts,
       // PLANE_TEST_LOG=1 shows the engine's warnings while debugging a test.
       ...(process.env.PLANE_TEST_LOG ? { logger: pino({ level: 'debug' }) } : {}),
