@@ -151,7 +151,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   const connectors = new Map<string, Connector>(Object.entries(options.connectors ?? {}));
   const deps: ConnectorDeps = { clock, random, logger, env: options.env ?? {} };
-  for (const [name, t] of Object.entries(options.targets ?? {})) {
+  // A target's `verifier` ({url, timeoutMs?, maxAttempts?}) is the plane's, whatever the kind: every task
+  // of the target is verified there (plane/verifier.ts); the connector never sees it.
+  const verifiers: Record<string, { url: string; timeoutMs?: number; maxAttempts?: number }> = {};
+  for (const [name, raw] of Object.entries(options.targets ?? {})) {
+    let t = raw;
+    if (typeof t === 'object' && t !== null && 'verifier' in t) {
+      const { verifier, ...rest } = t as TargetConfig;
+      verifiers[name] = verifier as { url: string };
+      t = rest as typeof t;
+    }
     connectors.set(
       name,
       typeof t === 'string'
@@ -217,7 +226,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     nextTurn: (fn) => void setImmediate(fn),
     connectors: (target) => connectors.get(target),
     logger: logger.child({ part: 'plane' }),
-    options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
+    options: {
+      ...options.plane,
+      publicUrl: options.plane?.publicUrl ?? publicUrl,
+      acceptance: {
+        ...options.plane?.acceptance,
+        verifiers: { ...verifiers, ...options.plane?.acceptance?.verifiers },
+      },
+    },
     instanceId,
   });
   // Every process sharing the store notices a revocation; one of them (whoever records it first) applies

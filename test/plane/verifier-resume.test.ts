@@ -60,6 +60,28 @@ describe('acceptance verifier: durable across a plane restart', () => {
     expect(verifier.received).toHaveLength(2);
   });
 
+  it("a target's verifier checks every task of that target, even one that asked for no acceptance", async () => {
+    const verifier = await startVerifier([
+      { status: 200, body: { accepted: false, reasons: ['not in the ledger'] } },
+    ]);
+    closeVerifier = () => verifier.close();
+    h = await harness(
+      { acceptance: { verifiers: { fake: { url: verifier.url, maxAttempts: 2 } } } },
+      {},
+      1,
+      {},
+      { verifier: createVerifierTransport({ allowPrivate: true }) },
+    );
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'x' }, { wait: 'started' });
+    expect(envelope.acceptance).toMatchObject({
+      status: 'pending',
+      verifier: { url: verifier.url, from: 'target', maxAttempts: 2 },
+    });
+    h.remote.set(envelope.remoteId!, 'succeeded');
+    const done = await until(envelope.id, (e) => e.acceptance?.status !== 'pending');
+    expect(done.acceptance).toMatchObject({ status: 'rejected', reasons: ['not in the ledger'] });
+  });
+
   it('a plane without a verifier transport refuses a task that names one', async () => {
     h = await harness();
     await expect(
