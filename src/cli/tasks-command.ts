@@ -19,7 +19,7 @@ import {
  * tables by default, `--json` for scripts. URL and key from `--url`/`--key` or
  * TASKPLANE_URL/TASKPLANE_API_KEY.
  */
-interface Conn {
+export interface Conn {
   url: string;
   key: string;
   json: boolean;
@@ -38,7 +38,7 @@ interface ArtifactContent {
   parts: ContentPart[];
 }
 
-function conn(cmd: Command): Conn {
+export function conn(cmd: Command): Conn {
   const o = cmd.optsWithGlobals<{ url?: string; key?: string; json?: boolean }>();
   const key = o.key ?? process.env.TASKPLANE_API_KEY ?? '';
   if (!key)
@@ -54,7 +54,7 @@ function conn(cmd: Command): Conn {
   };
 }
 
-async function call(
+export async function call(
   c: Conn,
   method: string,
   path: string,
@@ -80,7 +80,7 @@ async function call(
   return json;
 }
 
-function print(c: Conn, value: unknown, human: () => string): void {
+export function print(c: Conn, value: unknown, human: () => string): void {
   console.log(c.json ? JSON.stringify(value, null, 2) : human());
 }
 
@@ -173,6 +173,12 @@ export function registerTasksCommand(program: Command): void {
     .option('--input <json>', 'the request as JSON (e.g. a demo script); see --text for a plain string')
     .option('--text <text>', 'the request as a plain string')
     .option('--idempotency-key <key>', 'same key + same input returns the same task')
+    .option('--workflow <id>', 'the workflow the task belongs to (its budget is checked)')
+    .option('--parent <id>', "the task that started this one; the task joins the parent's workflow")
+    .option(
+      '--verifier <url>',
+      'an acceptance verifier: called with the output once the task succeeds; its answer accepts or rejects',
+    )
     .option(
       '--expected-duration-ms <ms>',
       'after this plus a margin the task counts as an orphan',
@@ -186,6 +192,9 @@ export function registerTasksCommand(program: Command): void {
           text?: string;
           idempotencyKey?: string;
           expectedDurationMs?: number;
+          workflow?: string;
+          parent?: string;
+          verifier?: string;
         },
         cmd: Command,
       ) => {
@@ -195,6 +204,9 @@ export function registerTasksCommand(program: Command): void {
           target: o.target,
           input,
           ...(o.expectedDurationMs !== undefined ? { expectedDurationMs: o.expectedDurationMs } : {}),
+          ...(o.workflow !== undefined ? { workflowId: o.workflow } : {}),
+          ...(o.parent !== undefined ? { parentId: o.parent } : {}),
+          ...(o.verifier !== undefined ? { acceptance: { verifier: { url: o.verifier } } } : {}),
         };
         const t = (await call(
           c,
