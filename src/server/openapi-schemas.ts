@@ -208,6 +208,28 @@ export const schemas: Record<string, unknown> = {
       updatedAt: ms('epoch ms'),
     }),
   },
+  TargetCost: closed({
+    target: str,
+    tasks: int,
+    finished: int,
+    accepted: int,
+    rejected: int,
+    succeededUnchecked: {
+      ...int,
+      description: 'succeeded tasks that asked for no acceptance: not counted as accepted',
+    },
+    usage: { type: 'object', additionalProperties: num },
+    firstCreatedAt: ms('epoch ms'),
+    costPerAcceptedCompletion: {
+      type: ['object', 'null'],
+      additionalProperties: num,
+      description: 'usage per unit over the accepted tasks; null while none is accepted',
+    },
+  }),
+  CostList: {
+    description: "The tenant's tasks summed per target, with the cost per accepted completion",
+    ...closed({ targets: { type: 'array', items: { $ref: '#/components/schemas/TargetCost' } } }),
+  },
   Workflow: {
     description:
       'The tasks of one workflow summed per target, with the cost per accepted completion (everything spent over the tasks accepted)',
@@ -218,20 +240,7 @@ export const schemas: Record<string, unknown> = {
       rejected: int,
       usage: { type: 'object', additionalProperties: num },
       costPerAcceptedCompletion: { type: ['object', 'null'], additionalProperties: num },
-      targets: {
-        type: 'array',
-        items: closed({
-          target: str,
-          tasks: int,
-          finished: int,
-          accepted: int,
-          rejected: int,
-          succeededUnchecked: int,
-          usage: { type: 'object', additionalProperties: num },
-          firstCreatedAt: ms('epoch ms'),
-          costPerAcceptedCompletion: { type: ['object', 'null'], additionalProperties: num },
-        }),
-      },
+      targets: { type: 'array', items: { $ref: '#/components/schemas/TargetCost' } },
       budget: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/WorkflowBudget' }] },
     }),
   },

@@ -232,6 +232,13 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
       },
+      '/v1/costs': {
+        get: {
+          summary:
+            "The tenant's tasks summed per target: usage, accepted and rejected, and the cost per accepted completion",
+          responses: { '200': json('Per target', 'CostList'), ...keyed },
+        },
+      },
       '/v1/verifier-secret': {
         get: {
           summary:

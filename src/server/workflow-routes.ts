@@ -1,6 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Plane } from '../plane/plane.ts';
+import { costPerAccepted } from '../plane/workflow-budgets.ts';
 import { readJsonObject, type BodyLimits } from './request-body.ts';
 import type { ServerEnv } from './task-routes.ts';
 import type { TenantLimits } from './tenant-limits.ts';
@@ -22,6 +23,17 @@ export function registerWorkflowRoutes(
   app.get('/v1/verifier-secret', async (c) =>
     c.json({ secret: await plane.verifierSecret(c.get('tenant')), scheme: 'standard-webhooks' }),
   );
+
+  // The tenant's own figures per target (the dashboard's cost view; /metrics has them for all tenants).
+  app.get('/v1/costs', async (c) => {
+    const targets = await plane.usageByTarget(c.get('tenant'));
+    return c.json({
+      targets: targets.map((t) => ({
+        ...t,
+        costPerAcceptedCompletion: costPerAccepted(t.usage, t.accepted),
+      })),
+    });
+  });
 
   app.get('/v1/workflows/:id', async (c) => c.json(await plane.workflow(c.get('tenant'), c.req.param('id'))));
 

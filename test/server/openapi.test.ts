@@ -344,6 +344,10 @@ async function exercise(): Promise<void> {
   });
   await call('get', '/v1/tasks', {}, { query: `?workflowId=${wf}` });
   await call('get', '/v1/verifier-secret');
+  const costs = await call('get', '/v1/costs');
+  expect((costs.body as { targets: Array<{ target: string }> }).targets.map((t) => t.target)).toContain(
+    'agent',
+  );
 
   // Over a per-tenant limit: the one write of the burst, then 429 on every write route; one stream, then 429.
   const on = limited;
