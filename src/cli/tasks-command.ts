@@ -15,7 +15,7 @@ import {
 } from './task-views.ts';
 
 /**
- * `taskplane tasks create|get|list|cancel|answer|accept|reject|watch|result`: a thin client of the /v1 API. Readable
+ * `taskplane tasks create|get|list|cancel|answer|accept|reject|watch|result|verifier-secret`: a thin client of the /v1 API. Readable
  * tables by default, `--json` for scripts. URL and key from `--url`/`--key` or
  * TASKPLANE_URL/TASKPLANE_API_KEY.
  */
@@ -368,5 +368,14 @@ export function registerTasksCommand(program: Command): void {
           return id !== undefined && e.type === 'state_changed' && TERMINAL.has(String(e.data.to));
         },
       });
+    });
+
+  tasks
+    .command('verifier-secret')
+    .description("Print the secret (whsec_…) acceptance verifiers check this tenant's signed requests with")
+    .action(async (_o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      const r = (await call(c, 'GET', '/v1/verifier-secret')) as { secret: string };
+      print(c, r, () => r.secret);
     });
 }

@@ -69,6 +69,8 @@ describe('taskplane workflows', () => {
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(/tasks:\s+1 \(0 accepted, 0 rejected\)/);
     expect(shown.stdout).toMatch(/exhausted:\s+tasks/);
+    const secret = await cli('tasks', 'verifier-secret');
+    expect(secret.stdout.trim()).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
     const bad = await cli('workflows', 'budget', 'wf-cli', '--usage', 'cents');
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/--usage: "cents" is not unit=number/);
