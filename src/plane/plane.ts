@@ -42,9 +42,8 @@ import {
 } from './acceptance.ts';
 import { checkAcceptanceExtras } from './acceptance-checks.ts';
 import {
-  VERIFIER_SECRET_SETTING,
   checkTaskVerifier,
-  newRootSecret,
+  forEachDueVerification,
   runVerification,
   targetVerifier,
   tenantVerifierSecret,
@@ -57,6 +56,7 @@ import {
   WorkflowDeadlines,
   admitToWorkflow,
   checkWorkflowBudgetInput,
+  taskLineage,
   checkWorkflowId,
   enforceWorkflowBudget,
   setWorkflowBudget,
@@ -290,7 +290,8 @@ export class Plane {
       if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
     }
     if (this.leases.enabled) this.startLeaseLoops();
-    await this.resumeVerifications();
+    // Verifications a stopped plane left due resume from their last recorded attempt.
+    if (this.ports.verifier) await forEachDueVerification(this.ctx, (id) => this.verify(id));
     if (this.config.reconcile.enabled) {
       this.reconcileLoop = new WorkerLoop<string>({
         name: 'reconcile',
@@ -419,7 +420,7 @@ export class Plane {
       ctx.logger.warn({ tenant, target, reason: overBudget }, 'new job refused: budget exhausted');
       throw new TaskplaneError('failed_precondition', overBudget, { field: 'budget' });
     }
-    const { workflowId, parentId } = await this.lineage(tenant, req);
+    const { workflowId, parentId } = await taskLineage(ctx, tenant, req);
     const guard: CreateGuard = workflowId === null ? {} : await admitToWorkflow(ctx, tenant, workflowId);
     const now = ctx.clock.now();
     const id = newId(ctx.clock, ctx.random, 'tsk_');
@@ -550,30 +551,6 @@ export class Plane {
     return started;
   }
 
-  /**
-   * The workflow and parent of a new task. A child names its parent (same tenant) and belongs to the
-   * parent's workflow unless it names the same one itself: a workflow's budget holds over the tasks its
-   * tasks start later.
-   */
-  private async lineage(
-    tenant: string,
-    req: CreateTaskRequest,
-  ): Promise<{ workflowId: string | null; parentId: string | null }> {
-    const named = req.workflowId == null ? null : checkWorkflowId('workflowId', req.workflowId);
-    if (req.parentId == null) return { workflowId: named, parentId: null };
-    const parentId = requireString('parentId', req.parentId);
-    const parent = await this.ctx.store.getEnvelope(parentId);
-    if (!parent || parent.tenant !== tenant)
-      throw new TaskplaneError('invalid_argument', 'parentId: no such task', { field: 'parentId' });
-    if (named !== null && parent.workflowId !== null && named !== parent.workflowId)
-      throw new TaskplaneError(
-        'invalid_argument',
-        `workflowId: the parent task belongs to workflow ${parent.workflowId}; a child stays in its parent's workflow`,
-        { field: 'workflowId' },
-      );
-    return { workflowId: named ?? parent.workflowId, parentId };
-  }
-
   /** Runs the verifier calls of one job in the background, once per process at a time. */
   private verify(id: string): void {
     const port = this.ports.verifier;
@@ -582,34 +559,12 @@ export class Plane {
     this.spawn(runVerification(this.ctx, id, port).finally(() => this.verifying.delete(id)));
   }
 
-  /** Verifications left due by a plane that stopped: resumed from their last recorded attempt. */
-  private async resumeVerifications(): Promise<void> {
-    if (!this.ports.verifier) return;
-    let cursor: string | undefined;
-    do {
-      const page = await this.ctx.store.listEnvelopes({
-        verificationDue: true,
-        order: 'asc',
-        limit: 500,
-        ...(cursor ? { cursor } : {}),
-      });
-      for (const env of page.items) this.verify(env.id);
-      cursor = page.nextCursor;
-    } while (cursor);
-  }
-
   /**
-   * The Standard Webhooks secret (`whsec_…`) verifier requests for `tenant` are signed with; the root it
-   * is derived from is made on first use and kept in the store's settings.
+   * The Standard Webhooks secret (`whsec_…`) verifier requests for `tenant` are signed with
+   * (plane/verifier.ts).
    */
-  async verifierSecret(tenant: string): Promise<string> {
-    const root =
-      (await this.ctx.store.getSetting(VERIFIER_SECRET_SETTING)) ??
-      (await this.ctx.store.putSettingIfAbsent(
-        VERIFIER_SECRET_SETTING,
-        newRootSecret(this.ctx.random.bytes(32)),
-      ));
-    return tenantVerifierSecret(root, tenant);
+  verifierSecret(tenant: string): Promise<string> {
+    return tenantVerifierSecret(this.ctx, tenant);
   }
 
   /** Records a workflow's passed limits and, when its budget asks, cancels its open tasks. */

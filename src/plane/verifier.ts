@@ -129,8 +129,34 @@ export function newRootSecret(bytes: Uint8Array): string {
  * A tenant's verifier signing secret (`whsec_…`), derived from the plane's root: each tenant verifies
  * with its own, so one tenant's key cannot sign a request another tenant's verifier accepts.
  */
-export function tenantVerifierSecret(root: string, tenant: string): string {
+export function deriveTenantSecret(root: string, tenant: string): string {
   return `whsec_${base64(hmac(sha256, utf8ToBytes(root), utf8ToBytes(`taskplane verifier\u0000${tenant}`)))}`;
+}
+
+/** The tenant's secret, the root made on first use and kept in the store's settings (shared by planes). */
+export async function tenantVerifierSecret(ctx: PlaneContext, tenant: string): Promise<string> {
+  const root =
+    (await ctx.store.getSetting(VERIFIER_SECRET_SETTING)) ??
+    (await ctx.store.putSettingIfAbsent(VERIFIER_SECRET_SETTING, newRootSecret(ctx.random.bytes(32))));
+  return deriveTenantSecret(root, tenant);
+}
+
+/** Calls `each` with every job whose verifier call is due (indexed), oldest update first. */
+export async function forEachDueVerification(
+  ctx: PlaneContext,
+  each: (envelopeId: string) => void,
+): Promise<void> {
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.store.listEnvelopes({
+      verificationDue: true,
+      order: 'asc',
+      limit: 500,
+      ...(cursor ? { cursor } : {}),
+    });
+    for (const env of page.items) each(env.id);
+    cursor = page.nextCursor;
+  } while (cursor);
 }
 
 /** What the verifier receives: the task's output and receipt, and the checks already passed. */
@@ -302,11 +328,8 @@ async function callOnce(
   verifier: VerifierRef,
   port: VerifierPort,
 ): Promise<Attempt> {
-  const root =
-    (await ctx.store.getSetting(VERIFIER_SECRET_SETTING)) ??
-    (await ctx.store.putSettingIfAbsent(VERIFIER_SECRET_SETTING, newRootSecret(ctx.random.bytes(32))));
   const body = JSON.stringify(verifyRequestBody(env));
-  const key = signingKey(tenantVerifierSecret(root, env.tenant), 'verifier secret');
+  const key = signingKey(await tenantVerifierSecret(ctx, env.tenant), 'verifier secret');
   // One id per task: a verifier that already answered this task can answer the same again.
   const headers = {
     'content-type': 'application/json',

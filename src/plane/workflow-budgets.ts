@@ -74,6 +74,30 @@ export function checkWorkflowBudgetInput(body: unknown): { limits: WorkflowLimit
   return { limits, cancelRunning: b.cancelRunning === true };
 }
 
+/**
+ * The workflow and parent of a new task. A child names its parent (same tenant) and belongs to the
+ * parent's workflow unless it names the same one itself: a workflow's budget holds over the tasks its
+ * tasks start later.
+ */
+export async function taskLineage(
+  ctx: PlaneContext,
+  tenant: string,
+  req: { workflowId?: string | null | undefined; parentId?: string | null | undefined },
+): Promise<{ workflowId: string | null; parentId: string | null }> {
+  const named = req.workflowId == null ? null : checkWorkflowId('workflowId', req.workflowId);
+  if (req.parentId == null) return { workflowId: named, parentId: null };
+  if (typeof req.parentId !== 'string' || req.parentId === '' || req.parentId.length > MAX_ID_CHARS)
+    throw invalid('parentId', `must be a non-empty string of at most ${MAX_ID_CHARS} characters`);
+  const parent = await ctx.store.getEnvelope(req.parentId);
+  if (!parent || parent.tenant !== tenant) throw invalid('parentId', 'no such task');
+  if (named !== null && parent.workflowId !== null && named !== parent.workflowId)
+    throw invalid(
+      'workflowId',
+      `the parent task belongs to workflow ${parent.workflowId}; a child stays in its parent's workflow`,
+    );
+  return { workflowId: named ?? parent.workflowId, parentId: req.parentId };
+}
+
 /** Everything a budget is checked against, summed over the workflow's tasks. */
 export interface WorkflowUse {
   usage: Record<string, number>;
