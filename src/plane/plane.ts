@@ -12,13 +12,16 @@
  * await plane.handleWebhook(target, { headers, rawBody, envelopeId });  // push ingress (throws unauthenticated)
  * await plane.reconcileNow();                // one reconciliation round now (the loop runs every interval)
  * await plane.signals(tenant);               // that tenant's jobs only; signals() = the whole process (operators)
+ * await plane.setWorkflowBudget(tenant, 'wf-1', { usage: { cents: 500 }, tasks: 20 });  // over all its tasks
+ * await plane.workflow(tenant, 'wf-1');       // sums per target, cost per accepted completion, the budget
  * await plane.stop();                        // ends every loop and watcher promptly, releases its leases
  * await plane.stop({ abandon: true });       // …keeps them, as a crash would (tests, the lab)
  * ```
  *
  * On a store several processes share, each job is watched by one plane at a time (per-job watch leases,
  * plane/watch-leases.ts); a job's `timeoutMs` fires on its own timer (plane/timeouts.ts); budgets refuse
- * new remote work once used up (plane/budgets.ts).
+ * new remote work once used up (plane/budgets.ts, per workflow plane/workflow-budgets.ts); an acceptance
+ * verifier is called through the `verifier` port and resumed after a restart (plane/verifier.ts).
  *
  * Every observation goes through `observe` (plane/observe.ts), the one forward-only path. Which
  * delivery mechanisms are used is configuration (plane/options.ts): stream / push / poll, the
