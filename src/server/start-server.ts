@@ -15,7 +15,7 @@ import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-co
 import { Plane } from '../plane/plane.ts';
 import { WorkerSchemaCompiler } from './worker-schema-compiler.ts';
 import { createVerifierTransport } from './verifier-transport.ts';
-import type { PlaneOptions } from '../plane/options.ts';
+import { planeConfig, type PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
 import { labRoute } from './lab-route.ts';
@@ -171,6 +171,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     );
   }
 
+  const planeOptions: PlaneOptions = {
+    ...options.plane,
+    acceptance: {
+      ...options.plane?.acceptance,
+      verifiers: { ...verifiers, ...options.plane?.acceptance?.verifiers },
+    },
+  };
+  // Checked before listening: a bad engine option stops the start with no port bound and no key stored.
+  planeConfig(planeOptions);
+
   // Listen first: the plane's public URL may be the listening address, known only now.
   let handler: ((req: Request, env: unknown) => Response | Promise<Response>) | null = null;
   const port = options.port ?? 8080;
@@ -226,14 +236,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     nextTurn: (fn) => void setImmediate(fn),
     connectors: (target) => connectors.get(target),
     logger: logger.child({ part: 'plane' }),
-    options: {
-      ...options.plane,
-      publicUrl: options.plane?.publicUrl ?? publicUrl,
-      acceptance: {
-        ...options.plane?.acceptance,
-        verifiers: { ...verifiers, ...options.plane?.acceptance?.verifiers },
-      },
-    },
+    options: { ...planeOptions, publicUrl: options.plane?.publicUrl ?? publicUrl },
     instanceId,
   });
   // Every process sharing the store notices a revocation; one of them (whoever records it first) applies
