@@ -9,6 +9,7 @@ import { registerKeysCommand } from './keys-command.ts';
 import { registerLabCommand } from './lab-command.ts';
 import { registerServeCommand } from './serve-command.ts';
 import { registerTasksCommand } from './tasks-command.ts';
+import { registerWorkflowsCommand } from './workflows-command.ts';
 
 /**
  * `taskplane` entry point. Each command lives in its own file and adds itself here. Errors a person can
@@ -34,6 +35,7 @@ const commands: Array<(program: Command) => void> = [
   registerLabCommand,
   registerServeCommand,
   registerTasksCommand,
+  registerWorkflowsCommand,
 ];
 for (const register of commands) register(program);
 

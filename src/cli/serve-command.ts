@@ -127,6 +127,11 @@ export function registerServeCommand(program: Command): void {
       'bearer token /metrics requires (also TASKPLANE_METRICS_TOKEN); without one /metrics is open on loopback and refused beyond it',
     )
     .option(
+      '--allow-private-verifiers',
+      'let acceptance verifiers be on private, loopback or link-local addresses (a verifier beside the plane)',
+      false,
+    )
+    .option(
       '--max-body-bytes <bytes>',
       'request body limit of the /v1 routes (413 past it)',
       intOption(1),
@@ -233,6 +238,7 @@ export function registerServeCommand(program: Command): void {
               metricsToken: (opts.metricsToken as string | undefined) ?? process.env.TASKPLANE_METRICS_TOKEN!,
             }
           : {}),
+        allowPrivateVerifiers: opts.allowPrivateVerifiers === true,
         limits: {
           maxBodyBytes: opts.maxBodyBytes as number,
           maxWebhookBytes: opts.maxWebhookBytes as number,

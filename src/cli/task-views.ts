@@ -32,6 +32,13 @@ export interface AcceptanceView {
   receiptId?: string;
   checks?: Array<{ check: string; verdict: string; reasons: string[] }>;
   decidedBy?: { keyId: string | null; actor: string | null };
+  verifier?: { url: string; maxAttempts: number };
+  verification?: {
+    dueAt: number | null;
+    attempts: number;
+    lastError?: string | null;
+    outcome?: string | null;
+  } | null;
 }
 
 interface CancelView {
@@ -185,6 +192,13 @@ export function acceptanceLines(a: AcceptanceView, now = Date.now()): string[] {
     lines.push(
       `  ${c.check.padEnd(13)} ${c.verdict}${c.reasons.length ? `: ${indent(c.reasons.join('; '))}` : ''}`,
     );
+  // A verifier that has not given its verdict: where it stands (due, retried, given up and why).
+  const v = a.verification;
+  if (a.verifier && v && v.outcome !== 'answered') {
+    const tried = `${v.attempts} of ${a.verifier.maxAttempts} calls`;
+    const state = v.outcome === 'gave_up' ? 'gave up' : v.dueAt !== null ? 'waiting' : 'pending';
+    lines.push(`  ${'verifier'.padEnd(13)} ${state} (${tried})${v.lastError ? `: ${v.lastError}` : ''}`);
+  }
   return lines;
 }
 

@@ -15,11 +15,11 @@ import {
 } from './task-views.ts';
 
 /**
- * `taskplane tasks create|get|list|cancel|answer|accept|reject|watch|result`: a thin client of the /v1 API. Readable
+ * `taskplane tasks create|get|list|cancel|answer|accept|reject|watch|result|verifier-secret`: a thin client of the /v1 API. Readable
  * tables by default, `--json` for scripts. URL and key from `--url`/`--key` or
  * TASKPLANE_URL/TASKPLANE_API_KEY.
  */
-interface Conn {
+export interface Conn {
   url: string;
   key: string;
   json: boolean;
@@ -38,7 +38,7 @@ interface ArtifactContent {
   parts: ContentPart[];
 }
 
-function conn(cmd: Command): Conn {
+export function conn(cmd: Command): Conn {
   const o = cmd.optsWithGlobals<{ url?: string; key?: string; json?: boolean }>();
   const key = o.key ?? process.env.TASKPLANE_API_KEY ?? '';
   if (!key)
@@ -54,7 +54,7 @@ function conn(cmd: Command): Conn {
   };
 }
 
-async function call(
+export async function call(
   c: Conn,
   method: string,
   path: string,
@@ -80,7 +80,7 @@ async function call(
   return json;
 }
 
-function print(c: Conn, value: unknown, human: () => string): void {
+export function print(c: Conn, value: unknown, human: () => string): void {
   console.log(c.json ? JSON.stringify(value, null, 2) : human());
 }
 
@@ -195,6 +195,12 @@ export function registerTasksCommand(program: Command): void {
     .option('--input <json>', 'the request as JSON (e.g. a demo script); see --text for a plain string')
     .option('--text <text>', 'the request as a plain string')
     .option('--idempotency-key <key>', 'same key + same input returns the same task')
+    .option('--workflow <id>', 'the workflow the task belongs to (its budget is checked)')
+    .option('--parent <id>', "the task that started this one; the task joins the parent's workflow")
+    .option(
+      '--verifier <url>',
+      'an acceptance verifier: called with the output once the task succeeds; its answer accepts or rejects',
+    )
     .option(
       '--expected-duration-ms <ms>',
       'after this plus a margin the task counts as an orphan',
@@ -208,6 +214,9 @@ export function registerTasksCommand(program: Command): void {
           text?: string;
           idempotencyKey?: string;
           expectedDurationMs?: number;
+          workflow?: string;
+          parent?: string;
+          verifier?: string;
         },
         cmd: Command,
       ) => {
@@ -217,6 +226,9 @@ export function registerTasksCommand(program: Command): void {
           target: o.target,
           input,
           ...(o.expectedDurationMs !== undefined ? { expectedDurationMs: o.expectedDurationMs } : {}),
+          ...(o.workflow !== undefined ? { workflowId: o.workflow } : {}),
+          ...(o.parent !== undefined ? { parentId: o.parent } : {}),
+          ...(o.verifier !== undefined ? { acceptance: { verifier: { url: o.verifier } } } : {}),
         };
         const t = (await call(
           c,
@@ -395,5 +407,14 @@ export function registerTasksCommand(program: Command): void {
           return id !== undefined && e.type === 'state_changed' && TERMINAL.has(String(e.data.to));
         },
       });
+    });
+
+  tasks
+    .command('verifier-secret')
+    .description("Print the secret (whsec_…) acceptance verifiers check this tenant's signed requests with")
+    .action(async (_o: unknown, cmd: Command) => {
+      const c = conn(cmd);
+      const r = (await call(c, 'GET', '/v1/verifier-secret')) as { secret: string };
+      print(c, r, () => r.secret);
     });
 }

@@ -274,13 +274,42 @@ export interface AcceptanceRecord {
   receiptId?: string;
   /** The checks run, in order, each with its verdict and reasons; a person's decision is the last. */
   checks?: AcceptanceCheck[];
+  /**
+   * An external verifier the caller named (per task, or the target's): called with the output and
+   * receipt once every other check passed; its 2xx `{accepted, reasons}` decides.
+   */
+  verifier?: VerifierRef;
+  /** The verifier call's progress: due, retried, or given up (acceptance then stays `pending`). */
+  verification?: VerificationRecord | null;
   /** Who decided, when a person did (the API key id, and the actor they gave). */
   decidedBy?: { keyId: string | null; actor: string | null };
   decidedAt?: number | null;
 }
 
+/** Where a verifier listens. The URL carries no credentials: requests are signed (Standard Webhooks). */
+export interface VerifierRef {
+  url: string;
+  /** Per-call timeout. */
+  timeoutMs: number;
+  /** Calls before giving up (acceptance then stays `pending`). */
+  maxAttempts: number;
+  /** `target` when the target's configuration named it, `task` when the create did. */
+  from: 'task' | 'target';
+}
+
+export interface VerificationRecord {
+  /** When the next call is due; null once answered or given up. */
+  dueAt: number | null;
+  /** Calls made so far. */
+  attempts: number;
+  /** Why the last call did not decide (HTTP status, timeout, a body that is not `{accepted, reasons}`). */
+  lastError?: string | null;
+  /** `answered`, or `gave_up` after the last attempt (acceptance stays `pending`, never guessed). */
+  outcome?: 'answered' | 'gave_up' | null;
+}
+
 export interface AcceptanceCheck {
-  check: 'schema' | 'artifact_hash' | 'receipt' | 'person';
+  check: 'schema' | 'artifact_hash' | 'receipt' | 'verifier' | 'person';
   verdict: 'passed' | 'failed';
   reasons: string[];
 }

@@ -66,6 +66,10 @@ export async function decideByPerson(
           status: req.decision,
           reasons: [req.reason],
           checks,
+          // A verifier call still due is not made: the person's word stands.
+          ...(env.acceptance?.verification?.dueAt != null
+            ? { verification: { ...env.acceptance.verification, dueAt: null } }
+            : {}),
           decidedBy: by,
           decidedAt: now,
         },

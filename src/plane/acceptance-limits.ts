@@ -23,6 +23,20 @@ export interface AcceptanceLimitsOptions {
    * sent again. @default 2000
    */
   compileTimeoutMs?: number;
+  /** Per-call timeout of an external verifier, when the task or target names none. @default 10000 */
+  verifierTimeoutMs?: number;
+  /**
+   * Verifier calls before giving up (acceptance then stays `pending` with the last error as its reason),
+   * when the task or target names none. @default 5
+   */
+  verifierMaxAttempts?: number;
+  /** First wait before a verifier call is retried; it doubles per attempt up to 5 min, with full jitter. @default 1000 */
+  verifierRetryMs?: number;
+  /**
+   * A verifier per target name: every task of that target is verified there after its other checks (a
+   * task's own `acceptance.verifier` wins). Its URL is checked at each call like a task's. @default {}
+   */
+  verifiers?: Record<string, { url: string; timeoutMs?: number; maxAttempts?: number }>;
 }
 
 export type AcceptanceLimits = Required<AcceptanceLimitsOptions>;
@@ -32,6 +46,10 @@ export const defaultAcceptanceLimits: AcceptanceLimits = {
   maxSchemaDepth: 32,
   maxPatternLength: 1024,
   compileTimeoutMs: 2000,
+  verifierTimeoutMs: 10_000,
+  verifierMaxAttempts: 5,
+  verifierRetryMs: 1000,
+  verifiers: {},
 };
 
 function positiveInteger(field: string, value: number): number {
@@ -52,5 +70,45 @@ export function acceptanceLimits(options: AcceptanceLimitsOptions = {}): Accepta
       'acceptance.compileTimeoutMs',
       options.compileTimeoutMs ?? d.compileTimeoutMs,
     ),
+    verifierTimeoutMs: positiveInteger(
+      'acceptance.verifierTimeoutMs',
+      options.verifierTimeoutMs ?? d.verifierTimeoutMs,
+    ),
+    verifierMaxAttempts: positiveInteger(
+      'acceptance.verifierMaxAttempts',
+      options.verifierMaxAttempts ?? d.verifierMaxAttempts,
+    ),
+    verifierRetryMs: positiveInteger(
+      'acceptance.verifierRetryMs',
+      options.verifierRetryMs ?? d.verifierRetryMs,
+    ),
+    verifiers: targetVerifiers(options.verifiers ?? {}),
   };
+}
+
+function targetVerifiers(
+  verifiers: Record<string, { url: string; timeoutMs?: number; maxAttempts?: number }>,
+): AcceptanceLimits['verifiers'] {
+  const out: AcceptanceLimits['verifiers'] = {};
+  for (const [target, v] of Object.entries(verifiers)) {
+    const field = `acceptance.verifiers.${target}`;
+    let url: URL | null = null;
+    try {
+      url = new URL(v?.url);
+    } catch {
+      url = null;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      throw configError(`${field}.url`, 'must be an http(s) URL');
+    if (url.username !== '' || url.password !== '')
+      throw configError(`${field}.url`, 'must not carry credentials: requests are signed');
+    out[target] = {
+      url: v.url,
+      ...(v.timeoutMs !== undefined ? { timeoutMs: positiveInteger(`${field}.timeoutMs`, v.timeoutMs) } : {}),
+      ...(v.maxAttempts !== undefined
+        ? { maxAttempts: positiveInteger(`${field}.maxAttempts`, v.maxAttempts) }
+        : {}),
+    };
+  }
+  return out;
 }

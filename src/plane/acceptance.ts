@@ -366,8 +366,9 @@ function outputOf(envelope: Envelope, artifactContents: unknown[]): unknown {
 
 /**
  * Decides acceptance for an envelope that just reached a terminal state; null when none was asked for.
- * The checks run in order (schema, artifact hash pins, receipt), each recorded with its verdict and
- * reasons, and the first that fails rejects: later ones are not run on an output already rejected.
+ * The checks run in order (schema, artifact hash pins, receipt, then the external verifier), each recorded
+ * with its verdict and reasons, and the first that fails rejects: later ones are not run on an output
+ * already rejected. With a verifier the record stays `pending`, its call due now (plane/verifier.ts).
  * Never throws: a schema that no longer compiles (stored under older rules) or a validator that fails
  * rejects this job with the reason, instead of failing the observation that carries its terminal state.
  */
@@ -399,6 +400,16 @@ export function decideAcceptance(
     if (result.verdict === 'failed') break;
   }
   const failed = checks.find((c) => c.verdict === 'failed');
+  if (!failed && current.verifier) {
+    // The external verifier decides last (plane/verifier.ts): until it answers, acceptance is pending.
+    return {
+      ...current,
+      reasons: ['waiting for the verifier'],
+      ...(checks.length > 0 ? { checks } : {}),
+      ...(receiptId !== undefined ? { receiptId } : {}),
+      verification: { dueAt: now, attempts: 0, lastError: null, outcome: null },
+    };
+  }
   return {
     ...current,
     status: failed ? 'rejected' : 'accepted',

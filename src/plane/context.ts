@@ -61,10 +61,13 @@ export interface PlaneContext {
   /** Compiles acceptance schemas off the event loop, when the plane was given one (PlanePorts). */
   schemaCompiler?: SchemaCompiler;
   /**
-   * An observation changed a job's usage. Wired by the Plane to the running-budget check
-   * (budgets.ts `enforceRunningBudgets`) when `budgets.cancelRunning` is on. Optional.
+   * An observation changed a job's usage. Wired by the Plane to the running-budget check (budgets.ts
+   * `enforceRunningBudgets`) when `budgets.cancelRunning` is on, and to its workflow's budget
+   * (workflow-budgets.ts) when the job has a workflow. Optional.
    */
   onUsage?(envelope: Envelope): void;
+  /** A job's acceptance verifier call became due (plane/verifier.ts); wired by the Plane. Optional. */
+  onVerificationDue?(envelopeId: string): void;
 }
 
 export type StartOutcome =

@@ -330,6 +330,11 @@ export async function observe(
         ctx.counters.delay(source, now - snapshot.stateTimestamp, env);
       }
       if (next.usage !== env.usage) ctx.onUsage?.(envelope);
+      if (
+        typeof envelope.acceptance?.verification?.dueAt === 'number' &&
+        typeof env.acceptance?.verification?.dueAt !== 'number'
+      )
+        ctx.onVerificationDue?.(envelope.id);
       return { envelope, changed: env.state !== envelope.state, written: true, decision };
     } catch (err) {
       if (err instanceof VersionConflictError) continue;

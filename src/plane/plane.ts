@@ -13,13 +13,16 @@
  * await plane.reconcileNow();                // one reconciliation round now (the loop runs every interval)
  * await plane.signals(tenant);               // that tenant's jobs only; signals() = the whole process (operators)
  * await plane.purgeExpired();                // one retention purge round now (finished jobs past retentionUntil)
+ * await plane.setWorkflowBudget(tenant, 'wf-1', { usage: { cents: 500 }, tasks: 20 });  // over all its tasks
+ * await plane.workflow(tenant, 'wf-1');       // sums per target, cost per accepted completion, the budget
  * await plane.stop();                        // ends every loop and watcher promptly, releases its leases
  * await plane.stop({ abandon: true });       // …keeps them, as a crash would (tests, the lab)
  * ```
  *
  * On a store several processes share, each job is watched by one plane at a time (per-job watch leases,
  * plane/watch-leases.ts); a job's `timeoutMs` fires on its own timer (plane/timeouts.ts); budgets refuse
- * new remote work once used up (plane/budgets.ts).
+ * new remote work once used up (plane/budgets.ts, per workflow plane/workflow-budgets.ts); an acceptance
+ * verifier is called through the `verifier` port and resumed after a restart (plane/verifier.ts).
  *
  * Every observation goes through `observe` (plane/observe.ts), the one forward-only path. Which
  * delivery mechanisms are used is configuration (plane/options.ts): stream / push / poll, the
@@ -42,9 +45,29 @@ import {
   type SchemaCompiler,
 } from './acceptance.ts';
 import { checkAcceptanceExtras } from './acceptance-checks.ts';
+import {
+  checkTaskVerifier,
+  forEachDueVerification,
+  runVerification,
+  targetVerifier,
+  tenantVerifierSecret,
+  type VerifierPort,
+} from './verifier.ts';
 import { decideByPerson, type AcceptanceDecision } from './acceptance-decision.ts';
 import { onActorRevoked, type ActorRevokedReport } from './actor-revoked.ts';
 import { checkBudget, enforceRunningBudgets, tenantBudgetExhausted } from './budgets.ts';
+import {
+  WorkflowDeadlines,
+  admitToWorkflow,
+  checkWorkflowBudgetInput,
+  taskLineage,
+  checkWorkflowId,
+  enforceWorkflowBudget,
+  setWorkflowBudget,
+  workflowView,
+  type WorkflowView,
+} from './workflow-budgets.ts';
+import type { CreateGuard, TargetUsage, WorkflowBudgetRecord } from '../store/store.ts';
 import {
   answerInDoubt,
   answerInput,
@@ -106,6 +129,11 @@ export interface PlanePorts {
    * @default none: purged without export
    */
   beforePurge?: BeforePurge;
+  /**
+   * How acceptance verifiers are called (plane/verifier.ts): the server wires one with the SSRF guard.
+   * @default none: a create naming a verifier is refused, and due verifications wait for a plane with one
+   */
+  verifier?: VerifierPort;
 }
 
 /**
@@ -141,6 +169,8 @@ export interface CreateTaskRequest {
     schema?: Record<string, unknown>;
     artifactHashes?: Record<string, string>;
     receipt?: { pointer: string };
+    /** An external verifier: {url, timeoutMs?, maxAttempts?} (plane/verifier.ts). */
+    verifier?: unknown;
   } | null;
   /** Spend cap for this job in the remote's usage unit; once reached, no new remote work for it. */
   budget?: { limit: number; unit: string } | null;
@@ -174,10 +204,13 @@ export class Plane {
   private reconcileLoop: WorkerLoop<string> | null = null;
   private readonly leases: WatchLeases;
   private readonly timeouts: TimeoutTimers;
+  private readonly deadlines: WorkflowDeadlines;
   private leaseLoops: Array<WorkerLoop<string>> = [];
   private readonly startQueue: StartQueue;
   /** Jobs whose first start this plane has begun (beginStart) and not yet finished. */
   private readonly beginning = new Set<string>();
+  /** Jobs whose verifier calls run in this process now. */
+  private readonly verifying = new Set<string>();
   private started = false;
   private stopNotices: (() => void) | null = null;
   private readonly retention: RetentionSweeper;
@@ -203,11 +236,14 @@ export class Plane {
       heard: new HeardLog(),
       ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
+      onVerificationDue: (id) => this.verify(id),
       onUsage: (envelope) => {
         if (this.config.budgets.cancelRunning)
           this.spawn(
             enforceRunningBudgets(this.ctx, envelope, (id, actor) => cancelTask(this.ctx, id, actor)),
           );
+        if (envelope.workflowId !== null)
+          this.spawn(this.enforceWorkflow(envelope.tenant, envelope.workflowId));
       },
       startAgain: async (envelope) => {
         const outcome = await startOnce(this.ctx, envelope, { resend: true });
@@ -219,6 +255,9 @@ export class Plane {
     this.reconciler = new Reconciler(this.ctx, instanceId);
     this.leases = new WatchLeases(this.ctx, instanceId);
     this.timeouts = new TimeoutTimers(this.ctx);
+    this.deadlines = new WorkflowDeadlines(this.ctx, (tenant, workflowId) =>
+      this.enforceWorkflow(tenant, workflowId),
+    );
     this.startQueue = new StartQueue(ports.nextTurn ?? null);
     this.retention = new RetentionSweeper({
       clock: ports.clock,
@@ -255,6 +294,11 @@ export class Plane {
       watcher?.recheck();
     });
     const active = await listActiveEnvelopes(this.ctx.store);
+    const workflows = new Map<string, [string, string]>();
+    for (const env of active)
+      if (env.workflowId !== null)
+        workflows.set(JSON.stringify([env.tenant, env.workflowId]), [env.tenant, env.workflowId]);
+    for (const [tenant, workflowId] of workflows.values()) await this.deadlines.arm(tenant, workflowId);
     for (const env of active) {
       // With watch leases, a job another live plane watches stays its own (it also (re)starts it).
       if (!(await this.leases.claim(env.id))) continue;
@@ -268,6 +312,8 @@ export class Plane {
       if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
     }
     if (this.leases.enabled) this.startLeaseLoops();
+    // Verifications a stopped plane left due resume from their last recorded attempt.
+    if (this.ports.verifier) await forEachDueVerification(this.ctx, (id) => this.verify(id));
     if (this.config.reconcile.enabled) {
       this.reconcileLoop = new WorkerLoop<string>({
         name: 'reconcile',
@@ -302,6 +348,7 @@ export class Plane {
     this.stopNotices?.();
     this.stopNotices = null;
     this.timeouts.clear();
+    this.deadlines.clear();
     await this.reconcileLoop?.finished();
     await this.retention.finished();
     await Promise.all(this.leaseLoops.map((l) => l.finished()));
@@ -396,6 +443,9 @@ export class Plane {
           ? await checkAcceptanceSchemaOffLoop(req.acceptance.schema, compiler, this.config.acceptance)
           : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
     const acceptanceExtras = checkAcceptanceExtras(req.acceptance);
+    const verifier =
+      (await checkTaskVerifier(req.acceptance?.verifier, this.ports.verifier, this.config.acceptance)) ??
+      targetVerifier(this.config.acceptance, target);
     // Every field is valid; whether the target takes this input is the next question (422, not 400).
     if (connector.inputSchema) checkTargetInput(target, connector.inputSchema, req.input);
     const overBudget = await tenantBudgetExhausted(ctx, tenant);
@@ -404,6 +454,8 @@ export class Plane {
       ctx.logger.warn({ tenant, target, reason: overBudget }, 'new job refused: budget exhausted');
       throw new TaskplaneError('failed_precondition', overBudget, { field: 'budget' });
     }
+    const { workflowId, parentId } = await taskLineage(ctx, tenant, req);
+    const guard: CreateGuard = workflowId === null ? {} : await admitToWorkflow(ctx, tenant, workflowId);
     const now = ctx.clock.now();
     const id = newId(ctx.clock, ctx.random, 'tsk_');
     const envelope = newEnvelope({
@@ -411,8 +463,8 @@ export class Plane {
       tenant,
       actor: req.actor ?? null,
       keyId: req.keyId ?? null,
-      workflowId: req.workflowId ?? null,
-      parentId: req.parentId ?? null,
+      workflowId,
+      parentId,
       connector: connector.kind,
       target,
       contextId: req.contextId ?? newId(ctx.clock, ctx.random, 'ctx_'),
@@ -426,20 +478,38 @@ export class Plane {
       timeoutMs: optionalPositive('timeoutMs', req.timeoutMs),
       expectedDurationMs: optionalPositive('expectedDurationMs', req.expectedDurationMs),
       acceptance:
-        schema === undefined && !req.acceptance
+        schema === undefined && !req.acceptance && !verifier
           ? null
-          : { status: 'pending', reasons: [], ...(schema ? { schema } : {}), ...acceptanceExtras },
+          : {
+              status: 'pending',
+              reasons: [],
+              ...(schema ? { schema } : {}),
+              ...acceptanceExtras,
+              ...(verifier ? { verifier } : {}),
+            },
     });
-    const created = await ctx.store.createEnvelope(envelope, [
-      {
-        envelopeId: id,
-        tenant,
-        type: 'created',
-        at: now,
-        data: { target, messageId: envelope.messageId, contextId: envelope.contextId, inputHash: hash },
-      },
-    ]);
+    const created = await ctx.store.createEnvelope(
+      envelope,
+      [
+        {
+          envelopeId: id,
+          tenant,
+          type: 'created',
+          at: now,
+          data: {
+            target,
+            messageId: envelope.messageId,
+            contextId: envelope.contextId,
+            inputHash: hash,
+            ...(workflowId !== null ? { workflowId } : {}),
+            ...(parentId !== null ? { parentId } : {}),
+          },
+        },
+      ],
+      guard,
+    );
     if (!created.created) return sameOrConflict(created.envelope);
+    if (workflowId !== null) this.spawn(this.deadlines.arm(tenant, workflowId));
     ctx.counters.track(id, tenant);
     this.timeouts.arm(created.envelope);
     // The envelope with its messageId is durable: the caller has its handle, the start runs behind it.
@@ -513,6 +583,51 @@ export class Plane {
     void started.finally(() => this.beginning.delete(env.id));
     this.spawn(started);
     return started;
+  }
+
+  /** Runs the verifier calls of one job in the background, once per process at a time. */
+  private verify(id: string): void {
+    const port = this.ports.verifier;
+    if (!port || this.verifying.has(id) || this.controller.signal.aborted) return;
+    this.verifying.add(id);
+    this.spawn(runVerification(this.ctx, id, port).finally(() => this.verifying.delete(id)));
+  }
+
+  /**
+   * The Standard Webhooks secret (`whsec_…`) verifier requests for `tenant` are signed with
+   * (plane/verifier.ts).
+   */
+  verifierSecret(tenant: string): Promise<string> {
+    return tenantVerifierSecret(this.ctx, tenant);
+  }
+
+  /** Records a workflow's passed limits and, when its budget asks, cancels its open tasks. */
+  private enforceWorkflow(tenant: string, workflowId: string): Promise<string[]> {
+    return enforceWorkflowBudget(this.ctx, tenant, workflowId, (id, actor) =>
+      cancelTask(this.ctx, id, actor),
+    );
+  }
+
+  /**
+   * Sets a workflow's budget (`body`: {usage?, tasks?, wallTimeMs?, cancelRunning?}); a workflow already
+   * past a new limit is enforced at once.
+   */
+  async setWorkflowBudget(tenant: string, workflowId: string, body: unknown): Promise<WorkflowBudgetRecord> {
+    checkWorkflowId('workflowId', workflowId);
+    const stored = await setWorkflowBudget(this.ctx, tenant, workflowId, checkWorkflowBudgetInput(body));
+    await this.enforceWorkflow(tenant, workflowId);
+    await this.deadlines.arm(tenant, workflowId);
+    return (await this.ctx.store.getWorkflowBudget(tenant, workflowId)) ?? stored;
+  }
+
+  /** A workflow's tasks summed per target, cost per accepted completion, and its budget's state. */
+  workflow(tenant: string, workflowId: string): Promise<WorkflowView> {
+    return workflowView(this.ctx, tenant, checkWorkflowId('workflowId', workflowId));
+  }
+
+  /** Usage and acceptance per target over every task (or one tenant's), for /metrics. */
+  usageByTarget(tenant?: string): Promise<TargetUsage[]> {
+    return this.ctx.store.summarizeUsage(tenant === undefined ? {} : { tenant });
   }
 
   /** The envelope when it belongs to `tenant`; another tenant's task is not found (no existence leak). */

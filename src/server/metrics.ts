@@ -1,5 +1,7 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { Plane } from '../plane/plane.ts';
+import { costPerAccepted } from '../plane/workflow-budgets.ts';
+import type { TargetUsage } from '../store/store.ts';
 import { LATENCY_BUCKETS_MS, type HistogramSnapshot } from '../plane/signals.ts';
 
 type Signals = Awaited<ReturnType<Plane['signals']>>;
@@ -18,7 +20,63 @@ export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean 
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'taskplane_' });
   let pending: Promise<Signals> | null = null;
   // One signals() per scrape however many metrics ask.
-  const signals = () => (pending ??= plane.signals().finally(() => setTimeout(() => (pending = null), 0)));
+  const signals = () => (pending ??= plane.signals());
+  // Usage and acceptance per target: one aggregate read of every task's usage per scrape, shared by the
+  // three gauges below. Per target only: a workflow label would grow without bound (per-workflow figures
+  // are at GET /v1/workflows/{id}).
+  let usagePending: Promise<TargetUsage[]> | null = null;
+  const usage = () => (usagePending ??= plane.usageByTarget());
+  // Each scrape reads afresh: the reads above are shared by one scrape's metrics, never kept for the next
+  // (a reset on a timer missed scrapes that came before the timer phase, as in-process requests do).
+  const scrape = registry.metrics.bind(registry);
+  registry.metrics = () => {
+    pending = null;
+    usagePending = null;
+    return scrape();
+  };
+  const usageGauge = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    fill: (g: Gauge, rows: TargetUsage[]) => void,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        fill(this, await usage());
+      },
+    });
+  usageGauge(
+    'taskplane_usage',
+    'Usage the remotes reported, summed over every task of a target, per unit (cents, tokens, as the remote counts)',
+    ['target', 'unit'],
+    (g, rows) => {
+      for (const r of rows)
+        for (const [unit, n] of Object.entries(r.usage)) g.set({ target: r.target, unit }, n);
+    },
+  );
+  usageGauge(
+    'taskplane_accepted_completions',
+    'Tasks of a target whose output was accepted (by its checks, a verifier or a person)',
+    ['target'],
+    (g, rows) => {
+      for (const r of rows) g.set({ target: r.target }, r.accepted);
+    },
+  );
+  usageGauge(
+    'taskplane_cost_per_accepted_completion',
+    "Everything a target's tasks spent over the tasks accepted, per usage unit; absent until one is accepted",
+    ['target', 'unit'],
+    (g, rows) => {
+      for (const r of rows)
+        for (const [unit, n] of Object.entries(costPerAccepted(r.usage, r.accepted) ?? {}))
+          g.set({ target: r.target, unit }, n);
+    },
+  );
 
   const gauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: Signals) => void) =>
     new Gauge({

@@ -133,11 +133,31 @@ export const schemas: Record<string, unknown> = {
       artifactHashes: { type: 'object', additionalProperties: str },
       receipt: closed({ pointer: str }, ['pointer']),
       receiptId: str,
+      verifier: closed({
+        url: str,
+        timeoutMs: int,
+        maxAttempts: int,
+        from: { enum: ['task', 'target'] },
+      }),
+      verification: {
+        oneOf: [
+          { type: 'null' },
+          closedExcept(
+            {
+              dueAt: msOrNull('when the next verifier call is due; null once answered or given up'),
+              attempts: int,
+              lastError: nullable('string'),
+              outcome: { enum: ['answered', 'gave_up', null] },
+            },
+            ['lastError', 'outcome'],
+          ),
+        ],
+      },
       checks: {
         type: 'array',
         items: closed(
           {
-            check: { enum: ['schema', 'artifact_hash', 'receipt', 'person'] },
+            check: { enum: ['schema', 'artifact_hash', 'receipt', 'verifier', 'person'] },
             verdict: { enum: ['passed', 'failed'] },
             reasons: { type: 'array', items: str },
           },
@@ -150,6 +170,84 @@ export const schemas: Record<string, unknown> = {
     ['status', 'reasons'],
   ),
   Budget: closed({ limit: num, unit: str }),
+  WorkflowLimits: closedExcept(
+    {
+      usage: {
+        type: 'object',
+        additionalProperties: num,
+        description: "usage unit → cap, in the remote's unit",
+      },
+      tasks: int,
+      wallTimeMs: int,
+    },
+    ['usage', 'tasks', 'wallTimeMs'],
+  ),
+  WorkflowBudget: {
+    description: "A budget over every task of a workflow, with what they used (docs/plane.md, 'Budgets')",
+    ...closed({
+      limits: { $ref: '#/components/schemas/WorkflowLimits' },
+      cancelRunning: { type: 'boolean' },
+      used: closed({
+        usage: { type: 'object', additionalProperties: num },
+        tasks: int,
+        wallTimeMs: msOrNull('since the first task was created; null while there is none'),
+      }),
+      overshoot: {
+        type: 'object',
+        additionalProperties: num,
+        description: 'budget → how far it is passed now (work in flight finishes past a usage cap)',
+      },
+      exhausted: { type: 'array', items: str, description: 'the limits reached now: new tasks are refused' },
+      exceeded: {
+        type: 'array',
+        description: "each limit's first passing, as recorded then",
+        items: closed({ budget: str, limit: num, used: num, at: ms('epoch ms') }),
+      },
+      version: int,
+      createdAt: ms('epoch ms'),
+      updatedAt: ms('epoch ms'),
+    }),
+  },
+  TargetCost: closed({
+    target: str,
+    tasks: int,
+    finished: int,
+    accepted: int,
+    rejected: int,
+    succeededUnchecked: {
+      ...int,
+      description: 'succeeded tasks that asked for no acceptance: not counted as accepted',
+    },
+    usage: { type: 'object', additionalProperties: num },
+    firstCreatedAt: ms('epoch ms'),
+    costPerAcceptedCompletion: {
+      type: ['object', 'null'],
+      additionalProperties: num,
+      description: 'usage per unit over the accepted tasks; null while none is accepted',
+    },
+  }),
+  CostList: {
+    description: "The tenant's tasks summed per target, with the cost per accepted completion",
+    ...closed({ targets: { type: 'array', items: { $ref: '#/components/schemas/TargetCost' } } }),
+  },
+  Workflow: {
+    description:
+      'The tasks of one workflow summed per target, with the cost per accepted completion (everything spent over the tasks accepted)',
+    ...closed({
+      workflowId: str,
+      tasks: int,
+      accepted: int,
+      rejected: int,
+      usage: { type: 'object', additionalProperties: num },
+      costPerAcceptedCompletion: { type: ['object', 'null'], additionalProperties: num },
+      targets: { type: 'array', items: { $ref: '#/components/schemas/TargetCost' } },
+      budget: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/WorkflowBudget' }] },
+    }),
+  },
+  VerifierSecret: {
+    description: "The Standard Webhooks secret this tenant's acceptance verifiers check our requests with",
+    ...closed({ secret: str, scheme: { const: 'standard-webhooks' } }),
+  },
   Artifact: {
     ...closed({
       artifactId: str,

@@ -25,6 +25,13 @@ const limited = { '429': err('TooManyRequests') };
 /** Routes that may call the remote agent. */
 const upstream = { '502': err('RemoteError'), '503': err('Unavailable'), '504': err('Timeout') };
 const taskId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const workflowId = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+  description: 'the workflowId',
+};
 const task = json('The task envelope', 'Task');
 const sse = {
   description:
@@ -100,6 +107,7 @@ export function openApiDocument(): Record<string, unknown> {
               description: 'comma-separated normalized states',
             },
             { name: 'target', in: 'query', schema: { type: 'string' } },
+            { name: 'workflowId', in: 'query', schema: { type: 'string' } },
             {
               name: 'updatedAfter',
               in: 'query',
@@ -166,6 +174,77 @@ export function openApiDocument(): Record<string, unknown> {
             '404': err('NotFound'),
             '409': err('Conflict'),
           },
+        },
+      },
+      '/v1/workflows/{id}': {
+        get: {
+          summary:
+            "A workflow's tasks summed per target, cost per accepted completion (per usage unit), and its budget",
+          parameters: [workflowId],
+          responses: {
+            '200': json('The workflow', 'Workflow'),
+            ...keyed,
+            '400': err('BadRequest'),
+            '404': err('NotFound'),
+          },
+        },
+      },
+      '/v1/workflows/{id}/budget': {
+        get: {
+          summary: "A workflow's budget with what its tasks used, the overshoot and the limits reached",
+          parameters: [workflowId],
+          responses: {
+            '200': json('The budget', 'WorkflowBudget'),
+            ...keyed,
+            '400': err('BadRequest'),
+            '404': err('NotFound'),
+          },
+        },
+        put: {
+          summary:
+            'Set the budget over every task of the workflow (children included); a create past it is refused with 409 naming the budget (error.field budget.tasks, budget.usage.<unit>, budget.wallTimeMs)',
+          parameters: [workflowId],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  properties: {
+                    usage: { type: 'object', additionalProperties: { type: 'number', exclusiveMinimum: 0 } },
+                    tasks: { type: 'integer', minimum: 1 },
+                    wallTimeMs: { type: 'integer', minimum: 1, description: 'from the first task' },
+                    cancelRunning: {
+                      type: 'boolean',
+                      description: 'cancel the open tasks once a usage or wall-time limit is passed',
+                    },
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            '200': json('The budget as stored', 'WorkflowBudget'),
+            ...keyed,
+            ...withBody,
+            ...limited,
+            '403': err('Forbidden'),
+            '409': err('Conflict'),
+          },
+        },
+      },
+      '/v1/costs': {
+        get: {
+          summary:
+            "The tenant's tasks summed per target: usage, accepted and rejected, and the cost per accepted completion",
+          responses: { '200': json('Per target', 'CostList'), ...keyed },
+        },
+      },
+      '/v1/verifier-secret': {
+        get: {
+          summary:
+            "The Standard Webhooks secret (whsec_…) this tenant's acceptance verifiers check our requests with",
+          responses: { '200': json('The secret', 'VerifierSecret'), ...keyed },
         },
       },
       '/v1/tasks/{id}/input': {
@@ -382,7 +461,15 @@ export function openApiDocument(): Record<string, unknown> {
             },
             idempotencyKey: { type: 'string' },
             contextId: { type: 'string' },
-            workflowId: { type: 'string' },
+            workflowId: {
+              type: 'string',
+              description: 'the workflow the task belongs to; its budget is checked (409 naming the budget)',
+            },
+            parentId: {
+              type: 'string',
+              description:
+                "the task that started this one (same tenant); the child joins the parent's workflow",
+            },
             actor: { type: 'string' },
             expectedDurationMs: { type: 'number' },
             timeoutMs: {
@@ -405,6 +492,20 @@ export function openApiDocument(): Record<string, unknown> {
                   required: ['pointer'],
                   properties: { pointer: { type: 'string' } },
                   description: 'JSON Pointer to the receipt id the output must carry',
+                },
+                verifier: {
+                  type: 'object',
+                  required: ['url'],
+                  properties: {
+                    url: {
+                      type: 'string',
+                      description: 'http(s), public unless the plane allows private verifiers',
+                    },
+                    timeoutMs: { type: 'integer', minimum: 1, maximum: 60000 },
+                    maxAttempts: { type: 'integer', minimum: 1, maximum: 20 },
+                  },
+                  description:
+                    'called last with the output and receipt, signed (GET /v1/verifier-secret); its 2xx {accepted, reasons} decides; no answer leaves acceptance pending',
                 },
               },
             },

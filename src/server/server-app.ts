@@ -25,6 +25,7 @@ import {
 import { registerTargetRoutes } from './target-routes.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
 import { TenantLimits, type TenantLimitsOptions } from './tenant-limits.ts';
+import { registerWorkflowRoutes } from './workflow-routes.ts';
 
 export interface ServerAppOptions extends TenantLimitsOptions {
   plane: Plane;
@@ -187,6 +188,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     clock,
   });
   registerTargetRoutes(app, { plane: o.plane, store: o.store, targets: o.targets ?? (() => []) });
+  registerWorkflowRoutes(app, { plane: o.plane, limits, tenantLimits });
 
   if (o.lab) {
     const lab = o.lab;

@@ -15,7 +15,8 @@ import { A2AConnector, type A2AConnectorOptions } from '../connectors/a2a/a2a-co
 import { Plane } from '../plane/plane.ts';
 import { WorkerSchemaCompiler } from './worker-schema-compiler.ts';
 import { exportBeforePurge } from './event-export.ts';
-import type { PlaneOptions } from '../plane/options.ts';
+import { createVerifierTransport } from './verifier-transport.ts';
+import { planeConfig, type PlaneOptions } from '../plane/options.ts';
 import { KeyRing, seedApiKeys } from './api-keys.ts';
 import { StreamTickets } from './stream-tickets.ts';
 import { labRoute } from './lab-route.ts';
@@ -63,6 +64,11 @@ export interface ServerOptions {
    * only, and refused (401) when it listens beyond it. @default none
    */
   metricsToken?: string;
+  /**
+   * Call acceptance verifiers on private, loopback and link-local addresses (a verifier beside the
+   * plane). Without it such a URL is refused at create with 400. @default false
+   */
+  allowPrivateVerifiers?: boolean;
   plane?: PlaneOptions;
   /**
    * A directory the events of each finished job are appended to (as JSON Lines, `purged-<UTC date>.jsonl`,
@@ -155,7 +161,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
 
   const connectors = new Map<string, Connector>(Object.entries(options.connectors ?? {}));
   const deps: ConnectorDeps = { clock, random, logger, env: options.env ?? {} };
-  for (const [name, t] of Object.entries(options.targets ?? {})) {
+  // A target's `verifier` ({url, timeoutMs?, maxAttempts?}) is the plane's, whatever the kind: every task
+  // of the target is verified there (plane/verifier.ts); the connector never sees it.
+  const verifiers: Record<string, { url: string; timeoutMs?: number; maxAttempts?: number }> = {};
+  for (const [name, raw] of Object.entries(options.targets ?? {})) {
+    let t = raw;
+    if (typeof t === 'object' && t !== null && 'verifier' in t) {
+      const { verifier, ...rest } = t as TargetConfig;
+      verifiers[name] = verifier as { url: string };
+      t = rest as typeof t;
+    }
     connectors.set(
       name,
       typeof t === 'string'
@@ -165,6 +180,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           : new A2AConnector({ target: name, clock, ...(t as Omit<A2AConnectorOptions, 'target'>) }),
     );
   }
+
+  const planeOptions: PlaneOptions = {
+    ...options.plane,
+    acceptance: {
+      ...options.plane?.acceptance,
+      verifiers: { ...verifiers, ...options.plane?.acceptance?.verifiers },
+    },
+  };
+  // Checked before listening: a bad engine option stops the start with no port bound and no key stored.
+  planeConfig(planeOptions);
 
   // Listen first: the plane's public URL may be the listening address, known only now.
   let handler: ((req: Request, env: unknown) => Response | Promise<Response>) | null = null;
@@ -216,11 +241,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     random,
     store,
     schemaCompiler,
+    verifier: createVerifierTransport({ allowPrivate: options.allowPrivateVerifiers ?? false }),
     // New jobs' starts run on a later turn than their create, whose answer is then written first.
     nextTurn: (fn) => void setImmediate(fn),
     connectors: (target) => connectors.get(target),
     logger: logger.child({ part: 'plane' }),
-    options: { ...options.plane, publicUrl: options.plane?.publicUrl ?? publicUrl },
+    options: { ...planeOptions, publicUrl: options.plane?.publicUrl ?? publicUrl },
     instanceId,
     ...(beforePurge ? { beforePurge } : {}),
   });

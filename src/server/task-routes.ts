@@ -119,6 +119,7 @@ export function registerTaskRoutes(
         idempotencyKey: idempotencyKey ?? null,
         contextId: str(body, 'contextId') ?? null,
         workflowId: str(body, 'workflowId') ?? null,
+        parentId: str(body, 'parentId') ?? null,
         actor: str(body, 'actor') ?? null,
         keyId: c.get('keyId'),
         expectedDurationMs: (body.expectedDurationMs as number | undefined) ?? null,
@@ -154,6 +155,7 @@ export function registerTaskRoutes(
     const page = await plane.list(c.get('tenant'), {
       ...(states ? { states: states as NormalizedState[] } : {}),
       ...(q.target ? { target: q.target } : {}),
+      ...(q.workflowId ? { workflowId: q.workflowId } : {}),
       ...(updatedAfter !== undefined ? { updatedAfter } : {}),
       ...(q.cursor ? { cursor: q.cursor } : {}),
       ...(limit ? { limit } : {}),

@@ -75,6 +75,7 @@ export interface EnvelopeStore extends StoreCommon {
   createEnvelope(
     envelope: Envelope,
     events: NewEnvelopeEvent[],
+    guard?: CreateGuard,
   ): Promise<{ created: boolean; envelope: Envelope }>;
   getEnvelope(id: string): Promise<Envelope | undefined>;
   findEnvelopeByIdempotencyKey(tenant: string, key: string): Promise<Envelope | undefined>;
@@ -102,6 +103,24 @@ export interface EnvelopeStore extends StoreCommon {
   // --- control plane: the event log ---------------------------------------------------------
   /** Events with seq > afterSeq in seq order, optionally for one tenant and/or one envelope. */
   listEvents(query: EventQuery): Promise<EnvelopeEvent[]>;
+  /**
+   * Usage and acceptance summed per target over the envelopes that match (a tenant, a workflow, or every
+   * envelope): what budgets and the cost per accepted completion are computed from. Without a workflow it
+   * reads every envelope's usage (one aggregate statement), so callers cache it.
+   */
+  summarizeUsage(query: UsageQuery): Promise<TargetUsage[]>;
+
+  // --- workflow budgets -----------------------------------------------------------------------
+  getWorkflowBudget(tenant: string, workflowId: string): Promise<WorkflowBudgetRecord | undefined>;
+  /**
+   * Writes a workflow's budget: inserted when `expectedVersion` is null (VersionConflictError when one
+   * exists), else replaced if the stored version is still `expectedVersion`. Returns it as stored, its
+   * version set (1 when inserted, expectedVersion + 1 when replaced).
+   */
+  putWorkflowBudget(
+    record: WorkflowBudgetRecord,
+    expectedVersion: number | null,
+  ): Promise<WorkflowBudgetRecord>;
 
   // --- retention ------------------------------------------------------------------------------
   /**
@@ -304,8 +323,78 @@ export interface Page<T> {
   nextCursor?: string;
 }
 
+/**
+ * A condition a create must meet in the same transaction as its insert (two concurrent creates cannot
+ * both pass it). Failing it throws TaskplaneError `failed_precondition` (field `budget.tasks`) and writes
+ * nothing; an idempotent repeat (same tenant and key) still returns its envelope.
+ */
+export interface CreateGuard {
+  /** The envelope's workflow may hold at most this many envelopes, this one included. */
+  workflowTaskLimit?: number;
+}
+
+export interface UsageQuery {
+  tenant?: string;
+  workflowId?: string;
+}
+
+/** One target's sums over the envelopes a UsageQuery matched. */
+export interface TargetUsage {
+  target: string;
+  tasks: number;
+  /** Envelopes in a terminal state. */
+  finished: number;
+  /** Envelopes whose acceptance is `accepted`, `rejected`, and those that never asked for acceptance. */
+  accepted: number;
+  rejected: number;
+  /** Succeeded envelopes with no acceptance asked for (completion is then the only verdict there is). */
+  succeededUnchecked: number;
+  /** Usage the remote reported, summed per unit (`cents`, `total_tokens`, …). */
+  usage: Record<string, number>;
+  /** The earliest createdAt among them. */
+  firstCreatedAt: number;
+}
+
+/**
+ * A budget over every task of one workflow (a tenant's workflowId): usage per unit, a task count and
+ * wall time from its first task, enforced at create and, when `cancelRunning`, on running tasks.
+ */
+export interface WorkflowBudgetRecord {
+  tenant: string;
+  workflowId: string;
+  limits: WorkflowLimits;
+  /** Cancel the workflow's open tasks once a limit is passed (else only new tasks are refused). */
+  cancelRunning: boolean;
+  /** Each limit seen passed, first time only, with what was used then: the overshoot is kept, not hidden. */
+  exceeded: BudgetExceeded[];
+  createdAt: number;
+  updatedAt: number;
+  version: number;
+}
+
+export interface WorkflowLimits {
+  /** Caps per usage unit, in the remote's unit (`cents`, `total_tokens`). */
+  usage?: Record<string, number>;
+  /** Most tasks the workflow may have. */
+  tasks?: number;
+  /** Longest the workflow may run, from its first task's creation. */
+  wallTimeMs?: number;
+}
+
+export interface BudgetExceeded {
+  /** `usage.<unit>`, `tasks` or `wallTimeMs`. */
+  budget: string;
+  limit: number;
+  used: number;
+  at: number;
+}
+
 export interface EnvelopeQuery {
   tenant?: string;
+  /** Only the envelopes of this workflow. */
+  workflowId?: string;
+  /** Only envelopes whose acceptance verifier call is due or being retried. */
+  verificationDue?: boolean;
   states?: NormalizedState[];
   target?: string;
   connector?: string;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  acceptanceLines,
   cancelText,
   detailLines,
   duration,
@@ -89,6 +90,40 @@ describe('task tables', () => {
         NOW,
       ),
     ).toBe('requested just now; the remote ended it as succeeded anyway');
+  });
+});
+
+describe('acceptance with a verifier', () => {
+  it('says where a verifier without a verdict stands, and nothing once it answered', () => {
+    const base = {
+      status: 'pending',
+      reasons: ['verifier gave no verdict after 5 attempt(s): timed out after 5000 ms'],
+      verifier: { url: 'https://ledger.example/verify', maxAttempts: 5 },
+      checks: [{ check: 'receipt', verdict: 'passed', reasons: [] }],
+    };
+    const gaveUp = acceptanceLines(
+      {
+        ...base,
+        verification: { dueAt: null, attempts: 5, lastError: 'timed out after 5000 ms', outcome: 'gave_up' },
+      },
+      NOW,
+    );
+    expect(gaveUp).toContain('  verifier      gave up (5 of 5 calls): timed out after 5000 ms');
+    const waiting = acceptanceLines(
+      { ...base, verification: { dueAt: NOW + MIN, attempts: 2, lastError: 'HTTP 503', outcome: null } },
+      NOW,
+    );
+    expect(waiting).toContain('  verifier      waiting (2 of 5 calls): HTTP 503');
+    const answered = acceptanceLines(
+      {
+        ...base,
+        status: 'accepted',
+        checks: [...base.checks, { check: 'verifier', verdict: 'passed', reasons: [] }],
+        verification: { dueAt: null, attempts: 1, outcome: 'answered' },
+      },
+      NOW,
+    );
+    expect(answered.filter((l) => l.includes('verifier'))).toEqual(['  verifier      passed']);
   });
 });
 

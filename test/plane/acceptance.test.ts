@@ -126,11 +126,21 @@ describe('acceptance schema limits', () => {
     expect(() => planeConfig({ acceptance: { compileTimeoutMs: 0 } })).toThrow(
       /acceptance\.compileTimeoutMs/,
     );
+    expect(() => planeConfig({ acceptance: { verifierMaxAttempts: 0 } })).toThrow(
+      /acceptance\.verifierMaxAttempts/,
+    );
+    expect(() => planeConfig({ acceptance: { verifiers: { pay: { url: 'ftp://x' } } } })).toThrow(
+      expect.objectContaining({ code: 'config', field: 'acceptance.verifiers.pay.url' }),
+    );
     expect(planeConfig().acceptance).toEqual({
       maxSchemaBytes: 16_384,
       maxSchemaDepth: 32,
       maxPatternLength: 1024,
       compileTimeoutMs: 2000,
+      verifierTimeoutMs: 10_000,
+      verifierMaxAttempts: 5,
+      verifierRetryMs: 1000,
+      verifiers: {},
     });
   });
 });

@@ -11,6 +11,7 @@ import type { Logger } from '../../src/core/logger.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import type { NextTurn } from '../../src/plane/start-queue.ts';
 import { FakeRemote, drain } from './fake-remote.ts';
+import type { VerifierPort } from '../../src/plane/verifier.ts';
 
 /** A plane on a virtual clock, a memory store and one fake remote registered as target `fake`. */
 export interface Harness {
@@ -35,7 +36,13 @@ export async function harness(
   caps: Partial<ConnectorCapabilities> = {},
   seed = 1,
   connectorOptions: { startStream?: boolean } = {},
-  setup: { store?: string; instanceId?: string; nextTurn?: NextTurn; logger?: Logger } = {},
+  setup: {
+    store?: string;
+    instanceId?: string;
+    nextTurn?: NextTurn;
+    logger?: Logger;
+    verifier?: VerifierPort;
+  } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock(1_700_000_000_000);
   // PLANE_TEST_STORE=sqlite::memory: or =postgres (a fresh schema each) runs the engine tests on another backend.
@@ -81,6 +88,7 @@ export async function harness(
       store,
       connectors: (t) => (t === 'fake' ? connector : undefined),
       ...(setup.nextTurn ? { nextTurn: setup.nextTurn } : {}),
+      ...(setup.verifier ? { verifier: setup.verifier } : {}),
       options: opts,
       // PLANE_TEST_LOG=1 shows the engine's warnings while debugging a test.
       ...(setup.logger

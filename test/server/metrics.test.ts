@@ -69,6 +69,48 @@ describe('/metrics', () => {
     expect(buckets.at(-1)).toMatchObject({ 1: '+Inf', 2: String(count) });
   });
 
+  it('exports usage, accepted completions and cost per accepted completion per target (no workflow label)', async () => {
+    const made: string[] = [];
+    for (const input of ['ok-1', 'ok-2', 'bad']) {
+      const res = await fx.fetch('/v1/tasks?wait=started', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          target: 'fake',
+          input,
+          workflowId: 'metrics-wf',
+          acceptance: { schema: { type: 'object' } },
+        }),
+      });
+      const created = (await res.json()) as { id: string };
+      if (!created.id) throw new Error(JSON.stringify(created));
+      made.push(created.id);
+    }
+    for (const [i, id] of made.entries()) {
+      const env = await fx.plane.get('alpha', id);
+      const job = fx.remote.jobs.get(env.remoteId!)!;
+      await fx.plane.observe(id, {
+        ...fx.remote.snapshot(job),
+        state: 'succeeded',
+        nativeState: 'COMPLETED',
+        remoteVersion: job.ts + 1,
+        stateTimestamp: job.ts + 1,
+        result: i < 2 ? { ok: true } : 'not an object',
+        usage: { cents: 10 },
+      });
+    }
+    const text = await scrape();
+    expect(typeOf(text, 'taskplane_cost_per_accepted_completion')).toBe('gauge');
+    expect(text).toMatch(/^taskplane_usage\{target="fake",unit="cents"\} 30$/m);
+    expect(text).toMatch(/^taskplane_accepted_completions\{target="fake"\} 2$/m);
+    expect(text).toMatch(/^taskplane_cost_per_accepted_completion\{target="fake",unit="cents"\} 15$/m);
+    expect(text).not.toContain('metrics-wf');
+    const view = (await (
+      await fx.fetch('/v1/workflows/metrics-wf', { headers: { authorization: `Bearer ${KEY_A}` } })
+    ).json()) as { costPerAcceptedCompletion: Record<string, number> };
+    expect(view.costPerAcceptedCompletion).toEqual({ cents: 15 });
+  });
+
   it('writes HELP for operators: no document references', async () => {
     const text = await scrape();
     const helps = [...text.matchAll(/^# HELP (\S+) (.*)$/gm)];

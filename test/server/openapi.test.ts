@@ -327,6 +327,55 @@ async function exercise(): Promise<void> {
     { key: null, body: '{}' },
   );
 
+  // Workflows: a budget set, read and enforced; the workflow's sums; the verifier secret.
+  const wf = 'contract-wf';
+  await call('put', '/v1/workflows/{id}/budget', { id: wf }, { body: JSON.stringify({ tasks: 0 }) });
+  await call('get', '/v1/workflows/{id}/budget', { id: wf });
+  await call('get', '/v1/workflows/{id}', { id: wf });
+  const set = await call(
+    'put',
+    '/v1/workflows/{id}/budget',
+    { id: wf },
+    { body: JSON.stringify({ tasks: 1, usage: { tokens: 1000 }, wallTimeMs: 3_600_000 }) },
+  );
+  expect(set.status).toBe(200);
+  const inWf = await call(
+    'post',
+    '/v1/tasks',
+    {},
+    { body: JSON.stringify({ target: 'agent', input: 'w', workflowId: wf }) },
+  );
+  const past = await call(
+    'post',
+    '/v1/tasks',
+    {},
+    { body: JSON.stringify({ target: 'agent', input: 'x', workflowId: wf }) },
+  );
+  expect(past.body).toMatchObject({ error: { code: 'failed_precondition', field: 'budget.tasks' } });
+  await call(
+    'post',
+    '/v1/tasks',
+    {},
+    {
+      body: JSON.stringify({ target: 'agent', input: 'c', parentId: (inWf.body as { id: string }).id }),
+    },
+  );
+  await until((inWf.body as { id: string }).id, isTerminal);
+  expect((await call('get', '/v1/workflows/{id}/budget', { id: wf })).body).toMatchObject({
+    used: { tasks: 1 },
+    exhausted: ['tasks'],
+  });
+  expect((await call('get', '/v1/workflows/{id}', { id: wf })).body).toMatchObject({
+    workflowId: wf,
+    tasks: 1,
+  });
+  await call('get', '/v1/tasks', {}, { query: `?workflowId=${wf}` });
+  await call('get', '/v1/verifier-secret');
+  const costs = await call('get', '/v1/costs');
+  expect((costs.body as { targets: Array<{ target: string }> }).targets.map((t) => t.target)).toContain(
+    'agent',
+  );
+
   // Over a per-tenant limit: the one write of the burst, then 429 on every write route; one stream, then 429.
   const on = limited;
   const created = await call(

@@ -5,6 +5,8 @@ import type { Connector } from '../../src/connectors/connector.ts';
 import { CryptoRandom } from '../../src/core/random.ts';
 import type { SchemaCompiler } from '../../src/plane/acceptance.ts';
 import { Plane } from '../../src/plane/plane.ts';
+import type { PlaneOptions } from '../../src/plane/options.ts';
+import type { VerifierPort } from '../../src/plane/verifier.ts';
 import { KeyRing, seedApiKeys } from '../../src/server/api-keys.ts';
 import { StreamTickets } from '../../src/server/stream-tickets.ts';
 import { createServerApp, type ServerAppOptions } from '../../src/server/server-app.ts';
@@ -30,6 +32,10 @@ export interface PlaneAppOptions {
   logger?: Logger;
   /** Where acceptance schemas compile (PlanePorts.schemaCompiler). @default in process */
   schemaCompiler?: SchemaCompiler;
+  /** How acceptance verifiers are called (PlanePorts.verifier). @default none */
+  verifier?: VerifierPort;
+  /** Engine options beside publicUrl. */
+  planeOptions?: PlaneOptions;
 }
 
 /**
@@ -46,8 +52,9 @@ export async function planeApp(o: PlaneAppOptions = {}) {
     random: new CryptoRandom(),
     store,
     connectors: (t) => (Object.hasOwn(connectors, t) ? connectors[t] : undefined),
-    options: { publicUrl: 'http://plane.test' },
+    options: { publicUrl: 'http://plane.test', ...o.planeOptions },
     ...(o.schemaCompiler ? { schemaCompiler: o.schemaCompiler } : {}),
+    ...(o.verifier ? { verifier: o.verifier } : {}),
   });
   await plane.start();
   const shutdown = new AbortController();

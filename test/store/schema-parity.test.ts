@@ -31,7 +31,8 @@ async function sqliteShape(): Promise<Shape> {
       .filter((t) => !BACKEND_ONLY.has(t));
     const columns: string[] = [];
     for (const table of tables) {
-      const info = db.prepare(`PRAGMA table_info(${table})`).all() as {
+      // table_xinfo: generated columns too (table_info leaves them out).
+      const info = db.prepare(`PRAGMA table_xinfo(${table})`).all() as {
         name: string;
         notnull: number;
         pk: number;

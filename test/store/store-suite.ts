@@ -5,6 +5,7 @@ import { agentTaskConcurrencyCases, envelopeConcurrencyCases } from './suite/con
 import { envelopeCases } from './suite/envelope-cases.ts';
 import { hostCases } from './suite/host-cases.ts';
 import { agentTaskRetentionCases, envelopeRetentionCases } from './suite/retention-cases.ts';
+import { workflowCases } from './suite/workflow-cases.ts';
 
 /**
  * The Store behaviour suites (STYLE.md, "Tests"): one per port, EnvelopeStore (what the control plane
@@ -46,6 +47,7 @@ export function envelopeStoreSuite(harness: StoreHarness): void {
   portSuite<EnvelopeStore>('EnvelopeStore', harness, (context) => {
     envelopeCases(context);
     envelopeConcurrencyCases(context);
+    workflowCases(context);
     apiKeyCases(context);
     envelopeRetentionCases(context);
   });

@@ -6,6 +6,10 @@ import { MemoryAgentHost, clone, cloneOrUndefined, compare, pair } from './memor
 import type {
   ApiKeyRecord,
   ChangeNotice,
+  CreateGuard,
+  TargetUsage,
+  UsageQuery,
+  WorkflowBudgetRecord,
   EnvelopeQuery,
   EnvelopeVersion,
   EventQuery,
@@ -16,6 +20,7 @@ import type {
   StoreCapabilities,
 } from '../store.ts';
 import { afterKeyset, decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import { summarize, workflowTaskLimitError } from '../usage-summary.ts';
 
 /**
  * The Store in plain TypeScript maps: no node: imports and no native code, so the lab can run the real
@@ -44,6 +49,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
   private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
   private readonly settings = new Map<string, string>();
   private readonly apiKeys = new Map<string, ApiKeyRecord>();
+  /** `tenant \u0000 workflowId` → budget. */
+  private readonly workflowBudgets = new Map<string, WorkflowBudgetRecord>();
   protected readonly hub = new ChangeHub();
   private closed = false;
 
@@ -52,11 +59,19 @@ export class MemoryStore extends MemoryAgentHost implements Store {
   async createEnvelope(
     envelope: Envelope,
     events: NewEnvelopeEvent[],
+    guard: CreateGuard = {},
   ): Promise<{ created: boolean; envelope: Envelope }> {
     this.assertOpen();
     if (envelope.idempotencyKey !== null) {
       const existing = this.idempotencyKeys.get(pair(envelope.tenant, envelope.idempotencyKey));
       if (existing !== undefined) return { created: false, envelope: clone(this.envelopes.get(existing)!) };
+    }
+    if (guard.workflowTaskLimit !== undefined && envelope.workflowId !== null) {
+      let n = 0;
+      for (const e of this.envelopes.values())
+        if (e.tenant === envelope.tenant && e.workflowId === envelope.workflowId) n++;
+      if (n >= guard.workflowTaskLimit)
+        throw workflowTaskLimitError(envelope.workflowId, guard.workflowTaskLimit);
     }
     if (this.envelopes.has(envelope.id))
       throw new TaskplaneError('conflict', `envelope ${envelope.id} already exists`);
@@ -119,6 +134,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     const matching = [...this.envelopes.values()].filter(
       (e) =>
         (query.tenant === undefined || e.tenant === query.tenant) &&
+        (query.workflowId === undefined || e.workflowId === query.workflowId) &&
+        (query.verificationDue !== true || typeof e.acceptance?.verification?.dueAt === 'number') &&
         (states === undefined || states.has(e.state)) &&
         (query.target === undefined || e.target === query.target) &&
         (query.connector === undefined || e.connector === query.connector) &&
@@ -199,6 +216,43 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     for (const [key, envelopeId] of this.deliveries)
       if (envelopeId !== null && gone.has(envelopeId)) this.deliveries.delete(key);
     return [...gone];
+  }
+
+  async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {
+    const rows = [];
+    for (const e of this.envelopes.values()) {
+      if (query.tenant !== undefined && e.tenant !== query.tenant) continue;
+      if (query.workflowId !== undefined && e.workflowId !== query.workflowId) continue;
+      rows.push({
+        target: e.target,
+        terminal: isTerminal(e.state),
+        state: e.state,
+        acceptance: e.acceptance?.status ?? null,
+        usage: e.usage,
+        createdAt: e.createdAt,
+      });
+    }
+    return summarize(rows);
+  }
+
+  // --- workflow budgets ----------------------------------------------------------------------
+
+  async getWorkflowBudget(tenant: string, workflowId: string): Promise<WorkflowBudgetRecord | undefined> {
+    return cloneOrUndefined(this.workflowBudgets.get(pair(tenant, workflowId)));
+  }
+
+  async putWorkflowBudget(
+    record: WorkflowBudgetRecord,
+    expectedVersion: number | null,
+  ): Promise<WorkflowBudgetRecord> {
+    this.assertOpen();
+    const key = pair(record.tenant, record.workflowId);
+    const current = this.workflowBudgets.get(key);
+    if ((current?.version ?? null) !== expectedVersion)
+      throw new VersionConflictError(`workflow budget ${record.workflowId}`);
+    const stored = { ...clone(record), version: (expectedVersion ?? 0) + 1 };
+    this.workflowBudgets.set(key, stored);
+    return clone(stored);
   }
 
   // --- deliveries, leases, settings -------------------------------------------------------------

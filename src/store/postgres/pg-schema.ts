@@ -249,4 +249,28 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX agent_direct_replies_created ON agent_direct_replies (created_at);
     `,
   },
+  {
+    id: 10,
+    name: 'workflows: workflow index, budgets, due verifications',
+    // As SQLite migration 10. STORED (PostgreSQL has no virtual generated columns before 18): adding them
+    // rewrites the table once.
+    sql: `
+      ALTER TABLE envelopes ADD COLUMN workflow_id TEXT
+        GENERATED ALWAYS AS (doc->>'workflowId') STORED;
+      ALTER TABLE envelopes ADD COLUMN verify_due_at BIGINT
+        GENERATED ALWAYS AS ((doc->'acceptance'->'verification'->>'dueAt')::bigint) STORED;
+      CREATE INDEX envelopes_workflow ON envelopes (tenant, workflow_id, updated_at, id)
+        WHERE workflow_id IS NOT NULL;
+      CREATE INDEX envelopes_verify_due ON envelopes (verify_due_at) WHERE verify_due_at IS NOT NULL;
+
+      CREATE TABLE workflow_budgets (
+        tenant TEXT NOT NULL,
+        workflow_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        updated_at BIGINT NOT NULL,
+        doc JSONB NOT NULL,
+        PRIMARY KEY (tenant, workflow_id)
+      );
+    `,
+  },
 ];

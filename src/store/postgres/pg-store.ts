@@ -1,12 +1,17 @@
 import pg from 'pg';
 import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
 import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
-import type { NormalizedState } from '../../core/states.ts';
+import { isTerminal, type NormalizedState } from '../../core/states.ts';
+import { summarize, workflowTaskLimitError } from '../usage-summary.ts';
 import { ChangeHub } from '../change-hub.ts';
 import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
 import { where } from '../sql-where.ts';
 import type {
+  CreateGuard,
+  TargetUsage,
+  UsageQuery,
+  WorkflowBudgetRecord,
   ApiKeyRecord,
   ChangeNotice,
   EnvelopeQuery,
@@ -51,6 +56,9 @@ type Client = pg.PoolClient;
  * rests on unique constraints with ON CONFLICT, CAS on a version column in the UPDATE, claims on
  * FOR UPDATE SKIP LOCKED, and fan-out on LISTEN/NOTIFY sent inside the writing transaction.
  */
+/** First key of the per-workflow transaction locks (pg_advisory_xact_lock(int, int)): apart from other locks. */
+const WORKFLOW_LOCK_SPACE = 0x7770;
+
 export class PostgresStore extends PgAgentHost implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly hub = new ChangeHub();
@@ -132,10 +140,33 @@ export class PostgresStore extends PgAgentHost implements Store {
   createEnvelope(
     envelope: Envelope,
     events: NewEnvelopeEvent[],
+    guard: CreateGuard = {},
   ): Promise<{ created: boolean; envelope: Envelope }> {
     ({ envelope, events } = snapshot({ envelope, events }));
+    const limit = guard.workflowTaskLimit;
     return this.envelopeWrite(async ({ client: c, appendEvents }) => {
       const stored = { ...envelope, version: 1 };
+      const workflowId = stored.workflowId;
+      if (limit !== undefined && workflowId !== null) {
+        // READ COMMITTED lets two transactions count the same rows: a transaction lock per workflow
+        // serializes the guarded creates of one workflow (held to COMMIT), across every process.
+        await c.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [
+          WORKFLOW_LOCK_SPACE,
+          JSON.stringify([stored.tenant, workflowId]),
+        ]);
+        if (stored.idempotencyKey !== null) {
+          const existing = await c.query<rows.EnvelopeRow>(
+            'SELECT doc, version FROM envelopes WHERE tenant = $1 AND idempotency_key = $2',
+            [stored.tenant, stored.idempotencyKey],
+          );
+          if (existing.rows[0]) return { created: false, envelope: rows.toEnvelope(existing.rows[0]) };
+        }
+        const counted = await c.query<{ n: string }>(
+          'SELECT COUNT(*) AS n FROM envelopes WHERE tenant = $1 AND workflow_id = $2',
+          [stored.tenant, workflowId],
+        );
+        if (Number(counted.rows[0]!.n) >= limit) throw workflowTaskLimitError(workflowId, limit);
+      }
       // ON CONFLICT on the idempotency index: a concurrent create with the same key waits for ours, then
       // finds it, instead of failing on the unique index.
       const inserted = await c.query(
@@ -204,6 +235,8 @@ export class PostgresStore extends PgAgentHost implements Store {
     const keyset = decodeCursor(query.cursor);
     const w = where('pg');
     if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.workflowId !== undefined) w.add('workflow_id = $?', query.workflowId);
+    if (query.verificationDue === true) w.add('verify_due_at IS NOT NULL');
     if (query.states !== undefined) w.add('state = ANY($?::text[])', query.states);
     if (query.target !== undefined) w.add('target = $?', query.target);
     if (query.connector !== undefined) w.add('connector = $?', query.connector);
@@ -235,6 +268,62 @@ export class PostgresStore extends PgAgentHost implements Store {
       'SELECT id, state, version, remote_id AS "remoteId" FROM envelopes WHERE id = ANY($1::text[])',
       [ids],
     );
+  }
+
+  async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {
+    const w = where('pg');
+    if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.workflowId !== undefined) w.add('workflow_id = $?', query.workflowId);
+    const found = await this.query<{
+      target: string;
+      state: NormalizedState;
+      acceptance: string | null;
+      usage: Record<string, unknown> | null;
+      created_at: string;
+    }>(
+      `SELECT target, state, doc->'acceptance'->>'status' AS acceptance, doc->'usage' AS usage,
+         (doc->>'createdAt')::bigint AS created_at FROM envelopes ${w.sql()}`,
+      w.params,
+    );
+    return summarize(
+      found.map((r) => ({
+        target: r.target,
+        state: r.state,
+        terminal: isTerminal(r.state),
+        acceptance: r.acceptance,
+        usage: r.usage,
+        createdAt: Number(r.created_at),
+      })),
+    );
+  }
+
+  async getWorkflowBudget(tenant: string, workflowId: string): Promise<WorkflowBudgetRecord | undefined> {
+    const found = await this.query<{ doc: WorkflowBudgetRecord; version: number }>(
+      'SELECT doc, version FROM workflow_budgets WHERE tenant = $1 AND workflow_id = $2',
+      [tenant, workflowId],
+    );
+    return found[0] && { ...found[0].doc, version: found[0].version };
+  }
+
+  async putWorkflowBudget(
+    record: WorkflowBudgetRecord,
+    expectedVersion: number | null,
+  ): Promise<WorkflowBudgetRecord> {
+    const stored = { ...snapshot(record), version: (expectedVersion ?? 0) + 1 };
+    const done =
+      expectedVersion === null
+        ? await this.run(
+            `INSERT INTO workflow_budgets (tenant, workflow_id, version, updated_at, doc) VALUES ($1, $2, 1, $3, $4)
+             ON CONFLICT DO NOTHING`,
+            [stored.tenant, stored.workflowId, stored.updatedAt, stored],
+          )
+        : await this.run(
+            `UPDATE workflow_budgets SET version = $1, updated_at = $2, doc = $3
+             WHERE tenant = $4 AND workflow_id = $5 AND version = $6`,
+            [stored.version, stored.updatedAt, stored, stored.tenant, stored.workflowId, expectedVersion],
+          );
+    if (done.rowCount === 0) throw new VersionConflictError(`workflow budget ${record.workflowId}`);
+    return stored;
   }
 
   async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {

@@ -293,4 +293,29 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX agent_direct_replies_created ON agent_direct_replies (created_at);
     `,
   },
+  {
+    id: 10,
+    name: 'workflows: workflow index, budgets, due verifications',
+    // Generated from the document, so no write path lists them: a job's workflow never changes, and the
+    // verifier's due time is set and cleared with the acceptance record it belongs to. VIRTUAL: computed on
+    // read, stored only in the indexes. The budget row is one per workflow, written with a version check.
+    sql: `
+      ALTER TABLE envelopes ADD COLUMN workflow_id TEXT
+        GENERATED ALWAYS AS (json_extract(doc, '$.workflowId')) VIRTUAL;
+      ALTER TABLE envelopes ADD COLUMN verify_due_at INTEGER
+        GENERATED ALWAYS AS (json_extract(doc, '$.acceptance.verification.dueAt')) VIRTUAL;
+      CREATE INDEX envelopes_workflow ON envelopes (tenant, workflow_id, updated_at, id)
+        WHERE workflow_id IS NOT NULL;
+      CREATE INDEX envelopes_verify_due ON envelopes (verify_due_at) WHERE verify_due_at IS NOT NULL;
+
+      CREATE TABLE workflow_budgets (
+        tenant TEXT NOT NULL,
+        workflow_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        doc TEXT NOT NULL,
+        PRIMARY KEY (tenant, workflow_id)
+      );
+    `,
+  },
 ];

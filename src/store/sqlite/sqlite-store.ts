@@ -3,11 +3,12 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Envelope, EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
 import { TaskplaneError } from '../../core/errors.ts';
-import { TERMINAL_STATES, type NormalizedState } from '../../core/states.ts';
+import { TERMINAL_STATES, isTerminal, type NormalizedState } from '../../core/states.ts';
 import { ChangeHub } from '../change-hub.ts';
 import type {
   ApiKeyRecord,
   ChangeNotice,
+  CreateGuard,
   EnvelopeQuery,
   EnvelopeVersion,
   EventQuery,
@@ -16,7 +17,11 @@ import type {
   Page,
   Store,
   StoreCapabilities,
+  TargetUsage,
+  UsageQuery,
+  WorkflowBudgetRecord,
 } from '../store.ts';
+import { summarize } from '../usage-summary.ts';
 import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import { snapshot } from '../snapshot.ts';
@@ -168,13 +173,18 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   createEnvelope(
     envelope: Envelope,
     events: NewEnvelopeEvent[],
+    guard?: CreateGuard,
   ): Promise<{ created: boolean; envelope: Envelope }> {
     // The snapshot is the call's own copy: it goes back as the result, and its JSON is what is stored.
     ({ envelope, events } = snapshot({ envelope, events }));
     const stored = { ...envelope, version: 1 };
-    return this.write('createEnvelope', serializeEnvelope(stored), events.map(serializeEnvelopeEvent)).then(
-      (r) => (r.created ? { created: true, envelope: stored } : r),
-    );
+    return this.write(
+      'createEnvelope',
+      serializeEnvelope(stored),
+      events.map(serializeEnvelopeEvent),
+      guard?.workflowTaskLimit === undefined ? undefined : { workflowTaskLimit: guard.workflowTaskLimit },
+      stored.workflowId,
+    ).then((r) => (r.created ? { created: true, envelope: stored } : r));
   }
 
   async getEnvelope(id: string): Promise<Envelope | undefined> {
@@ -215,6 +225,8 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     const keyset = decodeCursor(query.cursor);
     const w = where('sqlite');
     if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.workflowId !== undefined) w.add('workflow_id = $?', query.workflowId);
+    if (query.verificationDue === true) w.add('verify_due_at IS NOT NULL');
     if (query.states !== undefined) {
       w.add(`state IN (${query.states.map(() => '$?').join(', ') || 'NULL'})`, ...query.states);
     }
@@ -251,6 +263,52 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       )
       .all(JSON.stringify(ids)) as EnvelopeVersion[];
     return this.visible(found);
+  }
+
+  async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {
+    const w = where('sqlite');
+    if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
+    if (query.workflowId !== undefined) w.add('workflow_id = $?', query.workflowId);
+    // One json_extract with three paths parses each document once (three calls parse it three times).
+    const found = this.conn
+      .q(
+        `SELECT target, state, json_extract(doc, '$.acceptance.status', '$.usage', '$.createdAt') AS picked
+         FROM envelopes ${w.sql()}`,
+      )
+      .all(...w.params) as Array<{ target: string; state: NormalizedState; picked: string }>;
+    return this.visible(
+      summarize(
+        found.map((r) => {
+          const [acceptance, usage, createdAt] = JSON.parse(r.picked) as [
+            string | null,
+            Record<string, unknown> | null,
+            number,
+          ];
+          return {
+            target: r.target,
+            state: r.state,
+            terminal: isTerminal(r.state),
+            acceptance,
+            usage,
+            createdAt,
+          };
+        }),
+      ),
+    );
+  }
+
+  async getWorkflowBudget(tenant: string, workflowId: string): Promise<WorkflowBudgetRecord | undefined> {
+    const row = this.conn
+      .q('SELECT doc, version FROM workflow_budgets WHERE tenant = ? AND workflow_id = ?')
+      .get(tenant, workflowId) as { doc: string; version: number } | undefined;
+    return this.visible(row && { ...(JSON.parse(row.doc) as WorkflowBudgetRecord), version: row.version });
+  }
+
+  putWorkflowBudget(
+    record: WorkflowBudgetRecord,
+    expectedVersion: number | null,
+  ): Promise<WorkflowBudgetRecord> {
+    return this.write('putWorkflowBudget', snapshot(record), expectedVersion);
   }
 
   async listEvents(query: EventQuery): Promise<EnvelopeEvent[]> {

@@ -7,10 +7,13 @@ import type {
   ApiKeyRecord,
   AgentTaskRecord,
   ChangeNotice,
+  CreateGuard,
   InboundDelivery,
+  WorkflowBudgetRecord,
   OutboxRow,
   PushConfigRecord,
 } from '../store.ts';
+import { workflowTaskLimitError } from '../usage-summary.ts';
 import { directReplyText, findEnvelopeByKey, readTask, taskIdForMessage } from './shared-reads.ts';
 import { PURGE_WRITES } from './purge-ops.ts';
 import type { SqlConn } from './statement-cache.ts';
@@ -75,7 +78,13 @@ export const WRITES = {
   },
 
   /** Marks task `id` acknowledged when it is the scope's (Store.acknowledgeAgentTask). */
-  acknowledgeAgentTask(c: SqlConn, _notices: ChangeNotice[], id: string, owner: string, tenant: string): void {
+  acknowledgeAgentTask(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    id: string,
+    owner: string,
+    tenant: string,
+  ): void {
     c.q(
       `INSERT INTO agent_task_acks (task_id) SELECT id FROM agent_tasks WHERE id = ? AND owner = ? AND tenant = ?
        ON CONFLICT DO NOTHING`,
@@ -229,11 +238,21 @@ export const WRITES = {
     notices: ChangeNotice[],
     row: EnvelopeRow,
     events: EnvelopeEventRow[],
+    guard: CreateGuard | undefined,
+    workflowId: string | null,
   ): { created: true; seqs: number[] } | { created: false; envelope: Envelope } {
     const [tenant, idempotencyKey] = row;
     if (idempotencyKey !== null) {
       const existing = findEnvelopeByKey(c, tenant, idempotencyKey);
       if (existing) return { created: false, envelope: existing };
+    }
+    // Inside the write transaction (one writer at a time): no other create of this workflow lands between
+    // the count and the insert.
+    if (guard?.workflowTaskLimit !== undefined && workflowId !== null) {
+      const { n } = c
+        .q('SELECT COUNT(*) AS n FROM envelopes WHERE tenant = ? AND workflow_id = ?')
+        .get(tenant, workflowId) as { n: number };
+      if (n >= guard.workflowTaskLimit) throw workflowTaskLimitError(workflowId, guard.workflowTaskLimit);
     }
     c.q(
       `INSERT INTO envelopes (tenant, idempotency_key, connector, target, remote_id, state, updated_at, version,
@@ -266,6 +285,33 @@ export const WRITES = {
     const appended = appendEnvelopeEvents(c, events);
     notices.push(...envelopeNotices(id, appended));
     return appended.map((e) => e.seq);
+  },
+
+  putWorkflowBudget(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    record: WorkflowBudgetRecord,
+    expectedVersion: number | null,
+  ): WorkflowBudgetRecord {
+    const stored = { ...record, version: (expectedVersion ?? 0) + 1 };
+    const doc = JSON.stringify(stored);
+    const changes =
+      expectedVersion === null
+        ? c
+            .q(
+              `INSERT INTO workflow_budgets (tenant, workflow_id, version, updated_at, doc) VALUES (?, ?, 1, ?, ?)
+               ON CONFLICT DO NOTHING`,
+            )
+            .run(record.tenant, record.workflowId, record.updatedAt, doc).changes
+        : c
+            .q(
+              `UPDATE workflow_budgets SET version = ?, updated_at = ?, doc = ?
+               WHERE tenant = ? AND workflow_id = ? AND version = ?`,
+            )
+            .run(stored.version, record.updatedAt, doc, record.tenant, record.workflowId, expectedVersion)
+            .changes;
+    if (changes === 0) throw new VersionConflictError(`workflow budget ${record.workflowId}`);
+    return stored;
   },
 
   // --- deliveries, leases, settings --------------------------------------------------------------
