@@ -44,6 +44,12 @@ export function registerHostCommand(program: Command): void {
       86400000,
     )
     .option('--mcp-poll-interval-ms <ms>', 'pollIntervalMs suggested to MCP clients', intOption(1), 1000)
+    .option(
+      '--host-lease-ms <ms>',
+      "a crashed host's tasks are taken over by another host this long after its last renewal",
+      intOption(1),
+      30000,
+    )
     .addOption(
       new Option('--log-level <level>', 'JSON log level on stderr')
         .choices(LOG_LEVELS)
@@ -76,6 +82,7 @@ export function registerHostCommand(program: Command): void {
         inputTimeoutMs: opts.inputTimeoutMs as number,
         mcpTaskTtlMs: opts.mcpTaskTtlMs as number,
         mcpPollIntervalMs: opts.mcpPollIntervalMs as number,
+        hostLeaseMs: opts.hostLeaseMs as number,
         // Logs go to stderr so stdout carries only the ready lines scripts wait for.
         logger: pino({ level: opts.logLevel as string }, pino.destination(2)),
       });
