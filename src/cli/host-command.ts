@@ -79,6 +79,10 @@ export function registerHostCommand(program: Command): void {
         ...(process.env.TASKPLANE_HOST_PUSH_SIGNING_SECRET
           ? { pushSigningSecret: process.env.TASKPLANE_HOST_PUSH_SIGNING_SECRET }
           : {}),
+        // A secret too: from the environment only.
+        ...(process.env.TASKPLANE_HOST_METRICS_TOKEN
+          ? { metricsToken: process.env.TASKPLANE_HOST_METRICS_TOKEN }
+          : {}),
         inputTimeoutMs: opts.inputTimeoutMs as number,
         mcpTaskTtlMs: opts.mcpTaskTtlMs as number,
         mcpPollIntervalMs: opts.mcpPollIntervalMs as number,
