@@ -18,7 +18,14 @@ import type {
   StoreCapabilities,
 } from '../store.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
-import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import {
+  decodeCursor,
+  encodeCursor,
+  envelopeLimit,
+  eventLimit,
+  isOpenStateSet,
+  OPEN_ENVELOPES_SQL,
+} from '../store-query.ts';
 import { clientConfig, parsePgUrl, translatePgError, type PgTarget } from './pg-connect.ts';
 import { PgAgentHost } from './pg-agent-host.ts';
 import { EnvelopeBatcher, type EnvelopeOp } from './pg-envelope-batcher.ts';
@@ -202,7 +209,8 @@ export class PostgresStore extends PgAgentHost implements Store {
     const keyset = decodeCursor(query.cursor);
     const w = where('pg');
     if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
-    if (query.states !== undefined) w.add('state = ANY($?::text[])', query.states);
+    if (query.states !== undefined && isOpenStateSet(query.states)) w.add(OPEN_ENVELOPES_SQL);
+    else if (query.states !== undefined) w.add('state = ANY($?::text[])', query.states);
     if (query.target !== undefined) w.add('target = $?', query.target);
     if (query.connector !== undefined) w.add('connector = $?', query.connector);
     if (query.updatedAfter !== undefined) w.add('updated_at > $?', query.updatedAfter);

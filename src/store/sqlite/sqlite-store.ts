@@ -16,7 +16,14 @@ import type {
   Store,
   StoreCapabilities,
 } from '../store.ts';
-import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import {
+  decodeCursor,
+  encodeCursor,
+  envelopeLimit,
+  eventLimit,
+  isOpenStateSet,
+  OPEN_ENVELOPES_SQL,
+} from '../store-query.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
@@ -214,7 +221,8 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     const keyset = decodeCursor(query.cursor);
     const w = where('sqlite');
     if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
-    if (query.states !== undefined) {
+    if (query.states !== undefined && isOpenStateSet(query.states)) w.add(OPEN_ENVELOPES_SQL);
+    else if (query.states !== undefined) {
       w.add(`state IN (${query.states.map(() => '$?').join(', ') || 'NULL'})`, ...query.states);
     }
     if (query.target !== undefined) w.add('target = $?', query.target);

@@ -72,7 +72,13 @@ export const WRITES = {
   },
 
   /** Marks task `id` acknowledged when it is the scope's (Store.acknowledgeAgentTask). */
-  acknowledgeAgentTask(c: SqlConn, _notices: ChangeNotice[], id: string, owner: string, tenant: string): void {
+  acknowledgeAgentTask(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    id: string,
+    owner: string,
+    tenant: string,
+  ): void {
     c.q(
       `INSERT INTO agent_task_acks (task_id) SELECT id FROM agent_tasks WHERE id = ? AND owner = ? AND tenant = ?
        ON CONFLICT DO NOTHING`,
