@@ -36,7 +36,7 @@ import { PG_MIGRATIONS } from './pg-schema.ts';
 export interface PostgresStoreOptions {
   /** `postgres://user:pass@host:port/db?schema=name`; the schema is created when missing. */
   url: string;
-  /** Pooled connections per store. @default 10 */
+  /** Pooled connections per store. @default the URL's `?poolMax=`, else 10 */
   poolMax?: number;
   /** Give up connecting after this long (then `unavailable`). @default 5000 */
   connectTimeoutMs?: number;
@@ -107,7 +107,7 @@ export class PostgresStore extends PgAgentHost implements Store {
     const target = parsePgUrl(options.url);
     const logger = options.logger ?? silentLogger;
     const config = clientConfig(target, options.connectTimeoutMs ?? 5000);
-    const pool = new pg.Pool({ ...config, max: options.poolMax ?? 10 });
+    const pool = new pg.Pool({ ...config, max: options.poolMax ?? target.poolMax ?? 10 });
     // An idle pooled connection dying (server restart) must not crash the process; the next query reconnects.
     pool.on('error', (err) =>
       logger.warn(`postgres pool connection error at ${target.label} (${err.message})`),
@@ -122,7 +122,8 @@ export class PostgresStore extends PgAgentHost implements Store {
         client.release();
       }
       if (listen) {
-        store.listener = new PgListener(config, store.channel, store.instanceId, store.hub, logger);
+        const session = { ...config, connectionString: target.sessionConnectionString };
+        store.listener = new PgListener(session, store.channel, store.instanceId, store.hub, logger);
         await store.listener.start();
       }
     } catch (err) {
