@@ -34,9 +34,10 @@ export function createHostMetrics(
   const registry = new Registry();
   if (options.defaultMetrics ?? true)
     collectDefaultMetrics({ register: registry, prefix: 'taskplane_host_' });
-  const delay = monitorEventLoopDelay({ resolution: options.resolutionMs ?? 5 });
+  const resolutionMs = options.resolutionMs ?? 5;
+  const delay = monitorEventLoopDelay({ resolution: resolutionMs });
   delay.enable();
-  const totals = new LoopDelayTotals();
+  const totals = new LoopDelayTotals(resolutionMs / 1000);
   new LoopDelayHistogram(registry, () => totals.take(delay));
   new Gauge({
     name: 'taskplane_host_executions',
@@ -68,17 +69,23 @@ export class LoopDelayTotals {
   count = 0;
   sumS = 0;
 
+  /**
+   * `timerS`: the sampler's own period. perf_hooks records the time between two of its timer turns,
+   * which is the period plus the delay; the period is taken off so a free loop reads 0, not 5 ms.
+   */
+  constructor(private readonly timerS = 0) {}
+
   take(h: Pick<IntervalHistogram, 'count' | 'mean' | 'percentiles' | 'reset'>): LoopDelayTotals {
     const n = h.count;
     if (n > 0) {
       const points = [...h.percentiles.entries()].sort((a, b) => a[0] - b[0]);
       EVENT_LOOP_BUCKETS_S.forEach((bound, i) => {
         let share = 0;
-        for (const [p, ns] of points) if (ns / 1e9 <= bound) share = p / 100;
+        for (const [p, ns] of points) if (ns / 1e9 - this.timerS <= bound) share = p / 100;
         this.buckets[i]! += Math.round(share * n);
       });
       this.count += n;
-      this.sumS += (h.mean / 1e9) * n;
+      this.sumS += Math.max(0, h.mean / 1e9 - this.timerS) * n;
     }
     h.reset();
     return this;
