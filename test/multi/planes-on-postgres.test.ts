@@ -123,6 +123,18 @@ describe('planes sharing one PostgreSQL', () => {
     await until([b.store], () => watching(b.plane).includes(envelope.id), 'B watches the job');
   }, 60_000);
 
+  it("a dead plane's jobs are adopted at the next lease round, not the next adoption round", async () => {
+    const c = await cluster([{}, {}]);
+    const [a, b] = c.members as [Member, Member];
+    const env = await startedOn(a, 'orphaned');
+    await until([a.store], () => watching(a.plane).includes(env.id), 'A watches the job');
+    await a.kill();
+    // One lease round (ttl/3), well before the adoption interval (= ttl, 30 s).
+    await c.clock.advance(RENEW_MS + 1);
+    await until([b.store], () => watching(b.plane).includes(env.id), 'B watches the orphaned job');
+    expect(c.clock.now() - 1_700_000_000_000).toBeLessThan(CLUSTER_OPTIONS.watch!.leaseTtlMs!);
+  }, 60_000);
+
   it('the reconciliation of a target passes to another plane as soon as its holder dies', async () => {
     const c = await cluster([{}, {}]);
     const [a, b] = c.members as [Member, Member];

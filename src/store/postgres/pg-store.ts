@@ -314,6 +314,22 @@ export class PostgresStore extends PgAgentHost implements Store {
     );
   }
 
+  /**
+   * Owners whose liveness lock is free (the try-lock is transaction-scoped: released when this statement
+   * ends) and that still hold a lease (leases_owner index). Our own owners' locks are held by our LISTEN
+   * session, so a pooled connection cannot take them: they never show here.
+   */
+  async deadLeaseOwners(): Promise<string[]> {
+    if (!this.listener) return [];
+    const found = await this.query<{ owner: string }>(
+      `SELECT o.owner FROM lease_owners o
+       WHERE EXISTS (SELECT 1 FROM leases l WHERE l.owner = o.owner)
+         AND pg_try_advisory_xact_lock(hashtext($1), o.lock_key)`,
+      [this.ownerLockSpace],
+    );
+    return found.map((r) => r.owner);
+  }
+
   async releaseLease(name: string, owner: string): Promise<void> {
     await this.run('DELETE FROM leases WHERE name = $1 AND owner = $2', [name, owner]);
   }

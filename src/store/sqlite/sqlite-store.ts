@@ -286,6 +286,10 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     // SQLite cannot tell whether another process is alive: leases change hands by expiry only.
   }
 
+  async deadLeaseOwners(): Promise<string[]> {
+    return [];
+  }
+
   releaseLease(name: string, owner: string): Promise<void> {
     return this.write('releaseLease', name, owner);
   }
