@@ -31,7 +31,9 @@ const LEASE_TTL_MS = 3_000;
 const PLANE_OPTIONS = {
   // Reconciliation is kept out of the way (an hour): what is shown is the instances' own fast paths.
   reconcile: { intervalMs: 3_600_000, startGraceMs: 1000 },
-  watch: { leaseTtlMs: LEASE_TTL_MS, adoptIntervalMs: 1_000 },
+  // Leases renewed every second; the adoption interval stays at its default (= ttl): a dead plane's
+  // jobs move at the next lease round.
+  watch: { leaseTtlMs: LEASE_TTL_MS },
   stream: { reattach: { initialIntervalMs: 100, maximumIntervalMs: 1000 } },
   startRetry: { initialIntervalMs: 100, maximumIntervalMs: 1000 },
   requestTimeoutMs: 5000,
