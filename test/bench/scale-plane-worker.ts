@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { SystemClock } from '../../src/core/clock.ts';
-import { SeededRandom } from '../../src/core/random.ts';
+import { CryptoRandom } from '../../src/core/random.ts';
 import type { Connector } from '../../src/connectors/connector.ts';
 import { Plane } from '../../src/plane/plane.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
@@ -28,7 +28,7 @@ const connector: Connector = Object.assign(Object.create(base) as Connector, {
 const plane = new Plane({
   instanceId: `bench-${tenant}`,
   clock,
-  random: new SeededRandom(tenant.length),
+  random: new CryptoRandom(),
   store,
   connectors: (t) => (t === 'fake' ? connector : undefined),
   options: { reconcile: { intervalMs: 3_600_000 } },
