@@ -56,6 +56,12 @@ export function registerHostCommand(program: Command): void {
       retentionDays,
       30,
     )
+    .option(
+      '--host-lease-ms <ms>',
+      "a crashed host's tasks are taken over by another host this long after its last renewal",
+      intOption(1),
+      30000,
+    )
     .addOption(
       new Option('--log-level <level>', 'JSON log level on stderr')
         .choices(LOG_LEVELS)
@@ -87,11 +93,16 @@ export function registerHostCommand(program: Command): void {
         ...(process.env.TASKPLANE_HOST_PUSH_SIGNING_SECRET
           ? { pushSigningSecret: process.env.TASKPLANE_HOST_PUSH_SIGNING_SECRET }
           : {}),
+        // A secret too: from the environment only.
+        ...(process.env.TASKPLANE_HOST_METRICS_TOKEN
+          ? { metricsToken: process.env.TASKPLANE_HOST_METRICS_TOKEN }
+          : {}),
         inputTimeoutMs: opts.inputTimeoutMs as number,
         mcpTaskTtlMs: opts.mcpTaskTtlMs as number,
         mcpPollIntervalMs: opts.mcpPollIntervalMs as number,
         taskRetentionMs:
           opts.retentionDays === null ? null : Math.round((opts.retentionDays as number) * 86_400_000),
+        hostLeaseMs: opts.hostLeaseMs as number,
         // Logs go to stderr so stdout carries only the ready lines scripts wait for.
         logger: pino({ level: opts.logLevel as string }, pino.destination(2)),
       });

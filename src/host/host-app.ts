@@ -1,7 +1,9 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { context, propagation } from '@opentelemetry/api';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import { canonicalJson, sha256Hex } from '../core/canonical-json.ts';
@@ -28,6 +30,26 @@ export interface HostAppOptions {
   keepAliveMs?: number;
   /** The MCP endpoint (http/mcp-http.ts), served at /mcp and /mcp/{tenant}. */
   mcp?: (req: Request, tenant: string) => Promise<Response>;
+  /** /metrics (host-metrics.ts) and who may read it. Absent: no /metrics route. */
+  metrics?: { registry: Registry; access: MetricsAccess };
+}
+
+/**
+ * Who may read /metrics: anyone who can connect (`open`, a host on loopback), bearers of a token, or
+ * nobody (a host listening beyond loopback without a token: its metrics would be public).
+ */
+export type MetricsAccess = { kind: 'open' } | { kind: 'token'; token: string } | { kind: 'closed' };
+
+export function hostMetricsAccess(bind: string, token: string | undefined): MetricsAccess {
+  if (token) return { kind: 'token', token };
+  const loopback = /^127\./.test(bind) || bind === '::1' || bind === 'localhost';
+  return loopback ? { kind: 'open' } : { kind: 'closed' };
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
 }
 
 /**
@@ -74,6 +96,23 @@ export function createHostApp(o: HostAppOptions): Hono {
     return c.body(body, 200, { ...headers, 'content-type': 'application/json' });
   });
   app.get('/healthz', (c) => c.json({ ok: true }));
+  const metrics = o.metrics;
+  if (metrics) {
+    app.get('/metrics', async (c) => {
+      const { access } = metrics;
+      const given = (c.req.header('authorization') ?? '').replace(/^bearer\s+/i, '');
+      if (access.kind === 'closed' || (access.kind === 'token' && !sameSecret(given, access.token)))
+        return c.json(
+          statusError(
+            401,
+            'UNAUTHENTICATED',
+            'a valid metrics token is required (TASKPLANE_HOST_METRICS_TOKEN on the host)',
+          ),
+          401,
+        );
+      return c.body(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType });
+    });
+  }
   app.all(JSONRPC_PATH, (c) => rpc(c.req.raw));
   app.all(REST_PATH, (c) => rest(c.req.raw));
   app.all(`${REST_PATH}/*`, (c) => rest(c.req.raw));

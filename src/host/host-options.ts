@@ -69,6 +69,11 @@ export interface HostOptions {
    * restarted host takes its tasks back at once. @default `<hostname>:<port>`, or a random id with port 0
    */
   hostId?: string;
+  /**
+   * Bearer token /metrics requires. Without one /metrics is open on a loopback bind and refused
+   * (401) beyond it. @default none
+   */
+  metricsToken?: string;
   /** Host lease time-to-live: a crashed host's tasks are taken over this long after its last renewal. @default 30000 */
   hostLeaseMs?: number;
   /**
@@ -116,6 +121,7 @@ export interface HostConfig {
   /** undefined: derived from the hostname and port once the port is known. */
   hostId: string | undefined;
   hostLeaseMs: number;
+  metricsToken: string | undefined;
   mcpTaskTtlMs: number;
   mcpPollIntervalMs: number;
   taskRetentionMs: number | null;
@@ -206,6 +212,7 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
     maxJsonDepth: integer('maxJsonDepth', options.maxJsonDepth, DEFAULT_MAX_JSON_DEPTH, 1),
     hostId: text('hostId', options.hostId),
     hostLeaseMs: positive('hostLeaseMs', options.hostLeaseMs, 30_000),
+    metricsToken: text('metricsToken', options.metricsToken),
     // Positive integers on the wire (the extension's schema and conformance require it).
     mcpTaskTtlMs: integer('mcpTaskTtlMs', options.mcpTaskTtlMs, 86_400_000, 1),
     mcpPollIntervalMs: integer('mcpPollIntervalMs', options.mcpPollIntervalMs, 1000, 1),

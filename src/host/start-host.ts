@@ -21,7 +21,8 @@ import { Executions } from './executions.ts';
 import { hostConfig, type HostConfig, type HostOptions } from './host-options.ts';
 import { HostLiveness } from './host-liveness.ts';
 import { Recovery, type RecoveryCounts } from './recovery.ts';
-import { createHostListener } from './host-app.ts';
+import { createHostListener, hostMetricsAccess } from './host-app.ts';
+import { createHostMetrics } from './host-metrics.ts';
 import { MCP_PATH, mcpHttp } from './http/mcp-http.ts';
 import { McpService } from './mcp-service.ts';
 import { openHostStore } from './host-store.ts';
@@ -196,7 +197,12 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     ttlMs: config.mcpTaskTtlMs,
     pollIntervalMs: config.mcpPollIntervalMs,
   });
+  const metrics = createHostMetrics({
+    executions: () => executions.activeCount,
+    subscribers: () => feed.subscriberCount,
+  });
   const listener = createHostListener({
+    metrics: { registry: metrics.registry, access: hostMetricsAccess(bind, config.metricsToken) },
     mcp: mcpHttp({
       service: mcp,
       authenticate,
@@ -329,6 +335,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
         await retention?.stop();
         await liveness.stop();
         feed.stop();
+        metrics.close();
         await closed;
         if (ownsStore) await store.close();
       })()),

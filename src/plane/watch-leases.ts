@@ -16,11 +16,12 @@ import { WorkerLoop } from './worker-loop.ts';
  *   plane finished stops its local watcher and lets its lease go, and a watcher parked on a job another
  *   plane changed is told to look again (the timer behind the store's change notices, which may be
  *   dropped). A renewal that fails because another plane took the lease over stops the local watcher.
- * - Every `adoptIntervalMs` it offers to take every active job nobody watches locally; the lease of a
- *   live plane refuses. A dead plane's leases are taken at once where the store can tell that their
- *   owner's process is gone (PostgreSQL: bindLeaseOwner), and after ttl elsewhere, so a dead plane's jobs
- *   are picked up within one adoption interval (ttl + one interval without liveness); reconciliation
- *   covers them in the meantime.
+ * - Every `adoptIntervalMs` it offers to take every active job nobody watches locally, in one store call
+ *   per 1,000 jobs (Store.acquireLeases); the lease of a live plane refuses. A dead plane's leases are taken at once where the store can tell that their
+ *   owner's process is gone (PostgreSQL: bindLeaseOwner), and after ttl elsewhere. Where it can tell,
+ *   each renewal round also asks whether a dead owner still holds leases and then adopts at once, so a
+ *   dead plane's jobs are picked up within ttl/3 (within ttl + one adoption interval without
+ *   liveness); reconciliation covers them in the meantime.
  *
  * Off on a single-process store (memory) where there is nobody to share with: no extra writes.
  */
@@ -60,6 +61,33 @@ export class WatchLeases {
     if (ok) this.held.add(envelopeId);
     else this.held.delete(envelopeId);
     return ok;
+  }
+
+  /**
+   * claim() for many jobs in one store call per RECHECK_BATCH (an adoption round offers every job it
+   * does not watch: one statement per job would be a write per open job per round); returns the ids
+   * now held here.
+   */
+  async claimMany(envelopeIds: readonly string[]): Promise<string[]> {
+    if (!this.enabled) return [...envelopeIds];
+    const got: string[] = [];
+    for (let i = 0; i < envelopeIds.length; i += RECHECK_BATCH) {
+      const batch = envelopeIds.slice(i, i + RECHECK_BATCH);
+      const held = new Set(
+        await this.ctx.store.acquireLeases(
+          batch.map(WatchLeases.lease),
+          this.owner,
+          this.ctx.clock.now(),
+          this.ctx.config.watch.leaseTtlMs,
+        ),
+      );
+      for (const id of batch) {
+        if (!held.has(WatchLeases.lease(id))) continue;
+        this.held.add(id);
+        got.push(id);
+      }
+    }
+    return got;
   }
 
   heldIds(): string[] {
@@ -159,10 +187,25 @@ export function leaseLoops(
       }
     }
   };
+  // Where the store can tell a dead plane (ownerLiveness), each renewal round also asks whether one
+  // still holds leases, and if so runs the adoption round now: a dead plane's jobs move within ttl/3
+  // (10 s) instead of waiting for the adoption interval (30 s). One read of the few lease owners.
+  const orphans = async () => {
+    if (!ctx.store.capabilities.ownerLiveness) return;
+    try {
+      const dead = await ctx.store.deadLeaseOwners();
+      if (dead.length > 0) {
+        ctx.logger.info({ owners: dead }, 'a dead plane holds watch leases; adopting its jobs now');
+        adopt.wake();
+      }
+    } catch (err) {
+      ctx.logger.warn({ err: describeError(err) }, 'dead lease owner probe failed');
+    }
+  };
   const renew = loop(
     'watch-renew',
     Math.max(1, Math.floor(cfg.leaseTtlMs / 3)),
-    async () => (await recheck(), leases.renew()),
+    async () => (await recheck(), await orphans(), leases.renew()),
     async (id) => {
       ctx.logger.info({ envelopeId: id }, 'watch lease taken over by another plane');
       plane.stopWatching(id);
@@ -172,10 +215,14 @@ export function leaseLoops(
     'watch-adopt',
     cfg.adoptIntervalMs,
     async () =>
-      (await listActiveEnvelopes(ctx.store)).filter((e) => !plane.isWatching(e.id)).map((e) => e.id),
+      leases.claimMany(
+        (await listActiveEnvelopes(ctx.store)).filter((e) => !plane.isWatching(e.id)).map((e) => e.id),
+      ),
     async (id) => {
+      // Its lease is ours now (claimMany): watch it, or let the lease go if the job went meanwhile.
       const env = await ctx.store.getEnvelope(id);
-      if (env && (await leases.claim(id))) await plane.adopt(env);
+      if (env && !isTerminal(env.state)) await plane.adopt(env);
+      else await leases.release(id);
     },
   );
   const loops = [renew, adopt];

@@ -83,11 +83,79 @@ export function afterKeyset(at: number, id: string, keyset: Keyset, order: 'asc'
 }
 
 /**
+ * The open (non-terminal) envelope states, written out: the predicate of the partial index
+ * envelopes_open (SQL migration 8) and, word for word, of every listing of open jobs (SQLite uses a
+ * partial index only for a query whose WHERE holds the index's own terms; PostgreSQL must be able to
+ * prove the predicate, which a bound array parameter does not let it). With it a lease round, an
+ * adoption pass or a reconciliation pass reads the open jobs alone, however many finished ones are
+ * stored. test/store/open-envelopes.test.ts checks it against core/states.ts.
+ */
+export const OPEN_ENVELOPES_SQL =
+  "state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown')";
+const OPEN_STATES = ['accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown'];
+
+/** Whether `states` is exactly the open set (so OPEN_ENVELOPES_SQL may stand for it). */
+export function isOpenStateSet(states: readonly string[]): boolean {
+  const set = new Set(states);
+  return set.size === OPEN_STATES.length && OPEN_STATES.every((s) => set.has(s));
+}
+
+/**
  * Whether ListTasks' totalSize can be read from agent_task_counts (kept per scope and state by triggers,
- * SQL migration 6) instead of counted: filters by scope and state only. A contextId or
- * statusTimestampAfter filter still counts the matching rows (a conversation is small; a time range is
- * counted on the scope index).
+ * SQL migration 6) instead of counted: filters by scope and state only.
  */
 export function countsCover(query: AgentTaskQuery): boolean {
   return query.contextId === undefined && query.statusTimestampAfter === undefined;
+}
+
+/**
+ * ListTasks counts matching rows exactly up to this many; past it, totalSize is an estimate
+ * (docs/host.md, "ListTasks"), so a page never costs more than this many index entries whatever is
+ * stored.
+ */
+export const EXACT_COUNT_LIMIT = 10_000;
+
+/** The reads countListed needs; each SQL store answers them from its indexes. */
+export interface ListCountReads {
+  /** agent_task_counts for the query's scope and state (ignoring contextId and time). */
+  scopeTotal(): Promise<number>;
+  /**
+   * The newest `limit` matching rows, counted: how many (≤ limit) and the oldest and newest
+   * status_timestamp among them.
+   */
+  head(limit: number): Promise<{ n: number; oldestAt: number | null; newestAt: number | null }>;
+  /** Rows of the scope and state older than statusTimestampAfter, counted up to `limit`. */
+  olderThanAfter(limit: number): Promise<number>;
+  /** The oldest status_timestamp in the scope (and context, when filtered): one index probe. */
+  oldestInScope(): Promise<number | null>;
+}
+
+/**
+ * ListTasks' totalSize at a cost bounded by EXACT_COUNT_LIMIT index entries:
+ * - scope and state only: the incremental counts (O(1));
+ * - otherwise the matching rows are counted up to the limit, exact below it;
+ * - a time filter alone: past the limit, the rows it leaves out are counted instead (exact when
+ *   those are fewer: total minus them);
+ * - past both, an estimate: the matching rows are taken to be spread over their time range as the
+ *   newest `limit` of them are, capped by the scope's count for the state.
+ */
+export async function countListed(
+  query: AgentTaskQuery,
+  reads: ListCountReads,
+  limit = EXACT_COUNT_LIMIT,
+): Promise<{ total: number; exact: boolean }> {
+  if (countsCover(query)) return { total: await reads.scopeTotal(), exact: true };
+  const head = await reads.head(limit);
+  if (head.n < limit) return { total: head.n, exact: true };
+  const total = await reads.scopeTotal();
+  if (query.contextId === undefined && query.statusTimestampAfter !== undefined) {
+    const older = await reads.olderThanAfter(limit);
+    if (older < limit) return { total: total - older, exact: true };
+  }
+  const oldest = await reads.oldestInScope();
+  const newestAt = head.newestAt ?? 0;
+  const headSpan = Math.max(1, newestAt - (head.oldestAt ?? newestAt));
+  const lower = Math.max(query.statusTimestampAfter ?? -Infinity, oldest ?? newestAt);
+  const estimate = Math.round((limit * Math.max(headSpan, newestAt - lower)) / headSpan);
+  return { total: Math.max(limit, Math.min(total, estimate)), exact: false };
 }

@@ -18,7 +18,8 @@ const EXPECTED = 'expected memory:, sqlite:<path>, sqlite::memory: or postgres:/
 
 /**
  * `memory:` · `sqlite:./data/taskplane.db` · `sqlite:///abs/path.db` · `sqlite::memory:` ·
- * `postgres://user@host:5432/db?schema=name` (also `postgresql://`).
+ * `postgres://user@host:5432/db?schema=name` (also `postgresql://`; `poolMax`, `sessionHost` and
+ * `sessionPort` too: postgres/pg-connect.ts).
  * SQLite takes optional `?synchronous=NORMAL|FULL&groupCommit=false&walFsync=false&busyTimeoutMs=N&writeThread=worker|event-loop`
  * (see SqliteStoreOptions).
  * Error messages name the scheme at most, never the whole URL: it may carry a password.

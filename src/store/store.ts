@@ -47,6 +47,12 @@ export interface StoreCommon {
    * without the capability, where leases change hands only by expiry.
    */
   bindLeaseOwner(owner: string, now: number): Promise<void>;
+  /**
+   * Bound lease owners whose process is gone and that still hold leases (`capabilities.ownerLiveness`):
+   * their leases can be taken now. One cheap read per call (no per-lease work); [] on backends without
+   * the capability.
+   */
+  deadLeaseOwners(): Promise<string[]>;
 
   // --- settings (first-start API key, instance id, the host's step-key secret) ----------------
   getSetting(key: string): Promise<string | undefined>;

@@ -1,9 +1,9 @@
 /**
  * What one ListTasks page costs as a scope's stored tasks grow, on SQLite and on PostgreSQL: the store's
- * listAgentTasks with pageSize 50, once with no filter (totalSize read from agent_task_counts) and once
- * with `statusTimestampAfter: 0`, a filter that matches every task and so still counts them with
- * COUNT(*). Both return the same totalSize; the ratio is what the counts table saves, and the first
- * column should stay flat as the store grows.
+ * listAgentTasks with pageSize 50, with no filter (totalSize read from agent_task_counts), with
+ * `statusTimestampAfter: 0` (matches every task: counted through the rows it leaves out), with a time
+ * filter matching half the tasks (counted up to the exact-count limit, then estimated), and with a
+ * contextId holding 1% of the tasks. Every column should stay flat as the store grows.
  *   npx tsx test/bench/list-tasks-bench.ts [sizes, default 10000,100000]
  */
 import { rmSync } from 'node:fs';
@@ -49,10 +49,13 @@ async function run(label: string, store: Store): Promise<void> {
     stored = size;
     await msPerPage(store, {}, 20);
     const counted = await msPerPage(store, {}, 200);
-    const scanned = await msPerPage(store, { statusTimestampAfter: 0 }, 20);
+    const all = await msPerPage(store, { statusTimestampAfter: 0 }, 20);
+    const half = await msPerPage(store, { statusTimestampAfter: 1000 + size / 2 }, 20);
+    const context = await msPerPage(store, { contextId: 'c7' }, 20);
     console.log(
-      `${label.padEnd(9)} ${String(size).padStart(7)} tasks: ${counted.toFixed(2)} ms/page with counts, ` +
-        `${scanned.toFixed(2)} ms/page with COUNT(*) (${(scanned / counted).toFixed(1)}x)`,
+      `${label.padEnd(9)} ${String(size).padStart(7)} tasks: ms/page ${counted.toFixed(2)} no filter, ` +
+        `${all.toFixed(2)} time filter matching all, ${half.toFixed(2)} matching half, ` +
+        `${context.toFixed(2)} one context of ${size / 100}`,
     );
   }
   await store.close();

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { TaskplaneError } from '../../src/core/errors.ts';
 import type { Connector } from '../../src/connectors/connector.ts';
 import type { FakeRemote } from '../plane/fake-remote.ts';
@@ -121,6 +121,36 @@ describe('planes sharing one PostgreSQL', () => {
     expect(c.clock.now()).toBe(startedAt);
     expect(c.remote.jobs.size).toBe(1);
     await until([b.store], () => watching(b.plane).includes(envelope.id), 'B watches the job');
+  }, 60_000);
+
+  it("a dead plane's jobs are adopted at the next lease round, not the next adoption round", async () => {
+    const c = await cluster([{}, {}]);
+    const [a, b] = c.members as [Member, Member];
+    const env = await startedOn(a, 'orphaned');
+    await until([a.store], () => watching(a.plane).includes(env.id), 'A watches the job');
+    await a.kill();
+    // One lease round (ttl/3), well before the adoption interval (= ttl, 30 s).
+    await c.clock.advance(RENEW_MS + 1);
+    await until([b.store], () => watching(b.plane).includes(env.id), 'B watches the orphaned job');
+    expect(c.clock.now() - 1_700_000_000_000).toBeLessThan(CLUSTER_OPTIONS.watch!.leaseTtlMs!);
+  }, 60_000);
+
+  it("an adoption round offers a live plane's jobs in one statement, not one per job", async () => {
+    const c = await cluster([{}, {}]);
+    const [a, b] = c.members as [Member, Member];
+    for (let i = 0; i < 5; i++) await startedOn(a, `busy ${i}`);
+    const single = vi.spyOn(b.store, 'acquireLease');
+    const batched = vi.spyOn(b.store, 'acquireLeases');
+    // Past B's adoption interval (= ttl), short of A's leases expiring (renewed every ttl/3).
+    await c.clock.advance(CLUSTER_OPTIONS.watch!.leaseTtlMs! + 1);
+    await until(
+      [b.store],
+      () => batched.mock.calls.some((call) => call[0].length === 5),
+      'B offered for all five',
+    );
+    expect(single).not.toHaveBeenCalled();
+    expect(watching(b.plane)).toEqual([]);
+    expect(watching(a.plane)).toHaveLength(5);
   }, 60_000);
 
   it('the reconciliation of a target passes to another plane as soon as its holder dies', async () => {

@@ -29,10 +29,15 @@ describe('postgres lease owner liveness', () => {
     await third!.bindLeaseOwner('w-third', 1000);
     expect(await dying!.acquireLeases(['watch:x', 'watch:y'], 'w-dead', 1000, 60_000)).toHaveLength(2);
     expect(await live!.acquireLease('watch:y', 'w-live', 1001, 60_000)).toBe(false);
+    expect(await live!.deadLeaseOwners()).toEqual([]);
     await dying!.close();
+    // Gone and holding leases: named, so another plane adopts its jobs now.
+    expect(await live!.deadLeaseOwners()).toEqual(['w-dead']);
     // The leases run to 61 000: taken at 1 002 because their owner's session is gone.
     expect(await live!.acquireLease('watch:y', 'w-live', 1002, 60_000)).toBe(true);
     expect(await live!.acquireLeases(['watch:x'], 'w-live', 1002, 60_000)).toEqual(['watch:x']);
+    // Holding none any more: no longer named.
+    expect(await third!.deadLeaseOwners()).toEqual([]);
     expect(await third!.acquireLeases(['watch:x', 'watch:y'], 'w-third', 1003, 60_000)).toEqual([]);
   });
 

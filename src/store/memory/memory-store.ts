@@ -288,6 +288,10 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     // One process: nobody else can outlive or survive it.
   }
 
+  async deadLeaseOwners(): Promise<string[]> {
+    return [];
+  }
+
   async releaseLease(name: string, owner: string): Promise<void> {
     if (this.leases.get(name)?.owner === owner) this.leases.delete(name);
   }

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { VersionConflictError, notFound } from '../../core/errors.ts';
 import { taskNotices } from '../change-hub.ts';
 import * as rows from '../sql-rows.ts';
+import { listCountReads } from '../list-count-sql.ts';
 import { where } from '../sql-where.ts';
 import type {
   AgentScope,
@@ -20,7 +21,7 @@ import type {
 import {
   TERMINAL_AGENT_TASK_STATES,
   agentTaskPageSize,
-  countsCover,
+  countListed,
   decodeCursor,
   encodeCursor,
   eventLimit,
@@ -186,14 +187,14 @@ export abstract class PgAgentHost {
     if (query.contextId !== undefined) w.add('context_id = $?', query.contextId);
     if (query.state !== undefined) w.add('state = $?', query.state);
     if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);
-    const total = (
-      await this.query<{ n: number }>(
-        countsCover(query)
-          ? `SELECT COALESCE(SUM(n), 0)::float8 AS n FROM agent_task_counts ${w.sql()}`
-          : `SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`,
-        w.params,
-      )
-    )[0]!.n;
+    const { total } = await countListed(
+      query,
+      listCountReads(
+        'pg',
+        query,
+        async (sql, params) => (await this.query<Record<string, unknown>>(sql, params))[0],
+      ),
+    );
     if (keyset) w.add('(status_timestamp, id) < ($?, $?)', keyset.at, keyset.id);
     const sql = `SELECT * FROM agent_tasks ${w.sql()} ORDER BY status_timestamp DESC, id DESC LIMIT ${pageSize + 1}`;
     const found = (await this.query<rows.AgentTaskRow>(sql, w.params)).map(rows.toAgentTask);

@@ -8,6 +8,13 @@ export interface PgTarget {
   schema: string | undefined;
   /** `host:port/database`: safe to log. */
   label: string;
+  /**
+   * Where the one session connection (LISTEN, liveness lock) goes when it must bypass a
+   * transaction-mode pooler: the URL with `?sessionHost=` / `?sessionPort=` as host and port.
+   */
+  sessionConnectionString: string;
+  /** Pooled connections (URL `?poolMax=`), when the URL says. */
+  poolMax: number | undefined;
 }
 
 /** Lower-case identifiers only, so the name needs no quoting anywhere; 48 leaves room in channel names. */
@@ -32,9 +39,24 @@ export function parsePgUrl(url: string): PgTarget {
     });
   }
   parsed.searchParams.delete('schema');
+  const poolMax = parsed.searchParams.get('poolMax') ?? undefined;
+  if (poolMax !== undefined && !/^[1-9]\d{0,3}$/.test(poolMax))
+    throw new TaskplaneError('config', 'store URL poolMax must be a whole number from 1 to 9999', {
+      field: 'store',
+    });
+  const sessionHost = parsed.searchParams.get('sessionHost') ?? undefined;
+  const sessionPort = parsed.searchParams.get('sessionPort') ?? undefined;
+  if (sessionPort !== undefined && !/^\d{1,5}$/.test(sessionPort))
+    throw new TaskplaneError('config', 'store URL sessionPort must be a port number', { field: 'store' });
+  for (const key of ['poolMax', 'sessionHost', 'sessionPort']) parsed.searchParams.delete(key);
+  const session = new URL(parsed.toString());
+  if (sessionHost !== undefined) session.hostname = sessionHost;
+  if (sessionPort !== undefined) session.port = sessionPort;
   const database = parsed.pathname.replace(/^\//, '') || '(default)';
   return {
     connectionString: parsed.toString(),
+    sessionConnectionString: session.toString(),
+    poolMax: poolMax === undefined ? undefined : Number(poolMax),
     schema,
     label: `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}/${decodeURIComponent(database)}`,
   };

@@ -234,6 +234,22 @@ export const PG_MIGRATIONS: readonly Migration[] = [
     sql: `CREATE TABLE agent_task_acks (task_id TEXT PRIMARY KEY);`,
   },
   {
+    id: 8,
+    name: 'agent tasks by context; open envelopes; leases by owner',
+    // agent_tasks_context: ListTasks by contextId (a conversation) reads the context's own rows in status
+    // order instead of walking the whole scope. envelopes_open: the open jobs alone, in the order every
+    // listing of open jobs pages them (store-query.ts OPEN_ENVELOPES_SQL): lease, adoption and
+    // reconciliation passes cost the open jobs, not the finished ones stored beside them. leases_owner:
+    // whether a dead plane still holds leases (deadLeaseOwners) without reading every lease. All are
+    // expand steps: older versions ignore them.
+    sql: `
+      CREATE INDEX agent_tasks_context ON agent_tasks (owner, tenant, context_id, status_timestamp, id);
+      CREATE INDEX envelopes_open ON envelopes (updated_at, id)
+        WHERE state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown');
+      CREATE INDEX leases_owner ON leases (owner);
+    `,
+  },
+  {
     id: 9,
     name: 'retention: envelope retention deadline; purge indexes',
     // As SQLite migration 9. ADD COLUMN without a default changes only the catalog (no table rewrite).

@@ -24,7 +24,14 @@ import type {
   StoreCapabilities,
 } from '../store.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
-import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import {
+  decodeCursor,
+  encodeCursor,
+  envelopeLimit,
+  eventLimit,
+  isOpenStateSet,
+  OPEN_ENVELOPES_SQL,
+} from '../store-query.ts';
 import { clientConfig, parsePgUrl, translatePgError, type PgTarget } from './pg-connect.ts';
 import { PgAgentHost } from './pg-agent-host.ts';
 import { EnvelopeBatcher, type EnvelopeOp } from './pg-envelope-batcher.ts';
@@ -36,7 +43,7 @@ import * as purge from './pg-purge.ts';
 export interface PostgresStoreOptions {
   /** `postgres://user:pass@host:port/db?schema=name`; the schema is created when missing. */
   url: string;
-  /** Pooled connections per store. @default 10 */
+  /** Pooled connections per store. @default the URL's `?poolMax=`, else 10 */
   poolMax?: number;
   /** Give up connecting after this long (then `unavailable`). @default 5000 */
   connectTimeoutMs?: number;
@@ -110,7 +117,7 @@ export class PostgresStore extends PgAgentHost implements Store {
     const target = parsePgUrl(options.url);
     const logger = options.logger ?? silentLogger;
     const config = clientConfig(target, options.connectTimeoutMs ?? 5000);
-    const pool = new pg.Pool({ ...config, max: options.poolMax ?? 10 });
+    const pool = new pg.Pool({ ...config, max: options.poolMax ?? target.poolMax ?? 10 });
     // An idle pooled connection dying (server restart) must not crash the process; the next query reconnects.
     pool.on('error', (err) =>
       logger.warn(`postgres pool connection error at ${target.label} (${err.message})`),
@@ -125,7 +132,8 @@ export class PostgresStore extends PgAgentHost implements Store {
         client.release();
       }
       if (listen) {
-        store.listener = new PgListener(config, store.channel, store.instanceId, store.hub, logger);
+        const session = { ...config, connectionString: target.sessionConnectionString };
+        store.listener = new PgListener(session, store.channel, store.instanceId, store.hub, logger);
         await store.listener.start();
       }
     } catch (err) {
@@ -237,7 +245,8 @@ export class PostgresStore extends PgAgentHost implements Store {
     if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
     if (query.workflowId !== undefined) w.add('workflow_id = $?', query.workflowId);
     if (query.verificationDue === true) w.add('verify_due_at IS NOT NULL');
-    if (query.states !== undefined) w.add('state = ANY($?::text[])', query.states);
+    if (query.states !== undefined && isOpenStateSet(query.states)) w.add(OPEN_ENVELOPES_SQL);
+    else if (query.states !== undefined) w.add('state = ANY($?::text[])', query.states);
     if (query.target !== undefined) w.add('target = $?', query.target);
     if (query.connector !== undefined) w.add('connector = $?', query.connector);
     if (query.updatedAfter !== undefined) w.add('updated_at > $?', query.updatedAfter);
@@ -404,6 +413,22 @@ export class PostgresStore extends PgAgentHost implements Store {
       // Not the owners bound this last minute: one may sit between its insert and its lock.
       [owner, this.ownerLockSpace, now - 60_000],
     );
+  }
+
+  /**
+   * Owners whose liveness lock is free (the try-lock is transaction-scoped: released when this statement
+   * ends) and that still hold a lease (leases_owner index). Our own owners' locks are held by our LISTEN
+   * session, so a pooled connection cannot take them: they never show here.
+   */
+  async deadLeaseOwners(): Promise<string[]> {
+    if (!this.listener) return [];
+    const found = await this.query<{ owner: string }>(
+      `SELECT o.owner FROM lease_owners o
+       WHERE EXISTS (SELECT 1 FROM leases l WHERE l.owner = o.owner)
+         AND pg_try_advisory_xact_lock(hashtext($1), o.lock_key)`,
+      [this.ownerLockSpace],
+    );
+    return found.map((r) => r.owner);
   }
 
   async releaseLease(name: string, owner: string): Promise<void> {

@@ -16,13 +16,14 @@ import type {
 import {
   TERMINAL_AGENT_TASK_STATES,
   agentTaskPageSize,
-  countsCover,
+  countListed,
   decodeCursor,
   encodeCursor,
   eventLimit,
   inScope,
   outboxLimit,
 } from '../store-query.ts';
+import { listCountReads } from '../list-count-sql.ts';
 import { where } from '../sql-where.ts';
 import { directReplyText, readTask, taskIdForMessage } from './shared-reads.ts';
 import type { SqlConn } from './statement-cache.ts';
@@ -131,15 +132,13 @@ export abstract class SqliteAgentHost {
     if (query.contextId !== undefined) w.add('context_id = $?', query.contextId);
     if (query.state !== undefined) w.add('state = $?', query.state);
     if (query.statusTimestampAfter !== undefined) w.add('status_timestamp >= $?', query.statusTimestampAfter);
-    const total = (
-      this.conn
-        .q(
-          countsCover(query)
-            ? `SELECT COALESCE(SUM(n), 0) AS n FROM agent_task_counts ${w.sql()}`
-            : `SELECT COUNT(*) AS n FROM agent_tasks ${w.sql()}`,
-        )
-        .get(...w.params) as { n: number }
-    ).n;
+    // SQLite reads are synchronous: the promises only fit the shared count logic.
+    const { total } = await countListed(
+      query,
+      listCountReads('sqlite', query, (sql, params) =>
+        Promise.resolve(this.conn.q(sql).get(...params) as Record<string, unknown> | undefined),
+      ),
+    );
     if (keyset) w.add('(status_timestamp, id) < ($?, $?)', keyset.at, keyset.id);
     const sql = `SELECT * FROM agent_tasks ${w.sql()} ORDER BY status_timestamp DESC, id DESC LIMIT ?`;
     const found = (this.conn.q(sql).all(...w.params, pageSize + 1) as rows.AgentTaskRow[]).map(

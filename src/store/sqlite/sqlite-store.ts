@@ -22,7 +22,14 @@ import type {
   WorkflowBudgetRecord,
 } from '../store.ts';
 import { summarize } from '../usage-summary.ts';
-import { decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import {
+  decodeCursor,
+  encodeCursor,
+  envelopeLimit,
+  eventLimit,
+  isOpenStateSet,
+  OPEN_ENVELOPES_SQL,
+} from '../store-query.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
@@ -227,7 +234,8 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     if (query.tenant !== undefined) w.add('tenant = $?', query.tenant);
     if (query.workflowId !== undefined) w.add('workflow_id = $?', query.workflowId);
     if (query.verificationDue === true) w.add('verify_due_at IS NOT NULL');
-    if (query.states !== undefined) {
+    if (query.states !== undefined && isOpenStateSet(query.states)) w.add(OPEN_ENVELOPES_SQL);
+    else if (query.states !== undefined) {
       w.add(`state IN (${query.states.map(() => '$?').join(', ') || 'NULL'})`, ...query.states);
     }
     if (query.target !== undefined) w.add('target = $?', query.target);
@@ -356,6 +364,10 @@ export class SqliteStore extends SqliteAgentHost implements Store {
 
   async bindLeaseOwner(): Promise<void> {
     // SQLite cannot tell whether another process is alive: leases change hands by expiry only.
+  }
+
+  async deadLeaseOwners(): Promise<string[]> {
+    return [];
   }
 
   releaseLease(name: string, owner: string): Promise<void> {

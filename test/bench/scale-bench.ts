@@ -1,0 +1,298 @@
+/**
+ * `npm run bench:scale`: how cost grows with what a plane holds and with instances, on PostgreSQL and
+ * SQLite. A benchmark, not a test: it prints a table, asserts nothing, and its wall-clock figures mean
+ * little on a busy machine (CPU time, statement counts and ratios within one run are the figures to read;
+ * the load average is printed beside them).
+ *
+ * 1. Open tracked jobs per plane: RSS and heap per 1,000 open jobs (after a GC), and per lease round
+ *    (every ttl/3, virtual clock) the CPU per 1,000 open jobs and the store statements it issued
+ *    (renewal must be one statement for every held lease, not one per job).
+ * 2. A reconciliation pass against how many jobs changed since the previous one, with 10k and 1M
+ *    finished jobs stored beside the open ones (written with SQL): it must not grow with the finished.
+ * 3. Jobs per second through 1, 2 and 3 plane processes on one PostgreSQL schema.
+ * 4. Host sends and GetTask, PostgreSQL next to SQLite (wrk, 32 connections), when wrk is installed.
+ *
+ *   npm run bench:scale                    # open 1k,10k; stored 10k,1M
+ *   SCALE_OPEN=1000,10000,100000 SCALE_STORED=10000 npm run bench:scale
+ *   SCALE_ONLY=open,reconcile,planes,host  # a subset of the sections
+ * Run with --expose-gc (the npm script does) so memory is read after a collection.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnHost, spawnProcess, type TestProcess } from '../support/process.ts';
+import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
+import {
+  countingStore,
+  createJobs,
+  finishedRowsSql,
+  planeOn,
+  postgresBackend,
+  sqliteBackend,
+  virtualClock,
+  type Backend,
+} from './scale-store.ts';
+
+const list = (v: string | undefined, d: string) => (v ?? d).split(',').filter(Boolean).map(Number);
+const OPEN = list(process.env.SCALE_OPEN, '1000,10000');
+const STORED = list(process.env.SCALE_STORED, '10000,1000000');
+const ONLY = new Set((process.env.SCALE_ONLY ?? 'open,reconcile,planes,host').split(','));
+const PLANE_JOBS = Number(process.env.SCALE_PLANE_JOBS ?? 1000);
+const WRK_SECONDS = Number(process.env.SCALE_WRK_SECONDS ?? 5);
+const rows: string[][] = [];
+const row = (...cells: Array<string | number>) => {
+  const r = cells.map(String);
+  rows.push(r);
+  console.log(r.join('  |  '));
+};
+const load = () => loadavg()[0]!.toFixed(1);
+const gc = () => (globalThis as { gc?: () => void }).gc?.();
+const cpuMs = (since: NodeJS.CpuUsage) => {
+  const c = process.cpuUsage(since);
+  return (c.user + c.system) / 1000;
+};
+const settle = () => new Promise((r) => setTimeout(r, 50));
+
+async function until(what: string, holds: () => boolean, ms = 120_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!holds()) {
+    if (Date.now() > end) throw new Error(`bench: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Section 1: open jobs, memory and the lease round. */
+async function openJobs(make: () => Promise<Backend>): Promise<void> {
+  const backend = await make();
+  const counted = countingStore(await backend.open());
+  const clock = virtualClock();
+  const { plane } = await planeOn(counted.store, clock);
+  gc();
+  const rss0 = process.memoryUsage().rss;
+  const heap0 = process.memoryUsage().heapUsed;
+  let open = 0;
+  for (const n of OPEN) {
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    await createJobs(plane, n - open, 64, `o${open}-`);
+    const createCpu = cpuMs(cpu0);
+    const createS = (performance.now() - t0) / 1000;
+    open = n;
+    await settle();
+    gc();
+    const m = process.memoryUsage();
+    // Three lease rounds (ttl/3 apart on the virtual clock): renew statements, leases per statement, CPU.
+    counted.calls.clear();
+    counted.leaseNames.n = 0;
+    const cpu1 = process.cpuUsage();
+    // In 1 s steps: a round's timer is armed only once the previous round's statements came back.
+    for (let r = 1; r <= 3; r++) {
+      const end = Date.now() + 120_000;
+      while ((counted.calls.get('acquireLeases') ?? 0) < r) {
+        if (Date.now() > end) throw new Error('bench: no lease round');
+        await clock.advance(1000);
+        await settle();
+      }
+    }
+    await until(
+      'the rechecks',
+      () => (counted.calls.get('envelopeVersions') ?? 0) >= 3 * Math.ceil(open / 1000),
+    );
+    const roundCpu = cpuMs(cpu1) / 3;
+    const renewals = (counted.calls.get('acquireLeases') ?? 0) / 3;
+    const single = (counted.calls.get('acquireLease') ?? 0) / 3;
+    row(
+      `open ${backend.name}`,
+      `${n} open`,
+      `RSS ${((m.rss - rss0) / 2 ** 20 / (n / 1000)).toFixed(1)} MiB/1k`,
+      `heap ${((m.heapUsed - heap0) / 2 ** 20 / (n / 1000)).toFixed(1)} MiB/1k`,
+      `create ${(createCpu / (n - (OPEN[OPEN.indexOf(n) - 1] ?? 0))).toFixed(2)} ms CPU/job (${((n - (OPEN[OPEN.indexOf(n) - 1] ?? 0)) / createS).toFixed(0)}/s)`,
+      `lease round ${(roundCpu / (n / 1000)).toFixed(1)} ms CPU/1k`,
+      `${renewals} renew stmt/round, ${(counted.leaseNames.n / Math.max(1, renewals * 3)).toFixed(0)} leases each, ${single} single-lease writes, ${((counted.calls.get('getEnvelope') ?? 0) / 3).toFixed(0)} job reads`,
+      `load ${load()}`,
+    );
+  }
+  await plane.stop();
+  await counted.store.close();
+  await backend.dispose();
+}
+
+/** Section 2: a reconciliation pass against changed jobs, beside many finished ones. */
+async function reconcilePasses(make: () => Promise<Backend>, stored: number): Promise<void> {
+  const backend = await make();
+  const t0 = performance.now();
+  await (await backend.open()).close(); // migrations
+  const chunk = 250_000;
+  for (let from = 1; from <= stored; from += chunk)
+    await backend.exec(finishedRowsSql(backend.name, from, Math.min(stored, from + chunk - 1)));
+  if (backend.name === 'postgres') await backend.exec('ANALYZE envelopes');
+  const fillS = (performance.now() - t0) / 1000;
+  const counted = countingStore(await backend.open());
+  const clock = virtualClock();
+  // Nothing but reconciliation learns of changes here: no stream, no push.
+  const { plane, remote } = await planeOn(counted.store, clock, {
+    reconcile: { intervalMs: 3_600_000 },
+    delivery: { stream: false, push: false },
+  });
+  const openJobs = 2000;
+  await createJobs(plane, openJobs, 64, 'r');
+  await plane.reconcileNow('fake'); // the first pass lists from the oldest job
+  let remoteIds = [...remote.jobs.keys()];
+  for (const changed of [0, 10, 100, 1000]) {
+    await clock.advance(1000);
+    for (const id of remoteIds.slice(0, changed)) remote.set(id, 'succeeded');
+    remoteIds = remoteIds.slice(changed);
+    counted.calls.clear();
+    const cpu0 = process.cpuUsage();
+    const w0 = performance.now();
+    const [report] = await plane.reconcileNow('fake');
+    const wall = performance.now() - w0;
+    row(
+      `reconcile ${backend.name}`,
+      `${stored} finished stored, ${openJobs} open`,
+      `${changed} changed → ${report!.changed} recorded`,
+      `${cpuMs(cpu0).toFixed(0)} ms CPU, ${wall.toFixed(0)} ms wall`,
+      `${counted.calls.get('listEnvelopes') ?? 0} open-job pages`,
+      `fill ${fillS.toFixed(0)} s`,
+      `load ${load()}`,
+    );
+  }
+  await plane.stop();
+  await counted.store.close();
+  await backend.dispose();
+}
+
+/** Section 3: jobs/s through k plane processes on one schema. */
+async function planeInstances(): Promise<void> {
+  const worker = fileURLToPath(new URL('./scale-plane-worker.ts', import.meta.url));
+  const tsx = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+  for (const k of [1, 2, 3]) {
+    const schema = freshSchemaName('tp_scale_planes');
+    const url = urlForSchema(schema);
+    const procs: TestProcess[] = [];
+    const go = join(mkdtempSync(join(tmpdir(), 'tp-scale-go-')), 'go');
+    // One at a time: the first migrates the schema.
+    for (let i = 0; i < k; i++)
+      procs.push(
+        await spawnProcess(process.execPath, [tsx, worker, url, String(PLANE_JOBS), `w${i}`, go], {
+          ready: /^ready$/,
+          readyTimeoutMs: 120_000,
+        }),
+      );
+    writeFileSync(go, '');
+    const results = await Promise.all(
+      procs.map(async (p) => {
+        const m = await p.waitForLine(/^(\{.*\})$/, 300_000);
+        await p.exited;
+        return JSON.parse(m[1]!) as { elapsedMs: number; cpuMs: number };
+      }),
+    );
+    const wall = Math.max(...results.map((r) => r.elapsedMs)) / 1000;
+    const cpu = results.reduce((a, r) => a + r.cpuMs, 0) / (k * PLANE_JOBS);
+    row(
+      `planes postgres`,
+      `${k} instance${k > 1 ? 's' : ''}`,
+      `${((k * PLANE_JOBS) / wall).toFixed(0)} jobs/s (${k * PLANE_JOBS} jobs, create → succeeded)`,
+      `${cpu.toFixed(2)} ms plane CPU/job`,
+      `load ${load()}`,
+    );
+    await disposeSchema(schema, false);
+  }
+}
+
+/** Section 4: the host's sends and GetTask, one backend after the other, wrk at 32 connections. */
+async function hostBackends(): Promise<void> {
+  if (!existsSync('/usr/bin/wrk')) {
+    row('host', 'skipped: wrk is not installed (apt-get install wrk)');
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'tp-scale-host-'));
+  const schema = freshSchemaName('tp_scale_host');
+  for (const [name, db] of [
+    ['sqlite', `sqlite:${dir}/host.db`],
+    ['postgres', urlForSchema(schema)],
+  ] as const) {
+    const { proc, url } = await spawnHost(['--port', '0', '--db', db, '--log-level', 'warn']);
+    const rpc = `${url}/a2a/jsonrpc`;
+    await wrk(rpc, 'send', 2, `warm-${name}`);
+    const send = await wrk(rpc, 'send', WRK_SECONDS, `s-${name}`);
+    const created = (await (
+      await fetch(rpc, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+        body: `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"get-${name}","role":"ROLE_USER","parts":[{"text":"hi"}]},"configuration":{"returnImmediately":true}}}`,
+      })
+    ).json()) as { result: { task: { id: string } } };
+    const get = await wrk(
+      rpc,
+      'get',
+      WRK_SECONDS,
+      'g',
+      `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"${created.result.task.id}"}}`,
+    );
+    const delay = await loopDelayP99(url);
+    row(
+      `host ${name}`,
+      `sends ${send.rps.toFixed(0)}/s p99 ${send.p99.toFixed(1)} ms`,
+      `GetTask ${get.rps.toFixed(0)}/s p99 ${get.p99.toFixed(1)} ms`,
+      `event loop delay max bucket ${delay}`,
+      `load ${load()}`,
+    );
+    await proc.stop();
+  }
+  rmSync(dir, { recursive: true, force: true });
+  await disposeSchema(schema, false);
+}
+
+/** The highest event-loop delay bucket that holds samples, from the host's /metrics. */
+async function loopDelayP99(url: string): Promise<string> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const b = [...text.matchAll(/^taskplane_host_event_loop_delay_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm)];
+  const total = Number(b.at(-1)?.[2] ?? 0);
+  const p99 = b.find((m) => Number(m[2]) >= total * 0.99);
+  return p99 ? `p99 ≤ ${p99[1]} s (${total} samples)` : 'no samples';
+}
+
+function wrk(
+  url: string,
+  mode: 'send' | 'get',
+  seconds: number,
+  prefix: string,
+  body = '{}',
+): Promise<{ rps: number; p99: number }> {
+  const script = fileURLToPath(new URL('./wrk-a2a.lua', import.meta.url));
+  const args = ['-t1', '-c32', `-d${seconds}s`, '--timeout', '10s', '--latency', '-s', script, url];
+  return new Promise((resolve, reject) =>
+    execFile(
+      '/usr/bin/wrk',
+      args,
+      { env: { ...process.env, BENCH_MODE: mode, BENCH_BODY: body, BENCH_PREFIX: prefix } },
+      (err, stdout) => {
+        if (err) return reject(err);
+        const rps = /Requests\/sec:\s+([\d.]+)/.exec(stdout);
+        const p99 = /^\s+99%\s+([\d.]+)(us|ms|s)$/m.exec(stdout);
+        if (!rps || !p99) return reject(new Error(`wrk output not understood:\n${stdout}`));
+        const scale = { us: 0.001, ms: 1, s: 1000 }[p99[2] as 'us' | 'ms' | 's'];
+        resolve({ rps: Number(rps[1]), p99: Number(p99[1]) * scale });
+      },
+    ),
+  );
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:scale  open ${OPEN.join(',')}  stored ${STORED.join(',')}  load ${load()}`);
+  if (!(globalThis as { gc?: unknown }).gc)
+    console.log('(run with --expose-gc for memory after a collection)');
+  for (const make of [postgresBackend, sqliteBackend]) {
+    if (ONLY.has('open')) await openJobs(make);
+    if (ONLY.has('reconcile')) for (const s of STORED) await reconcilePasses(make, s);
+  }
+  if (ONLY.has('planes')) await planeInstances();
+  if (ONLY.has('host')) await hostBackends();
+  console.log('\n' + rows.map((r) => '| ' + r.join(' | ') + ' |').join('\n'));
+}
+
+await main();
+process.exit(0);
