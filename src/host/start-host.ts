@@ -21,6 +21,8 @@ import { hostConfig, type HostConfig, type HostOptions } from './host-options.ts
 import { HostLiveness } from './host-liveness.ts';
 import { Recovery, type RecoveryCounts } from './recovery.ts';
 import { createHostListener } from './host-app.ts';
+import { cardSigner } from './card-signing.ts';
+import { CARD_JWKS_PATH, ServedCards } from './served-cards.ts';
 import { MCP_PATH, mcpHttp } from './http/mcp-http.ts';
 import { McpService } from './mcp-service.ts';
 import { openHostStore } from './host-store.ts';
@@ -172,11 +174,15 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     streams: new TaskStreams(store, feed),
     executions,
     liveness,
-    card: () => card,
+    card: () => cards.v10,
     agent,
     logger,
   });
-  let card = buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined);
+  const signer = config.cardSigningKey
+    ? await cardSigner(config.cardSigningKey, config.publicUrl ? config.publicUrl + CARD_JWKS_PATH : undefined)
+    : null;
+  const cards = new ServedCards(signer);
+  await cards.set(buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined));
   const mcp = new McpService({
     store,
     clock,
@@ -200,6 +206,8 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
       keepAliveMs: config.keepAliveMs,
     }),
     handler: service,
+    v03Card: () => cards.v03,
+    cardJwks: () => cards.jwks,
     authenticate,
     clock,
     logger,
@@ -217,7 +225,8 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const host = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
   const url = `http://${host}:${address.port}`;
   if (!baseUrl) baseUrl = url;
-  card = buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined);
+  if (signer && !config.publicUrl) signer.jku = baseUrl + CARD_JWKS_PATH;
+  await cards.set(buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined));
 
   const recovered = await recovery.recover();
   recovery.startSweeps();
