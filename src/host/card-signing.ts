@@ -40,7 +40,11 @@ export function parseCardSigningKey(text: string, field = 'cardSigningKey'): Par
   else if (key.asymmetricKeyType === 'ec') alg = EC_ALG[key.asymmetricKeyDetails?.namedCurve ?? ''];
   else if (key.asymmetricKeyType === 'ed25519') alg = 'EdDSA';
   else if (key.asymmetricKeyType === 'rsa') alg = 'RS256';
-  if (!alg) throw bad(field, `key type ${key.asymmetricKeyType ?? 'unknown'} cannot sign a JWS; use EC, Ed25519 or RSA`);
+  if (!alg)
+    throw bad(
+      field,
+      `key type ${key.asymmetricKeyType ?? 'unknown'} cannot sign a JWS; use EC, Ed25519 or RSA`,
+    );
   return { key, alg, kid: jwk && typeof jwk.kid === 'string' && jwk.kid ? jwk.kid : undefined };
 }
 

@@ -179,7 +179,10 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     logger,
   });
   const signer = config.cardSigningKey
-    ? await cardSigner(config.cardSigningKey, config.publicUrl ? config.publicUrl + CARD_JWKS_PATH : undefined)
+    ? await cardSigner(
+        config.cardSigningKey,
+        config.publicUrl ? config.publicUrl + CARD_JWKS_PATH : undefined,
+      )
     : null;
   const cards = new ServedCards(signer);
   await cards.set(buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined));

@@ -32,7 +32,9 @@ const mid = () => `v03-${process.pid}-${++seq}`;
 
 beforeAll(async () => {
   host = await startTestHost(new MemoryStore());
-  const card = AgentCard.fromJSON(await (await fetch(host.cardUrl, { headers: { 'A2A-Version': '1.0' } })).json());
+  const card = AgentCard.fromJSON(
+    await (await fetch(host.cardUrl, { headers: { 'A2A-Version': '1.0' } })).json(),
+  );
   client = new Client(new LegacyJsonRpcTransport({ endpoint: host.jsonRpcUrl }), card);
 });
 
@@ -86,7 +88,9 @@ describe('the SDK 0.3 client (LegacyJsonRpcTransport)', () => {
   });
 
   it('message/stream: Task first, chunked artifact, ends at completed', async () => {
-    const events = await collect(client.sendMessageStream(send({ durationMs: 100, steps: 2, artifactChunks: 2 })));
+    const events = await collect(
+      client.sendMessageStream(send({ durationMs: 100, steps: 2, artifactChunks: 2 })),
+    );
     expect(events[0]?.payload?.$case).toBe('task');
     const last = events.at(-1)!.payload!;
     expect(last.$case === 'statusUpdate' && taskStateToJSON(last.value.status!.state)).toBe(
@@ -143,7 +147,9 @@ describe('the SDK 0.3 client (LegacyJsonRpcTransport)', () => {
   });
 
   it('an unknown task is the 0.3 TaskNotFoundError (-32001)', async () => {
-    await expect(client.getTask(GetTaskRequest.fromJSON({ id: 'no-such-task' }))).rejects.toThrow(/not found/i);
+    await expect(client.getTask(GetTaskRequest.fromJSON({ id: 'no-such-task' }))).rejects.toThrow(
+      /not found/i,
+    );
   });
 });
 

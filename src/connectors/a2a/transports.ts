@@ -41,6 +41,8 @@ export interface TransportOptions {
   headers?: Record<string, string>;
   timeoutMs: number;
   fetch?: typeof fetch;
+  /** The `A2A-Version` every request carries. @default '1.0' */
+  version?: string;
 }
 
 interface Sent {
@@ -66,7 +68,7 @@ async function send(
     controller.abort(new Error('timeout'));
   }, o.timeoutMs);
   const headers: Record<string, string> = {
-    [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
+    [A2A_VERSION_HEADER]: o.version ?? A2A_PROTOCOL_VERSION,
     accept,
     ...traceHeaders(),
     ...o.headers,

@@ -18,7 +18,8 @@ import { isV03Card } from './v03/card.ts';
  */
 
 /** A field of the card schema: a scalar, a free JSON value, or a message (single, list, or map). */
-type Field = 'str' | 'bool' | 'optbool' | 'strs' | 'json' | { msg: Schema } | { list: Schema } | { map: Schema | 'str' };
+type Field =
+  'str' | 'bool' | 'optbool' | 'strs' | 'json' | { msg: Schema } | { list: Schema } | { map: Schema | 'str' };
 interface Schema {
   [field: string]: Field;
 }
@@ -99,8 +100,7 @@ function project(value: unknown, schema: Schema): Obj {
       if (v !== false) out[name] = v;
     } else if (typeof field === 'string') out[name] = v;
     else if ('msg' in field) out[name] = project(v, field.msg);
-    else if ('list' in field)
-      out[name] = Array.isArray(v) ? v.map((item) => project(item, field.list)) : v;
+    else if ('list' in field) out[name] = Array.isArray(v) ? v.map((item) => project(item, field.list)) : v;
     else {
       const entry = field.map;
       out[name] = isObj(v)
@@ -139,7 +139,7 @@ export function canonicalCardPayload(card: unknown): string {
 
 /** The key a host signs its card with, and the protected header that names it. */
 export interface CardSigningKey {
-  key: jose.CryptoKey | jose.KeyObject | Uint8Array;
+  key: CardKey;
   alg: string;
   kid: string;
   /** Where verifiers can fetch the public key set (JWS `jku`). */
@@ -160,14 +160,18 @@ export async function signAgentCard<T extends AgentCard>(card: T, signer: CardSi
   return { ...card, signatures: [...(card.signatures ?? []), entry] };
 }
 
-/** Finds the public key for a signature's `kid` (and `jku`); null when the key is not trusted. */
-export type CardKeyResolver = (header: jose.ProtectedHeaderParameters) => Promise<jose.CryptoKey | jose.KeyObject | Uint8Array | null>;
+/** A public key a verifier trusts. */
+export type CardKey = jose.CryptoKey | jose.KeyObject | Uint8Array;
+
+/**
+ * The trusted keys that may have made a signature with this protected header (by its `kid`, and
+ * `jku`); empty when none is trusted.
+ */
+export type CardKeyResolver = (header: jose.ProtectedHeaderParameters) => Promise<CardKey[]>;
 
 /** How a card's signatures were judged. */
 export type CardVerdict =
-  | { status: 'unsigned' }
-  | { status: 'verified'; kid: string }
-  | { status: 'invalid'; reason: string };
+  { status: 'unsigned' } | { status: 'verified'; kid: string } | { status: 'invalid'; reason: string };
 
 /**
  * Checks the card's signatures: `verified` when one verifies with a trusted key, `invalid` (with the
@@ -186,18 +190,24 @@ export async function verifyAgentCard(card: unknown, resolve: CardKeyResolver): 
         throw new Error('not a JWS (protected and signature are required)');
       const header = jose.decodeProtectedHeader({ protected: entry.protected });
       if (!header.alg || !header.kid) throw new Error('protected header lacks alg or kid');
-      const key = await resolve(header);
-      if (!key) throw new Error(`key ${JSON.stringify(header.kid)} is not trusted`);
-      await jose.flattenedVerify(
-        {
-          payload,
-          protected: entry.protected,
-          signature: entry.signature,
-          ...(isObj(entry.header) ? { header: entry.header as jose.JWSHeaderParameters } : {}),
-        },
-        key,
-      );
-      return { status: 'verified', kid: header.kid };
+      const keys = await resolve(header);
+      if (keys.length === 0) throw new Error(`key ${JSON.stringify(header.kid)} is not trusted`);
+      const jws = {
+        payload,
+        protected: entry.protected,
+        signature: entry.signature,
+        ...(isObj(entry.header) ? { header: entry.header as jose.JWSHeaderParameters } : {}),
+      };
+      let failure: unknown;
+      for (const key of keys) {
+        try {
+          await jose.flattenedVerify(jws, key);
+          return { status: 'verified', kid: header.kid };
+        } catch (err) {
+          failure = err;
+        }
+      }
+      throw failure;
     } catch (err) {
       reasons.push(`signature ${i}: ${err instanceof Error ? err.message : String(err)}`);
     }

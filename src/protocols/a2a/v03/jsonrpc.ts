@@ -57,20 +57,25 @@ const UNARY = new Map<string, Call>([
     async (h, p, c) => {
       // 0.3 allowed a get without a config id: the task's (first) config.
       if (p.pushNotificationConfigId === undefined) {
-        const list = await h.listTaskPushNotificationConfigs(decodeListPushConfigsRequest({ taskId: p.id }), c);
+        const list = await h.listTaskPushNotificationConfigs(
+          decodeListPushConfigsRequest({ taskId: p.id }),
+          c,
+        );
         const first = list.configs[0];
         if (!first) throw new A2AError('TaskNotFoundError', 'No push notification config for this task');
         return pushConfigToV03(first);
       }
-      return pushConfigToV03(await h.getTaskPushNotificationConfig(decodeGetPushConfigRequest(configIds(p)), c));
+      return pushConfigToV03(
+        await h.getTaskPushNotificationConfig(decodeGetPushConfigRequest(configIds(p)), c),
+      );
     },
   ],
   [
     'tasks/pushNotificationConfig/list',
     async (h, p, c) =>
-      (await h.listTaskPushNotificationConfigs(decodeListPushConfigsRequest({ taskId: p.id }), c)).configs.map(
-        pushConfigToV03,
-      ),
+      (
+        await h.listTaskPushNotificationConfigs(decodeListPushConfigsRequest({ taskId: p.id }), c)
+      ).configs.map(pushConfigToV03),
   ],
   [
     'tasks/pushNotificationConfig/delete',
