@@ -37,7 +37,10 @@ const cardJson = (name = 'signed peer') =>
     skills: [{ id: 's', name: 's', description: 's', tags: ['t'] }],
   }) as Record<string, unknown>;
 
-async function sdkSigned(key: jose.CryptoKey | jose.KeyObject, json = cardJson()): Promise<Record<string, unknown>> {
+async function sdkSigned(
+  key: jose.CryptoKey | jose.KeyObject,
+  json = cardJson(),
+): Promise<Record<string, unknown>> {
   const sign = generateAgentCardSignature(key, { alg: 'ES256', typ: 'JOSE', kid: 'peer-key' });
   return AgentCard.toJSON(await sign(AgentCard.fromJSON(json))) as Record<string, unknown>;
 }
@@ -101,11 +104,18 @@ describe('connector card signature checks', () => {
 
   it('a changed card is refused with unauthenticated and a warning', async () => {
     const signed = await sdkSigned(signer.privateKey);
-    served = { ...signed, supportedInterfaces: [{ url: 'http://attacker.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
+    served = {
+      ...signed,
+      supportedInterfaces: [
+        { url: 'http://attacker.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      ],
+    };
     const logger = recordingLogger();
     const err = await connect({ keys: [publicJwk] }, logger).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'unauthenticated' });
-    expect((err as Error).message).toMatch(/target signed: agent card refused: signature 0: .*signature verification failed/);
+    expect((err as Error).message).toMatch(
+      /target signed: agent card refused: signature 0: .*signature verification failed/,
+    );
     expect(logger.warnings).toHaveLength(1);
     expect(logger.warnings[0]!.msg).toBe('agent card refused: signature check failed');
   });
@@ -116,7 +126,11 @@ describe('connector card signature checks', () => {
   });
 
   it('a kid no trusted key has is refused, naming the kid', async () => {
-    const sign = generateAgentCardSignature(signer.privateKey, { alg: 'ES256', typ: 'JOSE', kid: 'unknown-kid' });
+    const sign = generateAgentCardSignature(signer.privateKey, {
+      alg: 'ES256',
+      typ: 'JOSE',
+      kid: 'unknown-kid',
+    });
     served = AgentCard.toJSON(await sign(AgentCard.fromJSON(cardJson()))) as Record<string, unknown>;
     await expect(connect({ keys: [publicJwk] })).rejects.toThrow(/key "unknown-kid" is not trusted/);
   });
@@ -135,17 +149,21 @@ describe('connector card signature checks', () => {
       baseUrl: host.url,
       cardSignatures: { jwksUrl: `${host.url}/.well-known/agent-card-jwks.json`, required: true },
     });
-    const s = await c.start({ envelopeId: 'e', messageId: `sig-${process.pid}`, contextId: null, input: 'hi' }, never);
+    const s = await c.start(
+      { envelopeId: 'e', messageId: `sig-${process.pid}`, contextId: null, input: 'hi' },
+      never,
+    );
     expect(s.remoteId).toBeTruthy();
   });
 
   it('bad trust settings are config errors naming the field', () => {
     const privateJwk = { kty: 'EC', crv: 'P-256', x: 'x', y: 'y', d: 'd' };
-    expect(() => new A2AConnector({ target: 't', baseUrl: base, cardSignatures: { keys: [privateJwk as jose.JWK] } })).toThrow(
-      /^targets\.t\.cardSignatures\.keys\[0\]: /,
-    );
-    expect(() => new A2AConnector({ target: 't', baseUrl: base, cardSignatures: { required: true } })).toThrow(
-      /^targets\.t\.cardSignatures: needs keys or jwksUrl/,
-    );
+    expect(
+      () =>
+        new A2AConnector({ target: 't', baseUrl: base, cardSignatures: { keys: [privateJwk as jose.JWK] } }),
+    ).toThrow(/^targets\.t\.cardSignatures\.keys\[0\]: /);
+    expect(
+      () => new A2AConnector({ target: 't', baseUrl: base, cardSignatures: { required: true } }),
+    ).toThrow(/^targets\.t\.cardSignatures: needs keys or jwksUrl/);
   });
 });

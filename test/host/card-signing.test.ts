@@ -50,7 +50,9 @@ describe('host card signing', () => {
   it('the official SDK verifier accepts it, and so do we', async () => {
     const c = await card();
     await expect(sdkVerify(ec.publicKey, c)).resolves.toBeUndefined();
-    expect(await verifyAgentCard(c, () => Promise.resolve([ec.publicKey]))).toMatchObject({ status: 'verified' });
+    expect(await verifyAgentCard(c, () => Promise.resolve([ec.publicKey]))).toMatchObject({
+      status: 'verified',
+    });
   });
 
   it('the card served to 0.3 clients carries a signature that verifies too', async () => {
@@ -111,7 +113,14 @@ describe('taskplane host --card-signing-key', () => {
     dir = mkdtempSync(join(tmpdir(), 'card-key-'));
     const jwk = { ...(await jose.exportJWK(ed.privateKey)), kid: 'host-key-1' };
     writeFileSync(join(dir, 'card-key.jwk'), JSON.stringify(jwk));
-    ({ proc, url } = await spawnHost(['--port', '0', '--db', 'memory:', '--card-signing-key', join(dir, 'card-key.jwk')]));
+    ({ proc, url } = await spawnHost([
+      '--port',
+      '0',
+      '--db',
+      'memory:',
+      '--card-signing-key',
+      join(dir, 'card-key.jwk'),
+    ]));
   });
 
   afterAll(async () => {
@@ -120,7 +129,9 @@ describe('taskplane host --card-signing-key', () => {
   });
 
   it('signs with an Ed25519 JWK file: EdDSA, its kid, verified by the SDK', async () => {
-    const c = (await (await fetch(`${url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as Wire;
+    const c = (await (
+      await fetch(`${url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
+    ).json()) as Wire;
     expect(jose.decodeProtectedHeader(c.signatures[0])).toMatchObject({ alg: 'EdDSA', kid: 'host-key-1' });
     await expect(sdkVerify(ed.publicKey, c)).resolves.toBeUndefined();
   });

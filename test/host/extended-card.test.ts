@@ -58,7 +58,11 @@ describe('extended agent card', () => {
       expect(card.description).toBe('Summarizes text; for alice');
       expect(card.name).toBe('Summarizer');
       expect(card.capabilities?.extendedAgentCard).toBe(true);
-      expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON']);
+      expect(card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`)).toEqual([
+        'JSONRPC 1.0',
+        'HTTP+JSON 1.0',
+        'JSONRPC 0.3',
+      ]);
     },
   );
 

@@ -251,7 +251,11 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
     const card = await client.getAgentCard();
     expect(card.capabilities?.streaming).toBe(true);
     expect(card.capabilities?.pushNotifications).toBe(true);
-    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON']);
+    expect(card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`)).toEqual([
+      'JSONRPC 1.0',
+      'HTTP+JSON 1.0',
+      'JSONRPC 0.3',
+    ]);
   });
 });
 
