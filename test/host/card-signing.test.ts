@@ -81,7 +81,7 @@ describe('host card signing', () => {
     const jwks = (await res.json()) as { keys: jose.JWK[] };
     expect(jwks.keys).toHaveLength(1);
     expect(jwks.keys[0]!.d).toBeUndefined();
-    const key = await jose.importJWK(jwks.keys[0]!, 'ES256');
+    const key = (await jose.importJWK(jwks.keys[0]!, 'ES256')) as jose.CryptoKey;
     await expect(sdkVerify(key, await card())).resolves.toBeUndefined();
   });
 

@@ -15,9 +15,11 @@ import {
 } from '@a2a-js/sdk';
 import { Client } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
+import { legacyPushNotificationToV1StreamResponse } from '@a2a-js/sdk/compat/v0_3';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
 import { startTestHost, type Wire } from './in-process.ts';
+import { PushReceiver } from './helpers.ts';
 
 /**
  * A2A 0.3 clients against the host: the official `@a2a-js/sdk` 0.3 client transport (its compat
@@ -27,10 +29,13 @@ import { startTestHost, type Wire } from './in-process.ts';
  */
 let host: RunningHost;
 let client: Client;
+const receiver = new PushReceiver();
+let receiverUrl = '';
 let seq = 0;
 const mid = () => `v03-${process.pid}-${++seq}`;
 
 beforeAll(async () => {
+  receiverUrl = await receiver.start();
   host = await startTestHost(new MemoryStore());
   const card = AgentCard.fromJSON(
     await (await fetch(host.cardUrl, { headers: { 'A2A-Version': '1.0' } })).json(),
@@ -40,6 +45,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await host?.close();
+  await receiver.close();
 });
 
 const send = (content: string | Record<string, unknown>, configuration?: Record<string, unknown>) =>
@@ -144,6 +150,35 @@ describe('the SDK 0.3 client (LegacyJsonRpcTransport)', () => {
     );
     expect(after.configs).toEqual([]);
     await client.cancelTask(CancelTaskRequest.fromJSON({ id: started.id }));
+  });
+
+  it('a webhook registered over 0.3 gets 0.3 bodies, which the SDK 0.3 receiver reads', async () => {
+    const started = (await client.sendMessage(
+      send(
+        { durationMs: 50, steps: 1 },
+        {
+          returnImmediately: true,
+          taskPushNotificationConfig: {
+            url: `${receiverUrl}/v03`,
+            token: 'nt-03',
+            authentication: { scheme: 'Bearer', credentials: 'push-secret-03' },
+          },
+        },
+      ),
+    )) as Task;
+    const mine = () => receiver.received.filter((r) => r.raw.includes(started.id));
+    await receiver.waitFor(() => mine().some((r) => r.raw.includes('"completed"')));
+    for (const push of mine()) {
+      expect(push.headers['content-type']).toBe('application/json');
+      expect(push.headers.authorization).toBe('Bearer push-secret-03');
+      expect(['task', 'status-update', 'artifact-update']).toContain(push.body.kind);
+      const v1 = legacyPushNotificationToV1StreamResponse(push.body);
+      expect(['task', 'statusUpdate', 'artifactUpdate']).toContain(v1.payload?.$case);
+    }
+    const last = legacyPushNotificationToV1StreamResponse(mine().at(-1)!.body).payload!;
+    expect(last.$case === 'statusUpdate' && taskStateToJSON(last.value.status!.state)).toBe(
+      'TASK_STATE_COMPLETED',
+    );
   });
 
   it('an unknown task is the 0.3 TaskNotFoundError (-32001)', async () => {

@@ -234,6 +234,7 @@ export function callContext(req: HttpRequest, owner: string): CallContext {
 class LazySignalContext implements CallContext {
   declare tenant?: string;
   declare lastEventId?: string;
+  declare protocolVersion?: string;
   readonly #source: { readonly signal: AbortSignal };
 
   constructor(

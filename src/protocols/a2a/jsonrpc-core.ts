@@ -31,6 +31,7 @@ import type { JsonRpcId } from './types.ts';
 import { wireJson } from './wire-json.ts';
 import { callV03, v03ErrorEvent } from './v03/jsonrpc.ts';
 import { isV03Version } from './v03/card.ts';
+import { A2A_V03_VERSION } from './v03/wire.ts';
 
 type Call = (handler: A2ARequestHandler, params: unknown, ctx: CallContext) => Promise<unknown>;
 type StreamCall = (
@@ -118,6 +119,7 @@ export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Prom
       if (typeof tenant === 'string' && tenant !== '') ctx.tenant = tenant;
       const method = env.method;
       if (v03) {
+        ctx.protocolVersion = A2A_V03_VERSION;
         const answer = await callV03(options.handler, method, params, ctx, id);
         if ('result' in answer) return replies.ok(200, { jsonrpc: '2.0', id, result: answer.result });
         return streamReply(options, answer.frames, (err) => v03ErrorEvent(err, id));

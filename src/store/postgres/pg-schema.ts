@@ -233,4 +233,10 @@ export const PG_MIGRATIONS: readonly Migration[] = [
     // As SQLite migration 7: tasks their owner has addressed by id.
     sql: `CREATE TABLE agent_task_acks (task_id TEXT PRIMARY KEY);`,
   },
+  {
+    id: 12,
+    name: 'push config protocol version',
+    // As SQLite migration 12: the A2A version a push config was registered over.
+    sql: `ALTER TABLE push_configs ADD COLUMN protocol_version TEXT NOT NULL DEFAULT '1.0';`,
+  },
 ];

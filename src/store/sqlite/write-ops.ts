@@ -72,7 +72,13 @@ export const WRITES = {
   },
 
   /** Marks task `id` acknowledged when it is the scope's (Store.acknowledgeAgentTask). */
-  acknowledgeAgentTask(c: SqlConn, _notices: ChangeNotice[], id: string, owner: string, tenant: string): void {
+  acknowledgeAgentTask(
+    c: SqlConn,
+    _notices: ChangeNotice[],
+    id: string,
+    owner: string,
+    tenant: string,
+  ): void {
     c.q(
       `INSERT INTO agent_task_acks (task_id) SELECT id FROM agent_tasks WHERE id = ? AND owner = ? AND tenant = ?
        ON CONFLICT DO NOTHING`,
@@ -151,11 +157,22 @@ export const WRITES = {
     authentication: string | null,
   ): void {
     c.q(
-      `INSERT INTO push_configs (task_id, id, owner, tenant, url, token, authentication, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO push_configs (task_id, id, owner, tenant, url, token, authentication, created_at, protocol_version)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, tenant = excluded.tenant, url = excluded.url,
-         token = excluded.token, authentication = excluded.authentication, created_at = excluded.created_at`,
-    ).run(p.taskId, p.id, p.owner, p.tenant, p.url, p.token, authentication, p.createdAt);
+         token = excluded.token, authentication = excluded.authentication, created_at = excluded.created_at,
+         protocol_version = excluded.protocol_version`,
+    ).run(
+      p.taskId,
+      p.id,
+      p.owner,
+      p.tenant,
+      p.url,
+      p.token,
+      authentication,
+      p.createdAt,
+      p.protocolVersion ?? '1.0',
+    );
   },
 
   deletePushConfig(c: SqlConn, _notices: ChangeNotice[], taskId: string, id: string): void {
