@@ -9,6 +9,9 @@ import type { Logger } from '../../src/core/logger.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
 import { startTestHost } from '../host/in-process.ts';
+import { Plane } from '../../src/plane/plane.ts';
+import { SystemClock } from '../../src/core/clock.ts';
+import { SeededRandom } from '../../src/core/random.ts';
 
 /**
  * The connector checks signed agent cards against the keys a target trusts (A2A 1.0, agent card
@@ -154,6 +157,43 @@ describe('connector card signature checks', () => {
       never,
     );
     expect(s.remoteId).toBeTruthy();
+  });
+
+  it('a plane job against a refused card stays unstarted with the reason, never failed', async () => {
+    const signed = await sdkSigned(signer.privateKey);
+    served = { ...signed, name: 'changed after signing' };
+    const store = new MemoryStore();
+    const logger = recordingLogger();
+    const connector = new A2AConnector({
+      target: 'signed',
+      baseUrl: base,
+      cardSignatures: { keys: [publicJwk] },
+      logger,
+    });
+    const plane = new Plane({
+      clock: new SystemClock(),
+      random: new SeededRandom(3),
+      store,
+      connectors: (t) => (t === 'signed' ? connector : undefined),
+      options: { startRetry: { initialIntervalMs: 50, maximumIntervalMs: 100 } },
+    });
+    await plane.start();
+    try {
+      const { envelope } = await plane.create({ tenant: 't', target: 'signed', input: 'go' });
+      let env = await store.getEnvelope(envelope.id);
+      for (let i = 0; i < 200 && !env?.lastError; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+        env = await store.getEnvelope(envelope.id);
+      }
+      expect(env?.lastError?.message).toMatch(
+        /agent card refused: signature 0: signature verification failed/,
+      );
+      expect(env?.state).toBe('accepted');
+      expect(env?.remoteId).toBeNull();
+      expect(logger.warnings.length).toBeGreaterThan(0);
+    } finally {
+      await plane.stop({ abandon: true });
+    }
   });
 
   it('bad trust settings are config errors naming the field', () => {

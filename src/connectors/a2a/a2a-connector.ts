@@ -390,8 +390,11 @@ export class A2AConnector implements Connector {
       { target: this.target, reason, baseUrl: this.options.baseUrl },
       'agent card refused: signature check failed',
     );
+    // Retryable: nothing was sent, so the job stays unstarted (never failed on our own word) and is
+    // tried again, which succeeds once the agent serves a card that verifies.
     throw new TaskplaneError('unauthenticated', `target ${this.target}: agent card refused: ${reason}`, {
-      details: { cardSignature: verdict.status },
+      retryable: true,
+      details: { cardSignature: verdict.status, notSent: true },
     });
   }
 
