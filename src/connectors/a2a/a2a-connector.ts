@@ -40,7 +40,10 @@ import { transportError } from '../transport-errors.ts';
  * `returnImmediately: true` and the envelope's fixed messageId/contextId, observes with SubscribeToTask
  * (whose first frame is the current Task, so a reattach loses nothing), reconciles with ListTasks
  * (statusTimestampAfter, paged, artifacts included), answers input with a follow-up message on the
- * task, cancels with CancelTask, and registers push with a single-purpose bearer token.
+ * task, cancels with CancelTask, and registers push with a single-purpose bearer token. An agent whose
+ * card offers only A2A 0.3 is talked to in 0.3 over JSON-RPC (v03-transport.ts), with the same
+ * snapshots and without ListTasks. A card signed with a key the target trusts is verified on every
+ * read (card-trust.ts).
  */
 export interface A2AConnectorOptions {
   target: string;
