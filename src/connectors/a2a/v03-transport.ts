@@ -106,9 +106,17 @@ export function jsonRpcV03Transport(o: TransportOptions): A2ATransport {
     async *stream(method, params, signal) {
       const name = V03_STREAMS[method];
       const p = method === 'SendStreamingMessage' ? sendParams(params) : { id: params.id };
+      let first = true;
       for await (const { frame, eventId } of inner.stream(name as typeof method, p, signal)) {
         const event = fromRemote(() => eventFromV03(frame));
         if (!event) throw new TaskplaneError('remote_error', 'remote: stream frame is not an A2A 0.3 event');
+        // 0.3 did not say a resubscribe starts with the Task, and many 0.3 servers start with the next
+        // update: the current Task is read first, so the stream's reader never misses the state.
+        if (first && method === 'SubscribeToTask' && !('task' in event)) {
+          const current = await inner.call('tasks/get' as A2AMethod, { id: params.id }, signal);
+          yield { frame: { task: fromRemote(() => taskFromV03(current)) }, eventId: null };
+        }
+        first = false;
         yield { frame: event, eventId };
       }
     },
