@@ -119,6 +119,11 @@ function withoutTargetsFile(args: string[]): string[] {
   return out;
 }
 
+function withIpc(stdio: StdioOptions): StdioOptions {
+  const fds = typeof stdio === 'string' ? [stdio, stdio, stdio] : [...stdio].slice(0, 3);
+  return [...fds, 'ipc'];
+}
+
 const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
 
 /** Starts the emulators and `taskplane serve --demo` with the emulator targets and their sample tasks. */
@@ -196,8 +201,10 @@ export async function startDemo(o: DemoOptions = {}): Promise<DemoRun> {
         ...withoutTargetsFile(args),
       ],
       // Its own process group: a terminal's Ctrl-C reaches this process only, which passes it on once
-      // (twice would skip serve's orderly shutdown).
-      { cwd, env: childEnv, stdio: o.stdio ?? 'inherit', detached: true },
+      // (twice would skip serve's orderly shutdown). The IPC channel is how serve learns that this
+      // process is gone, even by SIGKILL, which passes nothing on: serve stops when it closes, rather
+      // than run on against emulators that died with this process.
+      { cwd, env: childEnv, stdio: withIpc(o.stdio ?? 'inherit'), detached: true },
     );
     const exited = once(child, 'exit').then(async ([code, signal]) => {
       await closeEmulators();

@@ -5,17 +5,9 @@ import { openStore } from '../store/open-store.ts';
 import type { OutboxRow, OutboxStatus } from '../store/store.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import { intOption, table } from './cli-options.ts';
+import { whenOrEmpty } from './task-views.ts';
 
 const STATUSES: readonly OutboxStatus[] = ['pending', 'leased', 'delivered', 'dead'];
-
-function when(ms: number | null): string {
-  return ms === null
-    ? ''
-    : new Date(ms)
-        .toISOString()
-        .replace('T', ' ')
-        .replace(/\.\d+Z$/, 'Z');
-}
 
 function rows(found: OutboxRow[]): string {
   const out = [['ID', 'TASK', 'CONFIG', 'STATUS', 'ATTEMPTS', 'NEXT / DELIVERED', 'LAST ERROR']];
@@ -27,7 +19,7 @@ function rows(found: OutboxRow[]): string {
       r.configId,
       r.status,
       String(r.attempts),
-      when(at),
+      whenOrEmpty(at),
       (r.lastError ?? '').slice(0, 80),
     ]);
   }

@@ -8,15 +8,7 @@ import { openStore } from '../store/open-store.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import { table } from './cli-options.ts';
-
-function when(ms: number | null): string {
-  return ms === null
-    ? ''
-    : new Date(ms)
-        .toISOString()
-        .replace('T', ' ')
-        .replace(/\.\d+Z$/, 'Z');
-}
+import { whenOrEmpty } from './task-views.ts';
 
 /** What a key looks like to people and scripts: never its hash, which is as good as a secret to a guesser. */
 function keyView(k: ApiKeyRecord): Record<string, unknown> {
@@ -115,8 +107,8 @@ export function registerKeysCommand(program: Command): void {
           k.tenant,
           k.readOnly ? 'read-only' : 'read-write',
           k.name ?? '',
-          when(k.createdAt),
-          when(k.revokedAt),
+          whenOrEmpty(k.createdAt),
+          whenOrEmpty(k.revokedAt),
         ]);
       console.log(table(rows));
     });
@@ -130,6 +122,9 @@ export function registerKeysCommand(program: Command): void {
       const revoked = await withStore(g.db, false, (store) => store.revokeApiKey(id, Date.now()));
       if (!revoked) throw new TaskplaneError('not_found', `key ${id} not found`, { field: 'id' });
       if (g.json) console.log(JSON.stringify(keyView(revoked), null, 2));
-      else console.log(`revoked ${revoked.id} (tenant "${revoked.tenant}") at ${when(revoked.revokedAt)}`);
+      else
+        console.log(
+          `revoked ${revoked.id} (tenant "${revoked.tenant}") at ${whenOrEmpty(revoked.revokedAt)}`,
+        );
     });
 }

@@ -274,6 +274,7 @@ export function registerServeCommand(program: Command): void {
         const stop = () => {
           process.off('SIGTERM', stop);
           process.off('SIGINT', stop);
+          process.off('disconnect', stop);
           void server
             .close()
             .then(() => host?.close())
@@ -284,6 +285,12 @@ export function registerServeCommand(program: Command): void {
         };
         process.on('SIGTERM', stop);
         process.on('SIGINT', stop);
+        // Started by a parent over IPC (`npm start`): when that channel closes the parent is gone, even
+        // if it was killed without a word, and serve stops in order rather than run on orphaned.
+        if (process.channel) {
+          process.channel.unref();
+          process.once('disconnect', stop);
+        }
       });
       console.log('taskplane serve stopped');
     });

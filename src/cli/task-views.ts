@@ -85,6 +85,11 @@ export function when(at: number, now: number): string {
   return `${localTime(at)} (${relative(at, now)})`;
 }
 
+/** `when`, or empty where there is no time (never revoked, not yet delivered). */
+export function whenOrEmpty(at: number | null, now = Date.now()): string {
+  return at === null ? '' : when(at, now);
+}
+
 /** How long the task has run: until now, or until its last change once it is terminal (it stops). */
 export function taskAge(t: TaskRow, now: number): string {
   return duration((TERMINAL.has(t.state) ? t.updatedAt : now) - t.createdAt);

@@ -295,6 +295,7 @@ export const ENVELOPE_EVENT_TYPES = [
   'created',
   'bound',
   'state_changed',
+  'status_message',
   'artifact',
   'acceptance',
   'input_requested',

@@ -260,6 +260,9 @@ export async function observe(
           nativeState: next.nativeState,
           remoteVersion: next.remoteVersion,
           ...(snapshot.reason ? { reason: snapshot.reason } : {}),
+          ...(next.statusMessage !== env.statusMessage && next.statusMessage
+            ? { message: next.statusMessage }
+            : {}),
         });
       }
       if (isTerminal(next.state) && next.cancel && next.cancel.outcome === null) {
@@ -277,6 +280,10 @@ export async function observe(
         }
       }
     }
+    // What the agent says it is doing, said again without a new state: followers of the job's events
+    // see it too (with a new state it rides on that state's event).
+    if (next.statusMessage !== env.statusMessage && next.statusMessage && next.state === env.state)
+      event('status_message', { message: next.statusMessage });
     if (fresh && !isTerminal(env.state)) {
       const pending = nextPendingInput(next, snapshot, now, 2 * ctx.config.requestTimeoutMs);
       if (pending !== env.pendingInput) {

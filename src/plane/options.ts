@@ -118,6 +118,13 @@ export interface PlaneOptions {
      * otherwise; saves one request per delivery, safe because stale snapshots lose on version. @default 'always'
      */
     fetchState?: 'always' | 'when-incomplete';
+    /**
+     * A delivery without a usable snapshot for a job whose stream is attached costs no request at first:
+     * the stream should carry the same change. When nothing about the job is heard within this bound
+     * after the delivery (a stream held open by a proxy but silent, a remote whose stream stalled), the
+     * state is fetched after all. @default 2000
+     */
+    streamGraceMs?: number;
   };
   /** How many CAS retries one observation gets before giving up (each retry re-reads). @default 20 */
   maxObserveRetries?: number;
@@ -188,7 +195,7 @@ export interface PlaneConfig {
   onActorRevoked: 'keep' | 'cancel';
   startRetry: BackoffPolicy;
   startDeadlineMs: number | null;
-  webhook: { fetchState: 'always' | 'when-incomplete' };
+  webhook: { fetchState: 'always' | 'when-incomplete'; streamGraceMs: number };
   maxObserveRetries: number;
   watch: { leases: 'auto' | 'on' | 'off'; leaseTtlMs: number; adoptIntervalMs: number };
   budgets: { tenants: Record<string, { limit: number; unit: string }>; cancelRunning: boolean };
@@ -319,7 +326,10 @@ export function planeConfig(options: PlaneOptions = {}): PlaneConfig {
       options.startDeadlineMs === null
         ? null
         : positive('startDeadlineMs', options.startDeadlineMs ?? 600_000),
-    webhook: { fetchState },
+    webhook: {
+      fetchState,
+      streamGraceMs: nonNegative('webhook.streamGraceMs', options.webhook?.streamGraceMs ?? 2_000),
+    },
     maxObserveRetries,
     watch: {
       leases,

@@ -104,28 +104,90 @@ async function processDelivery(
   let snapshot: RemoteSnapshot | null =
     ctx.config.webhook.fetchState === 'when-incomplete' && useful ? payload : null;
   if (!snapshot && ctx.streamAttached(env.id)) {
-    // An attached stream already carries every change of this job: the push is redundant, so spend no
-    // request on it (version ordering makes the verified payload safe to apply, if it has one).
+    // An attached stream should carry the same change: spend no request on the push yet (version
+    // ordering makes the verified payload safe to apply, if it has one). A stream can stay open and say
+    // nothing, though, so without a payload the push is checked against the stream after a grace.
     snapshot = useful ? payload : null;
-    if (!snapshot) return;
-  }
-  if (!snapshot) {
-    try {
-      snapshot = await remoteCall(ctx, 'get', env, (s) => connector.get(signal.remoteId, s));
-    } catch (err) {
-      if (isTaskplaneError(err) && err.code === 'not_found' && env.remoteId) {
-        await handleLost(ctx, env.id, env.remoteId, 'push');
-        return;
-      }
-      // Keep what the verified payload says (version ordering protects against it being stale) and
-      // leave the rest to reconciliation, so an agent that is down does not also get its pushes refused.
-      ctx.logger.warn({ ...jobFields(env), err: describeError(err) }, 'webhook fetch failed; using payload');
-      snapshot = useful ? payload : null;
+    if (!snapshot) {
+      ctx.spawn(fetchIfStreamSilent(ctx, connector, env, signal, ctx.clock.now()));
+      return;
     }
   }
-  if (snapshot) {
-    const result = await observe(ctx, env.id, snapshot, 'push', { webhookId: signal.deliveryId });
-    if (result.changed) ctx.wake(env.id);
+  await observeDelivery(
+    ctx,
+    env.id,
+    signal,
+    snapshot ?? (await fetchForDelivery(ctx, connector, env, signal, payload, useful)),
+  );
+}
+
+/** A delivery's state, observed as a push; a change wakes the job's watcher. */
+async function observeDelivery(
+  ctx: PlaneContext,
+  envelopeId: string,
+  signal: WebhookSignal,
+  snapshot: RemoteSnapshot | null,
+): Promise<void> {
+  if (!snapshot) return;
+  const result = await observe(ctx, envelopeId, snapshot, 'push', { webhookId: signal.deliveryId });
+  if (result.changed) ctx.wake(envelopeId);
+}
+
+/**
+ * The push said the job changed while its stream was attached: when the stream has said nothing about
+ * the job within the grace before or after it (a proxy holding a dead stream open, a remote whose
+ * stream stalled), the push is the only word of the change, and the state is fetched as for any other
+ * delivery.
+ */
+async function fetchIfStreamSilent(
+  ctx: PlaneContext,
+  connector: Connector,
+  env: Envelope,
+  signal: WebhookSignal,
+  pushedAt: number,
+): Promise<void> {
+  try {
+    await ctx.clock.sleep(ctx.config.webhook.streamGraceMs, ctx.signal);
+  } catch {
+    return; // the plane is stopping; reconciliation covers the job after a restart
+  }
+  // Heard of within the grace on either side of the push: the stream is carrying changes (it is often
+  // faster than the push it duplicates).
+  if ((ctx.heard.at(env.target, env.id) ?? -Infinity) >= pushedAt - ctx.config.webhook.streamGraceMs) return;
+  const current = await ctx.store.getEnvelope(env.id);
+  if (!current || isTerminal(current.state) || current.remoteId !== signal.remoteId) return;
+  ctx.logger.info(
+    { ...jobFields(current), webhookId: signal.deliveryId, graceMs: ctx.config.webhook.streamGraceMs },
+    'push not followed by the attached stream; fetching the state',
+  );
+  await observeDelivery(
+    ctx,
+    env.id,
+    signal,
+    await fetchForDelivery(ctx, connector, current, signal, null, false),
+  );
+}
+
+/** get() for a delivery; a failure keeps the verified payload when it has one, or nothing. */
+async function fetchForDelivery(
+  ctx: PlaneContext,
+  connector: Connector,
+  env: Envelope,
+  signal: WebhookSignal,
+  payload: RemoteSnapshot | null,
+  useful: boolean,
+): Promise<RemoteSnapshot | null> {
+  try {
+    return await remoteCall(ctx, 'get', env, (s) => connector.get(signal.remoteId, s));
+  } catch (err) {
+    if (isTaskplaneError(err) && err.code === 'not_found' && env.remoteId) {
+      await handleLost(ctx, env.id, env.remoteId, 'push');
+      return null;
+    }
+    // Keep what the verified payload says (version ordering protects against it being stale) and
+    // leave the rest to reconciliation, so an agent that is down does not also get its pushes refused.
+    ctx.logger.warn({ ...jobFields(env), err: describeError(err) }, 'webhook fetch failed; using payload');
+    return useful ? payload : null;
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * Create latency: `POST /v1/tasks` over HTTP, one create after another, against an agent that takes 2 s
- * to answer SendMessage (slow-agent.ts, its own process). A create answers once the envelope is durable
+ * to answer SendMessage (slow-agent.ts, its own process), posted from this process to a plane in its own
+ * process (create-plane.ts), as any caller's would be. A create answers once the envelope is durable
  * and the start runs behind the answer, so its latency should not depend on the agent (goal on SQLite:
  * p99 < 10 ms). Beside the latency it prints the plane's event-loop delay (perf_hooks) while the creates
  * ran: a create waits behind whatever else the loop is doing, mostly the background starts of the
@@ -9,16 +10,15 @@
  *   npx tsx test/bench/create-latency.ts [creates=200] [rounds=3] [checkout…]
  *
  * With checkouts (paths of other trees of this repository, each with node_modules), each round runs
- * every checkout's plane in turn in this process, against the same agent, so the figures compare within
+ * every checkout's plane in turn, against the same agent, so the figures compare within
  * one run on this drifting machine; the medians over rounds are printed last. `npm run bench:plane` runs
  * one round of this checkout.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { join, resolve } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import pino from 'pino';
 import { spawnProcess, type TestProcess } from '../support/process.ts';
 
 export interface CreateLatency {
@@ -30,20 +30,9 @@ export interface CreateLatency {
   /** Event-loop delay while the creates ran (perf_hooks.monitorEventLoopDelay, 1 ms resolution), ms. */
   loopDelayP99: number;
   loopDelayMax: number;
-  /** CPU time of the event-loop thread per create while they ran (the request, the client and everything
-   * the plane did in the background meanwhile), µs; moves far less with the machine's load than latency. */
+  /** CPU time of the plane's event-loop thread per create while they ran (the request and everything the
+   * plane did in the background meanwhile), µs; moves far less with the machine's load than latency. */
   loopCpuPerCreateUs: number;
-}
-
-/** CPU time of this process's main (event-loop) thread so far, in ms (Linux /proc; 10 ms ticks). */
-function loopCpuMs(): number {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -63,7 +52,8 @@ const percentile = (sorted: number[], p: number) =>
 
 /**
  * `creates` creates one after another (after 20 warm-up ones) on a plane from the checkout whose source
- * directory is `src` (default this one), on SQLite or the memory store.
+ * directory is `src` (default this one), on SQLite or the memory store. The plane runs in its own process
+ * (create-plane.ts), as it does for any caller; this process is only the client.
  */
 export async function measureCreateLatency(o: {
   agentUrl: string;
@@ -72,33 +62,43 @@ export async function measureCreateLatency(o: {
   src?: string;
 }): Promise<CreateLatency> {
   const src = o.src ?? fileURLToPath(new URL('../../src/', import.meta.url));
-  const { startServer } = (await import(
-    join(src, 'server/start-server.ts')
-  )) as typeof import('../../src/server/start-server.ts');
-  const { A2AConnector } = (await import(
-    join(src, 'connectors/a2a/a2a-connector.ts')
-  )) as typeof import('../../src/connectors/a2a/a2a-connector.ts');
-  const dir = mkdtempSync(join(tmpdir(), 'taskplane-bench-create-'));
   const key = 'bench-key-create-123';
-  const server = await startServer({
-    port: 0,
-    db: o.store === 'sqlite' ? `sqlite:${join(dir, 'plane.db')}` : 'memory:',
-    apiKeys: `default:${key}`,
-    connectors: { slow: new A2AConnector({ target: 'slow', baseUrl: o.agentUrl }) },
-    dashboard: false,
-    lab: false,
-    defaultMetrics: false,
-    logger: pino({ level: 'silent' }),
-  });
+  const plane = spawn(
+    process.execPath,
+    [
+      // e.g. CREATE_PLANE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to see where the plane's time goes
+      ...(process.env.CREATE_PLANE_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      '--import',
+      'tsx',
+      join(HERE, 'create-plane.ts'),
+      src,
+      o.store,
+      o.agentUrl,
+      key,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const exited = once(plane, 'exit');
+  const lines = createInterface({ input: plane.stdout });
+  const nextLine = async (): Promise<string> => {
+    const [line] = (await Promise.race([
+      once(lines, 'line'),
+      exited.then(() => {
+        throw new Error('the bench plane exited before it answered');
+      }),
+    ])) as [string];
+    return line;
+  };
   const times: number[] = [];
   let accepted = 0;
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  let cpu0 = 0;
-  let cpu1 = 0;
+  let loop: { cpuMs: number; loopDelayP99: number; loopDelayMax: number };
   try {
+    const ready = /create plane ready (\S+)/.exec(await nextLine());
+    if (!ready) throw new Error('the bench plane did not say where it listens');
+    const url = ready[1]!;
     const post = async (i: number) => {
       const t0 = performance.now();
-      const res = await fetch(`${server.url}/v1/tasks`, {
+      const res = await fetch(`${url}/v1/tasks`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body: JSON.stringify({ target: 'slow', input: `job ${i}` }),
@@ -109,14 +109,13 @@ export async function measureCreateLatency(o: {
     };
     for (let i = 0; i < 20; i++) await post(-i); // warm-up: connections, JIT, the agent card
     accepted = 0;
-    delay.enable();
-    cpu0 = loopCpuMs();
+    plane.stdin.write('begin\n');
     for (let i = 0; i < o.creates; i++) times.push(await post(i));
-    cpu1 = loopCpuMs();
-    delay.disable();
+    plane.stdin.write('end\n');
+    loop = JSON.parse(await nextLine()) as typeof loop;
   } finally {
-    await server.close();
-    rmSync(dir, { recursive: true, force: true });
+    plane.stdin.end();
+    await exited;
   }
   times.sort((a, b) => a - b);
   return {
@@ -125,9 +124,9 @@ export async function measureCreateLatency(o: {
     max: times[times.length - 1]!,
     n: times.length,
     accepted,
-    loopDelayP99: delay.percentile(99) / 1e6,
-    loopDelayMax: delay.max / 1e6,
-    loopCpuPerCreateUs: ((cpu1 - cpu0) * 1000) / times.length,
+    loopDelayP99: loop.loopDelayP99,
+    loopDelayMax: loop.loopDelayMax,
+    loopCpuPerCreateUs: (loop.cpuMs * 1000) / times.length,
   };
 }
 

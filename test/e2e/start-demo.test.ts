@@ -25,6 +25,30 @@ interface Task {
   pendingInput: { requestId: string; requests?: Array<{ requestId: string; method?: string }> } | null;
 }
 
+/** `npm start`'s command from a scratch directory (its data/ goes there), with tsx resolved from the repo. */
+async function npmStart(prefix: string) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const tsx = createRequire(join(REPO_ROOT, 'package.json')).resolve('tsx');
+  return spawnProcess(
+    process.execPath,
+    [
+      '--import',
+      tsx,
+      join(REPO_ROOT, 'scripts/start-demo.ts'),
+      '--port',
+      '0',
+      '--db',
+      `sqlite:${dir}/plane.db`,
+    ],
+    {
+      cwd: dir,
+      env: { TASKPLANE_API_KEYS: `default:${KEY}`, LOG_LEVEL: undefined },
+      ready: /more sample tasks: started 9 on openai, claude/,
+      readyTimeoutMs: 60_000,
+    },
+  );
+}
+
 let run: DemoRun | null = null;
 afterAll(async () => {
   if (run && run.child.exitCode === null) run.child.kill('SIGKILL');
@@ -135,27 +159,7 @@ describe('npm start', () => {
       scripts: Record<string, string>;
     };
     expect(pkg.scripts.start).toBe('node --import tsx scripts/start-demo.ts');
-    // The same command from a scratch directory (its data/ goes there), with tsx resolved from the repo.
-    const dir = mkdtempSync(join(tmpdir(), 'taskplane-npm-start-'));
-    const tsx = createRequire(join(REPO_ROOT, 'package.json')).resolve('tsx');
-    const proc = await spawnProcess(
-      process.execPath,
-      [
-        '--import',
-        tsx,
-        join(REPO_ROOT, 'scripts/start-demo.ts'),
-        '--port',
-        '0',
-        '--db',
-        `sqlite:${dir}/plane.db`,
-      ],
-      {
-        cwd: dir,
-        env: { TASKPLANE_API_KEYS: `default:${KEY}`, LOG_LEVEL: undefined },
-        ready: /more sample tasks: started 9 on openai, claude/,
-        readyTimeoutMs: 60_000,
-      },
-    );
+    const proc = await npmStart('taskplane-npm-start-');
     const claude = /Claude Managed Agents emulator at (http:\S+)/.exec(proc.stdout)![1]!;
     expect(proc.stdout).toMatch(
       /^taskplane demo: local emulators \(stand-ins for testing, not the real services\)/,
@@ -168,5 +172,23 @@ describe('npm start', () => {
     expect(exit.code).toBe(0);
     expect(proc.stdout).toContain('taskplane serve stopped');
     await expect(fetch(`${claude}/v1/agents`)).rejects.toThrow();
+  }, 120_000);
+
+  it('when `npm start` is killed outright (SIGKILL, nothing passed on), serve stops too instead of running on orphaned', async () => {
+    const proc = await npmStart('taskplane-npm-start-kill-');
+    const serveUrl = /taskplane serve ready (http:\S+)/.exec(proc.stdout)![1]!;
+    expect((await fetch(`${serveUrl}/healthz`)).status).toBe(200);
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    // serve is its own process (group): it must notice on its own. Until it has, its port still answers;
+    // the test's bound is the failure case.
+    for (;;) {
+      const answered = await fetch(`${serveUrl}/healthz`).then(
+        () => true,
+        () => false,
+      );
+      if (!answered) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }, 120_000);
 });

@@ -28,6 +28,7 @@ interface Job {
   inputRequest: RemoteSnapshot['inputRequest'];
   artifacts: NonNullable<RemoteSnapshot['artifacts']>;
   push: { url: string; token: string } | null;
+  statusMessage?: string | null;
 }
 
 interface Listener {
@@ -46,6 +47,8 @@ export class FakeRemote {
   private failures: Array<{ method: string; error: TaskplaneError }> = [];
   /** Deduplicate start on messageId (our durable host does; a forgetful agent does not after restart). */
   dedupMessageIds = true;
+  /** Open streams stay open but hear of no change (a proxy holding a dead stream, a stalled remote). */
+  silentStreams = false;
   /** Close streams when the job waits for input (as A2A servers do). */
   closeOnInput = true;
   /**
@@ -95,6 +98,7 @@ export class FakeRemote {
       stateTimestamp: job.ts,
       inputRequest: job.inputRequest ?? null,
       artifacts: job.artifacts.map((a) => ({ ...a })),
+      ...(job.statusMessage !== undefined ? { statusMessage: job.statusMessage } : {}),
     };
   }
 
@@ -102,7 +106,7 @@ export class FakeRemote {
   set(
     id: string,
     state: NormalizedState,
-    extra: Partial<Pick<Job, 'inputRequest' | 'artifacts' | 'native'>> = {},
+    extra: Partial<Pick<Job, 'inputRequest' | 'artifacts' | 'native' | 'statusMessage'>> = {},
   ): void {
     const job = this.jobs.get(id);
     if (!job) throw new Error(`no job ${id}`);
@@ -111,8 +115,9 @@ export class FakeRemote {
     job.ts = Math.max(job.ts + 1, this.clock.now());
     job.inputRequest = extra.inputRequest ?? null;
     if (extra.artifacts) job.artifacts = extra.artifacts;
+    if (extra.statusMessage !== undefined) job.statusMessage = extra.statusMessage;
     const snap = this.snapshot(job);
-    for (const l of this.listeners.get(id) ?? []) l.push(snap);
+    if (!this.silentStreams) for (const l of this.listeners.get(id) ?? []) l.push(snap);
     if (job.push)
       this.pushes.push({
         ...job.push,

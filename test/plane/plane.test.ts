@@ -284,6 +284,72 @@ describe('push ingress', () => {
   });
 });
 
+describe('status messages', () => {
+  it('a new message without a new state is an event of its own; with a new state it rides on that event', async () => {
+    h = await harness({ delivery: { stream: true, push: false, poll: false } });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    const rid = envelope.remoteId!;
+    h.remote.set(rid, 'running', { statusMessage: 'reading the input' });
+    await h.settle();
+    h.remote.set(rid, 'running', { statusMessage: 'step 2 of 3' });
+    await h.settle();
+    h.remote.set(rid, 'running', { statusMessage: 'step 2 of 3' }); // said again: nothing new
+    await h.settle();
+    const events = await h.plane.events(T, { afterSeq: 0, envelopeId: envelope.id });
+    const said = events.filter((e) => e.type === 'status_message' || e.type === 'state_changed');
+    expect(said.map((e) => [e.type, e.data.message ?? null])).toEqual([
+      ['state_changed', 'reading the input'],
+      ['status_message', 'step 2 of 3'],
+    ]);
+    expect((await h.plane.get(T, envelope.id)).statusMessage).toBe('step 2 of 3');
+  });
+});
+
+describe('push while a stream is attached', () => {
+  const opts = { delivery: { stream: true, push: true, poll: false }, publicUrl: 'http://127.0.0.1:9/' };
+  // A delivery that names the job but carries no versioned state (as OpenAI's and Claude's do).
+  const bare = (push: { token: string; body: string }, envelopeId: string) => {
+    const body = JSON.parse(push.body) as { snapshot: { remoteVersion: unknown } };
+    body.snapshot.remoteVersion = null;
+    return { headers: { authorization: `Bearer ${push.token}` }, rawBody: JSON.stringify(body), envelopeId };
+  };
+  const gets = () => h!.remote.calls.filter((c) => c.method === 'get').length;
+
+  it('costs no request when the stream carries the change', async () => {
+    h = await harness(opts);
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    await h.settle();
+    expect(h.plane.watcherStates()[envelope.id]).toBe('attached');
+    h.remote.set(envelope.remoteId!, 'running');
+    await h.settle();
+    const before = gets();
+    expect((await h.plane.handleWebhook('fake', bare(h.remote.pushes.at(-1)!, envelope.id))).status).toBe(
+      'observed',
+    );
+    await h.advance(5_000);
+    expect(gets()).toBe(before);
+    expect((await h.plane.get(T, envelope.id)).state).toBe('running');
+  });
+
+  it('fetches the state when the attached stream says nothing within the grace (open but silent)', async () => {
+    h = await harness(opts);
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    await h.settle();
+    expect(h.plane.watcherStates()[envelope.id]).toBe('attached');
+    await h.advance(10_000); // a long quiet stretch of a healthy stream
+    h.remote.silentStreams = true;
+    h.remote.set(envelope.remoteId!, 'succeeded');
+    const before = gets();
+    expect((await h.plane.handleWebhook('fake', bare(h.remote.pushes.at(-1)!, envelope.id))).status).toBe(
+      'observed',
+    );
+    expect((await h.plane.get(T, envelope.id)).state).not.toBe('succeeded');
+    await h.advance(2_000);
+    expect((await h.plane.get(T, envelope.id)).state).toBe('succeeded');
+    expect(gets()).toBe(before + 1);
+  });
+});
+
 describe('reconciliation', () => {
   it('learns outcomes that push lost with one list call per target', async () => {
     h = await harness({
