@@ -42,6 +42,17 @@ const handler = new Proxy(
   {
     get: (_t, name) => async () => {
       if (name === 'sendMessage') return { task };
+      if (name === 'getExtendedAgentCard')
+        return {
+          name: 'n',
+          description: 'd',
+          version: '1',
+          supportedInterfaces: [{ url: 'http://h/rpc', protocolBinding: 'JSONRPC', protocolVersion: '0.3' }],
+          capabilities: {},
+          defaultInputModes: [],
+          defaultOutputModes: [],
+          skills: [],
+        };
       if (name === 'listTaskPushNotificationConfigs') return { configs: [] };
       if (name === 'deleteTaskPushNotificationConfig') return undefined;
       if (name === 'createTaskPushNotificationConfig' || name === 'getTaskPushNotificationConfig')

@@ -12,6 +12,7 @@ import { A2AError, invalidParams, jsonRpcError } from '../errors.ts';
 import type { A2ARequestHandler, CallContext, StreamItem } from '../handler.ts';
 import type { SseEvent } from '../sse.ts';
 import type { JsonRpcId, SendMessageResponse } from '../types.ts';
+import { v03CardOf } from './card.ts';
 import {
   messageToV03,
   pushConfigFromV03,
@@ -25,8 +26,8 @@ import {
  * The A2A 0.3 JSON-RPC methods, answered by the same 1.0 handler: each 0.3 request is translated to
  * its 1.0 twin (wire.ts), decoded and validated by the 1.0 decoders, handled, and its answer
  * translated back. 0.3 results are bare objects with `kind` (`message/send` answers the Task or
- * Message itself, not the 1.0 `{task}` wrapper). 0.3 has no `tasks/list` over JSON-RPC, and the
- * extended card is `agent/getAuthenticatedExtendedCard` answering the 1.0 card as it is.
+ * Message itself, not the 1.0 `{task}` wrapper). 0.3 has no `tasks/list` over JSON-RPC; the extended
+ * card (`agent/getAuthenticatedExtendedCard`) has the 0.3 fields added, as the public one does.
  */
 
 type Obj = Record<string, unknown>;
@@ -84,7 +85,13 @@ const UNARY = new Map<string, Call>([
       return null;
     },
   ],
-  ['agent/getAuthenticatedExtendedCard', (h, _p, c) => h.getExtendedAgentCard({}, c)],
+  [
+    'agent/getAuthenticatedExtendedCard',
+    async (h, _p, c) => {
+      const card = await h.getExtendedAgentCard({}, c);
+      return v03CardOf(card) ?? card;
+    },
+  ],
 ]);
 
 const STREAMING = new Map<string, StreamCall>([
