@@ -71,15 +71,13 @@ beforeAll(async () => {
         res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: env.id, result: frame })}\n\n`);
         return;
       }
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: env.id,
-            error: { code: -32601, message: 'Method not found' },
-          }),
-        );
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: env.id,
+          error: { code: -32601, message: 'Method not found' },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
