@@ -53,6 +53,14 @@ export async function cardSigner(
   parsed: ParsedCardKey,
   jku?: string,
 ): Promise<CardSigningKey & { publicJwk: jose.JWK }> {
+  // A JWK whose `alg` does not fit its key fails here, at start, naming the option, not at first serve.
+  try {
+    await new jose.FlattenedSign(new Uint8Array([0]))
+      .setProtectedHeader({ alg: parsed.alg })
+      .sign(parsed.key);
+  } catch (err) {
+    throw bad('cardSigningKey', `cannot sign with alg ${parsed.alg}: ${(err as Error).message}`);
+  }
   const publicJwk = await jose.exportJWK(createPublicKey(parsed.key));
   const kid = parsed.kid ?? (await jose.calculateJwkThumbprint(publicJwk));
   return {

@@ -136,6 +136,13 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const authMode = config.auth;
   const authenticate: Authenticate = config.keys ? bearerKeyAuth(config.keys) : noAuth;
   const agent = await loadAgent(config.agent);
+  // Before anything is opened: a key that cannot sign stops the start with nothing to clean up.
+  const signer = config.cardSigningKey
+    ? await cardSigner(
+        config.cardSigningKey,
+        config.publicUrl ? config.publicUrl + CARD_JWKS_PATH : undefined,
+      )
+    : null;
 
   const ownsStore = typeof config.db !== 'object';
   const store = typeof config.db === 'object' ? config.db : await openHostStore(config.db, logger);
@@ -178,12 +185,6 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     agent,
     logger,
   });
-  const signer = config.cardSigningKey
-    ? await cardSigner(
-        config.cardSigningKey,
-        config.publicUrl ? config.publicUrl + CARD_JWKS_PATH : undefined,
-      )
-    : null;
   const cards = new ServedCards(signer);
   await cards.set(buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined));
   const mcp = new McpService({

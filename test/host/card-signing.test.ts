@@ -96,6 +96,13 @@ describe('host card signing', () => {
     }
   });
 
+  it('a JWK whose alg does not fit its key stops the start, naming the option', async () => {
+    const jwk = { ...(await jose.exportJWK(ec.privateKey)), alg: 'RS256' };
+    await expect(startTestHost(new MemoryStore(), { cardSigningKey: JSON.stringify(jwk) })).rejects.toThrow(
+      /^cardSigningKey: cannot sign with alg RS256/,
+    );
+  });
+
   it('a key that cannot sign is a config error naming the option', () => {
     expect(() => hostConfig({ cardSigningKey: 'not a key' })).toThrow(/^cardSigningKey: /);
     const pub = ec.publicKey.export({ type: 'spki', format: 'pem' }) as string;
