@@ -9,13 +9,14 @@ import {
   InMemoryTaskStore,
   type AgentExecutor,
 } from '@a2a-js/sdk/server';
-import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { createLegacyAwarePushNotificationSender } from '@a2a-js/sdk/compat/v0_3/server';
 
 /**
- * An A2A 0.3 agent on the official `@a2a-js/sdk` server: its JSON-RPC handler with the 0.3
- * compatibility layer on (`legacyCompat`), so every 0.3 call (`message/send`, `tasks/resubscribe`,
- * `tasks/pushNotificationConfig/set`…) is decoded, answered and encoded by the SDK's own 0.3 code, and
+ * An A2A 0.3 agent on the official `@a2a-js/sdk` server: its JSON-RPC (`/a2a`) and HTTP+JSON (`/rest`,
+ * routes under `/v1`) handlers with the 0.3 compatibility layer on (`legacyCompat`), so every 0.3 call
+ * (`message/send`, `tasks/resubscribe`, `POST /v1/message:send`…) is decoded, answered and encoded by
+ * the SDK's own 0.3 code, and
  * 0.3-registered webhooks get 0.3 push bodies (its legacy-aware push sender). The card is the 0.3 card
  * such an agent publishes (`url`, `preferredTransport`, `protocolVersion: "0.3.0"`, no
  * `supportedInterfaces`), served whatever `A2A-Version` the reader sends, as a 0.3-only agent does.
@@ -33,12 +34,13 @@ export interface V03Peer {
   close(): Promise<void>;
 }
 
-export async function startV03Peer(): Promise<V03Peer> {
+/** The binding the 0.3 card names as its `url` (`preferredTransport`); both are served. */
+export async function startV03Peer(binding: 'JSONRPC' | 'HTTP+JSON' = 'JSONRPC'): Promise<V03Peer> {
   const app = express();
   const server = http.createServer(app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const url = `${base}/a2a`;
+  const url = binding === 'JSONRPC' ? `${base}/a2a` : `${base}/rest`;
   const held = new Set<() => void>();
   const cancelled = new Set<string>();
   const at = () => new Date().toISOString();
@@ -133,7 +135,10 @@ export async function startV03Peer(): Promise<V03Peer> {
     description: 'an A2A 0.3 agent on the official SDK',
     version: '1.0.0',
     capabilities: { streaming: true, pushNotifications: true },
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }],
+    supportedInterfaces: [
+      { url: `${base}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      { url: `${base}/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
+    ],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['application/json'],
     skills: [{ id: 's', name: 's', description: 's', tags: ['t'] }],
@@ -157,7 +162,7 @@ export async function startV03Peer(): Promise<V03Peer> {
       version: '1.0.0',
       protocolVersion: '0.3.0',
       url,
-      preferredTransport: 'JSONRPC',
+      preferredTransport: binding,
       capabilities: { streaming: true, pushNotifications: true },
       defaultInputModes: ['text/plain'],
       defaultOutputModes: ['application/json'],
@@ -176,6 +181,14 @@ export async function startV03Peer(): Promise<V03Peer> {
   app.get('/.well-known/agent-card.json', (_req, res) => {
     res.json(peer.card);
   });
+  app.use(
+    '/rest',
+    restHandler({
+      requestHandler: handler,
+      userBuilder: UserBuilder.noAuthentication,
+      legacyCompat: { enabled: true },
+    }),
+  );
   app.use(
     '/a2a',
     jsonRpcHandler({

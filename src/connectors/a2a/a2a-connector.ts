@@ -27,6 +27,7 @@ import type {
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
 import { jsonRpcV03Transport } from './v03-transport.ts';
+import { restV03Transport } from './v03-rest-transport.ts';
 import { cardTrust, type CardSignatureOptions, type CardTrust } from './card-trust.ts';
 import { interfacesOfV03Card, isV03Card, isV03Version } from '../../protocols/a2a/v03/card.ts';
 import { eventFromV03 } from '../../protocols/a2a/v03/wire.ts';
@@ -41,7 +42,7 @@ import { transportError } from '../transport-errors.ts';
  * (whose first frame is the current Task, so a reattach loses nothing), reconciles with ListTasks
  * (statusTimestampAfter, paged, artifacts included), answers input with a follow-up message on the
  * task, cancels with CancelTask, and registers push with a single-purpose bearer token. An agent whose
- * card offers only A2A 0.3 is talked to in 0.3 over JSON-RPC (v03-transport.ts), with the same
+ * card offers only A2A 0.3 is talked to in 0.3 (v03-transport.ts, v03-rest-transport.ts), with the same
  * snapshots and without ListTasks. A card signed with a key the target trusts is verified on every
  * read (card-trust.ts).
  */
@@ -100,14 +101,17 @@ function usable(i: AgentInterface): boolean {
   );
 }
 
-/** An A2A 0.3 interface we can talk to: JSON-RPC (the 0.3 binding nearly every 0.3 agent serves). */
+/** An A2A 0.3 interface we can talk to: JSON-RPC or HTTP+JSON (0.3 gRPC is not spoken). */
 function usableV03(i: AgentInterface): boolean {
-  return i.protocolBinding === 'JSONRPC' && isV03Version(i.protocolVersion);
+  return (
+    (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON') && isV03Version(i.protocolVersion)
+  );
 }
 
 /**
  * The interface to use: a 1.0 one when the card lists any (the preferred binding first), else a 0.3
- * JSON-RPC one, from `supportedInterfaces` or, on a 0.3 card, from `url`/`additionalInterfaces`.
+ * one, from `supportedInterfaces` or, on a 0.3 card, from `url`/`additionalInterfaces` (the card's
+ * `preferredTransport` first).
  */
 function chooseInterface(card: AgentCard, prefer: string | undefined): AgentInterface | undefined {
   const raw = card as unknown as Record<string, unknown>;
@@ -302,7 +306,7 @@ export class A2AConnector implements Connector {
     if (!chosen)
       throw new TaskplaneError(
         'unsupported',
-        `target ${o.target}: agent card has no A2A 1.0 JSON-RPC or HTTP+JSON interface, nor an A2A 0.3 JSON-RPC one`,
+        `target ${o.target}: agent card has no JSON-RPC or HTTP+JSON interface at A2A 1.0 or 0.3`,
       );
     const v03 = isV03Version(chosen.protocolVersion);
     const t = {
@@ -319,7 +323,9 @@ export class A2AConnector implements Connector {
     return {
       card,
       transport: v03
-        ? jsonRpcV03Transport(t)
+        ? chosen.protocolBinding === 'JSONRPC'
+          ? jsonRpcV03Transport(t)
+          : restV03Transport(t)
         : chosen.protocolBinding === 'JSONRPC'
           ? jsonRpcTransport(t)
           : restTransport(t),
