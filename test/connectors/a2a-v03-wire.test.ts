@@ -7,7 +7,7 @@ import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 /**
  * The connector's 0.3 wire against a hand-written 0.3 agent, for what the SDK peer does not do: a
  * `tasks/resubscribe` that starts with the next update instead of the Task (as many 0.3 servers do),
- * a `message/send` answered with a Message, a frame that is no 0.3 event, a card with no JSON-RPC.
+ * a `message/send` answered with a Message, a frame that is no 0.3 event, a card with neither JSON-RPC nor HTTP+JSON.
  */
 let server: http.Server;
 let base = '';
@@ -146,7 +146,7 @@ describe('connector 0.3 wire', () => {
     }
   });
 
-  it('a 0.3 card with no JSON-RPC endpoint is unsupported, saying what the connector speaks', async () => {
+  it('a 0.3 card with only gRPC is unsupported, saying what the connector speaks', async () => {
     const saved = card;
     card = { ...card, preferredTransport: 'GRPC', url: '127.0.0.1:50051' };
     try {
