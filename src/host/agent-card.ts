@@ -9,7 +9,7 @@ export const JSONRPC_PATH = '/a2a/jsonrpc';
 export const REST_PATH = '/a2a/rest';
 
 /**
- * The card (A2A 1.0, agent card): both bindings (JSON-RPC at 0.3 too), capabilities that say exactly what the host enforces (streaming and
+ * The card (A2A 1.0, agent card): both bindings, each at 1.0 and 0.3, capabilities that say exactly what the host enforces (streaming and
  * push on, an extended card when the agent has one), the Last-Event-ID extension, and the bearer scheme when keys are on.
  */
 export function buildAgentCard(
@@ -25,9 +25,10 @@ export function buildAgentCard(
     supportedInterfaces: [
       { url: baseUrl + JSONRPC_PATH, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION },
       { url: baseUrl + REST_PATH, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_PROTOCOL_VERSION },
-      // The same JSON-RPC URL answers A2A 0.3 (protocols/a2a/v03): one interface per version, as
-      // A2A 1.0, agent card, lists a binding served at two versions.
+      // The same URLs answer A2A 0.3 (protocols/a2a/v03; HTTP+JSON under `/v1`): one interface per
+      // version, as A2A 1.0, agent card, lists a binding served at two versions.
       { url: baseUrl + JSONRPC_PATH, protocolBinding: 'JSONRPC', protocolVersion: A2A_V03_VERSION },
+      { url: baseUrl + REST_PATH, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_V03_VERSION },
     ],
     capabilities: {
       streaming: true,

@@ -76,6 +76,7 @@ describe('extended agent card', () => {
         'JSONRPC 1.0',
         'HTTP+JSON 1.0',
         'JSONRPC 0.3',
+        'HTTP+JSON 0.3',
       ]);
     },
   );

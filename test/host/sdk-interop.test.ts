@@ -255,6 +255,7 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON'])('official SDK client over %s', 
       'JSONRPC 1.0',
       'HTTP+JSON 1.0',
       'JSONRPC 0.3',
+      'HTTP+JSON 0.3',
     ]);
   });
 });

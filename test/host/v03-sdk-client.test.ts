@@ -14,7 +14,7 @@ import {
   type Task,
 } from '@a2a-js/sdk';
 import { Client } from '@a2a-js/sdk/client';
-import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
+import { LegacyJsonRpcTransport, LegacyRestTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import { legacyPushNotificationToV1StreamResponse } from '@a2a-js/sdk/compat/v0_3';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
@@ -22,13 +22,14 @@ import { startTestHost, type Wire } from './in-process.ts';
 import { PushReceiver } from './helpers.ts';
 
 /**
- * A2A 0.3 clients against the host: the official `@a2a-js/sdk` 0.3 client transport (its compat
- * layer's LegacyJsonRpcTransport, which speaks the 0.3 wire: slash method names, `kind`, kebab-case
- * states, bare results) for every operation 0.3 has, and a raw client that sends no A2A-Version at
+ * A2A 0.3 clients against the host: the official `@a2a-js/sdk` 0.3 client transports (its compat
+ * layer's LegacyJsonRpcTransport, which speaks the 0.3 JSON-RPC wire: slash method names, `kind`,
+ * kebab-case states, bare results; and LegacyRestTransport, the 0.3 HTTP+JSON routes under `/v1` with
+ * the 0.3 ProtoJSON bodies) for every operation 0.3 has, and a raw client that sends no A2A-Version at
  * all, as 0.3 clients did (A2A 1.0, versioning: a missing header means 0.3).
  */
 let host: RunningHost;
-let client: Client;
+let card: AgentCard;
 const receiver = new PushReceiver();
 let receiverUrl = '';
 let seq = 0;
@@ -37,10 +38,7 @@ const mid = () => `v03-${process.pid}-${++seq}`;
 beforeAll(async () => {
   receiverUrl = await receiver.start();
   host = await startTestHost(new MemoryStore());
-  const card = AgentCard.fromJSON(
-    await (await fetch(host.cardUrl, { headers: { 'A2A-Version': '1.0' } })).json(),
-  );
-  client = new Client(new LegacyJsonRpcTransport({ endpoint: host.jsonRpcUrl }), card);
+  card = AgentCard.fromJSON(await (await fetch(host.cardUrl, { headers: { 'A2A-Version': '1.0' } })).json());
 });
 
 afterAll(async () => {
@@ -74,7 +72,16 @@ async function rawRpc(method: string, params: unknown, headers: Record<string, s
   return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as Wire };
 }
 
-describe('the SDK 0.3 client (LegacyJsonRpcTransport)', () => {
+describe.each(['JSONRPC', 'HTTP+JSON'] as const)('the SDK 0.3 client over %s', (binding) => {
+  let client: Client;
+  beforeAll(() => {
+    const transport =
+      binding === 'JSONRPC'
+        ? new LegacyJsonRpcTransport({ endpoint: host.jsonRpcUrl })
+        : new LegacyRestTransport({ endpoint: host.restUrl });
+    client = new Client(transport, card);
+  });
+
   it('message/send blocks until completed and returns the Task with its artifact', async () => {
     const task = (await client.sendMessage(send('hello 0.3'))) as Task;
     expect(state(task)).toBe('TASK_STATE_COMPLETED');
@@ -245,7 +252,11 @@ describe('a client that sends no A2A-Version', () => {
     expect(legacy.protocolVersion).toBe('0.3.0');
     expect(legacy.url).toBe(host.jsonRpcUrl);
     expect(legacy.preferredTransport).toBe('JSONRPC');
-    expect(legacy.supportedInterfaces.length).toBe(3);
+    expect(legacy.supportedInterfaces.length).toBe(4);
+    expect(legacy.additionalInterfaces).toEqual([
+      { url: host.jsonRpcUrl, transport: 'JSONRPC' },
+      { url: host.restUrl, transport: 'HTTP+JSON' },
+    ]);
     const modern = (await (await fetch(host.cardUrl, { headers: { 'A2A-Version': '1.0' } })).json()) as Wire;
     expect(modern.url).toBeUndefined();
     expect(modern.supportedInterfaces).toContainEqual({

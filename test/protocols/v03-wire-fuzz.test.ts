@@ -4,6 +4,9 @@ import { A2AError } from '../../src/protocols/a2a/errors.ts';
 import type { A2ARequestHandler, CallContext } from '../../src/protocols/a2a/handler.ts';
 import { decodeTask } from '../../src/connectors/a2a/task-snapshot.ts';
 import { callV03 } from '../../src/protocols/a2a/v03/jsonrpc.ts';
+import { v03Rest } from '../../src/protocols/a2a/v03/rest.ts';
+import type { HttpRequest } from '../../src/protocols/a2a/http-common.ts';
+import { VirtualClock } from '../../src/core/clock.ts';
 import { eventFromV03, streamResponseToV03, taskFromV03 } from '../../src/protocols/a2a/v03/wire.ts';
 import { canonicalCardPayload } from '../../src/protocols/a2a/card-signature.ts';
 import type { StreamResponse, Task } from '../../src/protocols/a2a/types.ts';
@@ -145,6 +148,44 @@ describe('0.3 wire translation', () => {
         }
       }),
       { numRuns: 400, seed: 17 },
+    );
+  });
+
+  it('any body to any 0.3 HTTP+JSON route: a 0.3 answer, never an internal error', async () => {
+    const routes = fc.constantFrom(
+      ['POST', 'message:send'],
+      ['POST', 'message:stream'],
+      ['GET', 'tasks/t1'],
+      ['POST', 'tasks/t1:cancel'],
+      ['GET', 'tasks/t1:subscribe'],
+      ['POST', 'tasks/t1/pushNotificationConfigs'],
+      ['GET', 'tasks/t1/pushNotificationConfigs/p'],
+      ['DELETE', 'tasks/t1/pushNotificationConfigs/p'],
+      ['GET', 'tasks'],
+    );
+    const options = {
+      handler,
+      authenticate: () => 'o',
+      clock: new VirtualClock(0),
+      onInternalError: (err: unknown) => {
+        throw err;
+      },
+    };
+    await fc.assert(
+      fc.asyncProperty(routes, fc.oneof(sendParams, fc.jsonValue()), async ([method, path], body) => {
+        const text = JSON.stringify(body) ?? '';
+        const req: HttpRequest = {
+          method: method!,
+          headers: { get: () => null },
+          path: `/v1/${path}`,
+          searchParams: new URLSearchParams(),
+          text: () => Promise.resolve(text),
+          signal: new AbortController().signal,
+        };
+        const reply = await v03Rest(options, req, path!.split('/'), { bytes: 1 << 20, depth: 64 });
+        if (reply.kind === 'json') expect(reply.status).not.toBe(500);
+      }),
+      { numRuns: 300, seed: 17 },
     );
   });
 

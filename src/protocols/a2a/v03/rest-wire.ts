@@ -1,5 +1,15 @@
-import type { Message, Part, TaskPushNotificationConfig } from '../types.ts';
-import { pushConfigBodyToV03 } from './wire.ts';
+import {
+  isInterruptedTaskState,
+  isTerminalTaskState,
+  type Artifact,
+  type Message,
+  type Part,
+  type StreamResponse,
+  type Task,
+  type TaskPushNotificationConfig,
+  type TaskStatus,
+} from '../types.ts';
+import { pushConfigBodyToV03, pushConfigFromV03 } from './wire.ts';
 
 /**
  * A2A 0.3 over HTTP+JSON: bodies are the ProtoJSON of the 0.3 proto (package `a2a.v1`), which is
@@ -134,4 +144,80 @@ export function responseFromProto(v: unknown): unknown {
       artifactUpdate: { ...v.artifactUpdate, artifact: artifactFromProto(v.artifactUpdate.artifact) },
     };
   return v;
+}
+
+// --- 1.0 → 0.3 ProtoJSON (the host's answers) ----------------------------------------------
+
+function statusToProto(s: TaskStatus): Obj {
+  const out: Obj = { state: s.state === 'TASK_STATE_CANCELED' ? 'TASK_STATE_CANCELLED' : s.state };
+  if (s.message) out.message = messageToProto(s.message);
+  if (s.timestamp) out.timestamp = s.timestamp;
+  return out;
+}
+
+function artifactToProto(a: Artifact): Obj {
+  const out: Obj = { artifactId: a.artifactId, parts: a.parts.map(partToProto) };
+  if (a.name !== undefined) out.name = a.name;
+  if (a.description !== undefined) out.description = a.description;
+  if (a.metadata) out.metadata = a.metadata;
+  return out;
+}
+
+export function taskToProto(t: Task): Obj {
+  const out: Obj = { id: t.id, contextId: t.contextId, status: statusToProto(t.status) };
+  if (t.artifacts?.length) out.artifacts = t.artifacts.map(artifactToProto);
+  if (t.history?.length) out.history = t.history.map(messageToProto);
+  if (t.metadata) out.metadata = t.metadata;
+  return out;
+}
+
+/** A 1.0 StreamResponse (or SendMessage answer) as the 0.3 proto one; `final` from the state. */
+export function streamResponseToProto(r: StreamResponse): Obj {
+  if ('task' in r) return { task: taskToProto(r.task) };
+  if ('message' in r) return { message: messageToProto(r.message) };
+  if ('statusUpdate' in r) {
+    const u = r.statusUpdate;
+    const state = u.status.state;
+    return {
+      statusUpdate: {
+        taskId: u.taskId,
+        contextId: u.contextId,
+        status: statusToProto(u.status),
+        final: isTerminalTaskState(state) || isInterruptedTaskState(state),
+        ...(u.metadata ? { metadata: u.metadata } : {}),
+      },
+    };
+  }
+  const u = r.artifactUpdate;
+  return {
+    artifactUpdate: {
+      taskId: u.taskId,
+      contextId: u.contextId,
+      artifact: artifactToProto(u.artifact),
+      ...(u.append !== undefined ? { append: u.append } : {}),
+      ...(u.lastChunk !== undefined ? { lastChunk: u.lastChunk } : {}),
+    },
+  };
+}
+
+/** A 0.3 proto `SendMessageRequest` body as the 1.0 request JSON (the 1.0 decoder validates it). */
+export function sendRequestFromProto(v: Obj): Obj {
+  const out: Obj = { message: messageFromProto(v.message ?? v.request) };
+  if (isObj(v.metadata)) out.metadata = v.metadata;
+  const c = v.configuration;
+  if (isObj(c)) {
+    const cfg: Obj = {};
+    if (c.acceptedOutputModes !== undefined) cfg.acceptedOutputModes = c.acceptedOutputModes;
+    if (c.historyLength !== undefined) cfg.historyLength = c.historyLength;
+    // proto3 omits a false `blocking`: in a configuration that is present, absent means false.
+    cfg.returnImmediately = c.blocking !== true;
+    if (isObj(c.pushNotification))
+      cfg.taskPushNotificationConfig = pushConfigFromV03(
+        c.pushNotification,
+        undefined,
+        'configuration.pushNotification',
+      );
+    out.configuration = cfg;
+  }
+  return out;
 }
