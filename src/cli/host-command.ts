@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
+import { TaskplaneError } from '../core/errors.ts';
 import pino from 'pino';
 import { intOption, LOG_LEVELS, retentionDays } from './cli-options.ts';
 import { loadKeys } from '../host/auth.ts';
@@ -37,6 +39,10 @@ export function registerHostCommand(program: Command): void {
     .option(
       '--host-id <id>',
       'stable name of this host process for task ownership (default <hostname>:<port>)',
+    )
+    .option(
+      '--card-signing-key <file>',
+      'sign the agent card (JWS) with this private key: PEM or JWK file (EC, Ed25519 or RSA)',
     )
     .option('--allow-private-webhooks', 'allow push to private, loopback and link-local addresses', false)
     .option('--push-base-ms <ms>', 'first push retry delay, doubling', intOption(1), 5000)
@@ -85,6 +91,7 @@ export function registerHostCommand(program: Command): void {
         ...(opts.grpcPort !== undefined ? { grpcPort: opts.grpcPort as number } : {}),
         ...(opts.grpcPublicUrl ? { grpcPublicUrl: opts.grpcPublicUrl as string } : {}),
         ...(opts.hostId ? { hostId: opts.hostId as string } : {}),
+        ...(opts.cardSigningKey ? { cardSigningKey: readKeyFile(opts.cardSigningKey as string) } : {}),
         allowPrivateWebhooks: opts.allowPrivateWebhooks === true,
         pushBaseMs: opts.pushBaseMs as number,
         pushAttempts: opts.pushAttempts as number,
@@ -129,4 +136,15 @@ export function registerHostCommand(program: Command): void {
       console.log('taskplane host stopped');
     });
   registerHostOutboxCommand(host);
+}
+
+/** The signing key file's text; a file that cannot be read is a config error naming the option. */
+function readKeyFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new TaskplaneError('config', `--card-signing-key: cannot read ${path}: ${(err as Error).message}`, {
+      field: 'cardSigningKey',
+    });
+  }
 }

@@ -190,7 +190,9 @@ export class A2AService implements A2ARequestHandler {
         return { events: [] };
       });
     };
-    return this.onOwnTask(req.taskId, ctx, () => this.push.create(req.taskId, scope(ctx), req, flag));
+    return this.onOwnTask(req.taskId, ctx, () =>
+      this.push.create(req.taskId, scope(ctx), req, flag, ctx.protocolVersion),
+    );
   };
 
   getTaskPushNotificationConfig: A2ARequestHandler['getTaskPushNotificationConfig'] = async (req, ctx) => {
@@ -333,7 +335,10 @@ export class A2AService implements A2ARequestHandler {
     if (req.metadata) task.metadata = req.metadata;
     const pushConfig = req.configuration?.taskPushNotificationConfig;
     let configId: string | undefined;
-    if (pushConfig) configId = (await this.push.create(id, caller, { ...pushConfig, taskId: id })).id;
+    if (pushConfig)
+      configId = (
+        await this.push.create(id, caller, { ...pushConfig, taskId: id }, undefined, ctx.protocolVersion)
+      ).id;
     const executor: ExecutorState = {
       inputs: [],
       runs: 0,

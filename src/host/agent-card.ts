@@ -1,4 +1,5 @@
 import { A2A_PROTOCOL_VERSION, type AgentCard, type AgentInterface } from '../protocols/a2a/types.ts';
+import { A2A_V03_VERSION } from '../protocols/a2a/v03/wire.ts';
 import type { AgentCardInfo } from './agent-api.ts';
 
 /** URI of our SSE resume extension (declared in the card; optional for clients). */
@@ -13,7 +14,8 @@ export function grpcInterface(target: string): AgentInterface {
 }
 
 /**
- * The card (A2A 1.0, agent card): both HTTP bindings, then any `extraInterfaces` (gRPC when it is on), capabilities that say exactly what the host enforces (streaming and
+ * The card (A2A 1.0, agent card): both HTTP bindings, then any `extraInterfaces` (gRPC when it is on), then
+ * both HTTP bindings again at A2A 0.3, capabilities that say exactly what the host enforces (streaming and
  * push on, an extended card when the agent has one), the Last-Event-ID extension, and the bearer scheme when keys are on.
  */
 export function buildAgentCard(
@@ -31,6 +33,10 @@ export function buildAgentCard(
       { url: baseUrl + JSONRPC_PATH, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION },
       { url: baseUrl + REST_PATH, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_PROTOCOL_VERSION },
       ...extraInterfaces,
+      // The same URLs answer A2A 0.3 (protocols/a2a/v03; HTTP+JSON under `/v1`): one interface per
+      // version, as A2A 1.0, agent card, lists a binding served at two versions.
+      { url: baseUrl + JSONRPC_PATH, protocolBinding: 'JSONRPC', protocolVersion: A2A_V03_VERSION },
+      { url: baseUrl + REST_PATH, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_V03_VERSION },
     ],
     capabilities: {
       streaming: true,

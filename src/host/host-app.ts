@@ -11,7 +11,9 @@ import type { A2ARequestHandler, Authenticate } from '../protocols/a2a/handler.t
 import { jsonRpcBinding, type BindingOptions } from '../protocols/a2a/jsonrpc-binding.ts';
 import { restBinding } from '../protocols/a2a/rest-binding.ts';
 import { A2AError, jsonRpcErrorResponse, restError } from '../protocols/a2a/errors.ts';
-import { AGENT_CARD_PATH } from '../protocols/a2a/types.ts';
+import { AGENT_CARD_PATH, A2A_VERSION_HEADER } from '../protocols/a2a/types.ts';
+import { isV03Version } from '../protocols/a2a/v03/card.ts';
+import { CARD_JWKS_PATH } from './served-cards.ts';
 import { JSONRPC_PATH, REST_PATH } from './agent-card.ts';
 import { jsonRpcNodeBinding } from './http/jsonrpc-node.ts';
 import { MCP_PATH } from './http/mcp-http.ts';
@@ -28,6 +30,10 @@ export interface HostAppOptions {
   /** Nesting levels a JSON body may have on both bindings. @default 64 */
   maxJsonDepth?: number;
   keepAliveMs?: number;
+  /** The card for clients that name no version or 0.3 (served-cards.ts); unset, they get the 1.0 card. */
+  v03Card?: () => Record<string, unknown> | null;
+  /** The public keys of the card signatures, served at CARD_JWKS_PATH; null when the card is unsigned. */
+  cardJwks?: () => { keys: unknown[] } | null;
   /** The MCP endpoint (http/mcp-http.ts), served at /mcp and /mcp/{tenant}. */
   mcp?: (req: Request, tenant: string) => Promise<Response>;
   /** /metrics (host-metrics.ts) and who may read it. Absent: no /metrics route. */
@@ -82,7 +88,11 @@ export function createHostApp(o: HostAppOptions): Hono {
     if (hasBody && (!req.bodyUsed || c.res.status === 413)) c.res.headers.set('connection', 'close');
   });
   app.get(AGENT_CARD_PATH, (c) => {
-    const body = canonicalJson(o.handler.agentCard());
+    // A client that names no version is a 0.3 client (A2A 1.0, versioning): it gets the card with
+    // the 0.3 fields added (protocols/a2a/v03/card.ts); `Vary: A2A-Version` keeps caches apart.
+    const asked = c.req.header(A2A_VERSION_HEADER)?.trim() || c.req.query(A2A_VERSION_HEADER)?.trim() || '';
+    const v03 = asked === '' || isV03Version(asked) ? (o.v03Card?.() ?? null) : null;
+    const body = canonicalJson(v03 ?? o.handler.agentCard());
     const etag = `"${sha256Hex(body).slice(0, 32)}"`;
     const lastModified = modified.of(etag);
     const headers = {
@@ -94,6 +104,14 @@ export function createHostApp(o: HostAppOptions): Hono {
     if (notModified(c.req.header('if-none-match'), c.req.header('if-modified-since'), etag, lastModified))
       return c.body(null, 304, headers);
     return c.body(body, 200, { ...headers, 'content-type': 'application/json' });
+  });
+  app.get(CARD_JWKS_PATH, (c) => {
+    const jwks = o.cardJwks?.();
+    if (!jwks) return notFoundReply(c.req.path);
+    return c.body(JSON.stringify(jwks), 200, {
+      'content-type': 'application/jwk-set+json',
+      'cache-control': 'public, max-age=300',
+    });
   });
   app.get('/healthz', (c) => c.json({ ok: true }));
   const metrics = o.metrics;

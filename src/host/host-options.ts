@@ -8,6 +8,7 @@ import { DEFAULT_KEEPALIVE_MS } from '../protocols/a2a/sse.ts';
 import { signingKey } from '../protocols/standard-webhooks.ts';
 import type { AgentTaskStore } from '../store/store.ts';
 import { isAgentDefinition, type AgentDefinition } from './agent-api.ts';
+import { parseCardSigningKey, type ParsedCardKey } from './card-signing.ts';
 import type { PushSender } from './push-sender.ts';
 import type { Resolver } from './ssrf.ts';
 
@@ -39,6 +40,12 @@ export interface HostOptions {
    * @default unsigned
    */
   pushSigningSecret?: string;
+  /**
+   * Private key the agent card is signed with (A2A 1.0, agent card signing): PEM text or a private
+   * JWK as JSON (EC, Ed25519 or RSA; card-signing.ts). The public key is served at
+   * `/.well-known/agent-card-jwks.json`, named by each signature's `jku`. @default the card is unsigned
+   */
+  cardSigningKey?: string;
   /** INPUT_REQUIRED longer than this fails the task. @default 900000 */
   inputTimeoutMs?: number;
   /** Public base URL for the card when it differs from http://bind:port. */
@@ -109,6 +116,7 @@ export interface HostConfig {
   pushAttempts: number;
   pushTimeoutMs: number;
   pushSigningSecret: string | undefined;
+  cardSigningKey: ParsedCardKey | undefined;
   inputTimeoutMs: number;
   /** Without a trailing slash; undefined means the URL the host listens on. */
   publicUrl: string | undefined;
@@ -189,6 +197,8 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
     throw bad('grpcPublicUrl', 'must be host:port');
   const pushSigningSecret = text('pushSigningSecret', options.pushSigningSecret);
   if (pushSigningSecret !== undefined) signingKey(pushSigningSecret, 'pushSigningSecret');
+  const cardKeyText = text('cardSigningKey', options.cardSigningKey);
+  const cardSigningKey = cardKeyText !== undefined ? parseCardSigningKey(cardKeyText) : undefined;
   const allowPrivateWebhooks = options.allowPrivateWebhooks ?? false;
   if (typeof allowPrivateWebhooks !== 'boolean') throw bad('allowPrivateWebhooks', 'must be true or false');
   return {
@@ -203,6 +213,7 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
     pushAttempts: integer('pushAttempts', options.pushAttempts, 8, 1),
     pushTimeoutMs: positive('pushTimeoutMs', options.pushTimeoutMs, 15_000),
     pushSigningSecret,
+    cardSigningKey,
     inputTimeoutMs: positive('inputTimeoutMs', options.inputTimeoutMs, 900_000),
     publicUrl: publicUrl?.replace(/\/+$/, ''),
     grpcPort: options.grpcPort === undefined ? undefined : integer('grpcPort', options.grpcPort, 0, 0, 65535),

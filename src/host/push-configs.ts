@@ -27,6 +27,8 @@ export class PushConfigs {
     scope: AgentScope,
     cfg: TaskPushNotificationConfig,
     beforeStore?: () => Promise<void>,
+    /** The A2A version the request spoke, when not 1.0: its pushes get that version's bodies. */
+    protocolVersion?: string,
   ): Promise<TaskPushNotificationConfig> {
     // Only the scheme is checked here; the SSRF check runs at dispatch time, after DNS resolution,
     // so it covers every registration path and DNS changes after registration (a2a-python#1164).
@@ -56,6 +58,7 @@ export class PushConfigs {
           }
         : null,
       createdAt: this.clock.now(),
+      ...(protocolVersion ? { protocolVersion } : {}),
     };
     const existing = await this.store.getPushConfig(taskId, record.id);
     if (existing && !inScope(existing, scope)) throw invalidParams('id', 'is already in use');

@@ -2,6 +2,9 @@ import type { Logger } from '../core/logger.ts';
 import type { Clock } from '../core/clock.ts';
 import type { AgentTaskStore, OutboxRow } from '../store/store.ts';
 import type { PushSender } from './push-sender.ts';
+import { isV03Version } from '../protocols/a2a/v03/card.ts';
+import { streamResponseToV03 } from '../protocols/a2a/v03/wire.ts';
+import type { StreamResponse } from '../protocols/a2a/types.ts';
 
 export interface PushOutboxOptions {
   store: AgentTaskStore;
@@ -128,9 +131,12 @@ export class PushOutbox {
       return '';
     }
     const auth = config.authentication;
+    // A config registered over A2A 0.3 gets the 0.3 body: the bare event with `kind` (v03/wire.ts).
+    const v03 = config.protocolVersion !== undefined && isV03Version(config.protocolVersion);
     const result = await this.o.send({
       url: config.url,
-      body: JSON.stringify(row.payload),
+      body: JSON.stringify(v03 ? streamResponseToV03(row.payload as unknown as StreamResponse) : row.payload),
+      ...(v03 ? { contentType: 'application/json' } : {}),
       deliveryId: row.deliveryId,
       ...(auth
         ? {

@@ -14,6 +14,8 @@ export interface PushRequest {
   authorization?: string;
   /** The A2A `token`, also sent as `X-A2A-Notification-Token` for receivers written to 0.3 SDKs. */
   token?: string;
+  /** @default application/a2a+json (A2A 1.0); 0.3 bodies go as application/json */
+  contentType?: string;
 }
 
 export type PushResult = { ok: true; status: number } | { ok: false; error: string; retryable: boolean };
@@ -57,7 +59,7 @@ export function createPushSender(options: SenderOptions): PushSender {
       else cb(null, address, family);
     };
     const headers: Record<string, string> = {
-      'content-type': A2A_CONTENT_TYPE,
+      'content-type': req.contentType ?? A2A_CONTENT_TYPE,
       'content-length': String(Buffer.byteLength(req.body)),
       [DELIVERY_ID_HEADER.toLowerCase()]: req.deliveryId,
       'user-agent': 'taskplane-host',

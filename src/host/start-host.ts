@@ -23,6 +23,8 @@ import { HostLiveness } from './host-liveness.ts';
 import { Recovery, type RecoveryCounts } from './recovery.ts';
 import { createHostListener, hostMetricsAccess } from './host-app.ts';
 import { createHostMetrics } from './host-metrics.ts';
+import { cardSigner } from './card-signing.ts';
+import { CARD_JWKS_PATH, ServedCards } from './served-cards.ts';
 import { MCP_PATH, mcpHttp } from './http/mcp-http.ts';
 import { McpService } from './mcp-service.ts';
 import { openHostStore } from './host-store.ts';
@@ -141,6 +143,13 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const authMode = config.auth;
   const authenticate: Authenticate = config.keys ? bearerKeyAuth(config.keys) : noAuth;
   const agent = await loadAgent(config.agent);
+  // Before anything is opened: a key that cannot sign stops the start with nothing to clean up.
+  const signer = config.cardSigningKey
+    ? await cardSigner(
+        config.cardSigningKey,
+        config.publicUrl ? config.publicUrl + CARD_JWKS_PATH : undefined,
+      )
+    : null;
 
   const ownsStore = typeof config.db !== 'object';
   const store = typeof config.db === 'object' ? config.db : await openHostStore(config.db, logger);
@@ -179,11 +188,12 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     streams: new TaskStreams(store, feed),
     executions,
     liveness,
-    card: () => card,
+    card: () => cards.v10,
     agent,
     logger,
   });
-  let card = buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined);
+  const cards = new ServedCards(signer);
+  await cards.set(buildAgentCard(agent.card, baseUrl, authMode, agent.extendedCard !== undefined));
   const mcp = new McpService({
     store,
     clock,
@@ -212,6 +222,8 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
       keepAliveMs: config.keepAliveMs,
     }),
     handler: service,
+    v03Card: () => cards.v03,
+    cardJwks: () => cards.jwks,
     authenticate,
     clock,
     logger,
@@ -253,12 +265,15 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     }
     grpcUrl = config.grpcPublicUrl ?? `${host}:${grpc.port}`;
   }
-  card = buildAgentCard(
-    agent.card,
-    baseUrl,
-    authMode,
-    agent.extendedCard !== undefined,
-    grpcUrl ? [grpcInterface(grpcUrl)] : [],
+  if (signer && !config.publicUrl) signer.jku = baseUrl + CARD_JWKS_PATH;
+  await cards.set(
+    buildAgentCard(
+      agent.card,
+      baseUrl,
+      authMode,
+      agent.extendedCard !== undefined,
+      grpcUrl ? [grpcInterface(grpcUrl)] : [],
+    ),
   );
 
   const recovered = await recovery.recover();

@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.ts';
 import { configError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
+import type { CardSignatureOptions } from '../connectors/a2a/card-trust.ts';
 import type { Random } from '../core/random.ts';
 import type { Connector } from '../connectors/connector.ts';
 import { A2AConnector } from '../connectors/a2a/a2a-connector.ts';
@@ -168,6 +169,7 @@ const a2aTarget: TargetKind = {
       'idempotentStart',
       'webhookSigningSecret',
       'inputSchema',
+      'cardSignatures',
     ]);
     const headers = s.strings('headers');
     const timeoutMs = s.int('timeoutMs', 1);
@@ -176,6 +178,8 @@ const a2aTarget: TargetKind = {
     const idempotentStart = s.boolean('idempotentStart');
     const webhookSigningSecret = s.string('webhookSigningSecret');
     const inputSchema = s.schema('inputSchema');
+    // Checked (keys imported, a `config` error naming the field) when the connector is built.
+    const cardSignatures = config.cardSignatures as CardSignatureOptions | undefined;
     return new A2AConnector({
       target: name,
       clock: deps.clock,
@@ -187,6 +191,7 @@ const a2aTarget: TargetKind = {
       ...(idempotentStart !== undefined ? { idempotentStart } : {}),
       ...(webhookSigningSecret ? { webhookSigningSecret } : {}),
       ...(inputSchema ? { inputSchema } : {}),
+      ...(cardSignatures !== undefined ? { cardSignatures, logger: deps.logger } : {}),
     });
   },
 };

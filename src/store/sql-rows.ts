@@ -65,6 +65,7 @@ export interface PushConfigRow {
   token: string | null;
   authentication: Json | null;
   created_at: number;
+  protocol_version: string;
 }
 
 export interface OutboxDbRow {
@@ -243,6 +244,9 @@ export function toPushConfig(row: PushConfigRow): PushConfigRecord {
     authentication:
       row.authentication === null ? null : json<PushConfigRecord['authentication']>(row.authentication),
     createdAt: row.created_at,
+    ...(row.protocol_version && row.protocol_version !== '1.0'
+      ? { protocolVersion: row.protocol_version }
+      : {}),
   };
 }
 

@@ -509,6 +509,11 @@ export interface PushConfigRecord extends AgentScope {
   /** Credentials are stored to send them, and never returned by Get/List. */
   authentication: { scheme: string; credentials?: string } | null;
   createdAt: number;
+  /**
+   * The A2A version the config was registered over, when not 1.0: a config a 0.3 client registered
+   * gets 0.3 push bodies (the bare event with `kind`). Absent: 1.0.
+   */
+  protocolVersion?: string;
 }
 
 export type OutboxStatus = 'pending' | 'leased' | 'delivered' | 'dead';

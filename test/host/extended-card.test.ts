@@ -41,6 +41,20 @@ async function host(options: Parameters<typeof startTestHost>[1] = {}): Promise<
 }
 
 describe('extended agent card', () => {
+  it('a 0.3 client (no A2A-Version) gets it from agent/getAuthenticatedExtendedCard, with the 0.3 fields', async () => {
+    const h = await host();
+    const res = await fetch(h.jsonRpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'agent/getAuthenticatedExtendedCard' }),
+    });
+    const card = ((await res.json()) as Wire).result;
+    expect(card.description).toBe('Summarizes text; for alice');
+    expect(card.protocolVersion).toBe('0.3.0');
+    expect(card.url).toBe(h.jsonRpcUrl);
+    expect(card.supportsAuthenticatedExtendedCard).toBe(true);
+  });
+
   it('the public card declares it and keeps the public skills only', async () => {
     const h = await host();
     const card = (await (await fetch(h.cardUrl)).json()) as Wire;
@@ -58,10 +72,14 @@ describe('extended agent card', () => {
       expect(card.description).toBe('Summarizes text; for alice');
       expect(card.name).toBe('Summarizer');
       expect(card.capabilities?.extendedAgentCard).toBe(true);
-      // The same interfaces as the public card: gRPC too when it is on.
-      expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(
-        binding === 'GRPC' ? ['JSONRPC', 'HTTP+JSON', 'GRPC'] : ['JSONRPC', 'HTTP+JSON'],
-      );
+      // The same interfaces as the public card: gRPC too when it is on, then both HTTP bindings at 0.3.
+      expect(card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`)).toEqual([
+        'JSONRPC 1.0',
+        'HTTP+JSON 1.0',
+        ...(binding === 'GRPC' ? ['GRPC 1.0'] : []),
+        'JSONRPC 0.3',
+        'HTTP+JSON 0.3',
+      ]);
     },
   );
 

@@ -253,7 +253,13 @@ describe.each<Binding>(['JSONRPC', 'HTTP+JSON', 'GRPC'])('official SDK client ov
     const card = await client.getAgentCard();
     expect(card.capabilities?.streaming).toBe(true);
     expect(card.capabilities?.pushNotifications).toBe(true);
-    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'HTTP+JSON', 'GRPC']);
+    expect(card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`)).toEqual([
+      'JSONRPC 1.0',
+      'HTTP+JSON 1.0',
+      'GRPC 1.0',
+      'JSONRPC 0.3',
+      'HTTP+JSON 0.3',
+    ]);
   });
 });
 

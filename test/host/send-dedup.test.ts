@@ -247,7 +247,9 @@ describe.each(Object.keys(backends))('a resend after the task was addressed by i
     const done = (await client.sendMessage(SendMessageRequest.fromJSON({ message: answer }))) as Task;
     expect(state(done)).toBe('TASK_STATE_COMPLETED');
     // The answer, retried, is still a retry of the answer (the acknowledgement does not undo it).
-    const answeredAgain = (await client.sendMessage(SendMessageRequest.fromJSON({ message: answer }))) as Task;
+    const answeredAgain = (await client.sendMessage(
+      SendMessageRequest.fromJSON({ message: answer }),
+    )) as Task;
     expect(answeredAgain.id).toBe(asked.id);
     expect(answeredAgain.history!.filter((m) => m.messageId === 'answer-1')).toHaveLength(1);
     const second = await send(client, 'again-1', 'ask');

@@ -72,6 +72,25 @@ describe('targets: --target, the targets file and their settings', () => {
     );
   });
 
+  it('takes card signature trust for an a2a target, refusing settings that cannot check anything', () => {
+    const jwk = { kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'k1' };
+    const ok = { kind: 'a2a', baseUrl: 'http://x', cardSignatures: { keys: [jwk], required: true } };
+    expect(connectTarget('docs', ok, deps()).kind).toBe('a2a');
+    expect(() =>
+      connectTarget('docs', { kind: 'a2a', baseUrl: 'http://x', cardSignatures: { required: true } }, deps()),
+    ).toThrow(/^targets\.docs\.cardSignatures: needs keys or jwksUrl/);
+    expect(() =>
+      connectTarget('docs', { kind: 'a2a', baseUrl: 'http://x', cardSignatures: { keys: ['nope'] } }, deps()),
+    ).toThrow(/^targets\.docs\.cardSignatures\.keys\[0\]: must be a public JWK or a PEM public key/);
+    expect(() =>
+      connectTarget(
+        'docs',
+        { kind: 'a2a', baseUrl: 'http://x', cardSignatures: { keys: [jwk], jwks: 'x' } },
+        deps(),
+      ),
+    ).toThrow(/^targets\.docs\.cardSignatures\.jwks: unknown setting/);
+  });
+
   it("takes a target's input schema, refusing one that is not an object or does not compile", () => {
     const inputSchema = { type: 'object', required: ['kind'] };
     const c = connectTarget('docs', { kind: 'a2a', baseUrl: 'http://x', inputSchema }, deps());

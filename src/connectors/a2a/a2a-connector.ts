@@ -27,6 +27,12 @@ import type {
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
 import { lazyGrpcTransport } from './grpc-lazy.ts';
+import { jsonRpcV03Transport } from './v03-transport.ts';
+import { restV03Transport } from './v03-rest-transport.ts';
+import { cardTrust, type CardSignatureOptions, type CardTrust } from './card-trust.ts';
+import { interfacesOfV03Card, isV03Card, isV03Version } from '../../protocols/a2a/v03/card.ts';
+import { eventFromV03 } from '../../protocols/a2a/v03/wire.ts';
+import type { Logger } from '../../core/logger.ts';
 import { a2aWireError, isRouteError, routeError } from './wire-errors.ts';
 import { transportError } from '../transport-errors.ts';
 
@@ -36,7 +42,10 @@ import { transportError } from '../transport-errors.ts';
  * `returnImmediately: true` and the envelope's fixed messageId/contextId, observes with SubscribeToTask
  * (whose first frame is the current Task, so a reattach loses nothing), reconciles with ListTasks
  * (statusTimestampAfter, paged, artifacts included), answers input with a follow-up message on the
- * task, cancels with CancelTask, and registers push with a single-purpose bearer token.
+ * task, cancels with CancelTask, and registers push with a single-purpose bearer token. An agent whose
+ * card offers only A2A 0.3 is talked to in 0.3 (v03-transport.ts, v03-rest-transport.ts), with the same
+ * snapshots and without ListTasks. A card signed with a key the target trusts is verified on every
+ * read (card-trust.ts).
  */
 export interface A2AConnectorOptions {
   target: string;
@@ -76,6 +85,13 @@ export interface A2AConnectorOptions {
   inputSchema?: Record<string, unknown>;
   /** Judges signature timestamps. @default the system clock */
   clock?: Clock;
+  /**
+   * Agent card signatures this target trusts (card-trust.ts): a signed card that does not verify is
+   * refused, and so is an unsigned one when `required`. @default signatures are not checked
+   */
+  cardSignatures?: CardSignatureOptions;
+  /** Where a refused card is reported. @default silent */
+  logger?: Logger;
 }
 
 const SYSTEM_CLOCK = new SystemClock();
@@ -85,6 +101,30 @@ function usable(i: AgentInterface): boolean {
     (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON' || i.protocolBinding === 'GRPC') &&
     i.protocolVersion.startsWith('1.')
   );
+}
+
+/** An A2A 0.3 interface we can talk to: JSON-RPC or HTTP+JSON (0.3 gRPC is not spoken). */
+function usableV03(i: AgentInterface): boolean {
+  return (
+    (i.protocolBinding === 'JSONRPC' || i.protocolBinding === 'HTTP+JSON') && isV03Version(i.protocolVersion)
+  );
+}
+
+/**
+ * The interface to use: a 1.0 one when the card lists any (the preferred binding first), else a 0.3
+ * one, from `supportedInterfaces` or, on a 0.3 card, from `url`/`additionalInterfaces` (the card's
+ * `preferredTransport` first).
+ */
+function chooseInterface(card: AgentCard, prefer: string | undefined): AgentInterface | undefined {
+  const raw = card as unknown as Record<string, unknown>;
+  const listed = isV03Card(raw)
+    ? interfacesOfV03Card(raw)
+    : Array.isArray(card.supportedInterfaces)
+      ? card.supportedInterfaces
+      : [];
+  const modern = listed.filter(usable);
+  const pool = modern.length > 0 ? modern : listed.filter(usableV03);
+  return pool.find((i) => i.protocolBinding === prefer) ?? pool[0];
 }
 
 /**
@@ -206,6 +246,7 @@ export class A2AConnector implements Connector {
   private freshUntil = Number.POSITIVE_INFINITY;
   private etag: string | null = null;
   private readonly signingKey: Webhook | null;
+  private readonly trust: CardTrust | null;
 
   /**
    * Builds the connector without any I/O: the agent card is read on first use (and again after a
@@ -223,6 +264,9 @@ export class A2AConnector implements Connector {
       cancel: true,
     };
     if (options.card) this.state = this.bind(options.card);
+    this.trust = options.cardSignatures
+      ? cardTrust(options.cardSignatures, `targets.${options.target}.cardSignatures`)
+      : null;
     this.signingKey =
       options.webhookSigningSecret !== undefined
         ? signingKey(options.webhookSigningSecret, `targets.${options.target}.webhookSigningSecret`)
@@ -260,13 +304,13 @@ export class A2AConnector implements Connector {
 
   private bind(card: AgentCard): Bound {
     const o = this.options;
-    const interfaces = (card.supportedInterfaces ?? []).filter(usable);
-    const chosen = interfaces.find((i) => i.protocolBinding === o.preferBinding) ?? interfaces[0];
+    const chosen = chooseInterface(card, o.preferBinding);
     if (!chosen)
       throw new TaskplaneError(
         'unsupported',
-        `target ${o.target}: agent card has no A2A 1.0 JSON-RPC, HTTP+JSON or gRPC interface`,
+        `target ${o.target}: agent card has no JSON-RPC, HTTP+JSON or gRPC interface at A2A 1.0, nor JSON-RPC or HTTP+JSON at 0.3`,
       );
+    const v03 = isV03Version(chosen.protocolVersion);
     const t = {
       url: chosen.url,
       headers: o.headers ?? {},
@@ -276,15 +320,20 @@ export class A2AConnector implements Connector {
     };
     this.capabilities.stream = card.capabilities?.streaming === true;
     this.capabilities.push = card.capabilities?.pushNotifications === true;
+    // A2A 0.3 has no tasks/list over JSON-RPC: reconciliation asks per task instead.
+    this.capabilities.list = !v03;
     return {
       card,
-      transport:
-        chosen.protocolBinding === 'JSONRPC'
+      transport: v03
+        ? chosen.protocolBinding === 'JSONRPC'
+          ? jsonRpcV03Transport(t)
+          : restV03Transport(t)
+        : chosen.protocolBinding === 'JSONRPC'
           ? jsonRpcTransport(t)
           : chosen.protocolBinding === 'GRPC'
             ? lazyGrpcTransport(t)
             : restTransport(t),
-      revision: `${chosen.protocolBinding} ${chosen.url}${chosen.tenant ? ` ${chosen.tenant}` : ''}`,
+      revision: `${chosen.protocolBinding} ${chosen.url}${chosen.tenant ? ` ${chosen.tenant}` : ''}${v03 ? ' A2A/0.3' : ''}`,
     };
   }
 
@@ -320,7 +369,8 @@ export class A2AConnector implements Connector {
       ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
       ...(this.state ? { etag: this.etag } : {}),
     })
-      .then((read) => {
+      .then(async (read) => {
+        if (read.card) await this.checkSignature(read.card);
         const ttl = read.maxAgeMs ?? o.cardTtlMs ?? 300_000;
         this.freshUntil = Date.now() + ttl;
         this.etag = read.etag;
@@ -333,6 +383,32 @@ export class A2AConnector implements Connector {
         this.loading = null;
       });
     return this.loading;
+  }
+
+  /**
+   * A card whose signature does not verify with a trusted key (or that is unsigned where signatures
+   * are required) is refused: not bound, reported, and the read fails with `unauthenticated`. A card
+   * in force before stays in force until a card that passes replaces it.
+   */
+  private async checkSignature(card: AgentCard): Promise<void> {
+    if (!this.trust) return;
+    const verdict = await this.trust.check(card);
+    if (verdict.status === 'verified') return;
+    if (verdict.status === 'unsigned' && !this.trust.required) return;
+    const reason =
+      verdict.status === 'invalid'
+        ? verdict.reason
+        : 'the card is not signed and this target requires signatures';
+    this.options.logger?.warn(
+      { target: this.target, reason, baseUrl: this.options.baseUrl },
+      'agent card refused: signature check failed',
+    );
+    // Retryable: nothing was sent, so the job stays unstarted (never failed on our own word) and is
+    // tried again, which succeeds once the agent serves a card that verifies.
+    throw new TaskplaneError('unauthenticated', `target ${this.target}: agent card refused: ${reason}`, {
+      retryable: true,
+      details: { cardSignature: verdict.status, notSent: true },
+    });
   }
 
   /**
@@ -557,6 +633,14 @@ export class A2AConnector implements Connector {
       body = JSON.parse(request.rawBody);
     } catch {
       throw new TaskplaneError('invalid_argument', 'body: not JSON', { field: 'body' });
+    }
+    // A 0.3 agent posts the bare event with `kind` (a Task, a status or artifact update).
+    if (body !== null && typeof body === 'object' && 'kind' in body) {
+      try {
+        body = eventFromV03(body) ?? body;
+      } catch {
+        throw new TaskplaneError('invalid_argument', 'body: not a readable A2A 0.3 event', { field: 'body' });
+      }
     }
     const remoteId = frameTaskId(body);
     if (!remoteId)

@@ -41,6 +41,8 @@ export interface TransportOptions {
   headers?: Record<string, string>;
   timeoutMs: number;
   fetch?: typeof fetch;
+  /** The `A2A-Version` every request carries. @default '1.0' */
+  version?: string;
 }
 
 interface Sent {
@@ -48,7 +50,7 @@ interface Sent {
   done: () => void;
 }
 
-async function send(
+export async function send(
   o: TransportOptions,
   url: string,
   init: RequestInit,
@@ -66,7 +68,7 @@ async function send(
     controller.abort(new Error('timeout'));
   }, o.timeoutMs);
   const headers: Record<string, string> = {
-    [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
+    [A2A_VERSION_HEADER]: o.version ?? A2A_PROTOCOL_VERSION,
     accept,
     ...traceHeaders(),
     ...o.headers,
@@ -87,7 +89,7 @@ async function send(
   }
 }
 
-async function readJson(response: Response): Promise<unknown> {
+export async function readJson(response: Response): Promise<unknown> {
   const text = await response.text().catch((err: unknown) => {
     throw new TaskplaneError('unavailable', 'response body interrupted', { cause: err });
   });
@@ -100,7 +102,7 @@ async function readJson(response: Response): Promise<unknown> {
   }
 }
 
-function isSse(response: Response): boolean {
+export function isSse(response: Response): boolean {
   return (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
 }
 
@@ -117,7 +119,7 @@ function rpcResult(body: unknown, httpStatus: number): unknown {
 }
 
 /** The JSON frames of an event stream (events without data skipped); a frame that is not JSON fails it. */
-async function* sseFrames(
+export async function* sseFrames(
   response: Response,
   signal: AbortSignal,
 ): AsyncGenerator<{ frame: unknown; event: string | undefined; eventId: string | null }> {

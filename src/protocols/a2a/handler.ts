@@ -30,6 +30,8 @@ export interface CallContext {
   extensions: string[];
   /** SSE `Last-Event-ID` on a reconnecting SubscribeToTask (our declared extension). */
   lastEventId?: string;
+  /** The A2A version of the request when not 1.0 (`0.3`): push configs it registers get that version's bodies. */
+  protocolVersion?: string;
   /** Fires when the client goes away. */
   signal: AbortSignal;
 }

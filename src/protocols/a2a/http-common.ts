@@ -167,6 +167,7 @@ function isJsonMediaType(value: string): boolean {
 
 const VERSION_HEADER = A2A_VERSION_HEADER.toLowerCase();
 const EXTENSIONS_HEADER = A2A_EXTENSIONS_HEADER.toLowerCase();
+const LEGACY_EXTENSIONS_HEADER = 'x-a2a-extensions';
 
 /**
  * A2A 1.0, versioning: the version comes from the `A2A-Version` header or the `A2A-Version` query parameter; a missing
@@ -178,11 +179,7 @@ export function checkVersion(req: HttpRequest): void {
   const header = req.headers.get(VERSION_HEADER);
   // The header every 1.0 client sends is exactly "1.0": no trim, no regexp.
   if (header === A2A_PROTOCOL_VERSION) return;
-  let value = header?.trim();
-  if (!value) value = req.searchParams.get(A2A_VERSION_HEADER)?.trim();
-  const version = value ? value : '0.3';
-  const m = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(version);
-  const majorMinor = m ? `${Number(m[1])}.${Number(m[2])}` : version;
+  const { version, majorMinor } = requestedVersion(req);
   if (majorMinor !== A2A_PROTOCOL_VERSION) {
     throw new A2AError(
       'VersionNotSupportedError',
@@ -192,6 +189,18 @@ export function checkVersion(req: HttpRequest): void {
       },
     );
   }
+}
+
+/**
+ * The version a request asks for: the `A2A-Version` header, else the query parameter, else 0.3 (A2A
+ * 1.0, versioning: a missing or empty value means 0.3). `majorMinor` drops a patch number.
+ */
+export function requestedVersion(req: HttpRequest): { version: string; majorMinor: string } {
+  let value = req.headers.get(VERSION_HEADER)?.trim();
+  if (!value) value = req.searchParams.get(A2A_VERSION_HEADER)?.trim();
+  const version = value ? value : '0.3';
+  const m = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(version);
+  return { version, majorMinor: m ? `${Number(m[1])}.${Number(m[2])}` : version };
 }
 
 /** The `A2A-Extensions` header value as a list of URIs. */
@@ -207,7 +216,9 @@ function parseExtensions(value: string | null): string[] {
 /** The call context of an authenticated request: its extensions, its `Last-Event-ID`, its signal. */
 export function callContext(req: HttpRequest, owner: string): CallContext {
   const headers = req.headers;
-  const ctx = new LazySignalContext(owner, parseExtensions(headers.get(EXTENSIONS_HEADER)), req);
+  // 0.3 clients spell it `X-A2A-Extensions`.
+  const extensions = headers.get(EXTENSIONS_HEADER) ?? headers.get(LEGACY_EXTENSIONS_HEADER);
+  const ctx = new LazySignalContext(owner, parseExtensions(extensions), req);
   const lastEventId = headers.get('last-event-id');
   if (lastEventId) ctx.lastEventId = lastEventId;
   return ctx;
@@ -223,6 +234,7 @@ export function callContext(req: HttpRequest, owner: string): CallContext {
 class LazySignalContext implements CallContext {
   declare tenant?: string;
   declare lastEventId?: string;
+  declare protocolVersion?: string;
   readonly #source: { readonly signal: AbortSignal };
 
   constructor(

@@ -20,6 +20,7 @@ import {
   checkVersion,
   jsonReplies,
   parseJson,
+  requestedVersion,
   streamReply,
   type BindingOptions,
   type HttpReply,
@@ -28,6 +29,9 @@ import {
 import type { SseEvent } from './sse.ts';
 import type { JsonRpcId } from './types.ts';
 import { wireJson } from './wire-json.ts';
+import { callV03, v03ErrorEvent } from './v03/jsonrpc.ts';
+import { isV03Version } from './v03/card.ts';
+import { A2A_V03_VERSION } from './v03/wire.ts';
 
 type Call = (handler: A2ARequestHandler, params: unknown, ctx: CallContext) => Promise<unknown>;
 type StreamCall = (
@@ -97,7 +101,14 @@ export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Prom
       if (env.jsonrpc !== '2.0') throw new A2AError('InvalidRequestError', 'jsonrpc must be "2.0"');
       if (typeof env.method !== 'string')
         throw new A2AError('InvalidRequestError', 'method must be a string');
-      checkVersion(req);
+      // A client that asks for 0.3 (or, as 0.3 clients do, for no version) is answered as 0.3 (A2A
+      // 1.0, versioning; v03/jsonrpc.ts), where an unknown method is MethodNotFound; a 1.0 method
+      // name without a version is still refused as VersionNotSupported.
+      const v03 =
+        !UNARY.has(env.method) &&
+        !STREAMING.has(env.method) &&
+        isV03Version(requestedVersion(req).majorMinor);
+      if (!v03) checkVersion(req);
       const ctx = callContext(req, await options.authenticate(req.headers));
       const params = env.params;
       if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
@@ -107,6 +118,12 @@ export function jsonRpcCore(options: BindingOptions): (req: HttpRequest) => Prom
       const tenant = (params as Record<string, unknown> | undefined)?.tenant;
       if (typeof tenant === 'string' && tenant !== '') ctx.tenant = tenant;
       const method = env.method;
+      if (v03) {
+        ctx.protocolVersion = A2A_V03_VERSION;
+        const answer = await callV03(options.handler, method, params, ctx, id);
+        if ('result' in answer) return replies.ok(200, { jsonrpc: '2.0', id, result: answer.result });
+        return streamReply(options, answer.frames, (err) => v03ErrorEvent(err, id));
+      }
       const unary = UNARY.get(method);
       if (unary) {
         const result = await unary(options.handler, params, ctx);

@@ -20,6 +20,7 @@ import {
   checkVersion,
   jsonReplies,
   parseJson,
+  requestedVersion,
   streamReply,
   type BindingOptions,
   type HttpReply,
@@ -39,6 +40,8 @@ import {
   type TaskPushNotificationConfig,
 } from './types.ts';
 import { wireJson } from './wire-json.ts';
+import { isV03Version } from './v03/card.ts';
+import { v03Rest } from './v03/rest.ts';
 
 export interface RestBindingOptions extends BindingOptions {
   /** The interface URL's path, e.g. `/a2a/rest`; routes (and the `/{tenant}` prefix) follow it. */
@@ -127,6 +130,10 @@ export function restCore(options: RestBindingOptions): (req: HttpRequest) => Pro
       const path = req.path;
       const rest = path.startsWith(base) ? path.slice(base.length) : path;
       let segments = rest.split('/').filter(Boolean).map(safeDecode);
+      // A2A 0.3 routes live under `/v1`; a client that asks for 0.3, or names no version as 0.3
+      // clients do, is answered there as 0.3 (A2A 1.0, versioning; v03/rest.ts).
+      if (segments[0] === 'v1' && isV03Version(requestedVersion(req).majorMinor))
+        return await v03Rest(options, req, segments.slice(1), limits);
       let tenant: string | undefined;
       if (segments.length > 1 && !ROUTE_ROOTS.has(segments[0]!)) {
         tenant = segments[0];

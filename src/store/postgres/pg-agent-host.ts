@@ -219,11 +219,22 @@ export abstract class PgAgentHost {
 
   async putPushConfig(c: PushConfigRecord): Promise<PushConfigRecord> {
     await this.run(
-      `INSERT INTO push_configs (task_id, id, owner, tenant, url, token, authentication, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+      `INSERT INTO push_configs (task_id, id, owner, tenant, url, token, authentication, created_at, protocol_version)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, tenant = excluded.tenant, url = excluded.url,
-         token = excluded.token, authentication = excluded.authentication, created_at = excluded.created_at`,
-      [c.taskId, c.id, c.owner, c.tenant, c.url, c.token, rows.jsonOrNull(c.authentication), c.createdAt],
+         token = excluded.token, authentication = excluded.authentication, created_at = excluded.created_at,
+         protocol_version = excluded.protocol_version`,
+      [
+        c.taskId,
+        c.id,
+        c.owner,
+        c.tenant,
+        c.url,
+        c.token,
+        rows.jsonOrNull(c.authentication),
+        c.createdAt,
+        c.protocolVersion ?? '1.0',
+      ],
     );
     return structuredClone(c);
   }

@@ -289,4 +289,10 @@ export const PG_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 11,
+    name: 'push config protocol version',
+    // As SQLite migration 11: the A2A version a push config was registered over.
+    sql: `ALTER TABLE push_configs ADD COLUMN protocol_version TEXT NOT NULL DEFAULT '1.0';`,
+  },
 ];

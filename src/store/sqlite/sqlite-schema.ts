@@ -334,4 +334,12 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: 11,
+    name: 'push config protocol version',
+    // The A2A version a push config was registered over: a 0.3 client's webhook gets 0.3 bodies.
+    sql: `
+      ALTER TABLE push_configs ADD COLUMN protocol_version TEXT NOT NULL DEFAULT '1.0';
+    `,
+  },
 ];

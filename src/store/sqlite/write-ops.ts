@@ -163,11 +163,22 @@ export const WRITES = {
     authentication: string | null,
   ): void {
     c.q(
-      `INSERT INTO push_configs (task_id, id, owner, tenant, url, token, authentication, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO push_configs (task_id, id, owner, tenant, url, token, authentication, created_at, protocol_version)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (task_id, id) DO UPDATE SET owner = excluded.owner, tenant = excluded.tenant, url = excluded.url,
-         token = excluded.token, authentication = excluded.authentication, created_at = excluded.created_at`,
-    ).run(p.taskId, p.id, p.owner, p.tenant, p.url, p.token, authentication, p.createdAt);
+         token = excluded.token, authentication = excluded.authentication, created_at = excluded.created_at,
+         protocol_version = excluded.protocol_version`,
+    ).run(
+      p.taskId,
+      p.id,
+      p.owner,
+      p.tenant,
+      p.url,
+      p.token,
+      authentication,
+      p.createdAt,
+      p.protocolVersion ?? '1.0',
+    );
   },
 
   deletePushConfig(c: SqlConn, _notices: ChangeNotice[], taskId: string, id: string): void {

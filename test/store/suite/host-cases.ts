@@ -257,6 +257,28 @@ export function hostCases({ store, peer, test }: SuiteContext<AgentTaskStore>): 
     expect((await store().listPushConfigs('task-1')).map((c) => c.id)).toEqual(['c2']);
   });
 
+  test('push configs keep the A2A version they were registered over (absent: 1.0)', async () => {
+    const config: PushConfigRecord = {
+      id: 'v03',
+      taskId: 'task-3',
+      owner: 'alice',
+      tenant: '',
+      url: 'https://hooks.example/3',
+      token: null,
+      authentication: null,
+      createdAt: 1,
+      protocolVersion: '0.3',
+    };
+    await store().putPushConfig(config);
+    const { protocolVersion: _version, ...plain } = config;
+    await store().putPushConfig({ ...plain, id: 'v10' });
+    expect((await store().getPushConfig('task-3', 'v03'))?.protocolVersion).toBe('0.3');
+    expect((await store().listPushConfigs('task-3')).map((c) => c.protocolVersion)).toEqual([
+      '0.3',
+      undefined,
+    ]);
+  });
+
   test('outbox delivers in order per (task, config): only the oldest undelivered row is claimable', async () => {
     const task = makeTask({ updatedAt: 500 });
     const rows = [outboxRow(task.id, 'c1', 1), outboxRow(task.id, 'c1', 2), outboxRow(task.id, 'c2', 1)];
