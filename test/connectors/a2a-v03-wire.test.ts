@@ -151,7 +151,7 @@ describe('connector 0.3 wire', () => {
     card = { ...card, preferredTransport: 'GRPC', url: '127.0.0.1:50051' };
     try {
       await expect(A2AConnector.connect({ target: 'hand', baseUrl: base })).rejects.toThrow(
-        /no JSON-RPC or HTTP\+JSON interface at A2A 1\.0 or 0\.3/,
+        /nor JSON-RPC or HTTP\+JSON at 0\.3/,
       );
     } finally {
       card = saved;

@@ -75,6 +75,9 @@ describe('plane → host over gRPC', () => {
       'http://127.0.0.1:9/a2a/jsonrpc',
       'http://127.0.0.1:9/a2a/rest',
       host.grpcUrl,
+      // the same HTTP URLs at A2A 0.3, which a 1.0 client passes over
+      'http://127.0.0.1:9/a2a/jsonrpc',
+      'http://127.0.0.1:9/a2a/rest',
     ]);
   });
 
