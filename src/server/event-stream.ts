@@ -27,8 +27,11 @@ export interface EventStreamOptions {
   revoked?: AbortSignal;
   /** Called once when the stream has ended, however it ended (frees the tenant's stream slot). */
   onEnd?: () => void;
-  /** Least time between two sends of a busy stream; events in between go out together. @default 250 */
-  batchMs?: number;
+  /**
+   * Least time between two sends of a busy stream; events in between go out together. A function is
+   * asked at each send (the plane's is longer the more streams the tenant holds open). @default 250
+   */
+  batchMs?: number | (() => number);
   /** Time for the batching and the keep-alive. @default a SystemClock */
   clock?: Clock;
 }
@@ -152,12 +155,13 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
     else s.addEventListener('abort', close, { once: true });
   }
   const clock = o.clock ?? SYSTEM_CLOCK;
-  const batchMs = o.batchMs ?? BATCH_MS;
+  const batchOf = typeof o.batchMs === 'function' ? o.batchMs : () => (o.batchMs as number | undefined) ?? BATCH_MS;
   // When this stream last sent: a wake-up soon after waits out the rest of BATCH_MS (see below).
   let sentAt = Number.NEGATIVE_INFINITY;
   try {
     while (!closed) {
       if (dirty) {
+        const batchMs = batchOf();
         // At most batchMs, should the clock have stepped back.
         const rest = Math.min(batchMs, sentAt + batchMs - clock.now());
         if (rest > 0) {
@@ -217,7 +221,7 @@ const SYSTEM_CLOCK = new SystemClock();
  * socket write per stream, so without it a tenant's write rate times its stream count was work for the
  * event loop; with it the work is bounded by the stream count alone (docs/performance.md, "Abuse").
  */
-const BATCH_MS = 250;
+export const BATCH_MS = 250;
 
 /**
  * The change fan-out of a store's open streams: one store subscription, and each change wakes only the

@@ -255,6 +255,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     metricsAccess,
     logger,
     signal: shutdown.signal,
+    schemaCompiler,
     ...(options.dashboard === false ? {} : { dashboardDir: DASHBOARD_DIR }),
     ...(options.lab === false ? {} : { lab: labRoute(ROOT_DIR, logger.child({ part: 'lab-page' })) }),
     ...(options.defaultMetrics !== undefined ? { defaultMetrics: options.defaultMetrics } : {}),

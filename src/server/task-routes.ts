@@ -213,6 +213,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
+      batchMs: () => deps.tenantLimits.streamBatchMs(tenant),
       clock: deps.clock,
     });
   });
@@ -227,6 +228,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
+      batchMs: () => deps.tenantLimits.streamBatchMs(tenant),
       clock: deps.clock,
     });
   });
