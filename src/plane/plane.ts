@@ -362,7 +362,12 @@ export class Plane {
       req.acceptance?.schema === undefined
         ? undefined
         : compiler
-          ? await checkAcceptanceSchemaOffLoop(req.acceptance.schema, compiler, this.config.acceptance, tenant)
+          ? await checkAcceptanceSchemaOffLoop(
+              req.acceptance.schema,
+              compiler,
+              this.config.acceptance,
+              tenant,
+            )
           : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
     const acceptanceExtras = checkAcceptanceExtras(req.acceptance);
     // Every field is valid; whether the target takes this input is the next question (422, not 400).

@@ -155,7 +155,8 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
     else s.addEventListener('abort', close, { once: true });
   }
   const clock = o.clock ?? SYSTEM_CLOCK;
-  const batchOf = typeof o.batchMs === 'function' ? o.batchMs : () => (o.batchMs as number | undefined) ?? BATCH_MS;
+  const batchOf =
+    typeof o.batchMs === 'function' ? o.batchMs : () => (o.batchMs as number | undefined) ?? BATCH_MS;
   // When this stream last sent: a wake-up soon after waits out the rest of BATCH_MS (see below).
   let sentAt = Number.NEGATIVE_INFINITY;
   try {

@@ -139,7 +139,13 @@ class TokenBuckets {
    * Takes `n` tokens of `key`; with `whole`, only when it has all `n` (else it takes none). Returns the
    * tokens left after taking (below zero: in debt), or before, when none were taken.
    */
-  take(key: string, n: number, now: number, whole: boolean, floor = -Infinity): { taken: boolean; tokens: number } {
+  take(
+    key: string,
+    n: number,
+    now: number,
+    whole: boolean,
+    floor = -Infinity,
+  ): { taken: boolean; tokens: number } {
     const bucket = this.refilled(key, now);
     const taken = !whole || bucket.tokens >= n;
     if (taken) bucket.tokens = Math.max(floor, bucket.tokens - n);
@@ -198,7 +204,10 @@ export class TenantLimits implements CompileBudget {
     this.writes = new TokenBuckets(this.config.writesPerSecondPerTenant, this.config.writeBurstPerTenant);
     const byteRate = this.config.bodyBytesPerSecondPerTenant;
     this.bodyBytes = new TokenBuckets(byteRate, byteRate * BODY_BURST_SECONDS);
-    this.refusals = new TokenBuckets(this.config.refusalsPerSecondPerTenant, this.config.refusalBurstPerTenant);
+    this.refusals = new TokenBuckets(
+      this.config.refusalsPerSecondPerTenant,
+      this.config.refusalBurstPerTenant,
+    );
     this.compileMs = new TokenBuckets(
       this.config.schemaCompileMsPerSecondPerTenant,
       this.config.schemaCompileBurstMsPerTenant,

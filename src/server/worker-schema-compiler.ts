@@ -152,7 +152,8 @@ export class WorkerSchemaCompiler implements SchemaCompiler {
   }
 
   private charge(owner: string, ms: number): void {
-    if (owner !== NO_OWNER && ms > 0) this.budget?.chargeCompile(owner, ms);
+    // A clock that stepped back charges nothing rather than a credit.
+    if (owner !== NO_OWNER) this.budget?.chargeCompile(owner, Math.max(0, ms));
   }
 
   private startWorker(): Worker {

@@ -397,9 +397,11 @@ async function main(): Promise<void> {
       ` | inside p50 ${ms(percentile(p.inside, 0.5))} p99 ${ms(percentile(p.inside, 0.99))}` +
       ` | loop delay p99 ${ms(p.loopP99)} | CPU ${((p.cpuUs / 1e4 / p.seconds) | 0).toString().padStart(3)} %`;
     const pace = NORMAL_RATE > 0 ? `${NORMAL_RATE} a second` : 'one after another';
-    console.log(`normal tenant: ${creates} creates, ${pace}; SQLite, loopback HTTP, plane in its own process`);
     console.log(
-      'create latency in ms at the client | inside the plane | the plane\'s event loop delay | plane CPU (all threads, % of a core)',
+      `normal tenant: ${creates} creates, ${pace}; SQLite, loopback HTTP, plane in its own process`,
+    );
+    console.log(
+      "create latency in ms at the client | inside the plane | the plane's event loop delay | plane CPU (all threads, % of a core)",
     );
     console.log(row('unloaded', unloaded));
     console.log(row(`loaded (abusive tenant, ${open} SSE streams open)`, loaded));
