@@ -27,11 +27,13 @@ export interface EventStreamOptions {
   revoked?: AbortSignal;
   /** Called once when the stream has ended, however it ended (frees the tenant's stream slot). */
   onEnd?: () => void;
+  /** Least time between two sends of a busy stream; events in between go out together. @default 250 */
+  batchMs?: number;
   /**
-   * Least time between two sends of a busy stream; events in between go out together. A function is
-   * asked at each send (the plane's is longer the more streams the tenant holds open). @default 250
+   * Asked before each send (the plane's is its tenant's stream send rate, tenant-limits.ts): a promise
+   * means send once it settles. Only a send asks: a wake-up that finds nothing new costs no turn.
    */
-  batchMs?: number | (() => number);
+  pace?: () => Promise<void> | undefined;
   /** Time for the batching and the keep-alive. @default a SystemClock */
   clock?: Clock;
 }
@@ -155,14 +157,12 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
     else s.addEventListener('abort', close, { once: true });
   }
   const clock = o.clock ?? SYSTEM_CLOCK;
-  const batchOf =
-    typeof o.batchMs === 'function' ? o.batchMs : () => (o.batchMs as number | undefined) ?? BATCH_MS;
+  const batchMs = o.batchMs ?? BATCH_MS;
   // When this stream last sent: a wake-up soon after waits out the rest of BATCH_MS (see below).
   let sentAt = Number.NEGATIVE_INFINITY;
   try {
     while (!closed) {
       if (dirty) {
-        const batchMs = batchOf();
         // At most batchMs, should the clock have stepped back.
         const rest = Math.min(batchMs, sentAt + batchMs - clock.now());
         if (rest > 0) {
@@ -181,6 +181,11 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
         for (;;) {
           const events = await streamWakeups(o.store).read(o.tenant, o.envelopeId ?? null, last);
           if (events.length > 0 && !closed) {
+            const paced = o.pace?.();
+            if (paced) {
+              await paced;
+              if (closed) break;
+            }
             // One write per page: a burst of events costs one socket write per stream, not one each.
             const frames = events.map((e) => eventFrame(e, o.view));
             last = events[events.length - 1]!.seq;
@@ -222,7 +227,7 @@ const SYSTEM_CLOCK = new SystemClock();
  * socket write per stream, so without it a tenant's write rate times its stream count was work for the
  * event loop; with it the work is bounded by the stream count alone (docs/performance.md, "Abuse").
  */
-export const BATCH_MS = 250;
+const BATCH_MS = 250;
 
 /**
  * The change fan-out of a store's open streams: one store subscription, and each change wakes only the

@@ -213,7 +213,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
-      batchMs: () => deps.tenantLimits.streamBatchMs(tenant),
+      pace: () => deps.tenantLimits.paceStreamSend(tenant),
       clock: deps.clock,
     });
   });
@@ -228,7 +228,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
-      batchMs: () => deps.tenantLimits.streamBatchMs(tenant),
+      pace: () => deps.tenantLimits.paceStreamSend(tenant),
       clock: deps.clock,
     });
   });

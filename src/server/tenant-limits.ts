@@ -1,6 +1,5 @@
 import type { Clock } from '../core/clock.ts';
 import { configError, TaskplaneError } from '../core/errors.ts';
-import { BATCH_MS } from './event-stream.ts';
 import type { CompileBudget } from './worker-schema-compiler.ts';
 
 /**
@@ -53,10 +52,10 @@ export interface TenantLimitsOptions {
   /** SSE streams (`/v1/events`, `/v1/tasks/{id}/events`) one tenant may hold open. @default 500 */
   maxStreamsPerTenant?: number;
   /**
-   * Sends (socket writes of events) one tenant's SSE streams make per second, together, while its tasks
-   * keep changing: each busy stream sends at most once per `open streams / this` seconds (and at most
-   * every 250 ms), everything in between in one write. A tenant's writes then cost the event loop this
-   * many sends a second however many streams it holds; a quiet stream still sends at once. @default 400
+   * Sends (socket writes of events) one tenant's SSE streams make per second, together: past it (after a
+   * burst of a tenth of a second's worth) each send waits its turn, spread evenly, and what happened
+   * meanwhile goes out with it. A tenant's writes then cost the event loop at most this many sends a
+   * second, however many streams it holds, and never all of them in one turn. @default 400
    */
   streamSendsPerSecondPerTenant?: number;
   /**
@@ -94,6 +93,9 @@ const RATES = new Set<keyof TenantLimitsConfig>([
   'schemaCompileMsPerSecondPerTenant',
   'schemaCompileBurstMsPerTenant',
 ]);
+
+/** The stream send bucket holds this many seconds of the rate: 40 sends at once at the default 400. */
+const STREAM_SEND_BURST_SECONDS = 0.1;
 
 /** The byte bucket holds this many seconds of the body rate: a 1 MiB body after a pause is read at once. */
 const BODY_BURST_SECONDS = 2;
@@ -195,6 +197,7 @@ export class TenantLimits implements CompileBudget {
   private readonly bodyBytes: TokenBuckets;
   private readonly refusals: TokenBuckets;
   private readonly compileMs: TokenBuckets;
+  private readonly streamSends: TokenBuckets;
 
   constructor(
     private readonly clock: Clock,
@@ -208,6 +211,8 @@ export class TenantLimits implements CompileBudget {
       this.config.refusalsPerSecondPerTenant,
       this.config.refusalBurstPerTenant,
     );
+    const sendRate = this.config.streamSendsPerSecondPerTenant;
+    this.streamSends = new TokenBuckets(sendRate, Math.max(1, sendRate * STREAM_SEND_BURST_SECONDS));
     this.compileMs = new TokenBuckets(
       this.config.schemaCompileMsPerSecondPerTenant,
       this.config.schemaCompileBurstMsPerTenant,
@@ -352,11 +357,14 @@ export class TenantLimits implements CompileBudget {
   }
 
   /**
-   * Least time between two sends of one of `tenant`'s busy streams: its stream send rate shared among the
-   * streams it holds open, never below the streams' own interval.
+   * Counts a send of one of `tenant`'s SSE streams; a promise means send once it settles: past its
+   * stream send rate, the tenant's sends are spread out evenly (the k-th in debt waits k / rate seconds)
+   * rather than all its streams sending in one turn of the event loop.
    */
-  streamBatchMs(tenant: string): number {
-    return Math.max(BATCH_MS, (1000 * this.openStreams(tenant)) / this.config.streamSendsPerSecondPerTenant);
+  paceStreamSend(tenant: string): Promise<void> | undefined {
+    const { tokens } = this.streamSends.take(tenant, 1, this.clock.now(), false);
+    if (tokens >= 0) return undefined;
+    return this.clock.sleep((-tokens * 1000) / this.config.streamSendsPerSecondPerTenant);
   }
 
   /** Streams `tenant` holds open now. */

@@ -298,13 +298,42 @@ describe('schema compile time is shared among tenants', () => {
 });
 
 describe("a tenant's streams share its send rate", () => {
-  it('each busy stream sends at most once per open streams / rate, never more often than every 250 ms', () => {
-    const limits = new TenantLimits(new VirtualClock(0), { streamSendsPerSecondPerTenant: 10 });
-    expect(limits.streamBatchMs('alpha')).toBe(250);
-    const ends = Array.from({ length: 5 }, () => limits.openStream('alpha'));
-    expect(limits.streamBatchMs('alpha')).toBe(500);
-    expect(limits.streamBatchMs('beta')).toBe(250);
-    for (const end of ends) end();
-    expect(limits.streamBatchMs('alpha')).toBe(250);
+  it("past the rate, its streams' sends are spread out evenly, not made in one turn; another tenant's stream sends at once", async () => {
+    const clock = new VirtualClock(Date.parse('2026-12-01T00:00:00Z'));
+    // 10 sends a second, a burst of one: the first stream sends at once, the next 100 ms later, …
+    const app = await start({ clock, limitsClock: clock, limits: { streamSendsPerSecondPerTenant: 10 } });
+    const open = async (key: string) => {
+      const res = await app.fetch('/v1/events?from=now', { headers: headers(key) });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      let got = 0;
+      const pump = (): void =>
+        void reader.read().then((r) => {
+          if (r.done) return;
+          got++;
+          pump();
+        });
+      pump();
+      return { got: () => got, cancel: () => reader.cancel() };
+    };
+    const streams = [await open(KEY_A), await open(KEY_A), await open(KEY_A)];
+    const beta = await open(KEY_B);
+    const sent = () => streams.filter((st) => st.got() > 0).length;
+
+    expect((await create(app, KEY_A)).status).toBe(202);
+    expect((await create(app, KEY_B)).status).toBe(202);
+    await turns();
+    expect(sent()).toBe(1);
+    expect(beta.got()).toBeGreaterThan(0);
+    await clock.advance(99);
+    await turns();
+    expect(sent()).toBe(1);
+    await clock.advance(1);
+    await turns();
+    expect(sent()).toBe(2);
+    await clock.advance(100);
+    await turns();
+    expect(sent()).toBe(3);
+    for (const st of [...streams, beta]) await st.cancel();
   });
 });
