@@ -1,18 +1,24 @@
 /**
  * `npm run bench:abuse`: one abusive tenant next to one normal tenant on the control plane (SQLite, real
- * sockets). The normal tenant creates tasks one after another and the create latency is measured twice:
- * alone, then while the abusive tenant (in its own process, so its client work does not run on the
- * plane's event loop) holds 1,000 SSE streams open, posts bodies past the limit (declared and chunked),
- * deeply nested JSON, pathological acceptance schemas, and a stream of its own creates that wake its
- * streams. Prints the normal tenant's create p50/p99 unloaded and loaded and their ratio (goal: p99
- * within 2×), and what the abusive tenant got back. A benchmark, not a test: figures move with the load
- * on the machine.
+ * sockets). Three processes: the plane, the abusive tenant, and this one, the normal tenant, so neither
+ * client's work runs on the plane's event loop. The normal tenant creates tasks at a steady pace (25 a
+ * second) and its create latency is measured alone, then in rounds that alternate the abusive tenant
+ * running and paused (SIGSTOP, its streams and connections left open), then alone again. The abusive
+ * tenant holds 1,000 SSE streams open and posts bodies past the limit (declared and chunked), deeply
+ * nested JSON, pathological acceptance schemas, huge webhooks and a stream of its own creates that wake
+ * its streams, four at a time, each sent again as soon as it is answered. Prints, per phase, the normal
+ * tenant's create p50/p99 at the client and inside the plane, the plane's event loop delay and CPU, the
+ * ratio loaded / unloaded p99 (goal ≤ 2×) and loaded / paused (the same, side by side: on a shared
+ * machine the speed drifts between phases), and what the abusive tenant got back. A benchmark, not a
+ * test: figures move with the load on the machine.
  *
  *   npm run bench:abuse -- [creates=400] [streams=1000]
  *
  * ABUSE_KINDS=huge,endless,… runs only the abusive requests whose names start so (`none`: streams
  * only); ABUSE_MAX_STREAMS=N sets the plane's per-tenant stream limit (default 500, so 500 of the
- * 1,000 streams are refused).
+ * 1,000 streams are refused); ABUSE_LIMITS='{"writesPerSecondPerTenant":100}' sets other per-tenant
+ * limits; ABUSE_ROUNDS (5), ABUSE_NORMAL_RATE (25; 0 sends one create after another as fast as they are
+ * answered), ABUSE_DB (`memory:` takes the disk out), ABUSE_PLANE_NODE_ARGS (`--cpu-prof`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
