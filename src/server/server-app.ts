@@ -82,7 +82,14 @@ const REFUSALS = new Set([400, 413, 415, 422, 429]);
 /** On the webhook route a bad push token (401) is the sender's fault too. */
 const WEBHOOK_REFUSALS = new Set([...REFUSALS, 401]);
 const WEBHOOK_ROUTE = /^\/v1\/webhooks\/[^/]+\/([^/]+)$/;
-const webhookKey = (target: string) => `webhook ${target}`;
+/**
+ * The door key of a webhook route: its target as the path spells it (not decoded, so a malformed escape
+ * is a key like any other). A space cannot be in a tenant's name, so no tenant shares it.
+ */
+const webhookKey = (path: string) => {
+  const target = WEBHOOK_ROUTE.exec(path)?.[1];
+  return target === undefined ? undefined : `webhook ${target}`;
+};
 
 const STATIC_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -129,7 +136,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     // same for every target, so that answer says nothing about which targets exist.
     // No tenant is known before the push token is checked: a target's webhook route is its own key at
     // the door, so a sender refused again and again is held there, not answered as fast as it sends.
-    await tenantLimits.admit(webhookKey(c.req.param('target')));
+    await tenantLimits.admit(webhookKey(c.req.path)!);
     const raw = await readBodyText(c.req.raw, maxWebhookBytes, maxJsonDepth);
     const headers: Record<string, string> = {};
     c.req.raw.headers.forEach((v, k) => (headers[k] = v));
@@ -233,9 +240,9 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     // A refusal counts against its sender's refusal rate (tenant-limits.ts refused): the tenant of the
     // key, or the webhook route of the target.
     const tenant = c.get('tenant') as string | undefined;
-    const webhook = WEBHOOK_ROUTE.exec(c.req.path);
+    const webhook = tenant === undefined ? webhookKey(c.req.path) : undefined;
     if (tenant !== undefined ? REFUSALS.has(res.status) : webhook && WEBHOOK_REFUSALS.has(res.status))
-      tenantLimits.refused(tenant ?? webhookKey(decodeURIComponent(webhook![1]!)));
+      tenantLimits.refused(tenant ?? webhook!);
     return res;
   });
   return app;
