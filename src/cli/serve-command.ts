@@ -16,6 +16,7 @@ import {
   startDemoHost,
 } from '../server/demo.ts';
 import { startServer } from '../server/start-server.ts';
+import { DEFAULT_TENANT_LIMITS as TENANT } from '../server/tenant-limits.ts';
 import {
   parseTargetSigningSecrets,
   parseTargets,
@@ -143,16 +144,67 @@ export function registerServeCommand(program: Command): void {
       '--tenant-writes-per-second <n>',
       'per tenant: keyed POSTs a second, sustained (429 past it; docs/security.md)',
       numberOption,
-      200,
+      TENANT.writesPerSecondPerTenant,
     )
-    .option('--tenant-write-burst <n>', 'per tenant: POSTs at once after a pause', intOption(1), 400)
-    .option('--tenant-creates-in-flight <n>', 'per tenant: creates handled at once', intOption(1), 64)
-    .option('--tenant-streams <n>', 'per tenant: SSE streams open at once', intOption(1), 500)
+    .option(
+      '--tenant-write-burst <n>',
+      'per tenant: POSTs at once after a pause',
+      intOption(1),
+      TENANT.writeBurstPerTenant,
+    )
+    .option(
+      '--tenant-creates-in-flight <n>',
+      'per tenant: creates handled or waiting their turn at once',
+      intOption(1),
+      TENANT.maxCreatesInFlightPerTenant,
+    )
+    .option(
+      '--tenant-fair-creates <n>',
+      'per tenant: creates handled at once while another tenant has creates (the rest wait their turn)',
+      intOption(1),
+      TENANT.fairCreatesInFlightPerTenant,
+    )
+    .option(
+      '--tenant-refusals-per-second <n>',
+      "per tenant: refused requests a second before the tenant's next requests wait at the door",
+      numberOption,
+      TENANT.refusalsPerSecondPerTenant,
+    )
+    .option(
+      '--tenant-refusal-burst <n>',
+      'per tenant: refusals taken without delay after a quiet spell',
+      intOption(1),
+      TENANT.refusalBurstPerTenant,
+    )
+    .option(
+      '--tenant-compile-ms-per-second <ms>',
+      'per tenant: acceptance schema compile time a second (429 for a new schema past it)',
+      numberOption,
+      TENANT.schemaCompileMsPerSecondPerTenant,
+    )
+    .option(
+      '--tenant-compile-burst-ms <ms>',
+      'per tenant: compile time taken without delay after a quiet spell',
+      numberOption,
+      TENANT.schemaCompileBurstMsPerTenant,
+    )
+    .option(
+      '--tenant-streams <n>',
+      'per tenant: SSE streams open at once',
+      intOption(1),
+      TENANT.maxStreamsPerTenant,
+    )
+    .option(
+      '--tenant-stream-sends-per-second <n>',
+      'per tenant: sends of its busy SSE streams a second, together',
+      numberOption,
+      TENANT.streamSendsPerSecondPerTenant,
+    )
     .option(
       '--tenant-body-bytes-per-second <bytes>',
       'per tenant: request body bytes read a second (past it, bodies are read more slowly)',
       numberOption,
-      2_097_152,
+      TENANT.bodyBytesPerSecondPerTenant,
     )
     .option(
       '--retention-days <days>',
@@ -246,7 +298,13 @@ export function registerServeCommand(program: Command): void {
           writesPerSecondPerTenant: opts.tenantWritesPerSecond as number,
           writeBurstPerTenant: opts.tenantWriteBurst as number,
           maxCreatesInFlightPerTenant: opts.tenantCreatesInFlight as number,
+          fairCreatesInFlightPerTenant: opts.tenantFairCreates as number,
+          refusalsPerSecondPerTenant: opts.tenantRefusalsPerSecond as number,
+          refusalBurstPerTenant: opts.tenantRefusalBurst as number,
+          schemaCompileMsPerSecondPerTenant: opts.tenantCompileMsPerSecond as number,
+          schemaCompileBurstMsPerTenant: opts.tenantCompileBurstMs as number,
           maxStreamsPerTenant: opts.tenantStreams as number,
+          streamSendsPerSecondPerTenant: opts.tenantStreamSendsPerSecond as number,
           bodyBytesPerSecondPerTenant: opts.tenantBodyBytesPerSecond as number,
         },
         // The demo host is on this machine, so push to the listening URL works and shows the fast path.

@@ -48,9 +48,11 @@ export interface SchemaCompiler {
   /**
    * Compiles `schema` (already within the size and depth limits) into a validator. Rejects with an
    * Error whose message says what is wrong with the schema, or with a SchemaCompileTimeout after
-   * `deadlineMs` of compiling.
+   * `deadlineMs` of compiling. `owner` (the tenant whose request needs it) lets the compiler share its
+   * time among tenants; a compiler may refuse with a TaskplaneError (an owner past its share), which
+   * reaches the caller as it is.
    */
-  compile(schema: Record<string, unknown>, deadlineMs: number): Promise<CompiledSchema>;
+  compile(schema: Record<string, unknown>, deadlineMs: number, owner?: string): Promise<CompiledSchema>;
 }
 
 /** A compile that ran past its deadline (and was stopped). */
@@ -232,6 +234,7 @@ export async function checkAcceptanceSchemaOffLoop(
   schema: unknown,
   compiler: SchemaCompiler,
   limits: AcceptanceLimits = defaultAcceptanceLimits,
+  owner?: string,
 ): Promise<Record<string, unknown>> {
   const key = precheck(schema, limits);
   if (tooSlow.has(key)) throw slowRefusal(tooSlow.get(key)!);
@@ -243,8 +246,10 @@ export async function checkAcceptanceSchemaOffLoop(
         schema as Record<string, unknown>,
         compiler,
         limits.compileTimeoutMs,
+        owner,
       );
     } catch (err) {
+      if (err instanceof TaskplaneError) throw err;
       if (err instanceof SchemaCompileTimeout) {
         tooSlow.delete(key);
         tooSlow.set(key, err.deadlineMs);
@@ -267,10 +272,11 @@ function compileOffLoop(
   schema: Record<string, unknown>,
   compiler: SchemaCompiler,
   deadlineMs: number,
+  owner: string | undefined,
 ): Promise<CompiledSchema> {
   let pending = compiling.get(key);
   if (!pending) {
-    pending = compiler.compile(schema, deadlineMs).then((fresh) => remember(key, fresh));
+    pending = compiler.compile(schema, deadlineMs, owner).then((fresh) => remember(key, fresh));
     compiling.set(key, pending);
     const forget = () => compiling.delete(key);
     pending.then(forget, forget);
@@ -290,7 +296,7 @@ export async function prepareAcceptance(
 ): Promise<void> {
   const key = keyOf(schema);
   if (compiled.has(key)) return;
-  await compileOffLoop(key, schema, compiler, limits.compileTimeoutMs).catch(() => undefined);
+  await compileOffLoop(key, schema, compiler, limits.compileTimeoutMs, undefined).catch(() => undefined);
 }
 
 /** How many failing places a refusal names: the first few are what a person acts on. */

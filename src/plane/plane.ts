@@ -440,7 +440,12 @@ export class Plane {
       req.acceptance?.schema === undefined
         ? undefined
         : compiler
-          ? await checkAcceptanceSchemaOffLoop(req.acceptance.schema, compiler, this.config.acceptance)
+          ? await checkAcceptanceSchemaOffLoop(
+              req.acceptance.schema,
+              compiler,
+              this.config.acceptance,
+              tenant,
+            )
           : checkAcceptanceSchema(req.acceptance.schema, this.config.acceptance);
     const acceptanceExtras = checkAcceptanceExtras(req.acceptance);
     const verifier =

@@ -29,6 +29,11 @@ export interface EventStreamOptions {
   onEnd?: () => void;
   /** Least time between two sends of a busy stream; events in between go out together. @default 250 */
   batchMs?: number;
+  /**
+   * Asked before each send (the plane's is its tenant's stream send rate, tenant-limits.ts): a promise
+   * means send once it settles. Only a send asks: a wake-up that finds nothing new costs no turn.
+   */
+  pace?: () => Promise<void> | undefined;
   /** Time for the batching and the keep-alive. @default a SystemClock */
   clock?: Clock;
 }
@@ -176,6 +181,11 @@ async function pump(o: EventStreamOptions, sink: SseSink, onAbort: (fn: () => vo
         for (;;) {
           const events = await streamWakeups(o.store).read(o.tenant, o.envelopeId ?? null, last);
           if (events.length > 0 && !closed) {
+            const paced = o.pace?.();
+            if (paced) {
+              await paced;
+              if (closed) break;
+            }
             // One write per page: a burst of events costs one socket write per stream, not one each.
             const frames = events.map((e) => eventFrame(e, o.view));
             last = events[events.length - 1]!.seq;

@@ -434,7 +434,7 @@ export function openApiDocument(): Record<string, unknown> {
         UnsupportedMediaType: errorResponse('415: request body is not application/json'),
         TooManyRequests: {
           ...errorResponse(
-            "429 resource_exhausted: over one of the tenant's limits (writes per second, creates in flight, open streams; the message names it); retry after Retry-After seconds",
+            "429 resource_exhausted: over one of the tenant's limits (writes per second, creates held, schema compile time, open streams, or more than 64 requests waiting at the door after many refusals; the message names it); retry after Retry-After seconds",
           ),
           headers: {
             'Retry-After': {

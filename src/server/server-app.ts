@@ -26,6 +26,7 @@ import { registerTargetRoutes } from './target-routes.ts';
 import { registerTaskRoutes, type ServerEnv } from './task-routes.ts';
 import { TenantLimits, type TenantLimitsOptions } from './tenant-limits.ts';
 import { registerWorkflowRoutes } from './workflow-routes.ts';
+import type { WorkerSchemaCompiler } from './worker-schema-compiler.ts';
 
 export interface ServerAppOptions extends TenantLimitsOptions {
   plane: Plane;
@@ -54,6 +55,8 @@ export interface ServerAppOptions extends TenantLimitsOptions {
   maxJsonDepth?: number;
   /** prom-client default process metrics. @default true */
   defaultMetrics?: boolean;
+  /** The worker compiling acceptance schemas: its time is shared among tenants by their limits. */
+  schemaCompiler?: WorkerSchemaCompiler;
   /** Time for the per-tenant limits (tenant-limits.ts) and the SSE streams' batching. @default a SystemClock */
   clock?: Clock;
 }
@@ -79,6 +82,19 @@ export const DASHBOARD_CSP = [
 /** The routes a browser reads with EventSource, which cannot send an Authorization header. */
 const SSE_ROUTE = /^\/v1\/(?:events|tasks\/[^/]+\/events)$/;
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Answers that refuse what the caller sent or how often: counted against its refusal rate. */
+const REFUSALS = new Set([400, 413, 415, 422, 429]);
+/** On the webhook route a bad push token (401) is the sender's fault too. */
+const WEBHOOK_REFUSALS = new Set([...REFUSALS, 401]);
+const WEBHOOK_ROUTE = /^\/v1\/webhooks\/[^/]+\/([^/]+)$/;
+/**
+ * The door key of a webhook route: its target as the path spells it (not decoded, so a malformed escape
+ * is a key like any other). A space cannot be in a tenant's name, so no tenant shares it.
+ */
+const webhookKey = (path: string) => {
+  const target = WEBHOOK_ROUTE.exec(path)?.[1];
+  return target === undefined ? undefined : `webhook ${target}`;
+};
 
 const STATIC_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -99,6 +115,7 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const maxWebhookBytes = o.maxWebhookBytes ?? DEFAULT_MAX_WEBHOOK_BYTES;
   const clock = o.clock ?? new SystemClock();
   const tenantLimits = new TenantLimits(clock, o);
+  o.schemaCompiler?.useBudget(tenantLimits);
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/metrics', async (c) => {
@@ -122,6 +139,9 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     // The connector parses the body; the scan as it arrives keeps its nesting within what later steps
     // handle. A body over the size or nesting limit gets its own answer (413, 400): the limits are the
     // same for every target, so that answer says nothing about which targets exist.
+    // No tenant is known before the push token is checked: a target's webhook route is its own key at
+    // the door, so a sender refused again and again is held there, not answered as fast as it sends.
+    await tenantLimits.admit(webhookKey(c.req.path)!);
     const raw = await readBodyText(c.req.raw, maxWebhookBytes, maxJsonDepth);
     const headers: Record<string, string> = {};
     c.req.raw.headers.forEach((v, k) => (headers[k] = v));
@@ -163,10 +183,13 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     c.set('tenant', key.tenant);
     c.set('keyId', key.id);
     keyOf.set(c.req.raw, key);
-    // The tenant's share, checked before its body is read: a refused request costs no more than its headers.
+    // The tenant's share, checked before its body is read: a refused request costs no more than its
+    // headers, and a tenant refused often waits at the door first (tenant-limits.ts admit).
+    await tenantLimits.admit(key.tenant);
     if (!READ_METHODS.has(c.req.method)) tenantLimits.takeWrite(key.tenant);
     if (c.req.method === 'POST' && c.req.path === '/v1/tasks') {
-      const release = tenantLimits.enterCreate(key.tenant);
+      const waits = c.req.query('wait') !== undefined || /\bwait\s*=/i.test(c.req.header('prefer') ?? '');
+      const release = await tenantLimits.enterCreate(key.tenant, !waits);
       try {
         await next();
       } finally {
@@ -218,6 +241,16 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   }
   app.notFound((c) => sendError(c, new TaskplaneError('not_found', 'no such route')));
   // Routes and middleware throw; this one handler answers every error and logs it (http-errors.ts).
-  app.onError(errorHandler(o.logger));
+  const answerError = errorHandler(o.logger);
+  app.onError((err, c) => {
+    const res = answerError(err, c);
+    // A refusal counts against its sender's refusal rate (tenant-limits.ts refused): the tenant of the
+    // key, or the webhook route of the target.
+    const tenant = c.get('tenant') as string | undefined;
+    const webhook = tenant === undefined ? webhookKey(c.req.path) : undefined;
+    if (tenant !== undefined ? REFUSALS.has(res.status) : webhook && WEBHOOK_REFUSALS.has(res.status))
+      tenantLimits.refused(tenant ?? webhook!);
+    return res;
+  });
   return app;
 }

@@ -293,6 +293,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     logger,
     signal: shutdown.signal,
     targets: () => connectors.entries(),
+    schemaCompiler,
     ...(options.dashboard === false ? {} : { dashboardDir: DASHBOARD_DIR }),
     ...(options.lab === false ? {} : { lab: labRoute(ROOT_DIR, logger.child({ part: 'lab-page' })) }),
     ...(options.defaultMetrics !== undefined ? { defaultMetrics: options.defaultMetrics } : {}),

@@ -220,6 +220,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
+      pace: () => deps.tenantLimits.paceStreamSend(tenant),
       clock: deps.clock,
     });
   });
@@ -234,6 +235,7 @@ export function registerTaskRoutes(
       signal: deps.signal,
       revoked: deps.revoked(c.get('keyId')),
       onEnd: deps.tenantLimits.openStream(tenant),
+      pace: () => deps.tenantLimits.paceStreamSend(tenant),
       clock: deps.clock,
     });
   });

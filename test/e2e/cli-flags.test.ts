@@ -36,6 +36,14 @@ describe('CLI flag values', () => {
       "option '--tenant-streams <n>' argument '0' is invalid. Expected a positive integer.",
     ],
     [
+      ['serve', '--tenant-fair-creates', '0'],
+      "option '--tenant-fair-creates <n>' argument '0' is invalid. Expected a positive integer.",
+    ],
+    [
+      ['serve', '--tenant-refusals-per-second', 'often'],
+      "option '--tenant-refusals-per-second <n>' argument 'often' is invalid. Expected a number.",
+    ],
+    [
       ['serve', '--tenant-writes-per-second', 'lots'],
       "option '--tenant-writes-per-second <n>' argument 'lots' is invalid. Expected a number.",
     ],

@@ -74,7 +74,14 @@ beforeAll(async () => {
   app = await planeApp({
     clock: new VirtualClock(Date.parse('2026-12-01T00:00:00Z')),
     connectors: { agent },
-    limits: { maxBodyBytes: MAX_BODY, maxWebhookBytes: MAX_WEBHOOK },
+    // Most of these requests are refused on purpose, as fast as the plane answers: with the default
+    // refusal rate each tenant would wait at the door (tenant-fairness.test.ts) for most of the run.
+    limits: {
+      maxBodyBytes: MAX_BODY,
+      maxWebhookBytes: MAX_WEBHOOK,
+      refusalsPerSecondPerTenant: 1e6,
+      refusalBurstPerTenant: 1e6,
+    },
   });
   decodingFake(app.connectors.fake!);
   for (const [key, n] of [

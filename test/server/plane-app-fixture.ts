@@ -11,6 +11,7 @@ import { KeyRing, seedApiKeys } from '../../src/server/api-keys.ts';
 import { StreamTickets } from '../../src/server/stream-tickets.ts';
 import { createServerApp, type ServerAppOptions } from '../../src/server/server-app.ts';
 import type { TenantLimitsOptions } from '../../src/server/tenant-limits.ts';
+import { WorkerSchemaCompiler } from '../../src/server/worker-schema-compiler.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
@@ -70,6 +71,8 @@ export async function planeApp(o: PlaneAppOptions = {}) {
     logger: o.logger ?? pino({ level: 'silent' }),
     signal: shutdown.signal,
     defaultMetrics: false,
+    // As startServer does: a worker compiler shares its time among tenants by their limits.
+    ...(o.schemaCompiler instanceof WorkerSchemaCompiler ? { schemaCompiler: o.schemaCompiler } : {}),
     ...o.limits,
     ...(o.limitsClock ? { clock: o.limitsClock } : {}),
   });

@@ -251,11 +251,23 @@ describe('limit options', () => {
     }
     expect(new TenantLimits(clock).config).toEqual({
       maxCreatesInFlightPerTenant: 64,
-      writesPerSecondPerTenant: 200,
-      writeBurstPerTenant: 400,
+      fairCreatesInFlightPerTenant: 2,
+      writesPerSecondPerTenant: 50,
+      writeBurstPerTenant: 100,
+      refusalsPerSecondPerTenant: 5,
+      refusalBurstPerTenant: 20,
+      schemaCompileMsPerSecondPerTenant: 200,
+      schemaCompileBurstMsPerTenant: 2000,
       maxStreamsPerTenant: 500,
+      streamSendsPerSecondPerTenant: 400,
       bodyBytesPerSecondPerTenant: 2 * 1024 * 1024,
     });
+    expect(() => new TenantLimits(clock, { fairCreatesInFlightPerTenant: 0.5 })).toThrow(
+      /limits\.fairCreatesInFlightPerTenant: must be an integer >= 1/,
+    );
+    expect(() => new TenantLimits(clock, { refusalsPerSecondPerTenant: -1 })).toThrow(
+      /limits\.refusalsPerSecondPerTenant: must be a number > 0/,
+    );
     expect(() => new TenantLimits(clock, { bodyBytesPerSecondPerTenant: Number.NaN })).toThrow(
       /limits\.bodyBytesPerSecondPerTenant: must be a number > 0/,
     );
