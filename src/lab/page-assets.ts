@@ -84,6 +84,21 @@ export async function buildLabAssets(
     target: 'es2022',
     // Node-only (grpc-js), imported lazily by the A2A connector when a card's gRPC interface is used.
     external: ['./grpc-transport.ts'],
+    // Card signature keys are read with node:crypto when a target configures them, which the lab's
+    // simulated targets never do: in the browser the module is a stub that says so if it is ever called.
+    plugins: [
+      {
+        name: 'node-crypto-stub',
+        setup(build) {
+          build.onResolve({ filter: /^node:crypto$/ }, () => ({ path: 'node:crypto', namespace: 'stub' }));
+          build.onLoad({ filter: /.*/, namespace: 'stub' }, () => ({
+            contents:
+              "export function createPublicKey() { throw new Error('card signature keys are not read in the browser'); }",
+            loader: 'js',
+          }));
+        },
+      },
+    ],
     write: false,
     minify: true,
     legalComments: 'none',
