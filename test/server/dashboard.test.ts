@@ -448,6 +448,39 @@ describe.skipIf(skipBrowserTests)(`dashboard (headless Chromium)${browserSkipRea
     await page.close();
   });
 
+  it("shows the cost per accepted completion of a task's workflow and of each target", async () => {
+    const { envelope } = await server.plane.create(
+      { tenant: 'default', target: 'fake', input: 'priced', workflowId: 'wf-cost' },
+      { wait: 'started' },
+    );
+    const rid = envelope.remoteId!;
+    remote.set(rid, 'succeeded');
+    await server.plane.observe(envelope.id, {
+      ...remote.snapshot(remote.jobs.get(rid)!),
+      usage: { cents: 42 },
+    });
+    const decided = await fetch(`${server.url}/v1/tasks/${envelope.id}/acceptance`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ decision: 'accepted', reason: 'checked by hand' }),
+    });
+    expect(decided.status).toBe(200);
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/#key=${KEY}`);
+    await page.locator(`tr[data-id="${envelope.id}"]`).click();
+    const line = page.locator('.workflow-cost[data-workflow="wf-cost"]');
+    await line.waitFor();
+    expect(await line.textContent()).toBe(
+      'workflow wf-cost: 1 task, 42 cents per accepted completion (1 accepted)',
+    );
+    await page.goto(`${server.url}/#targets`);
+    const cost = page.locator('[data-cost="fake"]');
+    await cost.waitFor();
+    expect(await cost.textContent()).toMatch(/ cents per accepted completion \(\d+ accepted\)$/);
+    expect(await page.locator('[data-cost="agent"]').textContent()).toBe('no accepted completion yet');
+    await page.close();
+  });
+
   it('links the failure lab from the header and serves it at /lab with its canvas', async () => {
     const page = await browser.newPage();
     await page.goto(`${server.url}/#key=${KEY}`);

@@ -10,7 +10,7 @@
 // send headers, so the live view asks for a short-lived stream ticket (POST /v1/stream-tickets) and
 // puts that, never the key, in its URL.
 
-import { $, el, api, age, short, useKey } from './dom.js';
+import { $, el, api, age, costText, short, useKey } from './dom.js';
 import { answerBox, placeAnswerBox } from './answer-form.js';
 import { recordSignals, renderCharts } from './charts.js';
 import { closeTarget, kindName, loadTargets, targetOpen } from './targets.js';
@@ -253,7 +253,27 @@ function renderDetail(t) {
   $('#detail-actions').dataset.task = t.id;
   if (!keepDecision) $('#detail-actions').replaceChildren(...actions);
   if (focused && focused !== document.body && document.contains(focused)) focused.focus();
-  $('#detail-output').replaceChildren(...usageBlock(t), ...acceptanceBlock(t), ...outputBlock(t));
+  $('#detail-output').replaceChildren(
+    ...usageBlock(t),
+    ...workflowBlock(t),
+    ...acceptanceBlock(t),
+    ...outputBlock(t),
+  );
+}
+
+/** Workflows read when a task of theirs is opened (GET /v1/workflows/{id}), by id. */
+const workflows = new Map();
+
+function workflowBlock(t) {
+  const w = t.workflowId ? workflows.get(t.workflowId) : undefined;
+  if (!w) return [];
+  return [
+    el(
+      'p',
+      { class: 'workflow-cost', 'data-workflow': w.workflowId },
+      `workflow ${w.workflowId}: ${w.tasks} task${w.tasks === 1 ? '' : 's'}, ${costText(w.costPerAcceptedCompletion, w.accepted)}`,
+    ),
+  ];
 }
 
 // A task's timeline is fetched when it is opened (GET …/history), never kept for every task.
@@ -269,6 +289,13 @@ async function select(id) {
     tasks.set(id, t);
   }
   renderDetail(t);
+  if (t.workflowId)
+    void api('GET', `/v1/workflows/${encodeURIComponent(t.workflowId)}`)
+      .then((w) => {
+        workflows.set(t.workflowId, w);
+        if (selected === id) renderDetail(tasks.get(id) ?? t);
+      })
+      .catch(() => {});
   $('#timeline').replaceChildren();
   const { events } = await api('GET', `/v1/tasks/${id}/history`);
   if (selected !== id) return;

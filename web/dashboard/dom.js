@@ -68,3 +68,16 @@ export function duration(ms) {
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   return `${(ms / 60_000).toFixed(1)} min`;
 }
+
+/**
+ * Cost per accepted completion (GET /v1/costs, /v1/workflows/{id}): everything spent, per unit, over the
+ * tasks whose output was accepted; null until one was.
+ */
+export function costText(cost, accepted) {
+  if (!cost || !Object.keys(cost).length)
+    return accepted ? `${accepted} accepted, no usage reported` : 'no accepted completion yet';
+  const per = Object.entries(cost)
+    .map(([unit, n]) => `${Math.round(n * 100) / 100} ${unit}`)
+    .join(' · ');
+  return `${per} per accepted completion (${accepted} accepted)`;
+}

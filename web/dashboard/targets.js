@@ -2,13 +2,15 @@
 // published (A2A), and what this tenant's jobs met there: open jobs, last reconciliation, notification
 // delay per mechanism and recent failures. Opening one shows it in full.
 
-import { $, el, api, age, duration } from './dom.js';
+import { $, el, api, age, costText, duration } from './dom.js';
 
 const KIND_NAMES = { a2a: 'A2A', mcp: 'MCP', openai: 'OpenAI', claude: 'Claude' };
 const CAPABILITIES = ['stream', 'push', 'list', 'input', 'cancel', 'idempotentStart', 'streamResume'];
 
 let targets = [];
 let opened = null;
+/** This tenant's usage per target (GET /v1/costs), by target name. */
+let costs = new Map();
 
 export const kindName = (kind) => KIND_NAMES[kind] ?? kind;
 
@@ -42,6 +44,7 @@ function card(t) {
       `${t.tasks.active} open · reconciled ${t.lastReconciledAt ? `${age(t.lastReconciledAt)} ago` : 'not yet'}`,
     ),
     el('p', { class: 'target-line' }, delays(t)),
+    costLine(t.name),
     failing
       ? el(
           'p',
@@ -49,6 +52,15 @@ function card(t) {
           t.recentFailures.length > 1 ? `${t.recentFailures.length} recent failures` : 'a recent failure',
         )
       : null,
+  );
+}
+
+function costLine(name) {
+  const c = costs.get(name);
+  return el(
+    'p',
+    { class: 'target-line cost', 'data-cost': name },
+    c ? costText(c.costPerAcceptedCompletion, c.accepted) : 'no accepted completion yet',
   );
 }
 
@@ -152,7 +164,9 @@ function detail(t) {
 }
 
 export async function loadTargets() {
-  ({ targets } = await api('GET', '/v1/targets'));
+  const [list, spent] = await Promise.all([api('GET', '/v1/targets'), api('GET', '/v1/costs')]);
+  targets = list.targets;
+  costs = new Map(spent.targets.map((c) => [c.target, c]));
   renderTargets();
 }
 
