@@ -1,4 +1,5 @@
 import type { RequestFacts, StateFact, UsageFact, WireDialect } from './wire-facts.ts';
+import { type Obj, isObj } from '../core/json-object.ts';
 
 /**
  * What the fault proxy reads off the MCP wire (Streamable HTTP, JSON-RPC; the 2026-07-28 tasks
@@ -7,8 +8,6 @@ import type { RequestFacts, StateFact, UsageFact, WireDialect } from './wire-fac
  * argument, which the conformance run sets to the job's context id (the test contract). Lenient like
  * the A2A reader: what it cannot classify is `other`, still forwarded and counted.
  */
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
 
 function parseJson(text: string): unknown {

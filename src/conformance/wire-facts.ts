@@ -1,4 +1,5 @@
 import { AGENT_CARD_PATH, isTerminalTaskState } from '../protocols/a2a/types.ts';
+import { type Obj, isObj } from '../core/json-object.ts';
 
 /**
  * What the fault proxy reads off the A2A wire: which operation a request is, which message, task and
@@ -30,8 +31,6 @@ export interface StateFact {
   createdAtMs?: number | null;
 }
 
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
 const field = (o: Obj, camel: string, snake: string): unknown => o[camel] ?? o[snake];
 

@@ -4,6 +4,7 @@ import type { NormalizedState } from '../../core/states.ts';
 import { decodeTaskState, normalizeKeys } from '../../protocols/a2a/decode.ts';
 import type { Artifact, Part, Task, TaskState } from '../../protocols/a2a/types.ts';
 import type { RemoteArtifact, RemoteSnapshot } from '../connector.ts';
+import { isObj } from '../../core/json-object.ts';
 
 /**
  * A2A Task ⇄ RemoteSnapshot. Normalized states (docs/a2a-notes.md, "Terms and normalized states"):
@@ -27,9 +28,6 @@ const STATE_MAP: Record<TaskState, NormalizedState> = {
 export function normalizeState(state: TaskState | undefined): NormalizedState {
   return STATE_MAP[state ?? 'TASK_STATE_UNSPECIFIED'];
 }
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Lenient ProtoJSON → Task (snake_case, enum ints accepted); throws remote_error when it is not a task. */
 export function decodeTask(raw: unknown): Task {

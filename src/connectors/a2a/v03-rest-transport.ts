@@ -10,6 +10,7 @@ import {
 import { A2A_V03_VERSION } from '../../protocols/a2a/v03/wire.ts';
 import { isSse, readJson, send, sseFrames, type A2ATransport, type TransportOptions } from './transports.ts';
 import { a2aWireError } from './wire-errors.ts';
+import { type Obj } from '../../core/json-object.ts';
 
 /**
  * A2A 0.3 over HTTP+JSON behind the connector's A2ATransport: routes under `/v1` of the interface URL
@@ -19,7 +20,6 @@ import { a2aWireError } from './wire-errors.ts';
  * `{code, message, data}`. No ListTasks: 0.3 HTTP+JSON had none.
  */
 
-type Obj = Record<string, unknown>;
 const enc = encodeURIComponent;
 
 interface V03Route {

@@ -9,6 +9,7 @@ import {
   taskFromV03,
 } from '../../protocols/a2a/v03/wire.ts';
 import { jsonRpcTransport, type A2ATransport, type TransportOptions } from './transports.ts';
+import { type Obj, isObj } from '../../core/json-object.ts';
 
 /**
  * A2A 0.3 over JSON-RPC behind the same A2ATransport the connector uses for 1.0: the connector asks
@@ -17,9 +18,6 @@ import { jsonRpcTransport, type A2ATransport, type TransportOptions } from './tr
  * agent ignores and a 1.0 agent that also serves 0.3 routes by. 0.3 has no `tasks/list` over
  * JSON-RPC: the connector does not ask (its `list` capability is off for a 0.3 interface).
  */
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 interface V03Call {
   method: string;

@@ -4,6 +4,7 @@ import type { JsonObject, JsonRpcErrorObject, JsonValue } from '../../protocols/
 import { readSseJson } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
 import { transportError } from '../transport-errors.ts';
+import { isObj } from '../../core/json-object.ts';
 
 /**
  * JSON-RPC over MCP Streamable HTTP, client side: one POST per request, answered with JSON or with an
@@ -79,23 +80,19 @@ function notProtocol(httpStatus: number, what: string): TaskplaneError {
 
 let counter = 0;
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 /** One JSON-RPC message out of a body: our response, or something else. */
 function classify(
   msg: unknown,
   id: number,
 ): { kind: 'response'; value: Record<string, unknown> } | { kind: 'request'; req: ServerRequest } | null {
-  if (!isObject(msg)) return null;
+  if (!isObj(msg)) return null;
   if (msg.id === id && ('result' in msg || 'error' in msg)) return { kind: 'response', value: msg };
   // One request per POST: an error the server could not tie to our id (a refused session) is ours.
   if (msg.id === null && 'error' in msg) return { kind: 'response', value: msg };
   if (typeof msg.method === 'string' && (typeof msg.id === 'string' || typeof msg.id === 'number'))
     return {
       kind: 'request',
-      req: { id: msg.id, method: msg.method, params: isObject(msg.params) ? (msg.params as JsonObject) : {} },
+      req: { id: msg.id, method: msg.method, params: isObj(msg.params) ? (msg.params as JsonObject) : {} },
     };
   return null;
 }
@@ -162,7 +159,7 @@ function answer(
   if ('error' in msg) {
     const e = msg.error;
     const rpc: JsonRpcErrorObject =
-      isObject(e) && typeof e.code === 'number' && typeof e.message === 'string'
+      isObj(e) && typeof e.code === 'number' && typeof e.message === 'string'
         ? { code: e.code, message: e.message, ...(e.data !== undefined ? { data: e.data as JsonValue } : {}) }
         : { code: -32603, message: 'malformed error object' };
     throw new McpRpcError(rpc, httpStatus, rpcErrorCode(rpc.code, method));
@@ -272,13 +269,13 @@ export async function* rpcListen(
     throw new TaskplaneError('unavailable', `remote: ${method} answered without a stream`);
   }
   for await (const msg of readSseJson(response.body, both)) {
-    if (!isObject(msg)) continue;
+    if (!isObj(msg)) continue;
     const c = classify(msg, id);
     if (c?.kind === 'response') {
       answer(c.value, response.status, method);
       return;
     }
     if (typeof msg.method === 'string' && !('id' in msg))
-      yield { method: msg.method, params: isObject(msg.params) ? (msg.params as JsonObject) : {} };
+      yield { method: msg.method, params: isObj(msg.params) ? (msg.params as JsonObject) : {} };
   }
 }

@@ -2,6 +2,7 @@ import * as jose from 'jose';
 import { canonicalJson } from '../../core/canonical-json.ts';
 import type { AgentCard, AgentCardSignature } from './types.ts';
 import { isV03Card } from './v03/card.ts';
+import { type Obj, isObj } from '../../core/json-object.ts';
 
 /**
  * Agent card signatures (A2A 1.0, agent card signing): each entry of `signatures` is a JWS (RFC 7515)
@@ -85,9 +86,6 @@ const AGENT_CARD: Schema = {
   },
   iconUrl: 'str',
 };
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Keeps the schema's fields; drops `false` where proto3 would not write it. */
 function project(value: unknown, schema: Schema): Obj {

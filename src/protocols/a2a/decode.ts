@@ -20,6 +20,7 @@ import {
   type TaskPushNotificationConfig,
   type TaskState,
 } from './types.ts';
+import { type Obj, isObj } from '../../core/json-object.ts';
 
 /**
  * Lenient ProtoJSON decoders (docs/a2a-notes.md, "ProtoJSON input": accept snake_case
@@ -28,8 +29,6 @@ import {
  * camelCase shape from types.ts or throws A2AError InvalidParamsError naming the field. They never
  * throw anything else, whatever the input (fuzzed in test/protocols).
  */
-
-type Obj = Record<string, unknown>;
 
 /** Keys whose values are free JSON (Struct/Value): copied as is, never re-cased. */
 const OPAQUE_KEYS = new Set(['metadata', 'data', 'params', 'header']);
@@ -75,10 +74,6 @@ function normalizeTree(value: unknown, depth: number): unknown {
     out[key] = OPAQUE_KEYS.has(key) ? v : normalizeTree(v, depth + 1);
   }
   return out;
-}
-
-function isObj(v: unknown): v is Obj {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 export function asObject(v: unknown, field: string): Obj {

@@ -1,5 +1,8 @@
 import { McpError, invalidParams } from './errors.ts';
 import type { JsonObject, JsonValue } from './types.ts';
+import { isObj, type Obj } from '../../core/json-object.ts';
+
+export { isObj, type Obj };
 
 /**
  * Field readers shared by the MCP decoders. Each names the full path of what it reads in the error
@@ -7,15 +10,10 @@ import type { JsonObject, JsonValue } from './types.ts';
  * the same readers serve requests (-32602 to the client) and results (a peer that answered badly).
  */
 
-export type Obj = Record<string, unknown>;
 export type Fail = (field: string, reason: string) => McpError;
 
 /** JSON nesting bound: deeper input is refused instead of risking the stack on hostile bodies. */
 const MAX_DEPTH = 64;
-
-export function isObj(v: unknown): v is Obj {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 export function obj(v: unknown, path: string, fail: Fail = invalidParams): Obj {
   if (!isObj(v)) throw fail(path, 'expected an object');

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import * as protoLoader from '@grpc/proto-loader';
 import { A2AError, invalidParams } from '../errors.ts';
 import type { JsonObject, JsonValue } from '../types.ts';
+import { type Obj } from '../../../core/json-object.ts';
 
 /**
  * The A2A 1.0 proto (a2a.proto beside this file, package `lf.a2a.v1`) loaded with @grpc/proto-loader,
@@ -101,8 +102,6 @@ function fieldsOf(type: string): Map<string, FieldKind> {
   if (!fields) throw new Error(`no message ${type} in the A2A proto`);
   return fields;
 }
-
-type Obj = Record<string, unknown>;
 
 /** Levels of JSON inside a Struct a request may have, as the JSON bindings allow. */
 const MAX_DEPTH = 64;

@@ -1,5 +1,6 @@
 import type { AgentCard, AgentInterface } from '../types.ts';
 import { A2A_V03_CARD_VERSION } from './wire.ts';
+import { type Obj, isObj } from '../../../core/json-object.ts';
 
 /**
  * The A2A 0.3 agent card beside the 1.0 one. A 0.3 card names its main endpoint in `url` with
@@ -7,9 +8,6 @@ import { A2A_V03_CARD_VERSION } from './wire.ts';
  * `protocolVersion`, the extended card in `supportsAuthenticatedExtendedCard`, its security
  * requirements in `security` (`[{name: scopes}]`).
  */
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** True when an interface's `protocolVersion` is 0.x (0.3 and the 0.2 agents that speak the same wire). */
 export function isV03Version(version: unknown): boolean {

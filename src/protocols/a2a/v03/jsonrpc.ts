@@ -21,6 +21,7 @@ import {
   streamResponseToV03,
   taskToV03,
 } from './wire.ts';
+import { type Obj } from '../../../core/json-object.ts';
 
 /**
  * The A2A 0.3 JSON-RPC methods, answered by the same 1.0 handler: each 0.3 request is translated to
@@ -30,7 +31,6 @@ import {
  * card (`agent/getAuthenticatedExtendedCard`) has the 0.3 fields added, as the public one does.
  */
 
-type Obj = Record<string, unknown>;
 type Call = (h: A2ARequestHandler, p: Obj, c: CallContext) => Promise<unknown>;
 type StreamCall = (h: A2ARequestHandler, p: Obj, c: CallContext) => Promise<AsyncIterable<StreamItem[]>>;
 

@@ -10,6 +10,7 @@ import {
   type TaskStatus,
 } from '../types.ts';
 import { pushConfigBodyToV03, pushConfigFromV03 } from './wire.ts';
+import { type Obj, isObj } from '../../../core/json-object.ts';
 
 /**
  * A2A 0.3 over HTTP+JSON: bodies are the ProtoJSON of the 0.3 proto (package `a2a.v1`), which is
@@ -19,9 +20,6 @@ import { pushConfigBodyToV03, pushConfigFromV03 } from './wire.ts';
  * `{name: "tasks/{id}/pushNotificationConfigs/{configId}", pushNotificationConfig}`. Answers are
  * `{task}` or `{message}` (send) and StreamResponse-like frames, as in 1.0.
  */
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 function partToProto(p: Part): Obj {
   if (typeof p.text === 'string') return { text: p.text };

@@ -31,6 +31,7 @@ import {
   taskToProto,
 } from './rest-wire.ts';
 import { A2A_V03_VERSION } from './wire.ts';
+import { type Obj } from '../../../core/json-object.ts';
 
 /**
  * A2A 0.3 over HTTP+JSON, answered by the same 1.0 handler: the 0.3 routes live under `/v1` of the
@@ -40,8 +41,6 @@ import { A2A_V03_VERSION } from './wire.ts';
  * `application/json` both ways, errors as the bare 0.3 `{code, message, data}` with the HTTP status.
  * 0.3 HTTP+JSON had no ListTasks.
  */
-
-type Obj = Record<string, unknown>;
 
 export interface V03RestLimits {
   bytes: number;

@@ -13,6 +13,7 @@ import {
   type TaskState,
   type TaskStatus,
 } from '../types.ts';
+import { type Obj, isObj } from '../../../core/json-object.ts';
 
 /**
  * A2A 0.3 ⇄ 1.0 data model, both ways, for the 0.3 compatibility of the host (answering 0.3 clients)
@@ -30,9 +31,6 @@ import {
  * Translators toward 1.0 produce plain 1.0 JSON that the 1.0 decoders then validate; they throw
  * A2AError InvalidParams naming the 0.3 field for what the decoders cannot see (an unknown `kind`).
  */
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The version a request that names none speaks (A2A 1.0, versioning: a missing header means 0.3). */
 export const A2A_V03_VERSION = '0.3';
