@@ -5,6 +5,7 @@
  * server's, which is why the server's own CPU per request is the figure to compare with the HTTP rows.
  */
 import * as grpc from '@grpc/grpc-js';
+import { closedLoop } from './closed-loop.ts';
 import { A2A_SERVICE, a2aPackageDefinition, toWire } from '../../src/protocols/a2a/grpc/codec.ts';
 
 type Unary = (
@@ -54,37 +55,12 @@ export function grpcLoad(target: string): GrpcLoad {
     },
     sends: (total, concurrency, prefix) => {
       let n = 0;
-      return run(total, concurrency, () => unary('SendMessage', send(`${prefix}-${++n}`)));
+      return closedLoop(total, concurrency, () => unary('SendMessage', send(`${prefix}-${++n}`)));
     },
     gets: (total, concurrency, taskId) => {
       const req = toWire('lf.a2a.v1.GetTaskRequest', { id: taskId });
-      return run(total, concurrency, () => unary('GetTask', req));
+      return closedLoop(total, concurrency, () => unary('GetTask', req));
     },
     close: () => client.close(),
-  };
-}
-
-/** Runs `total` calls with at most `concurrency` in flight, within 60 s whatever happens. */
-async function run(total: number, concurrency: number, one: () => Promise<unknown>): Promise<GrpcPhase> {
-  const latencies: number[] = [];
-  let next = 0;
-  const start = performance.now();
-  const deadline = start + 60_000;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total && performance.now() < deadline) {
-        next++;
-        const t0 = performance.now();
-        await one();
-        latencies.push(performance.now() - t0);
-      }
-    }),
-  );
-  const seconds = (performance.now() - start) / 1000;
-  latencies.sort((a, b) => a - b);
-  return {
-    rps: latencies.length / seconds,
-    p99: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))]!,
-    requests: latencies.length,
   };
 }

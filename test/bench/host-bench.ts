@@ -26,6 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
 import { spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
+import { closedLoop } from './closed-loop.ts';
 import { grpcLoad, type GrpcLoad } from './grpc-load.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -67,34 +68,6 @@ const sendBody = () =>
       configuration: { returnImmediately: true },
     },
   });
-
-/** Runs `total` requests with at most `concurrency` in flight; returns req/s and p99 (ms). */
-async function load(
-  total: number,
-  concurrency: number,
-  one: () => Promise<void>,
-): Promise<{ rps: number; p99: number }> {
-  const latencies: number[] = [];
-  let next = 0;
-  const start = performance.now();
-  const deadline = start + 60_000; // bounded time, whatever happens
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total && performance.now() < deadline) {
-        next++;
-        const t0 = performance.now();
-        await one();
-        latencies.push(performance.now() - t0);
-      }
-    }),
-  );
-  const seconds = (performance.now() - start) / 1000;
-  latencies.sort((a, b) => a - b);
-  return {
-    rps: latencies.length / seconds,
-    p99: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))]!,
-  };
-}
 
 interface WrkResult {
   rps: number;
@@ -349,7 +322,7 @@ async function prepare(t: Target): Promise<string> {
   if (USE_WRK) {
     await post(base, wrkSendBody(`check-${process.pid}`, 1)); // the wrk body is a valid send
     await wrk(base, 'send', WARMUP_SECONDS, `warm-${process.pid}`);
-  } else await load(WARMUP, CONCURRENCY, async () => void (await post(base, sendBody())));
+  } else await closedLoop(WARMUP, CONCURRENCY, async () => void (await post(base, sendBody())));
   const created = await post(base, sendBody());
   const taskId = (created.result as { task: { id: string } }).task.id;
   const getBody =
@@ -366,7 +339,7 @@ async function sample(t: Target, getBody: string, r: number): Promise<Sample> {
   const s = USE_WRK
     ? await wrk(base, 'send', SECONDS, `run${r}-${process.pid}`)
     : {
-        ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, sendBody())))),
+        ...(await closedLoop(REQUESTS, CONCURRENCY, async () => void (await post(base, sendBody())))),
         requests: REQUESTS,
       };
   const sendCpuUs = ((cpuMs(pid) - c0) * 1000) / s.requests;
@@ -374,7 +347,7 @@ async function sample(t: Target, getBody: string, r: number): Promise<Sample> {
   const g = USE_WRK
     ? await wrk(base, 'get', SECONDS, '', getBody)
     : {
-        ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, getBody)))),
+        ...(await closedLoop(REQUESTS, CONCURRENCY, async () => void (await post(base, getBody)))),
         requests: REQUESTS,
       };
   const getCpuUs = ((cpuMs(pid) - c0) * 1000) / g.requests;
@@ -459,7 +432,7 @@ async function mcpSample(t: Target, r: number): Promise<McpSample> {
     const s = USE_WRK
       ? await wrk(url, 'get', SECONDS, `mcp${r}`, req.body, { method: req.method, name: req.name })
       : {
-          ...(await load(
+          ...(await closedLoop(
             REQUESTS,
             CONCURRENCY,
             async () => void (await post(url, req.body, false, req.headers)),
@@ -508,7 +481,7 @@ async function bindingSamples(
   };
   const base = rpcUrl(t.url);
   const http = async (body: () => string) => ({
-    ...(await load(REQUESTS, CONCURRENCY, async () => void (await post(base, body())))),
+    ...(await closedLoop(REQUESTS, CONCURRENCY, async () => void (await post(base, body())))),
     requests: REQUESTS,
   });
   const js = await measure(() => http(sendBody));

@@ -69,19 +69,25 @@ export class PlaneClient {
 
 /**
  * Follows `/v1/events` with Last-Event-ID resume across disconnects and plane restarts, calling
- * `onEvent` for each event and `onConnect` after each (re)connection. stop() ends it.
+ * `onEvent` for each event and `onConnect` after each (re)connection. Given a function in place of a
+ * client, it asks it for the plane to connect to at every (re)connection (several planes on one store:
+ * the stream roams between them), and hop() drops the current connection. stop() ends it.
  */
 export class EventFollower {
   lastSeq = 0;
   private stopped = false;
   private controller = new AbortController();
   readonly done: Promise<void>;
+  private readonly pick: () => string | undefined;
+  private readonly key: string;
 
   constructor(
-    private readonly client: PlaneClient,
+    client: PlaneClient | { key: string; pick: () => string | undefined },
     private readonly onEvent: (e: PlaneEvent) => void,
     private readonly onConnect: () => void = () => {},
   ) {
+    this.key = client.key;
+    this.pick = client instanceof PlaneClient ? () => client.url : client.pick;
     this.done = this.run();
   }
 
@@ -90,33 +96,42 @@ export class EventFollower {
     this.controller.abort();
   }
 
+  /** Drops the current connection; the next one goes wherever the picker says. */
+  hop(): void {
+    this.controller.abort();
+  }
+
   private async run(): Promise<void> {
     while (!this.stopped) {
-      try {
-        const res = await fetch(`${this.client.url}/v1/events`, {
-          headers: { authorization: `Bearer ${this.client.key}`, 'last-event-id': String(this.lastSeq) },
-          signal: this.controller.signal,
-        });
-        if (!res.ok || !res.body) throw new Error(`events: ${res.status}`);
-        this.onConnect();
-        const parser = createParser({
-          onEvent: (ev) => {
-            const e = JSON.parse(ev.data) as PlaneEvent;
-            this.lastSeq = Math.max(this.lastSeq, e.seq);
-            this.onEvent(e);
-          },
-        });
-        const reader = res.body.getReader();
-        const dec = new TextDecoder();
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          parser.feed(dec.decode(value, { stream: true }));
+      const url = this.pick();
+      this.controller = new AbortController();
+      if (url) {
+        try {
+          const res = await fetch(`${url}/v1/events`, {
+            headers: { authorization: `Bearer ${this.key}`, 'last-event-id': String(this.lastSeq) },
+            signal: this.controller.signal,
+          });
+          if (!res.ok || !res.body) throw new Error(`events: ${res.status}`);
+          this.onConnect();
+          const parser = createParser({
+            onEvent: (ev) => {
+              const e = JSON.parse(ev.data) as PlaneEvent;
+              this.lastSeq = Math.max(this.lastSeq, e.seq);
+              this.onEvent(e);
+            },
+          });
+          const reader = res.body.getReader();
+          const dec = new TextDecoder();
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            parser.feed(dec.decode(value, { stream: true }));
+          }
+        } catch {
+          if (this.stopped) return;
         }
-      } catch {
-        if (this.stopped) return;
       }
-      // Reconnect pacing while the plane restarts (a retry delay, not a timing assumption).
+      // Reconnect pacing while a plane restarts (a retry delay, not a timing assumption).
       await new Promise((r) => setTimeout(r, 100));
     }
   }

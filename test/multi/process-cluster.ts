@@ -1,4 +1,4 @@
-import { createParser } from 'eventsource-parser';
+import { EventFollower, type PlaneEvent } from '../e2e/plane-client.ts';
 import { spawnHost, spawnTaskplane, freePort, type TestProcess } from '../support/process.ts';
 import { Balancer } from './balancer.ts';
 
@@ -131,12 +131,7 @@ export class ProcessCluster {
   }
 }
 
-export interface SeenEvent {
-  seq: number;
-  envelopeId: string;
-  type: string;
-  data: Record<string, unknown>;
-}
+export type SeenEvent = PlaneEvent;
 
 /**
  * An SSE client of `/v1/events` that connects to one plane instance at a time, picked by `pick()` at
@@ -145,63 +140,33 @@ export interface SeenEvent {
  */
 export class RoamingFollower {
   readonly seen: SeenEvent[] = [];
-  lastSeq = 0;
   connections = 0;
-  private stopped = false;
-  private controller = new AbortController();
-  readonly done: Promise<void>;
+  private readonly follower: EventFollower;
 
-  constructor(
-    private readonly key: string,
-    private readonly pick: () => string | undefined,
-    private readonly onEvent: (e: SeenEvent) => void = () => {},
-  ) {
-    this.done = this.run();
+  constructor(key: string, pick: () => string | undefined, onEvent: (e: SeenEvent) => void = () => {}) {
+    this.follower = new EventFollower(
+      { key, pick },
+      (e) => {
+        this.seen.push(e);
+        onEvent(e);
+      },
+      () => this.connections++,
+    );
+  }
+
+  get done(): Promise<void> {
+    return this.follower.done;
+  }
+
+  get lastSeq(): number {
+    return this.follower.lastSeq;
   }
 
   stop(): void {
-    this.stopped = true;
-    this.controller.abort();
+    this.follower.stop();
   }
 
-  /** Drops the current connection; the next one goes wherever pick() says (another instance, often). */
   hop(): void {
-    this.controller.abort();
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      const url = this.pick();
-      this.controller = new AbortController();
-      if (url) {
-        try {
-          const res = await fetch(`${url}/v1/events`, {
-            headers: { authorization: `Bearer ${this.key}`, 'last-event-id': String(this.lastSeq) },
-            signal: this.controller.signal,
-          });
-          if (!res.ok || !res.body) throw new Error(`events: ${res.status}`);
-          this.connections++;
-          const parser = createParser({
-            onEvent: (ev) => {
-              const e = JSON.parse(ev.data) as SeenEvent;
-              this.seen.push(e);
-              this.lastSeq = Math.max(this.lastSeq, e.seq);
-              this.onEvent(e);
-            },
-          });
-          const reader = res.body.getReader();
-          const dec = new TextDecoder();
-          for (;;) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            parser.feed(dec.decode(value, { stream: true }));
-          }
-        } catch {
-          if (this.stopped) return;
-        }
-      }
-      // Reconnect pacing (a retry delay, not a timing assumption).
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    this.follower.hop();
   }
 }
