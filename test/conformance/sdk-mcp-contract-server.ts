@@ -7,17 +7,14 @@
  * test/conformance/conformance-discriminates.test.ts: its tasks must not survive a restart.
  * `--port P` (0 = any); serves `/mcp`; prints `sdk mcp server ready <url>`.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { InMemoryTaskMessageQueue, InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { mcpSessions } from '../peers/mcp-sessions.ts';
 
 const taskStore = new InMemoryTaskStore();
-const transports = new Map<string, StreamableHTTPServerTransport>();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The contract's work: steps as status messages, the side effect, then the tool result. */
@@ -92,37 +89,7 @@ function build(): McpServer {
   return server;
 }
 
-const http = createServer((req: IncomingMessage, res: ServerResponse) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    void (async () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const body: unknown = text ? JSON.parse(text) : undefined;
-      const sid = req.headers['mcp-session-id'];
-      let transport = typeof sid === 'string' ? transports.get(sid) : undefined;
-      if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
-        const t = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => void transports.set(id, t),
-        });
-        await build().connect(t);
-        transport = t;
-      }
-      if (!transport) {
-        // Streamable HTTP: a session the server does not know is answered 404, and the client opens a new one.
-        res.writeHead(typeof sid === 'string' ? 404 : 400, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'No valid session' } }),
-        );
-        return;
-      }
-      await transport.handleRequest(req, res, body);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500).end();
-    });
-  });
-});
+const http = createServer(mcpSessions(build).handle);
 const portArg = process.argv.indexOf('--port');
 http.listen(portArg > 0 ? Number(process.argv[portArg + 1]) : 0, '127.0.0.1', () => {
   console.log(`sdk mcp server ready http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`);

@@ -1,11 +1,10 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { InMemoryTaskMessageQueue, InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import { ElicitResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { mcpSessions } from './mcp-sessions.ts';
 
 /**
  * A fault-injecting MCP server built on the official `@modelcontextprotocol/sdk` 1.x (2025-11-25, its
@@ -41,7 +40,6 @@ export async function startMcpSdkPeer(
   const taskStore = new InMemoryTaskStore();
   const created: string[] = [];
   const working = new Map<string, (text: string) => Promise<void>>();
-  const transports = new Map<string, StreamableHTTPServerTransport>();
   const poll = options.pollIntervalMs ?? 50;
   let drop = false;
 
@@ -160,52 +158,25 @@ export async function startMcpSdkPeer(
     },
   };
 
-  const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      void (async () => {
-        if (peer.delayMs > 0) await new Promise((r) => setTimeout(r, peer.delayMs));
-        const text = Buffer.concat(chunks).toString('utf8');
-        const body: unknown = text ? JSON.parse(text) : undefined;
-        const sid = req.headers['mcp-session-id'];
-        let transport = typeof sid === 'string' ? transports.get(sid) : undefined;
-        if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
-          const t = new StreamableHTTPServerTransport({
-            sessionIdGenerator: () => randomUUID(),
-            onsessioninitialized: (id) => void transports.set(id, t),
-          });
-          await build().connect(t);
-          transport = t;
-        }
-        if (!transport) {
-          res.writeHead(400, { 'content-type': 'application/json' });
-          res.end(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              id: null,
-              error: { code: -32000, message: 'Bad Request: No valid session ID provided' },
-            }),
-          );
-          return;
-        }
-        if (drop && req.method === 'POST' && !isInitializeRequest(body)) {
-          drop = false;
-          // The SDK handles the request in full; its answer never reaches the client.
-          const cut = (() => {
-            peer.dropped++;
-            req.socket.destroy();
-            return res;
-          }) as never;
-          res.write = cut;
-          res.end = cut;
-        }
-        await transport.handleRequest(req, res, body);
-      })().catch(() => {
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-    });
+  const sessions = mcpSessions(build, {
+    before: async () => {
+      if (peer.delayMs > 0) await new Promise((r) => setTimeout(r, peer.delayMs));
+    },
+    beforeHandle: (req, res, body) => {
+      if (drop && req.method === 'POST' && !isInitializeRequest(body)) {
+        drop = false;
+        // The SDK handles the request in full; its answer never reaches the client.
+        const cut = (() => {
+          peer.dropped++;
+          req.socket.destroy();
+          return res;
+        }) as never;
+        res.write = cut;
+        res.end = cut;
+      }
+    },
   });
+  const http: Server = createServer(sessions.handle);
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
   return {
@@ -221,7 +192,7 @@ export async function startMcpSdkPeer(
     },
     url: `http://127.0.0.1:${port}/mcp`,
     async close() {
-      for (const t of transports.values()) await t.close().catch(() => {});
+      await sessions.close();
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },
