@@ -1,5 +1,4 @@
 import {
-  asObject,
   decodeCancelTaskRequest,
   decodeCreatePushConfigRequest,
   decodeDeletePushConfigRequest,
@@ -16,10 +15,8 @@ import type { A2ARequestHandler, CallContext, StreamItem } from './handler.ts';
 import {
   DEFAULT_MAX_BODY_BYTES,
   callContext,
-  checkJsonContentType,
   checkVersion,
   jsonReplies,
-  parseJson,
   requestedVersion,
   streamReply,
   type BindingOptions,
@@ -42,6 +39,7 @@ import {
 import { wireJson } from './wire-json.ts';
 import { isV03Version } from './v03/card.ts';
 import { v03Rest } from './v03/rest.ts';
+import { readBody, splitVerb, type BodyLimits } from './rest-body.ts';
 
 export interface RestBindingOptions extends BindingOptions {
   /** The interface URL's path, e.g. `/a2a/rest`; routes (and the `/{tenant}` prefix) follow it. */
@@ -64,12 +62,6 @@ interface Operation<P> {
 interface Route {
   op: Operation<unknown>;
   params: unknown;
-}
-
-/** A body's limits: bytes while it streams in, nesting levels when it is parsed. */
-interface BodyLimits {
-  bytes: number;
-  depth: number;
 }
 
 function route<P>(op: Operation<P>, params: P): Route {
@@ -180,20 +172,6 @@ function queryObject(q: URLSearchParams): Record<string, unknown> {
   const o: Record<string, unknown> = {};
   for (const [k, v] of q) if (k !== 'A2A-Version') o[k] = v;
   return o;
-}
-
-/** The JSON object body; an empty or blank one is `{}`. */
-async function readBody(req: HttpRequest, limits: BodyLimits): Promise<Record<string, unknown>> {
-  checkJsonContentType(req);
-  const text = await req.text(limits.bytes);
-  if (text.trim() === '') return {};
-  return asObject(parseJson(text, limits.depth), 'body');
-}
-
-/** Splits `abc:cancel` into id and verb; ids of ours never contain `:`. */
-function splitVerb(segment: string): [string, string | undefined] {
-  const i = segment.lastIndexOf(':');
-  return i < 0 ? [segment, undefined] : [segment.slice(0, i), segment.slice(i + 1)];
 }
 
 function notFound(method: string, s: string[]): A2AError {

@@ -1,5 +1,4 @@
 import {
-  asObject,
   decodeCancelTaskRequest,
   decodeCreatePushConfigRequest,
   decodeDeletePushConfigRequest,
@@ -13,9 +12,7 @@ import { A2AError, invalidParams, toA2AError } from '../errors.ts';
 import type { StreamItem } from '../handler.ts';
 import {
   callContext,
-  checkJsonContentType,
   jsonReplies,
-  parseJson,
   streamReply,
   type BindingOptions,
   type HttpReply,
@@ -31,6 +28,7 @@ import {
   taskToProto,
 } from './rest-wire.ts';
 import { A2A_V03_VERSION } from './wire.ts';
+import { readBody, splitVerb, type BodyLimits } from '../rest-body.ts';
 import { type Obj } from '../../../core/json-object.ts';
 
 /**
@@ -42,22 +40,7 @@ import { type Obj } from '../../../core/json-object.ts';
  * 0.3 HTTP+JSON had no ListTasks.
  */
 
-export interface V03RestLimits {
-  bytes: number;
-  depth: number;
-}
-
-async function body(req: HttpRequest, limits: V03RestLimits): Promise<Obj> {
-  checkJsonContentType(req);
-  const text = await req.text(limits.bytes);
-  if (text.trim() === '') return {};
-  return asObject(parseJson(text, limits.depth), 'body');
-}
-
-function splitVerb(segment: string): [string, string | undefined] {
-  const i = segment.lastIndexOf(':');
-  return i < 0 ? [segment, undefined] : [segment.slice(0, i), segment.slice(i + 1)];
-}
+export type V03RestLimits = BodyLimits;
 
 const sendAnswer = (r: SendMessageResponse): Obj => streamResponseToProto(r);
 
@@ -84,13 +67,16 @@ export async function v03Rest(
     if (s.length === 1 && s[0] === 'message:send' && m === 'POST')
       return ok(
         sendAnswer(
-          await h.sendMessage(decodeSendMessageRequest(sendRequestFromProto(await body(req, limits))), ctx),
+          await h.sendMessage(
+            decodeSendMessageRequest(sendRequestFromProto(await readBody(req, limits))),
+            ctx,
+          ),
         ),
       );
     if (s.length === 1 && s[0] === 'message:stream' && m === 'POST')
       return stream(
         await h.sendStreamingMessage(
-          decodeSendMessageRequest(sendRequestFromProto(await body(req, limits))),
+          decodeSendMessageRequest(sendRequestFromProto(await readBody(req, limits))),
           ctx,
         ),
       );
@@ -104,7 +90,7 @@ export async function v03Rest(
         return ok(taskToProto(await h.getTask(decodeGetTaskRequest(q), ctx)));
       }
       if (verb === 'cancel' && m === 'POST') {
-        await body(req, limits);
+        await readBody(req, limits);
         return ok(taskToProto(await h.cancelTask(decodeCancelTaskRequest({ id }), ctx)));
       }
       if (verb === 'subscribe' && (m === 'GET' || m === 'POST'))
@@ -115,7 +101,7 @@ export async function v03Rest(
     const taskId = s[1]!;
     const toProto = (c: TaskPushNotificationConfig) => pushConfigToProto(taskId, c);
     if (s.length === 3 && m === 'POST') {
-      const b = await body(req, limits);
+      const b = await readBody(req, limits);
       // The 0.3 proto body is the config itself, or a create request wrapping it as `config`.
       const cfg = pushConfigFromProto(b.config ?? b);
       if (typeof cfg.taskId === 'string' && cfg.taskId !== '' && cfg.taskId !== taskId)
