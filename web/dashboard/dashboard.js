@@ -26,7 +26,7 @@ import {
 
 const tasks = new Map();
 let selected = null;
-/** SSE event names to listen for, from the API description (see loadEventTypes). */
+/** SSE event names to listen for, from the API description (see loadApiLists). */
 let eventTypes = [];
 
 const KEY_ITEM = 'taskplane.key';
@@ -89,18 +89,6 @@ const ended = (t) => (TERMINAL.has(t.state) ? String(t.stateTimestamp ?? t.updat
 const rowAge = (t) =>
   age(t.createdAt, TERMINAL.has(t.state) ? (t.stateTimestamp ?? t.updatedAt) : Date.now());
 
-const STATES = [
-  'accepted',
-  'running',
-  'waiting_for_input',
-  'cancel_requested',
-  'succeeded',
-  'failed',
-  'cancelled',
-  'expired',
-  'unknown',
-  'lost',
-];
 const PAGE_SIZE = 25;
 const filters = { state: '', target: '', text: '' };
 let page = 0;
@@ -149,8 +137,8 @@ function renderTasks() {
   $('#page-next').disabled = page >= pages - 1;
 }
 
-function setUpFilters() {
-  $('#filter-state').append(...STATES.map((s) => el('option', { value: s }, s.replaceAll('_', ' '))));
+function setUpFilters(states) {
+  $('#filter-state').append(...states.map((s) => el('option', { value: s }, s.replaceAll('_', ' '))));
   const apply = () => {
     filters.state = $('#filter-state').value;
     filters.target = $('#filter-target').value;
@@ -352,15 +340,20 @@ async function connectLive(afterSeq) {
 }
 
 /**
- * The event types to subscribe to, as the server's API description lists them: SSE delivers a named
- * event only to a listener for that name, so a list kept here would miss every type added later.
+ * The event types to subscribe to and the task states to filter by, as the server's API description
+ * lists them: SSE delivers a named event only to a listener for that name, so a list kept here would
+ * miss every type (or state) added later.
  */
-async function loadEventTypes() {
+async function loadApiLists() {
   const doc = await api('GET', '/v1/openapi.json');
-  const types = doc?.components?.schemas?.Event?.properties?.type?.enum;
+  const schemas = doc?.components?.schemas;
+  const types = schemas?.Event?.properties?.type?.enum;
+  const states = schemas?.Task?.properties?.state?.enum;
   if (!Array.isArray(types) || types.length === 0)
     throw new Error('the API description lists no event types');
-  return types;
+  if (!Array.isArray(states) || states.length === 0)
+    throw new Error('the API description lists no task states');
+  return { types, states };
 }
 
 /** Tasks or targets, as the address says (`#targets`, `#task=<id>`), so a reload or a link keeps it. */
@@ -423,11 +416,12 @@ async function main() {
     location.reload();
   });
   if (!key) return askForKey();
-  setUpFilters();
+  const lists = await loadApiLists();
+  eventTypes = lists.types;
+  setUpFilters(lists.states);
   document.addEventListener('keydown', onKey);
   $('#detail-close').addEventListener('click', closeDetail);
   window.addEventListener('hashchange', () => void showView().catch(showError));
-  eventTypes = await loadEventTypes();
   const seq = await loadTasks();
   await refreshSignals();
   await connectLive(seq);
