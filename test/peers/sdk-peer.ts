@@ -48,6 +48,8 @@ export interface SdkPeer {
   readonly started: string[];
   /** Completes every open task (or one). */
   finish(taskId?: string): void;
+  /** An open task says what it is doing now: a WORKING status update with a message, the state unchanged. */
+  say(taskId: string, text: string): void;
   /** Moves the agent: new binding and/or path; the old path answers `oldRoute` from now on. */
   redeploy(to: {
     binding?: Binding;
@@ -70,6 +72,7 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
   const started: string[] = [];
   const received: string[] = [];
   const open = new Map<string, () => void>();
+  const buses = new Map<string, { bus: ExecutionEventBus; contextId: string }>();
   const startDelayMs = options.startDelayMs ?? 0;
 
   const executor: AgentExecutor = {
@@ -79,6 +82,7 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
       received.push(ctx.taskId);
       if (startDelayMs > 0) await new Promise((r) => setTimeout(r, startDelayMs));
       started.push(ctx.taskId);
+      buses.set(ctx.taskId, { bus, contextId: ctx.contextId });
       bus.publish(
         AgentEvent.task(
           Task.fromJSON({
@@ -91,6 +95,7 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
         open.set(ctx.taskId, resolve);
         if (options.autoFinishMs !== undefined) setTimeout(resolve, options.autoFinishMs);
       });
+      buses.delete(ctx.taskId);
       if (!open.has(ctx.taskId)) return; // cancelled meanwhile: cancelTask published the outcome
       open.delete(ctx.taskId);
       bus.publish(
@@ -180,6 +185,23 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
     },
     finish(taskId) {
       for (const [id, release] of open) if (!taskId || id === taskId) release();
+    },
+    say(taskId, text) {
+      const running = buses.get(taskId);
+      if (!running) throw new Error(`task ${taskId} is not running`);
+      running.bus.publish(
+        AgentEvent.statusUpdate(
+          TaskStatusUpdateEvent.fromJSON({
+            taskId,
+            contextId: running.contextId,
+            status: {
+              state: 'TASK_STATE_WORKING',
+              timestamp: new Date().toISOString(),
+              message: { messageId: `say-${Date.now()}`, role: 'ROLE_AGENT', parts: [{ text }] },
+            },
+          }),
+        ),
+      );
     },
     redeploy(to) {
       retired.set(path, to.oldRoute);

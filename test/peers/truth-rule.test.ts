@@ -95,3 +95,21 @@ for (const oldRoute of ['html404', 'gateway404'] as const) {
     });
   });
 }
+
+describe('what the agent says it is doing', () => {
+  it('a status message without a new state is a status_message event; the task keeps running', async () => {
+    const { peer, p } = await setup({ streaming: true });
+    const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    const bound = await p.until(envelope.id, (e) => e.remoteId !== null, 'bound');
+    await p.until(envelope.id, (e) => e.state === 'running', 'running');
+    peer.say(bound.remoteId!, 'step 2 of 3');
+    const said = await p.until(envelope.id, (e) => e.statusMessage === 'step 2 of 3', 'status message');
+    expect(said.state).toBe('running');
+    const events = await p.plane.events('t', { afterSeq: 0, envelopeId: envelope.id });
+    expect(events.filter((e) => e.type === 'status_message').map((e) => e.data.message)).toEqual([
+      'step 2 of 3',
+    ]);
+    peer.finish();
+    expect((await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal')).state).toBe('succeeded');
+  });
+});
