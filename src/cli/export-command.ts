@@ -1,10 +1,9 @@
-import { createWriteStream, existsSync, mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
 import { exportEvents, type ExportFilter } from '../server/event-export.ts';
-import { openStore } from '../store/open-store.ts';
-import { parseStoreUrl } from '../store/store-url.ts';
+import { openDatabase } from './open-database.ts';
 
 /** `--since`: an ISO 8601 time or epoch milliseconds. */
 export function parseSince(value: string): number {
@@ -58,19 +57,12 @@ export function registerExportCommand(program: Command): void {
       if (!task && !tenant)
         throw new TaskplaneError('config', 'export: give --task ID or --tenant TENANT', { field: 'task' });
       const db = opts.db as string;
-      const target = parseStoreUrl(db);
-      if (target.kind === 'memory' || (target.kind === 'sqlite' && target.path === ':memory:'))
-        throw new TaskplaneError('config', '--db: an in-memory store holds nothing between processes', {
-          field: 'db',
-        });
-      if (target.kind === 'sqlite' && !existsSync(target.path))
-        throw new TaskplaneError('config', `--db: no database at ${target.path}`, { field: 'db' });
       const filter: ExportFilter = {
         ...(task ? { envelopeId: task } : {}),
         ...(tenant ? { tenant } : {}),
         ...(opts.since !== undefined ? { sinceMs: parseSince(opts.since as string) } : {}),
       };
-      const store = await openStore(db);
+      const store = await openDatabase(db);
       let file: WriteStream | null = null;
       try {
         if (task) {

@@ -1,9 +1,7 @@
-import { existsSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { TaskplaneError } from '../core/errors.ts';
-import { openStore } from '../store/open-store.ts';
+import { openDatabase } from './open-database.ts';
 import type { OutboxRow, OutboxStatus } from '../store/store.ts';
-import { parseStoreUrl } from '../store/store-url.ts';
 import { intOption, table } from './cli-options.ts';
 import { whenOrEmpty } from './task-views.ts';
 
@@ -60,15 +58,7 @@ export function registerHostOutboxCommand(host: Command): void {
               field: 'requeue-dead',
             },
           );
-        const target = parseStoreUrl(db);
-        if (target.kind === 'memory' || (target.kind === 'sqlite' && target.path === ':memory:'))
-          throw new TaskplaneError('config', '--db: an in-memory store holds nothing between processes', {
-            field: 'db',
-          });
-        // Opening a SQLite path that is not there would create an empty database and report nothing to see.
-        if (target.kind === 'sqlite' && !existsSync(target.path))
-          throw new TaskplaneError('config', `--db: no database at ${target.path}`, { field: 'db' });
-        const store = await openStore(db);
+        const store = await openDatabase(db);
         try {
           if (o.requeueDead) {
             const n = await store.requeueDeadOutbox(Date.now(), o.task);

@@ -1,12 +1,10 @@
-import { existsSync, mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { SystemClock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { CryptoRandom } from '../core/random.ts';
 import { newApiKey } from '../server/api-keys.ts';
-import { openStore } from '../store/open-store.ts';
+import { openDatabase } from './open-database.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
-import { parseStoreUrl } from '../store/store-url.ts';
 import { table } from './cli-options.ts';
 import { whenOrEmpty } from './task-views.ts';
 
@@ -22,27 +20,8 @@ function keyView(k: ApiKeyRecord): Record<string, unknown> {
   };
 }
 
-/**
- * Opens the plane's database. `create` may make a new SQLite file (keys can exist before the first
- * `serve`); list and revoke on a path that is not there would only report an empty new database.
- */
-async function open(db: string, mayCreate: boolean): Promise<Store> {
-  const target = parseStoreUrl(db);
-  if (target.kind === 'memory' || (target.kind === 'sqlite' && target.path === ':memory:'))
-    throw new TaskplaneError('config', '--db: an in-memory store holds nothing between processes', {
-      field: 'db',
-    });
-  if (target.kind === 'sqlite' && !existsSync(target.path)) {
-    if (!mayCreate)
-      throw new TaskplaneError('config', `--db: no database at ${target.path}`, { field: 'db' });
-    if (target.path.includes('/'))
-      mkdirSync(target.path.slice(0, target.path.lastIndexOf('/')), { recursive: true });
-  }
-  return openStore(db);
-}
-
 async function withStore<T>(db: string, mayCreate: boolean, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await open(db, mayCreate);
+  const store = await openDatabase(db, { mayCreate });
   try {
     return await fn(store);
   } finally {
