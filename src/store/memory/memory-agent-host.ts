@@ -1,4 +1,5 @@
 import { TaskplaneError, VersionConflictError, notFound } from '../../core/errors.ts';
+import { snapshot } from '../snapshot.ts';
 import { type ChangeHub, taskNotices } from '../change-hub.ts';
 import type {
   AgentScope,
@@ -328,9 +329,9 @@ export function compare(a: string, b: string): number {
 }
 
 export function clone<T>(value: T): T {
-  return structuredClone(value);
+  return snapshot(value);
 }
 
 export function cloneOrUndefined<T>(value: T | undefined): T | undefined {
-  return value === undefined ? undefined : structuredClone(value);
+  return value === undefined ? undefined : snapshot(value);
 }

@@ -1,3 +1,4 @@
+import { snapshot } from '../snapshot.ts';
 import type pg from 'pg';
 import { VersionConflictError, notFound } from '../../core/errors.ts';
 import { taskNotices } from '../change-hub.ts';
@@ -236,7 +237,7 @@ export abstract class PgAgentHost {
         c.protocolVersion ?? '1.0',
       ],
     );
-    return structuredClone(c);
+    return snapshot(c);
   }
 
   async getPushConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {

@@ -1,3 +1,4 @@
+import { snapshot } from '../snapshot.ts';
 import type pg from 'pg';
 import type { EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
 import { envelopeNotices } from '../change-hub.ts';
@@ -129,7 +130,7 @@ export class EnvelopeBatcher {
         const tx: EnvelopeTx = {
           client,
           appendEvents: (envelopeId, input) => {
-            const output = input.map((e) => ({ ...structuredClone(e), seq: 0 }));
+            const output = input.map((e) => ({ ...snapshot(e), seq: 0 }));
             pending.push({ envelopeId, input, output });
             return output;
           },

@@ -1,3 +1,4 @@
+import { snapshot } from '../snapshot.ts';
 import type pg from 'pg';
 import type { EnvelopeEvent, NewEnvelopeEvent } from '../../core/envelope.ts';
 import type { OutboxColumns, TaskEventColumns } from '../sql-rows.ts';
@@ -22,7 +23,7 @@ export async function insertEvents(c: pg.ClientBase, events: NewEnvelopeEvent[])
     ],
   );
   const seqs = result.rows.map((r) => r.seq).sort((a, b) => a - b);
-  return events.map((e, i) => ({ ...structuredClone(e), seq: seqs[i]! }));
+  return events.map((e, i) => ({ ...snapshot(e), seq: seqs[i]! }));
 }
 
 /** Inserts the events in order (as insertEvents) and returns their seqs, in the same order. */

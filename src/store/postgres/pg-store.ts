@@ -191,7 +191,7 @@ export class PostgresStore extends PgAgentHost implements Store {
         return { created: false, envelope: rows.toEnvelope(existing.rows[0]!) };
       }
       appendEvents(stored.id, events);
-      return { created: true, envelope: structuredClone(stored) };
+      return { created: true, envelope: snapshot(stored) };
     });
   }
 
@@ -233,7 +233,7 @@ export class PostgresStore extends PgAgentHost implements Store {
           ? new VersionConflictError(`envelope ${next.id}`)
           : notFound(`envelope ${next.id}`);
       }
-      return { envelope: structuredClone(stored), events: appendEvents(stored.id, events) };
+      return { envelope: snapshot(stored), events: appendEvents(stored.id, events) };
     });
   }
 
