@@ -325,7 +325,7 @@ export async function observe(
         env.version,
         events,
       );
-      if (!isTerminal(env.state) && isTerminal(envelope.state)) recordTaskSpan(envelope, now);
+      if (!isTerminal(env.state) && isTerminal(envelope.state)) finished(ctx, envelope, now);
       if (decision.apply && env.state !== envelope.state && snapshot.stateTimestamp !== null) {
         ctx.counters.delay(source, now - snapshot.stateTimestamp, env);
       }
@@ -342,6 +342,12 @@ export async function observe(
     }
   }
   throw new TaskplaneError('unavailable', 'observe: too many concurrent writers', { retryable: true });
+}
+
+/** A job just reached its terminal state: its span ends, and the counters let go of its per-job entries. */
+function finished(ctx: PlaneContext, envelope: Envelope, now: number): void {
+  recordTaskSpan(envelope, now);
+  ctx.counters.finished(envelope.id, envelope.tenant);
 }
 
 /**
@@ -373,7 +379,7 @@ export async function updateLocal(
     }));
     try {
       const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
-      if (!isTerminal(env.state) && isTerminal(envelope.state)) recordTaskSpan(envelope, now);
+      if (!isTerminal(env.state) && isTerminal(envelope.state)) finished(ctx, envelope, now);
       return { envelope, written: true };
     } catch (err) {
       if (err instanceof VersionConflictError) continue;

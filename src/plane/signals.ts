@@ -137,6 +137,9 @@ export type CounterName =
 /** The job a count is about, when there is one: its tenant decides whose view the count lands in. */
 export type CountedJob = { id: string; tenant?: string; target?: string } | null;
 
+/** How many finished jobs keep their request count for requestsFor (the lab and tests read it after the end). */
+const FINISHED_KEPT = 10_000;
+
 /** One set of tallies: the process's, or one tenant's. */
 class Tally {
   readonly byKind: Record<RequestKind, number> = {
@@ -148,7 +151,9 @@ class Tally {
     answer: 0,
     register_push: 0,
   };
-  readonly tracked = new Set<string>();
+  /** Jobs tracked and not yet finished; the finished ones are only counted (memory stays with open jobs). */
+  readonly open = new Set<string>();
+  finished = 0;
   readonly delays = new Map<ObservationSource, DelaySamples>();
   readonly counts: Record<CounterName, number> = {
     duplicatesWebhook: 0,
@@ -164,6 +169,10 @@ class Tally {
   };
   total = 0;
   targetLevel = 0;
+
+  get tracked(): number {
+    return this.open.size + this.finished;
+  }
 
   delay(source: ObservationSource, ms: number, capacity: number): void {
     let samples = this.delays.get(source);
@@ -187,6 +196,8 @@ export class SignalCounters {
   /** envelope id → tenant, learned by track() (create, recovery) or from the job a count names. */
   private readonly tenantOf = new Map<string, string>();
   private readonly perEnvelope = new Map<string, number>();
+  /** Request counts of the most recently finished jobs (requestsFor), at most FINISHED_KEPT of them. */
+  private readonly finishedRequests = new Map<string, number>();
   /** Per tenant and target: last reconciliation, its failures, notification delays (the targets view). */
   readonly targets = new TargetActivity();
 
@@ -214,12 +225,33 @@ export class SignalCounters {
 
   track(envelopeId: string, tenant: string): void {
     this.tenantOf.set(envelopeId, tenant);
-    for (const t of this.tallies({ id: envelopeId, tenant })) t.tracked.add(envelopeId);
+    for (const t of this.tallies({ id: envelopeId, tenant })) t.open.add(envelopeId);
+  }
+
+  /**
+   * The job reached a terminal state: its per-job entries go, so a long-running plane holds memory for
+   * its open jobs only (it stays counted in tasksTracked). A request made for it later (an acceptance
+   * check) is still charged to its tenant when the caller names the tenant, as the engine's calls do.
+   */
+  finished(envelopeId: string, tenant: string): void {
+    for (const t of this.tallies({ id: envelopeId, tenant })) if (t.open.delete(envelopeId)) t.finished++;
+    this.tenantOf.delete(envelopeId);
+    const requests = this.perEnvelope.get(envelopeId);
+    if (requests === undefined) return;
+    this.perEnvelope.delete(envelopeId);
+    this.finishedRequests.set(envelopeId, requests);
+    if (this.finishedRequests.size > FINISHED_KEPT)
+      this.finishedRequests.delete(this.finishedRequests.keys().next().value!);
   }
 
   /** Requests made for one job (reconciliation list pages are not charged to any job). */
   requestsFor(envelopeId: string): number {
-    return this.perEnvelope.get(envelopeId) ?? 0;
+    return this.perEnvelope.get(envelopeId) ?? this.finishedRequests.get(envelopeId) ?? 0;
+  }
+
+  /** Per-job entries held (a test's view of the memory bound). */
+  retainedJobs(): number {
+    return Math.max(this.tenantOf.size, this.perEnvelope.size + this.finishedRequests.size, this.process.open.size);
   }
 
   delay(source: ObservationSource, ms: number, job: CountedJob = null): void {
@@ -270,8 +302,8 @@ export class SignalCounters {
         total: t.total,
         byKind: { ...t.byKind },
         targetLevel: t.targetLevel,
-        tasksTracked: t.tracked.size,
-        perTask: t.tracked.size ? t.total / t.tracked.size : null,
+        tasksTracked: t.tracked,
+        perTask: t.tracked ? t.total / t.tracked : null,
       },
       observationDelay,
       duplicatesAbsorbed: { webhook: c.duplicatesWebhook, observation: c.duplicatesObservation },
