@@ -12,6 +12,8 @@
  *   npm run bench:plane -- [tasks=40] [creates=200]        (creates=0 skips the create latency;
  *                                                          BENCH_SETUPS=stream,push,payload picks setups)
  */
+import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
 import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './create-latency.ts';
 import { spawnHost } from '../support/process.ts';
@@ -38,6 +40,20 @@ interface Row {
   liveP99: number | null;
   liveSamples: number;
   reconcilePages: number;
+  /** CPU time (user + system) per task over the whole run, ms; null where it cannot be read. */
+  planeCpuPerTask: number;
+  hostCpuPerTask: number | null;
+}
+
+/** A child's CPU time so far (user + system, ms) from /proc; null off Linux. */
+function childCpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return null;
+  }
 }
 
 /** Waits until every id reached a terminal state, reading only new events on each store change (cheap). */
@@ -83,6 +99,10 @@ async function run(
     defaultMetrics: false,
     logger: silent,
   });
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
+  const planeCpu0 = process.cpuUsage();
+  const hostCpu0 = childCpuMs(host.child.pid);
   try {
     // Tasks start one after another (each create returns once the remote has the job), then run together.
     const created = [];
@@ -91,7 +111,9 @@ async function run(
         await server.plane.create({ tenant: 'default', target: 'demo', input: INPUT }, { wait: 'started' }),
       );
     // One reconciliation round while they run: one paged list call for the target, whatever the task count.
+    const r0 = performance.now();
     const reports = await server.plane.reconcileNow('demo');
+    if (process.env.BENCH_DEBUG) console.log(`reconcile round: ${r0.toFixed(0)}–${performance.now().toFixed(0)} ms since process start`);
     const envs = await allTerminal(
       server,
       created.map((c) => c.envelope.id),
@@ -102,6 +124,7 @@ async function run(
     const events = await server.store.listEvents({ afterSeq: 0, limit: 100_000 });
     const seen = new Set<string>();
     const live: number[] = [];
+    const slow: [number, number][] = [];
     for (const e of events) {
       if (
         e.type !== 'state_changed' ||
@@ -114,11 +137,22 @@ async function run(
         continue;
       }
       live.push(e.at - e.data.remoteVersion);
+      if (process.env.BENCH_DEBUG) slow.push([e.at - e.data.remoteVersion, e.data.remoteVersion - performance.timeOrigin]);
     }
+    if (process.env.BENCH_DEBUG)
+      console.log('slowest (delay ms, host stamp ms since process start):', JSON.stringify(slow.sort((a, b) => b[0] - a[0]).slice(0, 12)));
     live.sort((a, b) => a - b);
     if (process.env.BENCH_DEBUG) console.log(mechanism, JSON.stringify(live));
     const pct = (p: number) =>
       live.length ? live[Math.min(live.length - 1, Math.ceil((p / 100) * live.length) - 1)]! : null;
+    const planeCpu = process.cpuUsage(planeCpu0);
+    if (process.env.BENCH_HEAP) console.log('heap snapshot', (await import('node:v8')).writeHeapSnapshot(process.env.BENCH_HEAP));
+    loopDelay.disable();
+    if (process.env.BENCH_DEBUG)
+      console.log(
+        `plane event-loop delay: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
+      );
+    const hostCpu = childCpuMs(host.child.pid);
     const s = await server.plane.signals();
     const d = s.observationDelay[mechanism];
     return {
@@ -134,6 +168,8 @@ async function run(
       liveP99: pct(99),
       liveSamples: live.length,
       reconcilePages: reports[0]?.listPages ?? 0,
+      planeCpuPerTask: (planeCpu.user + planeCpu.system) / 1000 / TASKS,
+      hostCpuPerTask: hostCpu !== null && hostCpu0 !== null ? (hostCpu - hostCpu0) / TASKS : null,
     };
   } finally {
     await server.close();
@@ -177,13 +213,13 @@ console.log(
   `plane bench: ${TASKS} demo tasks per setup (${JSON.stringify(INPUT)}), plane in this process, host in its own, loopback HTTP`,
 );
 console.log(
-  'setup                                      ok  req/task  all p50/p99 ms (n)   live p50/p99 ms (n)   reconcile pages/round',
+  'setup                                      ok  req/task  all p50/p99 ms (n)   live p50/p99 ms (n)   reconcile pages/round  CPU ms/task plane, host',
 );
 for (const r of rows) {
   const all = `${r.p50 ?? '-'}/${r.p99 ?? '-'} (${r.samples})`;
   const live = `${r.liveP50 ?? '-'}/${r.liveP99 ?? '-'} (${r.liveSamples})`;
   console.log(
-    `${r.setup.padEnd(42)} ${String(r.succeeded).padStart(3)}  ${r.requestsPerTask.toFixed(2).padStart(7)}  ${all.padEnd(19)}  ${live.padEnd(20)}  ${r.reconcilePages}`,
+    `${r.setup.padEnd(42)} ${String(r.succeeded).padStart(3)}  ${r.requestsPerTask.toFixed(2).padStart(7)}  ${all.padEnd(19)}  ${live.padEnd(20)}  ${String(r.reconcilePages).padEnd(21)}  ${r.planeCpuPerTask.toFixed(2)}, ${r.hostCpuPerTask?.toFixed(2) ?? '-'}`,
   );
 }
 console.log('req/task includes one reconciliation round (its list pages are charged across the tasks).');
@@ -191,6 +227,9 @@ console.log(
   'delay = envelope update time − host status timestamp, per transition the mechanism delivered; "live" leaves out each',
 );
 console.log("task's first transition (made by the host while the start request is still in flight).");
+console.log(
+  'CPU ms/task: user + system time of the plane process (this one, creates and waits included) and of the host, per task.',
+);
 
 // The memory store beside it separates the durable write (fsync) from the rest of the request.
 const agent = CREATES > 0 ? await startSlowAgent() : null;
