@@ -64,7 +64,7 @@ export function registerHostCommand(program: Command): void {
     )
     .option(
       '--host-lease-ms <ms>',
-      "a crashed host's tasks are taken over by another host this long after its last renewal",
+      "a crashed host's tasks are taken over by another host this long after its last renewal (on PostgreSQL: once its session ends)",
       intOption(1),
       30000,
     )

@@ -28,8 +28,6 @@ import {
 
 export interface ExecutionsOptions extends TaskContextDeps {
   agent: AgentDefinition;
-  /** This host process (executorState.host of the tasks it runs). */
-  hostId: string;
   /** Watches for answers written by another host process (shared PostgreSQL). */
   feed: TaskFeed;
 }
@@ -136,6 +134,16 @@ export class Executions implements ExecutionHost {
     await Promise.allSettled([...this.running]);
   }
 
+  /**
+   * Another host took the task over (it found this host dead: a cut database session, an expired
+   * lease): stop its execute and input timeout here; that host runs it now.
+   */
+  takenOver(taskId: string, host: string): void {
+    if (!this.isTracked(taskId)) return;
+    this.o.logger.warn({ taskId, host }, 'task taken over by another host; stopping it here');
+    this.abort(taskId, `taken over by host ${host}`);
+  }
+
   armInputTimeout(taskId: string, index: number, deadlineAt: number): void {
     this.clearTimer(taskId);
     const cancel = this.o.clock.setTimer(Math.max(0, deadlineAt - this.o.clock.now()), () => {
@@ -157,6 +165,8 @@ export class Executions implements ExecutionHost {
     const result = await this.o.writer.update(taskId, (d) => {
       if (d.task.status.state !== 'TASK_STATE_INPUT_REQUIRED' || d.executor.pendingInput?.index !== index)
         return null;
+      // A host that took the task over re-armed the timeout from the same stored deadline: its to fire.
+      if (d.executor.host !== undefined && d.executor.host !== this.o.hostId) return null;
       delete d.executor.pendingInput;
       const message = this.msg(d, reason);
       setStatus(d.task, 'TASK_STATE_FAILED', this.o.clock.now(), message);
@@ -209,8 +219,14 @@ export class Executions implements ExecutionHost {
     mcp?: Pick<McpTaskState, 'result' | 'error'>,
   ): Promise<boolean> {
     const parts = typeof text === 'string' ? [{ text }] : text && jsonCopy(text);
+    let takenBy: string | undefined;
     const result = await this.o.writer.update(taskId, (d) => {
       if (isTerminalTaskState(d.task.status.state)) return null;
+      // The fence (TaskContext.apply): the outcome of a task another host runs now is that host's to write.
+      if (d.executor.host !== undefined && d.executor.host !== this.o.hostId) {
+        takenBy = d.executor.host;
+        return null;
+      }
       delete d.executor.pendingInput;
       if (d.executor.mcp) {
         const { requests: _r, answers: _a, ...rest } = d.executor.mcp;
@@ -224,6 +240,7 @@ export class Executions implements ExecutionHost {
       if (message) (d.task.history ??= []).push(message);
       return { events: [statusEvent(d.task)] };
     });
+    if (takenBy !== undefined) this.takenOver(taskId, takenBy);
     if (result.written) this.clearTimer(taskId);
     return result.written;
   }

@@ -81,7 +81,10 @@ export interface HostOptions {
    * (401) beyond it. @default none
    */
   metricsToken?: string;
-  /** Host lease time-to-live: a crashed host's tasks are taken over this long after its last renewal. @default 30000 */
+  /**
+   * Host lease time-to-live: a crashed host's tasks are taken over this long after its last renewal, or,
+   * on PostgreSQL, within seconds of its database session ending (host-liveness.ts). @default 30000
+   */
   hostLeaseMs?: number;
   /**
    * Lifetime of an MCP task from its creation (`ttlMs` on the wire): after it, tasks/get answers

@@ -17,18 +17,27 @@ export interface RecoveryCounts {
 
 /** Takeover writes in flight at once during a sweep. */
 const RECOVERY_CONCURRENCY = 32;
+/**
+ * Where the store can tell a dead host (ownerLiveness): how often a host asks it whether one died (one
+ * read of the few lease owners, Store.deadLeaseOwners), so a killed host's tasks move within seconds.
+ */
+export const DEAD_HOST_PROBE_MS = 2000;
 
 export const NOT_RESUMABLE_REASON =
   'The agent host restarted while this task was in progress and this agent cannot resume work; send the request again.';
 
 /**
  * Restart recovery: every non-terminal task whose host is gone (this process before a
- * restart, or another host whose lease expired) is taken over and either resumed (the agent is
- * resumable: execute runs again with the stored task) or failed with a reason a client can read, so
- * nothing stays WORKING forever. A task waiting for input keeps waiting, its timeout re-armed from the
- * stored deadline. Runs at start and then every sweep interval, so a crashed peer's tasks are picked up
- * by the hosts still running. The takeover is a CAS write that checks the task's host did not change,
- * so two hosts sweeping at once cannot both take a task.
+ * restart, or another host that is dead: its lease expired or its database session ended) is taken
+ * over and either resumed (the agent is resumable: execute runs again with the stored task) or failed
+ * with a reason a client can read, so nothing stays WORKING forever. A task waiting for input keeps
+ * waiting, its timeout re-armed from the stored deadline. Runs at start and then every sweep interval,
+ * so a crashed peer's tasks are picked up by the hosts still running; where the store can tell a dead
+ * host at once (ownerLiveness), also as soon as the probe every DEAD_HOST_PROBE_MS names a newly dead
+ * lease owner. The takeover is a CAS write that checks the task's host did not change, so two hosts
+ * sweeping at once cannot both take a task, and the old host's next write of the task is refused
+ * (TaskContext.apply): a sweep that finds a task this process still runs recorded for another host
+ * stops it here.
  */
 export class Recovery {
   private cancel: (() => void) | undefined;
@@ -46,8 +55,13 @@ export class Recovery {
       logger: Logger;
       /** @default the liveness ttl */
       sweepMs?: number;
+      /** @default DEAD_HOST_PROBE_MS, at most sweepMs; only where the store has ownerLiveness */
+      probeMs?: number;
     },
   ) {}
+
+  /** Dead lease owners seen by the last probe: a sweep runs only when one is new. */
+  private deadSeen = new Set<string>();
 
   async recover(): Promise<RecoveryCounts> {
     const counts: RecoveryCounts = { resumed: 0, failed: 0, waiting: 0 };
@@ -80,9 +94,17 @@ export class Recovery {
   ): Promise<void> {
     const { writer, clock, executions, liveness, agent } = this.o;
     const me = liveness.hostId;
-    if (executions.isTracked(record.id)) return;
     const exec = executorStateOf(record);
     const owner = exec?.host;
+    if (executions.isTracked(record.id)) {
+      // Recorded for another host while it runs here: taken over while this host was thought dead (a
+      // cut session). Read again first: the list may predate this host's own takeover of the task.
+      if (owner === undefined || owner === me) return;
+      const now = await this.o.store.getAgentTask(record.id);
+      const host = now ? executorStateOf(now).host : undefined;
+      if (host !== undefined && host !== me) executions.takenOver(record.id, host);
+      return;
+    }
     if (owner !== me && (await isAlive(owner))) return;
     const stillOwned = (host: string | undefined) => host === owner;
     const resumable = isResumable(agent, exec?.mcp);
@@ -137,18 +159,39 @@ export class Recovery {
     if (failed.written) counts.failed++;
   }
 
-  /** Sweeps again every interval (crashed peers' tasks), one sweep at a time. */
+  /**
+   * Sweeps again every interval (crashed peers' tasks), one sweep at a time. Where the store can tell a
+   * dead host (ownerLiveness), a probe every DEAD_HOST_PROBE_MS asks which lease owners died and sweeps
+   * at once when one is new: one indexed read per probe, no per-task work while every host lives.
+   */
   startSweeps(): void {
-    const every = this.o.sweepMs ?? this.o.liveness.ttlMs;
+    const { clock, store, logger, liveness } = this.o;
+    const every = this.o.sweepMs ?? liveness.ttlMs;
+    const probe = liveness.sessionTied
+      ? Math.max(1, Math.min(every, this.o.probeMs ?? DEAD_HOST_PROBE_MS))
+      : every;
+    let lastSweep = clock.now();
+    const due = async (): Promise<boolean> => {
+      if (clock.now() - lastSweep >= every || probe === every) return true;
+      const dead = await store.deadLeaseOwners();
+      const fresh = dead.filter((owner) => !this.deadSeen.has(owner));
+      // Forget owners no longer dead: a host that comes back and dies again is new again.
+      this.deadSeen = new Set(dead);
+      if (fresh.length > 0) logger.info({ owners: fresh }, 'a lease owner died; sweeping for its tasks');
+      return fresh.length > 0;
+    };
     const tick = () => {
-      this.cancel = this.o.clock.setTimer(every, () => {
+      this.cancel = clock.setTimer(probe, () => {
         if (this.stopped) return;
-        this.running = this.recover()
-          .then((c) => {
+        this.running = due()
+          .then(async (sweep) => {
+            if (!sweep) return;
+            lastSweep = clock.now();
+            const c = await this.recover();
             if (c.resumed + c.failed + c.waiting > 0)
-              this.o.logger.info({ recovered: c }, 'took over tasks of a stopped host');
+              logger.info({ recovered: c }, 'took over tasks of a stopped host');
           })
-          .catch((err: unknown) => this.o.logger.warn({ err }, 'recovery sweep failed'))
+          .catch((err: unknown) => logger.warn({ err }, 'recovery sweep failed'))
           .finally(() => {
             if (!this.stopped) tick();
           });

@@ -154,7 +154,14 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   const ownsStore = typeof config.db !== 'object';
   const store = typeof config.db === 'object' ? config.db : await openHostStore(config.db, logger);
   const hostId = config.hostId ?? (port !== 0 ? `${hostname()}:${port}` : newId(clock, random, 'host_'));
-  const liveness = new HostLiveness(hostId, store, clock, logger, config.hostLeaseMs);
+  // Set once the executions exist: a host whose lease passed to another process with its id (one that
+  // started while this one's database session was cut) stops running tasks; that process runs them.
+  let leaseLost = (): void => undefined;
+  const liveness = new HostLiveness(hostId, store, clock, logger, {
+    ttlMs: config.hostLeaseMs,
+    instance: newId(clock, random),
+    onLost: () => leaseLost(),
+  });
   if (!(await liveness.start())) {
     if (ownsStore) await store.close();
     throw new TaskplaneError('config', `another live host process uses the host id ${hostId}`, {
@@ -178,6 +185,9 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     stepKeySecret: await loadStepKeySecret(store, random),
   });
   const recovery = new Recovery({ store, writer, clock, executions, liveness, agent, logger });
+  leaseLost = () => {
+    void recovery.stop().then(() => executions.close());
+  };
   let baseUrl = config.publicUrl ?? '';
   const service = new A2AService({
     store,

@@ -35,6 +35,18 @@ export class TaskClosedError extends Error {
   }
 }
 
+/**
+ * Thrown at a write of an execution whose task another host took over (it decided this host was dead:
+ * a lost database session, a lease that expired). The write is refused, so the stored task holds only
+ * the new host's work, and this execution stops.
+ */
+export class TaskTakenOverError extends TaskClosedError {
+  constructor(readonly host: string) {
+    super(`taken over by host ${host}`);
+    this.name = 'TaskTakenOverError';
+  }
+}
+
 export interface Live {
   controller: AbortController;
   /**
@@ -57,6 +69,8 @@ export interface TaskContextDeps {
   inputTimeoutMs: number;
   /** The store's step-key secret (steps.ts loadStepKeySecret). */
   stepKeySecret: string;
+  /** This host process (executorState.host of the tasks it runs). */
+  hostId: string;
 }
 
 /** What a TaskContext asks of the Executions that runs it. */
@@ -65,6 +79,8 @@ export interface ExecutionHost {
   finish(taskId: string, state: TaskState, text?: string | Part[]): Promise<boolean>;
   armInputTimeout(taskId: string, index: number, deadlineAt: number): void;
   watchForAnswer(taskId: string, index: number, entry: Live): () => void;
+  /** Another host runs the task now: stop this execution. */
+  takenOver(taskId: string, host: string): void;
 }
 
 function answerOf(message: Message): InputAnswer {
@@ -328,7 +344,12 @@ export class TaskContext implements ExecutionContext {
 
   private async write(mutate: Mutate): Promise<void> {
     if (this.entry.stopped) throw this.entry.stopped;
-    await this.o.writer.update(this.taskId, (d) => this.apply(d, mutate));
+    try {
+      await this.o.writer.update(this.taskId, (d) => this.apply(d, mutate));
+    } catch (err) {
+      if (err instanceof TaskTakenOverError) this.executions.takenOver(this.taskId, err.host);
+      throw err;
+    }
   }
 
   /**
@@ -339,6 +360,10 @@ export class TaskContext implements ExecutionContext {
   private apply(d: TaskDraft, mutate: Mutate): TaskChange {
     const state = d.task.status.state;
     if (isTerminalTaskState(state)) throw new TaskClosedError(state);
+    // The fence: a takeover is a versioned write naming the new host, so a write of the old one,
+    // checked against the version it read, either comes before the takeover or sees it here.
+    const host = d.executor.host;
+    if (host !== undefined && host !== this.o.hostId) throw new TaskTakenOverError(host);
     let working: StoredEvent | undefined;
     if (state === 'TASK_STATE_SUBMITTED') {
       setStatus(d.task, 'TASK_STATE_WORKING', this.o.clock.now());

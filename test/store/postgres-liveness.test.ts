@@ -73,6 +73,39 @@ describe('postgres lease owner liveness', () => {
     expect(await waitUntilListening(a, b)).toBe(true);
     expect(await b.acquireLease('watch:z', 'w-b', 1, 60_000)).toBe(false);
   });
+
+  it('a store whose listener just reconnected names no dead owner until the others had time to', async () => {
+    const schema = freshSchemaName('tp_live');
+    const url = urlForSchema(schema);
+    const opened: PostgresStore[] = [];
+    onTestFinished(async ({ task }) => {
+      for (const s of opened) await s.close();
+      await disposeSchema(schema, task.result?.state === 'fail');
+    });
+    const open = async (options: { reconnectSettleMs?: number } = {}) => {
+      const s = await PostgresStore.open({ url, poolMax: 2, ...options });
+      opened.push(s);
+      return s;
+    };
+    // Settling for ten minutes after a reconnect: the test is over long before.
+    const live = await open({ reconnectSettleMs: 600_000 });
+    const dying = await PostgresStore.open({ url, poolMax: 2 });
+    await dying.bindLeaseOwner('w-dead', 0);
+    expect(await dying.acquireLease('watch:q', 'w-dead', 0, 60_000)).toBe(true);
+    await dying.close();
+    expect(await live.deadLeaseOwners()).toEqual(['w-dead']);
+    // A server restart as `live` sees it: its session is cut, and so would every other one be.
+    await withPgClient((c) =>
+      c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+        listenerApplicationName(`taskplane_${schema}`),
+      ]),
+    );
+    const writer = await open();
+    expect(await waitUntilListening(live, writer)).toBe(true);
+    expect(await live.deadLeaseOwners()).toEqual([]);
+    // A store whose session was never cut still names it.
+    expect(await writer.deadLeaseOwners()).toEqual(['w-dead']);
+  });
 });
 
 /** Writes through `b` until `a` hears of it: `a`'s listener is connected again (and holds its locks). */

@@ -13,6 +13,12 @@ export interface WirePayload {
 
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 10_000;
+/**
+ * After a reconnect, how long this session must have been back before its store names other processes
+ * dead (settled): when PostgreSQL restarts every session drops, and the others' listeners come back
+ * within RECONNECT_MAX_MS of it, so one that came back first does not take them for dead meanwhile.
+ */
+export const RECONNECT_SETTLE_MS = RECONNECT_MAX_MS + 2_000;
 /** Most ids one catch-up read wakes per kind; past it readers still find everything in the logs. */
 const CATCH_UP_MAX_IDS = 10_000;
 /** How the listener's connection shows in pg_stat_activity (application_name), for operators and tests. */
@@ -39,6 +45,9 @@ export class PgListener {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** Session advisory locks to hold: [namespace text, key]. */
   private readonly locks: Array<[string, number]> = [];
+  private connectedOnce = false;
+  /** When the connection came back after a loss (undefined: never lost); wall time, like the backoff. */
+  private reconnectedAt: number | undefined;
   /** Highest event seq heard of per kind; undefined until the first connection read it. */
   private lastSeq: Record<ChangeNotice['kind'], number> | undefined;
 
@@ -48,7 +57,19 @@ export class PgListener {
     private readonly instanceId: string,
     private readonly hub: ChangeHub,
     private readonly logger: Logger,
+    private readonly settleMs = RECONNECT_SETTLE_MS,
   ) {}
+
+  /**
+   * Connected, and not just back from a loss (RECONNECT_SETTLE_MS): this store's own locks are held, and
+   * others that lost theirs in the same outage have had time to take them again.
+   */
+  get settled(): boolean {
+    return (
+      this.client !== undefined &&
+      (this.reconnectedAt === undefined || Date.now() - this.reconnectedAt >= this.settleMs)
+    );
+  }
 
   /** Resolves once LISTEN is in place; rejects if the first connection fails. */
   async start(): Promise<void> {
@@ -89,6 +110,8 @@ export class PgListener {
       await client.end().catch(() => undefined);
       return;
     }
+    if (this.connectedOnce) this.reconnectedAt = Date.now();
+    this.connectedOnce = true;
     this.client = client;
     this.failures = 0;
   }

@@ -176,11 +176,11 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   {
     id: 6,
     name: 'lease owners; agent task counts',
-    // lease_owners: a lease owner (a plane instance) bound to a process. The process holds a session
+    // lease_owners: a lease owner (a plane or host process) bound to a process. The process holds a session
     // advisory lock on (hashtext of the schema's owner namespace, lock_key) on its LISTEN connection for
     // as long as it lives. When PostgreSQL ends that session (the process died), the lock is free, and
     // acquireLease takes the owner's leases at once rather than after they expire. Owners without a row
-    // (older versions, the host) keep the plain expiry rule.
+    // (older versions, and hosts before they bound theirs) keep the plain expiry rule.
     // agent_task_counts: as SQLite migration 6, tasks per scope and state kept by a trigger in the writing
     // transaction (ListTasks' totalSize without a COUNT(*)). Each change goes to one of 16 slots at random
     // and a count sums the slots: concurrent writers in one scope rarely wait on the same row lock.

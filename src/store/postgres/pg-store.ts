@@ -51,6 +51,11 @@ export interface PostgresStoreOptions {
   groupCommit?: boolean;
   /** Keep a LISTEN connection so other processes' commits reach onChange. @default true */
   listen?: boolean;
+  /**
+   * After the LISTEN connection reconnects, how long deadLeaseOwners names nobody (other processes cut
+   * off by the same outage take their locks again meanwhile). @default RECONNECT_SETTLE_MS (12 s)
+   */
+  reconnectSettleMs?: number;
   logger?: Logger;
   /** "now" for the migrations table only. @default Date.now */
   nowMs?: () => number;
@@ -133,7 +138,14 @@ export class PostgresStore extends PgAgentHost implements Store {
       }
       if (listen) {
         const session = { ...config, connectionString: target.sessionConnectionString };
-        store.listener = new PgListener(session, store.channel, store.instanceId, store.hub, logger);
+        store.listener = new PgListener(
+          session,
+          store.channel,
+          store.instanceId,
+          store.hub,
+          logger,
+          options.reconnectSettleMs,
+        );
         await store.listener.start();
       }
     } catch (err) {
@@ -421,7 +433,9 @@ export class PostgresStore extends PgAgentHost implements Store {
    * session, so a pooled connection cannot take them: they never show here.
    */
   async deadLeaseOwners(): Promise<string[]> {
-    if (!this.listener) return [];
+    // Not while our own session is down or just back: our own locks are free then, and after a server
+    // restart the other processes may not have taken theirs again yet (PgListener.settled).
+    if (!this.listener?.settled) return [];
     const found = await this.query<{ owner: string }>(
       `SELECT o.owner FROM lease_owners o
        WHERE EXISTS (SELECT 1 FROM leases l WHERE l.owner = o.owner)
