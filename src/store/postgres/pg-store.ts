@@ -19,7 +19,9 @@ import type {
   EventQuery,
   ExpiredEnvelope,
   InboundDelivery,
+  OpenJobsOfTarget,
   Page,
+  ReconcileDueQuery,
   Store,
   StoreCapabilities,
 } from '../store.ts';
@@ -31,6 +33,8 @@ import {
   eventLimit,
   isOpenStateSet,
   OPEN_ENVELOPES_SQL,
+  checkRemoteLookup,
+  openJobsSummary,
 } from '../store-query.ts';
 import { clientConfig, parsePgUrl, translatePgError, type PgTarget } from './pg-connect.ts';
 import { PgAgentHost } from './pg-agent-host.ts';
@@ -277,6 +281,79 @@ export class PostgresStore extends PgAgentHost implements Store {
       'SELECT id, state, version, remote_id AS "remoteId" FROM envelopes WHERE id = ANY($1::text[])',
       [ids],
     );
+  }
+
+  async openTargets(): Promise<string[]> {
+    // A skip scan of envelopes_open_target: one probe per target, however many open jobs each has.
+    const found = await this.query<{ target: string }>(
+      `WITH RECURSIVE t(target) AS (
+         SELECT (SELECT target FROM envelopes WHERE ${OPEN_ENVELOPES_SQL} ORDER BY target LIMIT 1)
+         UNION ALL
+         SELECT (SELECT e.target FROM envelopes e WHERE ${OPEN_ENVELOPES_SQL} AND e.target > t.target
+                 ORDER BY e.target LIMIT 1)
+         FROM t WHERE t.target IS NOT NULL)
+       SELECT target FROM t WHERE target IS NOT NULL`,
+      [],
+    );
+    return found.map((r) => r.target);
+  }
+
+  async openJobsOfTarget(target: string): Promise<OpenJobsOfTarget> {
+    // The tenants by a skip scan of envelopes_open_target, each one's oldest job its first entry there.
+    const found = await this.query<{ tenant: string; oldest: number | null }>(
+      `WITH RECURSIVE t(tenant) AS (
+         SELECT (SELECT tenant FROM envelopes WHERE ${OPEN_ENVELOPES_SQL} AND target = $1
+                 ORDER BY tenant LIMIT 1)
+         UNION ALL
+         SELECT (SELECT e.tenant FROM envelopes e WHERE ${OPEN_ENVELOPES_SQL} AND e.target = $1
+                 AND e.tenant > t.tenant ORDER BY e.tenant LIMIT 1)
+         FROM t WHERE t.tenant IS NOT NULL)
+       SELECT tenant, (SELECT min(e.created_at) FROM envelopes e
+                       WHERE ${OPEN_ENVELOPES_SQL} AND e.target = $1 AND e.tenant = t.tenant) AS oldest
+       FROM t WHERE tenant IS NOT NULL`,
+      [target],
+    );
+    return openJobsSummary(found);
+  }
+
+  async findOpenEnvelopesByRemote(
+    target: string,
+    remoteIds: readonly string[],
+    contextIds: readonly string[],
+  ): Promise<Envelope[]> {
+    checkRemoteLookup(remoteIds, contextIds);
+    const found: rows.EnvelopeRow[] = [];
+    if (remoteIds.length > 0)
+      found.push(
+        ...(await this.query<rows.EnvelopeRow>(
+          `SELECT doc, version FROM envelopes WHERE target = $1 AND remote_id IS NOT NULL
+             AND remote_id = ANY($2::text[]) AND ${OPEN_ENVELOPES_SQL}`,
+          [target, remoteIds],
+        )),
+      );
+    if (contextIds.length > 0)
+      found.push(
+        ...(await this.query<rows.EnvelopeRow>(
+          `SELECT doc, version FROM envelopes WHERE target = $1 AND remote_id IS NULL AND ${OPEN_ENVELOPES_SQL}
+             AND doc->>'contextId' = ANY($2::text[])`,
+          [target, contextIds],
+        )),
+      );
+    return found.map(rows.toEnvelope);
+  }
+
+  async listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]> {
+    // Two index ranges (a job in both is returned once), then the order every listing of open jobs has.
+    const found = await this.query<rows.EnvelopeRow>(
+      `SELECT doc, version FROM envelopes WHERE id IN (
+         SELECT id FROM envelopes WHERE target = $1 AND reconcile_due_at IS NOT NULL AND reconcile_due_at <= $2
+         UNION
+         SELECT id FROM envelopes WHERE target = $1 AND default_duration_from IS NOT NULL
+           AND default_duration_from <= $3)
+       ORDER BY updated_at, id`,
+      [target, query.now, query.defaultOrphanCreatedBefore],
+    );
+    return found.map(rows.toEnvelope);
   }
 
   async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {

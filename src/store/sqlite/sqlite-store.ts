@@ -14,7 +14,9 @@ import type {
   EventQuery,
   ExpiredEnvelope,
   InboundDelivery,
+  OpenJobsOfTarget,
   Page,
+  ReconcileDueQuery,
   Store,
   StoreCapabilities,
   TargetUsage,
@@ -23,12 +25,14 @@ import type {
 } from '../store.ts';
 import { summarize } from '../usage-summary.ts';
 import {
+  checkRemoteLookup,
   decodeCursor,
   encodeCursor,
   envelopeLimit,
   eventLimit,
   isOpenStateSet,
   OPEN_ENVELOPES_SQL,
+  openJobsSummary,
 } from '../store-query.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import { snapshot } from '../snapshot.ts';
@@ -271,6 +275,84 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       )
       .all(JSON.stringify(ids)) as EnvelopeVersion[];
     return this.visible(found);
+  }
+
+  async openTargets(): Promise<string[]> {
+    // A skip scan of envelopes_open_target: one probe per target, however many open jobs each has.
+    const found = this.conn
+      .q(
+        `WITH RECURSIVE t(target) AS (
+           SELECT (SELECT target FROM envelopes WHERE ${OPEN_ENVELOPES_SQL} ORDER BY target LIMIT 1)
+           UNION ALL
+           SELECT (SELECT e.target FROM envelopes e WHERE ${OPEN_ENVELOPES_SQL} AND e.target > t.target
+                   ORDER BY e.target LIMIT 1)
+           FROM t WHERE t.target IS NOT NULL)
+         SELECT target FROM t WHERE target IS NOT NULL`,
+      )
+      .all() as Array<{ target: string }>;
+    return this.visible(found.map((r) => r.target));
+  }
+
+  async openJobsOfTarget(target: string): Promise<OpenJobsOfTarget> {
+    // The tenants by a skip scan of envelopes_open_target, each one's oldest job its first entry there.
+    const found = this.conn
+      .q(
+        `WITH RECURSIVE t(tenant) AS (
+           SELECT (SELECT tenant FROM envelopes WHERE ${OPEN_ENVELOPES_SQL} AND target = @target
+                   ORDER BY tenant LIMIT 1)
+           UNION ALL
+           SELECT (SELECT e.tenant FROM envelopes e WHERE ${OPEN_ENVELOPES_SQL} AND e.target = @target
+                   AND e.tenant > t.tenant ORDER BY e.tenant LIMIT 1)
+           FROM t WHERE t.tenant IS NOT NULL)
+         SELECT tenant, (SELECT min(e.created_at) FROM envelopes e
+                         WHERE ${OPEN_ENVELOPES_SQL} AND e.target = @target AND e.tenant = t.tenant) AS oldest
+         FROM t WHERE tenant IS NOT NULL`,
+      )
+      .all({ target }) as Array<{ tenant: string; oldest: number | null }>;
+    return this.visible(openJobsSummary(found));
+  }
+
+  async findOpenEnvelopesByRemote(
+    target: string,
+    remoteIds: readonly string[],
+    contextIds: readonly string[],
+  ): Promise<Envelope[]> {
+    checkRemoteLookup(remoteIds, contextIds);
+    const found: rows.EnvelopeRow[] = [];
+    if (remoteIds.length > 0)
+      found.push(
+        ...(this.conn
+          .q(
+            `SELECT doc, version FROM envelopes WHERE target = ? AND remote_id IS NOT NULL
+               AND remote_id IN (SELECT value FROM json_each(?)) AND ${OPEN_ENVELOPES_SQL}`,
+          )
+          .all(target, JSON.stringify(remoteIds)) as rows.EnvelopeRow[]),
+      );
+    if (contextIds.length > 0)
+      found.push(
+        ...(this.conn
+          .q(
+            `SELECT doc, version FROM envelopes WHERE target = ? AND remote_id IS NULL AND ${OPEN_ENVELOPES_SQL}
+               AND json_extract(doc, '$.contextId') IN (SELECT value FROM json_each(?))`,
+          )
+          .all(target, JSON.stringify(contextIds)) as rows.EnvelopeRow[]),
+      );
+    return this.visible(found.map(rows.toEnvelope));
+  }
+
+  async listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]> {
+    // Two index ranges (a job in both is returned once), then the order every listing of open jobs has.
+    const found = this.conn
+      .q(
+        `SELECT doc, version FROM envelopes WHERE id IN (
+           SELECT id FROM envelopes WHERE target = @target AND reconcile_due_at IS NOT NULL AND reconcile_due_at <= @now
+           UNION
+           SELECT id FROM envelopes WHERE target = @target AND default_duration_from IS NOT NULL
+             AND default_duration_from <= @before)
+         ORDER BY updated_at, id`,
+      )
+      .all({ target, now: query.now, before: query.defaultOrphanCreatedBefore }) as rows.EnvelopeRow[];
+    return this.visible(found.map(rows.toEnvelope));
   }
 
   async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {
