@@ -111,7 +111,12 @@ export function reconcileDueAt(env: Envelope): number | null {
   const created = env.createdAt;
   if (env.remoteId === null) at.push(created);
   if (env.timeoutMs !== null && env.state !== 'cancel_requested') at.push(created + env.timeoutMs);
-  if (env.state === 'cancel_requested' && env.remoteId !== null && env.cancel && env.cancel.acknowledgedAt === null)
+  if (
+    env.state === 'cancel_requested' &&
+    env.remoteId !== null &&
+    env.cancel &&
+    env.cancel.acknowledgedAt === null
+  )
     at.push(created);
   if (env.state === 'waiting_for_input' && answerRecorded(env)) at.push(created);
   if (env.remoteId !== null && env.expectedDurationMs !== null) at.push(created + env.expectedDurationMs);
@@ -133,7 +138,9 @@ export function isReconcileDue(env: Envelope, query: ReconcileDueQuery): boolean
   const due = reconcileDueAt(env);
   if (due !== null && due <= query.now) return true;
   return (
-    env.remoteId !== null && env.expectedDurationMs === null && env.createdAt <= query.defaultOrphanCreatedBefore
+    env.remoteId !== null &&
+    env.expectedDurationMs === null &&
+    env.createdAt <= query.defaultOrphanCreatedBefore
   );
 }
 

@@ -42,6 +42,7 @@ import { EnvelopeBatcher, type EnvelopeOp } from './pg-envelope-batcher.ts';
 import { PgListener, type WirePayload } from './pg-listener.ts';
 import { migratePostgres } from './pg-migrate.ts';
 import { PG_MIGRATIONS } from './pg-schema.ts';
+import { reconcileSql } from '../reconcile-sql.ts';
 import * as purge from './pg-purge.ts';
 
 export interface PostgresStoreOptions {
@@ -67,6 +68,8 @@ type Client = pg.PoolClient;
  * rests on unique constraints with ON CONFLICT, CAS on a version column in the UPDATE, claims on
  * FOR UPDATE SKIP LOCKED, and fan-out on LISTEN/NOTIFY sent inside the writing transaction.
  */
+const RECONCILE_SQL = reconcileSql('pg');
+
 /** First key of the per-workflow transaction locks (pg_advisory_xact_lock(int, int)): apart from other locks. */
 const WORKFLOW_LOCK_SPACE = 0x7770;
 
@@ -284,36 +287,14 @@ export class PostgresStore extends PgAgentHost implements Store {
   }
 
   async openTargets(): Promise<string[]> {
-    // A skip scan of envelopes_open_target: one probe per target, however many open jobs each has.
-    const found = await this.query<{ target: string }>(
-      `WITH RECURSIVE t(target) AS (
-         SELECT (SELECT target FROM envelopes WHERE ${OPEN_ENVELOPES_SQL} ORDER BY target LIMIT 1)
-         UNION ALL
-         SELECT (SELECT e.target FROM envelopes e WHERE ${OPEN_ENVELOPES_SQL} AND e.target > t.target
-                 ORDER BY e.target LIMIT 1)
-         FROM t WHERE t.target IS NOT NULL)
-       SELECT target FROM t WHERE target IS NOT NULL`,
-      [],
-    );
+    const found = await this.query<{ target: string }>(RECONCILE_SQL.openTargets, []);
     return found.map((r) => r.target);
   }
 
   async openJobsOfTarget(target: string): Promise<OpenJobsOfTarget> {
-    // The tenants by a skip scan of envelopes_open_target, each one's oldest job its first entry there.
-    const found = await this.query<{ tenant: string; oldest: number | null }>(
-      `WITH RECURSIVE t(tenant) AS (
-         SELECT (SELECT tenant FROM envelopes WHERE ${OPEN_ENVELOPES_SQL} AND target = $1
-                 ORDER BY tenant LIMIT 1)
-         UNION ALL
-         SELECT (SELECT e.tenant FROM envelopes e WHERE ${OPEN_ENVELOPES_SQL} AND e.target = $1
-                 AND e.tenant > t.tenant ORDER BY e.tenant LIMIT 1)
-         FROM t WHERE t.tenant IS NOT NULL)
-       SELECT tenant, (SELECT min(e.created_at) FROM envelopes e
-                       WHERE ${OPEN_ENVELOPES_SQL} AND e.target = $1 AND e.tenant = t.tenant) AS oldest
-       FROM t WHERE tenant IS NOT NULL`,
-      [target],
+    return openJobsSummary(
+      await this.query<{ tenant: string; oldest: number | null }>(RECONCILE_SQL.openJobsOfTarget, [target]),
     );
-    return openJobsSummary(found);
   }
 
   async findOpenEnvelopesByRemote(
@@ -322,37 +303,21 @@ export class PostgresStore extends PgAgentHost implements Store {
     contextIds: readonly string[],
   ): Promise<Envelope[]> {
     checkRemoteLookup(remoteIds, contextIds);
-    const found: rows.EnvelopeRow[] = [];
-    if (remoteIds.length > 0)
-      found.push(
-        ...(await this.query<rows.EnvelopeRow>(
-          `SELECT doc, version FROM envelopes WHERE target = $1 AND remote_id IS NOT NULL
-             AND remote_id = ANY($2::text[]) AND ${OPEN_ENVELOPES_SQL}`,
-          [target, remoteIds],
-        )),
-      );
-    if (contextIds.length > 0)
-      found.push(
-        ...(await this.query<rows.EnvelopeRow>(
-          `SELECT doc, version FROM envelopes WHERE target = $1 AND remote_id IS NULL AND ${OPEN_ENVELOPES_SQL}
-             AND doc->>'contextId' = ANY($2::text[])`,
-          [target, contextIds],
-        )),
-      );
+    const read = async (sql: string, ids: readonly string[]) =>
+      ids.length === 0 ? [] : await this.query<rows.EnvelopeRow>(sql, [target, ids]);
+    const found = [
+      ...(await read(RECONCILE_SQL.byRemote, remoteIds)),
+      ...(await read(RECONCILE_SQL.byContext, contextIds)),
+    ];
     return found.map(rows.toEnvelope);
   }
 
   async listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]> {
-    // Two index ranges (a job in both is returned once), then the order every listing of open jobs has.
-    const found = await this.query<rows.EnvelopeRow>(
-      `SELECT doc, version FROM envelopes WHERE id IN (
-         SELECT id FROM envelopes WHERE target = $1 AND reconcile_due_at IS NOT NULL AND reconcile_due_at <= $2
-         UNION
-         SELECT id FROM envelopes WHERE target = $1 AND default_duration_from IS NOT NULL
-           AND default_duration_from <= $3)
-       ORDER BY updated_at, id`,
-      [target, query.now, query.defaultOrphanCreatedBefore],
-    );
+    const found = await this.query<rows.EnvelopeRow>(RECONCILE_SQL.due, [
+      target,
+      query.now,
+      query.defaultOrphanCreatedBefore,
+    ]);
     return found.map(rows.toEnvelope);
   }
 

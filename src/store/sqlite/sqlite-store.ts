@@ -39,6 +39,7 @@ import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
 import { where } from '../sql-where.ts';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.ts';
+import { reconcileSql } from '../reconcile-sql.ts';
 import { SqliteAgentHost } from './sqlite-agent-host.ts';
 import { EventLoopWrites } from './event-loop-writes.ts';
 import { WorkerWrites } from './worker-writes.ts';
@@ -48,6 +49,8 @@ import { statementCache, type SqlConn } from './statement-cache.ts';
 import type { StoreWrites } from './store-writes.ts';
 import type { WriteArgs, WriteName, WriteResult } from './write-ops.ts';
 import { serializeEnvelope, serializeEnvelopeEvent } from './write-rows.ts';
+
+const RECONCILE_SQL = reconcileSql('sqlite');
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a private in-process database. */
@@ -278,37 +281,15 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   }
 
   async openTargets(): Promise<string[]> {
-    // A skip scan of envelopes_open_target: one probe per target, however many open jobs each has.
-    const found = this.conn
-      .q(
-        `WITH RECURSIVE t(target) AS (
-           SELECT (SELECT target FROM envelopes WHERE ${OPEN_ENVELOPES_SQL} ORDER BY target LIMIT 1)
-           UNION ALL
-           SELECT (SELECT e.target FROM envelopes e WHERE ${OPEN_ENVELOPES_SQL} AND e.target > t.target
-                   ORDER BY e.target LIMIT 1)
-           FROM t WHERE t.target IS NOT NULL)
-         SELECT target FROM t WHERE target IS NOT NULL`,
-      )
-      .all() as Array<{ target: string }>;
+    const found = this.conn.q(RECONCILE_SQL.openTargets).all() as Array<{ target: string }>;
     return this.visible(found.map((r) => r.target));
   }
 
   async openJobsOfTarget(target: string): Promise<OpenJobsOfTarget> {
-    // The tenants by a skip scan of envelopes_open_target, each one's oldest job its first entry there.
-    const found = this.conn
-      .q(
-        `WITH RECURSIVE t(tenant) AS (
-           SELECT (SELECT tenant FROM envelopes WHERE ${OPEN_ENVELOPES_SQL} AND target = @target
-                   ORDER BY tenant LIMIT 1)
-           UNION ALL
-           SELECT (SELECT e.tenant FROM envelopes e WHERE ${OPEN_ENVELOPES_SQL} AND e.target = @target
-                   AND e.tenant > t.tenant ORDER BY e.tenant LIMIT 1)
-           FROM t WHERE t.tenant IS NOT NULL)
-         SELECT tenant, (SELECT min(e.created_at) FROM envelopes e
-                         WHERE ${OPEN_ENVELOPES_SQL} AND e.target = @target AND e.tenant = t.tenant) AS oldest
-         FROM t WHERE tenant IS NOT NULL`,
-      )
-      .all({ target }) as Array<{ tenant: string; oldest: number | null }>;
+    const found = this.conn.q(RECONCILE_SQL.openJobsOfTarget).all({ target }) as Array<{
+      tenant: string;
+      oldest: number | null;
+    }>;
     return this.visible(openJobsSummary(found));
   }
 
@@ -318,39 +299,17 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     contextIds: readonly string[],
   ): Promise<Envelope[]> {
     checkRemoteLookup(remoteIds, contextIds);
-    const found: rows.EnvelopeRow[] = [];
-    if (remoteIds.length > 0)
-      found.push(
-        ...(this.conn
-          .q(
-            `SELECT doc, version FROM envelopes WHERE target = ? AND remote_id IS NOT NULL
-               AND remote_id IN (SELECT value FROM json_each(?)) AND ${OPEN_ENVELOPES_SQL}`,
-          )
-          .all(target, JSON.stringify(remoteIds)) as rows.EnvelopeRow[]),
-      );
-    if (contextIds.length > 0)
-      found.push(
-        ...(this.conn
-          .q(
-            `SELECT doc, version FROM envelopes WHERE target = ? AND remote_id IS NULL AND ${OPEN_ENVELOPES_SQL}
-               AND json_extract(doc, '$.contextId') IN (SELECT value FROM json_each(?))`,
-          )
-          .all(target, JSON.stringify(contextIds)) as rows.EnvelopeRow[]),
-      );
+    const read = (sql: string, ids: readonly string[]) =>
+      ids.length === 0
+        ? []
+        : (this.conn.q(sql).all({ target, ids: JSON.stringify(ids) }) as rows.EnvelopeRow[]);
+    const found = [...read(RECONCILE_SQL.byRemote, remoteIds), ...read(RECONCILE_SQL.byContext, contextIds)];
     return this.visible(found.map(rows.toEnvelope));
   }
 
   async listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]> {
-    // Two index ranges (a job in both is returned once), then the order every listing of open jobs has.
     const found = this.conn
-      .q(
-        `SELECT doc, version FROM envelopes WHERE id IN (
-           SELECT id FROM envelopes WHERE target = @target AND reconcile_due_at IS NOT NULL AND reconcile_due_at <= @now
-           UNION
-           SELECT id FROM envelopes WHERE target = @target AND default_duration_from IS NOT NULL
-             AND default_duration_from <= @before)
-         ORDER BY updated_at, id`,
-      )
+      .q(RECONCILE_SQL.due)
       .all({ target, now: query.now, before: query.defaultOrphanCreatedBefore }) as rows.EnvelopeRow[];
     return this.visible(found.map(rows.toEnvelope));
   }
