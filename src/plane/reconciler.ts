@@ -28,6 +28,13 @@ import { ensureStarted } from './start-remote.ts';
  * a round asks about at most `maxFetchesPerRound` jobs, the longest-unchecked first, `fetchConcurrency`
  * at a time; the rest wait for the next round. TaskNotFound on our own job → lost → policy. Jobs whose
  * start was never confirmed are started again with the same messageId.
+ *
+ * What a round reads grows with what changed or is due, not with the open jobs quietly running
+ * (docs/deploy.md, "A reconciliation pass against what changed"): the targets, a target's tenants and its
+ * oldest open job come from an index; each listed page is matched to its jobs by remote id; and the
+ * per-job duties look only at the jobs whose own deadlines have come (store-query.ts reconcileDueAt:
+ * timeout, unacknowledged cancel, recorded answer, unconfirmed start, expected duration, or the default
+ * one). Without a list, or when it failed, every open job is looked at, as then each quiet one is due.
  */
 
 export const ACTIVE_STATES: NormalizedState[] = NORMALIZED_STATES.filter((s) => !isTerminal(s));
