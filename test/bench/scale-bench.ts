@@ -17,6 +17,7 @@
  *   SCALE_OPEN=1000,10000,100000 SCALE_STORED=10000 npm run bench:scale
  *   SCALE_ONLY=open,reconcile,planes,host  # a subset of the sections
  *   SCALE_ONLY=reconcile SCALE_RECONCILE_OPEN=2000,20000 SCALE_STORED=10000,1000000 npm run bench:scale
+ *   SCALE_BACKENDS=sqlite                  # one backend (postgres, sqlite)
  * Run with --expose-gc (the npm script does) so memory is read after a collection.
  */
 import { execFile } from 'node:child_process';
@@ -41,6 +42,7 @@ const list = (v: string | undefined, d: string) => (v ?? d).split(',').filter(Bo
 const OPEN = list(process.env.SCALE_OPEN, '1000,10000');
 const STORED = list(process.env.SCALE_STORED, '10000,1000000');
 const RECONCILE_OPEN = list(process.env.SCALE_RECONCILE_OPEN, '2000,20000');
+const BACKENDS = new Set((process.env.SCALE_BACKENDS ?? 'postgres,sqlite').split(','));
 const ONLY = new Set((process.env.SCALE_ONLY ?? 'open,reconcile,planes,host').split(','));
 const PLANE_JOBS = Number(process.env.SCALE_PLANE_JOBS ?? 1000);
 const WRK_SECONDS = Number(process.env.SCALE_WRK_SECONDS ?? 5);
@@ -310,7 +312,8 @@ async function main(): Promise<void> {
   console.log(`bench:scale  open ${OPEN.join(',')}  stored ${STORED.join(',')}  load ${load()}`);
   if (!(globalThis as { gc?: unknown }).gc)
     console.log('(run with --expose-gc for memory after a collection)');
-  for (const make of [postgresBackend, sqliteBackend]) {
+  const makers = { postgres: postgresBackend, sqlite: sqliteBackend };
+  for (const make of Object.entries(makers).flatMap(([name, m]) => (BACKENDS.has(name) ? [m] : []))) {
     if (ONLY.has('open')) await openJobs(make);
     if (ONLY.has('reconcile'))
       for (const s of STORED) for (const o of RECONCILE_OPEN) await reconcilePasses(make, s, o);
