@@ -62,13 +62,16 @@ function envelopesIn(r: unknown): number {
   return 0;
 }
 
-async function setup(counter: ReadCounter): Promise<Harness> {
+async function setup(
+  counter: ReadCounter,
+  reconcile: { maxFetchesPerRound?: number } = {},
+): Promise<Harness> {
   h = await harness(
     {
       // Each poller reads its job once and stops (its deadline): from then on the jobs are quiet.
       delivery: { stream: false, push: false, poll: true },
       poll: { deadlineMs: 1 },
-      reconcile: { enabled: false },
+      reconcile: { enabled: false, ...reconcile },
     },
     { list: true },
     1,
@@ -78,7 +81,10 @@ async function setup(counter: ReadCounter): Promise<Harness> {
   return h;
 }
 
-async function createJobs(n: number, extra: { timeoutMs?: number } = {}): Promise<Envelope[]> {
+async function createJobs(
+  n: number,
+  extra: { timeoutMs?: number; expectedDurationMs?: number } = {},
+): Promise<Envelope[]> {
   const out: Envelope[] = [];
   for (let i = 0; i < n; i++) {
     const { envelope } = await h!.plane.create(
@@ -131,5 +137,30 @@ describe('a reconciliation pass with many quiet open jobs', () => {
     expect(h!.remote.calls.slice(mark).filter((c) => c.method === 'get')).toEqual([]);
     expect(counter.calls.get('listEnvelopes') ?? 0).toBe(0);
     expect(counter.total()).toBeLessThanOrEqual(10);
+  });
+
+  it('reads the jobs past their expected duration at most maxFetchesPerRound a round, each in turn', async () => {
+    const counter = new ReadCounter();
+    await setup(counter, { maxFetchesPerRound: 2 });
+    const overdue = await createJobs(5, { expectedDurationMs: 60_000 });
+    await createJobs(QUIET, { expectedDurationMs: 3_600_000 });
+    await h!.advance(60_000);
+    await h!.plane.reconcileNow('fake');
+    // Past the five jobs' expected duration and the orphan margin; the others are well within theirs.
+    await h!.advance(360_000);
+    const rounds: string[][] = [];
+    for (let round = 0; round < 3; round++) {
+      counter.reset();
+      const mark = h!.remote.calls.length;
+      const [report] = await h!.plane.reconcileNow('fake');
+      rounds.push(h!.remote.calls.slice(mark).flatMap((c) => (c.method === 'get' && c.id ? [c.id] : [])));
+      expect(report).toMatchObject({ fetched: 2, deferred: 3 });
+      // The five due jobs and what the two reads observe, never the quiet ones.
+      expect(counter.calls.get('listEnvelopes') ?? 0).toBe(0);
+      expect(counter.total()).toBeLessThanOrEqual(10);
+      await h!.advance(1_000);
+    }
+    expect(new Set([...rounds[0]!, ...rounds[1]!]).size).toBe(4);
+    expect(new Set(rounds.flat())).toEqual(new Set(overdue.map((j) => j.remoteId)));
   });
 });
