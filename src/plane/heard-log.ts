@@ -5,9 +5,11 @@
  * on a round takes the longest-unchecked jobs first.
  *
  * In memory by design: after a restart nothing has been heard yet, so the first round asks about every
- * job, which is what a restart needs. The log holds only open jobs: an observation that ends a job
- * forgets it, and each round keeps just the target's active ids (`retain`), which also drops jobs that
- * ended by a local decision (a timeout, the lost policy).
+ * job, which is what a restart needs. The log stays bounded: an observation that ends a job forgets it,
+ * and each round keeps just the ids it looked at (`retain`), which also drops jobs that ended by a local
+ * decision (a timeout, the lost policy). A round of a target that lists looks only at the jobs due its
+ * attention, so it also keeps what was heard recently (the fast path's jobs; a push's stream grace
+ * reads it): the log then grows with the jobs heard within an interval, not with the open ones.
  */
 export class HeardLog {
   private readonly byTarget = new Map<string, Map<string, number>>();
@@ -28,11 +30,11 @@ export class HeardLog {
     return this.byTarget.get(target)?.get(envelopeId);
   }
 
-  /** Forgets every job of the target that is not among these (the open ones). */
-  retain(target: string, open: ReadonlySet<string>): void {
+  /** Forgets every job of the target that is not among `keep`, except, with `since`, those heard at or after it. */
+  retain(target: string, keep: ReadonlySet<string>, since = Infinity): void {
     const jobs = this.byTarget.get(target);
     if (!jobs) return;
-    for (const id of jobs.keys()) if (!open.has(id)) jobs.delete(id);
+    for (const [id, at] of jobs) if (!keep.has(id) && at < since) jobs.delete(id);
     if (jobs.size === 0) this.byTarget.delete(target);
   }
 }

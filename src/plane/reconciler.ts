@@ -1,7 +1,9 @@
+import type { RemoteSnapshot } from '../connectors/connector.ts';
 import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
 import { NORMALIZED_STATES, isTerminal, type NormalizedState } from '../core/states.ts';
 import type { EnvelopeStore } from '../store/store.ts';
+import { REMOTE_LOOKUP_LIMIT } from '../store/store-query.ts';
 import {
   connectorFor,
   describeError,
@@ -26,6 +28,13 @@ import { ensureStarted } from './start-remote.ts';
  * a round asks about at most `maxFetchesPerRound` jobs, the longest-unchecked first, `fetchConcurrency`
  * at a time; the rest wait for the next round. TaskNotFound on our own job → lost → policy. Jobs whose
  * start was never confirmed are started again with the same messageId.
+ *
+ * What a round reads grows with what changed or is due, not with the open jobs quietly running
+ * (docs/deploy.md, "A reconciliation pass against what changed"): the targets, a target's tenants and its
+ * oldest open job come from an index; each listed page is matched to its jobs by remote id; and the
+ * per-job duties look only at the jobs whose own deadlines have come (store-query.ts reconcileDueAt:
+ * timeout, unacknowledged cancel, recorded answer, unconfirmed start, expected duration, or the default
+ * one). Without a list, or when it failed, every open job is looked at, as then each quiet one is due.
  */
 
 export const ACTIVE_STATES: NormalizedState[] = NORMALIZED_STATES.filter((s) => !isTerminal(s));
@@ -132,10 +141,9 @@ export class Reconciler {
     this.leases.clear();
   }
 
-  /** Targets that have active jobs. */
+  /** Targets that have active jobs (from an index: one probe per target, not a read of every job). */
   async dueTargets(): Promise<string[]> {
-    const active = await listActiveEnvelopes(this.ctx.store);
-    return [...new Set(active.map((e) => e.target))];
+    return this.ctx.store.openTargets();
   }
 
   /** Leases this reconciler took, released on stop so another plane need not wait for their expiry. */
@@ -170,16 +178,17 @@ export class Reconciler {
     ctx.counters.count('reconcileRounds', null);
     const roundStart = ctx.clock.now();
     const connector = connectorFor(ctx, target);
-    const active = await listActiveEnvelopes(ctx.store, { target });
-    if (active.length === 0) return report;
-    const byRemote = new Map(active.filter((e) => e.remoteId).map((e) => [e.remoteId!, e]));
-    const byContext = new Map(active.filter((e) => !e.remoteId && e.contextId).map((e) => [e.contextId!, e]));
+    // Who has open jobs here and since when: a few index probes, not a read of the open jobs.
+    const open = await ctx.store.openJobsOfTarget(target);
+    if (open.tenants.length === 0) return report;
+    const tenants = new Set(open.tenants);
     const seen = new Set<string>();
 
+    const canList = !!(connector.capabilities.list && connector.listChanged);
     let listFailed = false;
-    if (connector.capabilities.list && connector.listChanged) {
-      const oldest = Math.min(...active.map((e) => e.createdAt));
-      const since = (this.lastRound.get(target) ?? oldest) - ctx.config.reconcile.sinceSkewMs;
+    if (canList) {
+      const since =
+        (this.lastRound.get(target) ?? open.oldestCreatedAt ?? roundStart) - ctx.config.reconcile.sinceSkewMs;
       let cursor: string | undefined;
       try {
         do {
@@ -190,6 +199,7 @@ export class Reconciler {
             ),
           );
           report.listPages++;
+          const { byRemote, byContext } = await this.matchListed(target, page.items);
           for (const snap of page.items) {
             const env =
               byRemote.get(snap.remoteId) ?? (snap.contextId ? byContext.get(snap.contextId) : undefined);
@@ -212,7 +222,7 @@ export class Reconciler {
       } catch (err) {
         if (ctx.signal.aborted) return report;
         listFailed = true;
-        ctx.counters.targets.failed(target, new Set(active.map((e) => e.tenant)), {
+        ctx.counters.targets.failed(target, tenants, {
           at: ctx.clock.now(),
           during: 'reconcile',
           ...describeError(err),
@@ -225,8 +235,19 @@ export class Reconciler {
     }
 
     const now = ctx.clock.now();
+    // With a list that answered, only the jobs whose own deadlines have come can need more than it gave
+    // (store-query.ts reconcileDueAt, read from indexes). Without one, every quiet job is due a read once
+    // an interval, so every open job is looked at, as the fast path's silence is only known in memory.
+    const withList = canList && !listFailed;
+    const candidates = withList
+      ? await ctx.store.listReconcileDue(target, {
+          now,
+          defaultOrphanCreatedBefore:
+            now - ctx.config.reconcile.defaultExpectedDurationMs - ctx.config.reconcile.orphanMarginMs,
+        })
+      : await listActiveEnvelopes(ctx.store, { target });
     const due: Envelope[] = [];
-    for (const env of active) {
+    for (const env of candidates) {
       if (ctx.signal.aborted) break;
       try {
         if (await this.reconcileJob(env, now, { seen, listFailed, report })) due.push(env);
@@ -240,11 +261,18 @@ export class Reconciler {
       }
     }
     await this.fetchDue(target, due, report);
-    const open = new Set(active.map((e) => e.id));
-    ctx.heard.retain(target, open);
-    this.checked.retain(target, open);
+    const ids = new Set(candidates.map((e) => e.id));
+    if (withList) {
+      // The logs order the reads of due jobs and let a push skip a read the stream made (a short grace):
+      // keep the candidates' entries and what was heard within the interval, not one per open job.
+      ctx.heard.retain(target, ids, roundStart - ctx.config.reconcile.intervalMs);
+      this.checked.retain(target, ids);
+    } else {
+      ctx.heard.retain(target, ids);
+      this.checked.retain(target, ids);
+    }
     this.lastRound.set(target, roundStart);
-    ctx.counters.targets.reconciled(target, new Set(active.map((e) => e.tenant)), ctx.clock.now());
+    ctx.counters.targets.reconciled(target, tenants, ctx.clock.now());
     ctx.logger.info(
       {
         target,
@@ -259,6 +287,33 @@ export class Reconciler {
       'reconciliation pass',
     );
     return report;
+  }
+
+  /**
+   * The open jobs a page of the list refers to, by indexed lookups (remote ids; context ids for jobs
+   * whose start has not answered yet), at most REMOTE_LOOKUP_LIMIT ids a call: a page the remote made
+   * larger than asked is looked up in parts.
+   */
+  private async matchListed(
+    target: string,
+    items: readonly RemoteSnapshot[],
+  ): Promise<{ byRemote: Map<string, Envelope>; byContext: Map<string, Envelope> }> {
+    const byRemote = new Map<string, Envelope>();
+    const byContext = new Map<string, Envelope>();
+    const remoteIds = [...new Set(items.map((s) => s.remoteId))];
+    const contextIds = [...new Set(items.flatMap((s) => (s.contextId ? [s.contextId] : [])))];
+    for (let i = 0; i < Math.max(remoteIds.length, contextIds.length); i += REMOTE_LOOKUP_LIMIT) {
+      const found = await this.ctx.store.findOpenEnvelopesByRemote(
+        target,
+        remoteIds.slice(i, i + REMOTE_LOOKUP_LIMIT),
+        contextIds.slice(i, i + REMOTE_LOOKUP_LIMIT),
+      );
+      for (const env of found) {
+        if (env.remoteId) byRemote.set(env.remoteId, env);
+        else if (env.contextId) byContext.set(env.contextId, env);
+      }
+    }
+    return { byRemote, byContext };
   }
 
   /**

@@ -1,5 +1,7 @@
+import type { Envelope } from '../core/envelope.ts';
 import { invalidArgument } from '../core/errors.ts';
-import type { AgentScope, AgentTaskQuery } from './store.ts';
+import { isTerminal } from '../core/states.ts';
+import type { AgentScope, AgentTaskQuery, OpenJobsOfTarget, ReconcileDueQuery } from './store.ts';
 
 /**
  * Query rules every backend shares, kept in one pure module (no node: imports: the memory store runs in
@@ -93,6 +95,73 @@ export function afterKeyset(at: number, id: string, keyset: Keyset, order: 'asc'
 export const OPEN_ENVELOPES_SQL =
   "state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown')";
 const OPEN_STATES = ['accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown'];
+
+/**
+ * The earliest time an open envelope may need a reconciliation round, from its own fields alone, before
+ * the round's configured margins (plane/reconciler.ts `reconcileJob` applies those and decides): its
+ * creation when its start is unconfirmed (no remote id), when its cancel is not acknowledged or when an
+ * answer to it is recorded; its creation plus its timeout (unless a cancel is already requested) or plus
+ * its expected duration (once started). Null when none applies: a started job quietly within its
+ * deadlines, which only the list (or the default expected duration, below) concerns. The SQL backends
+ * keep it as the generated column `reconcile_due_at` (migration 12), the memory store calls this.
+ */
+export function reconcileDueAt(env: Envelope): number | null {
+  if (isTerminal(env.state)) return null;
+  const at: number[] = [];
+  const created = env.createdAt;
+  if (env.remoteId === null) at.push(created);
+  if (env.timeoutMs !== null && env.state !== 'cancel_requested') at.push(created + env.timeoutMs);
+  if (
+    env.state === 'cancel_requested' &&
+    env.remoteId !== null &&
+    env.cancel &&
+    env.cancel.acknowledgedAt === null
+  )
+    at.push(created);
+  if (env.state === 'waiting_for_input' && answerRecorded(env)) at.push(created);
+  if (env.remoteId !== null && env.expectedDurationMs !== null) at.push(created + env.expectedDurationMs);
+  return at.length ? Math.min(...at) : null;
+}
+
+/** An answer recorded on the pending input or on one of its requests (an answer maybe in doubt). */
+function answerRecorded(env: Envelope): boolean {
+  const p = env.pendingInput;
+  return !!p && [p, ...(p.requests ?? [])].some((r) => typeof r.answeredAt === 'number');
+}
+
+/**
+ * Whether listReconcileDue returns an envelope: open, and its own deadline has come, or it is a started
+ * job with no expected duration created before the default orphan margin. The same rule on every backend.
+ */
+export function isReconcileDue(env: Envelope, query: ReconcileDueQuery): boolean {
+  if (isTerminal(env.state)) return false;
+  const due = reconcileDueAt(env);
+  if (due !== null && due <= query.now) return true;
+  return (
+    env.remoteId !== null &&
+    env.expectedDurationMs === null &&
+    env.createdAt <= query.defaultOrphanCreatedBefore
+  );
+}
+
+/** openJobsOfTarget's answer from rows of (tenant, its oldest open job's createdAt). */
+export function openJobsSummary(found: Array<{ tenant: string; oldest: number | null }>): OpenJobsOfTarget {
+  const times = found.flatMap((r) => (r.oldest === null ? [] : [Number(r.oldest)]));
+  return {
+    tenants: found.map((r) => r.tenant),
+    oldestCreatedAt: times.length ? Math.min(...times) : null,
+  };
+}
+
+/** findOpenEnvelopesByRemote: at most this many ids of each kind per call (a list page's worth). */
+export const REMOTE_LOOKUP_LIMIT = 500;
+
+export function checkRemoteLookup(remoteIds: readonly string[], contextIds: readonly string[]): void {
+  if (remoteIds.length > REMOTE_LOOKUP_LIMIT)
+    throw invalidArgument('remoteIds', `at most ${REMOTE_LOOKUP_LIMIT} per call`);
+  if (contextIds.length > REMOTE_LOOKUP_LIMIT)
+    throw invalidArgument('contextIds', `at most ${REMOTE_LOOKUP_LIMIT} per call`);
+}
 
 /** Whether `states` is exactly the open set (so OPEN_ENVELOPES_SQL may stand for it). */
 export function isOpenStateSet(states: readonly string[]): boolean {

@@ -106,6 +106,35 @@ export interface EnvelopeStore extends StoreCommon {
    */
   envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]>;
 
+  // --- control plane: reconciliation reads (each answered from an index, never a read of every open job)
+  /**
+   * The targets that have open (non-terminal) envelopes, in no particular order: one index probe per
+   * target, whatever the number of open jobs.
+   */
+  openTargets(): Promise<string[]>;
+  /**
+   * The tenants with open envelopes on `target` and the earliest `createdAt` among those envelopes (null
+   * when there are none): one index probe per tenant.
+   */
+  openJobsOfTarget(target: string): Promise<OpenJobsOfTarget>;
+  /**
+   * The open envelopes of `target` that listed remote objects refer to: those whose remote id is in
+   * `remoteIds`, and those with no remote id yet whose contextId is in `contextIds`. Indexed lookups, in
+   * no particular order; at most 500 ids of each kind per call (more is an `invalid_argument` error).
+   */
+  findOpenEnvelopesByRemote(
+    target: string,
+    remoteIds: readonly string[],
+    contextIds: readonly string[],
+  ): Promise<Envelope[]>;
+  /**
+   * The open envelopes of `target` that may need a reconciliation round's attention (store-query.ts
+   * `isReconcileDue` is the rule, the same on every backend): a superset of what the round acts on, read
+   * through indexes of the documents' own deadlines, so jobs quietly running within them are never read.
+   * Oldest update first (updatedAt, then id).
+   */
+  listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]>;
+
   // --- control plane: the event log ---------------------------------------------------------
   /** Events with seq > afterSeq in seq order, optionally for one tenant and/or one envelope. */
   listEvents(query: EventQuery): Promise<EnvelopeEvent[]>;
@@ -307,6 +336,23 @@ export interface AgentTaskPurge {
   tasks: string[];
   /** How many direct replies were deleted. */
   directReplies: number;
+}
+
+/** openJobsOfTarget: who has open jobs on a target, and since when. */
+export interface OpenJobsOfTarget {
+  tenants: string[];
+  oldestCreatedAt: number | null;
+}
+
+/** listReconcileDue: the round's time and the margin of jobs that state no expected duration. */
+export interface ReconcileDueQuery {
+  /** Jobs whose own deadline (store-query.ts `reconcileDueAt`) is at or before this. */
+  now: number;
+  /**
+   * Started jobs with no `expectedDurationMs` that were created at or before this (the round's
+   * `now - defaultExpectedDurationMs - orphanMarginMs`): the orphans of the configured default.
+   */
+  defaultOrphanCreatedBefore: number;
 }
 
 export interface EnvelopeVersion {

@@ -73,9 +73,13 @@ export function countingStore(store: Store): {
   store: Store;
   calls: Map<string, number>;
   leaseNames: { n: number };
+  /** Envelopes handed back by the reads that return several (listings, reconciliation reads). */
+  envelopesRead: { n: number };
 } {
   const calls = new Map<string, number>();
   const leaseNames = { n: 0 };
+  const envelopesRead = { n: 0 };
+  const several = new Set(['listEnvelopes', 'listReconcileDue', 'findOpenEnvelopesByRemote']);
   const proxy = new Proxy(store, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
@@ -84,11 +88,19 @@ export function countingStore(store: Store): {
         const name = String(prop);
         calls.set(name, (calls.get(name) ?? 0) + 1);
         if (name === 'acquireLeases') leaseNames.n += (args[0] as string[]).length;
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
+        const result = (v as (...a: unknown[]) => unknown).apply(target, args);
+        if (several.has(name) && result instanceof Promise)
+          return result.then((r: unknown) => {
+            envelopesRead.n += Array.isArray(r)
+              ? r.length
+              : ((r as { items?: unknown[] }).items?.length ?? 0);
+            return r;
+          });
+        return result;
       };
     },
   });
-  return { store: proxy, calls, leaseNames };
+  return { store: proxy, calls, leaseNames, envelopesRead };
 }
 
 export const SCALE_OPTIONS: PlaneOptions = {

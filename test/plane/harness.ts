@@ -42,14 +42,17 @@ export async function harness(
     nextTurn?: NextTurn;
     logger?: Logger;
     verifier?: VerifierPort;
+    /** Wraps the backend (a test that counts what the engine reads). */
+    wrapStore?: (store: Store) => Store;
   } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock(1_700_000_000_000);
   // PLANE_TEST_STORE=sqlite::memory: or =postgres (a fresh schema each) runs the engine tests on another backend.
   const which = setup.store ?? process.env.PLANE_TEST_STORE;
-  const backend: Store = !which
+  const opened: Store = !which
     ? new MemoryStore()
     : await openStore(which === 'postgres' ? urlForSchema(freshSchemaName('tp_plane')) : which);
+  const backend = setup.wrapStore ? setup.wrapStore(opened) : opened;
   // Count store calls in flight, so advancing virtual time waits for real I/O (SQLite, PostgreSQL) to finish.
   let inFlight = 0;
   const store = new Proxy(backend, {

@@ -4,6 +4,7 @@ import { apiKeyCases } from './suite/api-key-cases.ts';
 import { agentTaskConcurrencyCases, envelopeConcurrencyCases } from './suite/concurrency-cases.ts';
 import { envelopeCases } from './suite/envelope-cases.ts';
 import { hostCases } from './suite/host-cases.ts';
+import { reconcileCases } from './suite/reconcile-cases.ts';
 import { agentTaskRetentionCases, envelopeRetentionCases } from './suite/retention-cases.ts';
 import { workflowCases } from './suite/workflow-cases.ts';
 
@@ -50,6 +51,7 @@ export function envelopeStoreSuite(harness: StoreHarness): void {
     workflowCases(context);
     apiKeyCases(context);
     envelopeRetentionCases(context);
+    reconcileCases(context);
   });
 }
 

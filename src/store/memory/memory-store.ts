@@ -15,11 +15,22 @@ import type {
   EventQuery,
   ExpiredEnvelope,
   InboundDelivery,
+  OpenJobsOfTarget,
   Page,
+  ReconcileDueQuery,
   Store,
   StoreCapabilities,
 } from '../store.ts';
-import { afterKeyset, decodeCursor, encodeCursor, envelopeLimit, eventLimit } from '../store-query.ts';
+import {
+  afterKeyset,
+  checkRemoteLookup,
+  decodeCursor,
+  encodeCursor,
+  envelopeLimit,
+  eventLimit,
+  isReconcileDue,
+  openJobsSummary,
+} from '../store-query.ts';
 import { summarize, workflowTaskLimitError } from '../usage-summary.ts';
 
 /**
@@ -166,6 +177,46 @@ export class MemoryStore extends MemoryAgentHost implements Store {
       if (e) out.push({ id, state: e.state, version: e.version, remoteId: e.remoteId });
     }
     return out;
+  }
+
+  async openTargets(): Promise<string[]> {
+    const targets = new Set<string>();
+    for (const e of this.envelopes.values()) if (!isTerminal(e.state)) targets.add(e.target);
+    return [...targets];
+  }
+
+  async openJobsOfTarget(target: string): Promise<OpenJobsOfTarget> {
+    const oldest = new Map<string, number>();
+    for (const e of this.envelopes.values()) {
+      if (e.target !== target || isTerminal(e.state)) continue;
+      oldest.set(e.tenant, Math.min(oldest.get(e.tenant) ?? Infinity, e.createdAt));
+    }
+    return openJobsSummary([...oldest].map(([tenant, at]) => ({ tenant, oldest: at })));
+  }
+
+  async findOpenEnvelopesByRemote(
+    target: string,
+    remoteIds: readonly string[],
+    contextIds: readonly string[],
+  ): Promise<Envelope[]> {
+    checkRemoteLookup(remoteIds, contextIds);
+    const remote = new Set(remoteIds);
+    const context = new Set(contextIds);
+    return [...this.envelopes.values()]
+      .filter(
+        (e) =>
+          e.target === target &&
+          !isTerminal(e.state) &&
+          (e.remoteId !== null ? remote.has(e.remoteId) : e.contextId !== null && context.has(e.contextId)),
+      )
+      .map(clone);
+  }
+
+  async listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]> {
+    return [...this.envelopes.values()]
+      .filter((e) => e.target === target && isReconcileDue(e, query))
+      .sort((a, b) => a.updatedAt - b.updatedAt || compare(a.id, b.id))
+      .map(clone);
   }
 
   // --- event log -----------------------------------------------------------------------------

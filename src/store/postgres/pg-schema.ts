@@ -295,4 +295,40 @@ export const PG_MIGRATIONS: readonly Migration[] = [
     // As SQLite migration 11: the A2A version a push config was registered over.
     sql: `ALTER TABLE push_configs ADD COLUMN protocol_version TEXT NOT NULL DEFAULT '1.0';`,
   },
+  {
+    id: 12,
+    name: 'reconciliation: open jobs by target, reconciliation deadlines',
+    // As SQLite migration 12. STORED, and each column computed from the document (PostgreSQL generated
+    // columns cannot read each other); one ALTER TABLE, so the table is rewritten once. Double precision,
+    // not bigint: a number in the document can never make the write fail on a cast, and pg returns it
+    // as a JS number. LEAST ignores NULLs. As migration 9's, the indexes are built plainly (in the
+    // migration's transaction), holding writes on the table while they build.
+    sql: `
+      ALTER TABLE envelopes
+        ADD COLUMN created_at DOUBLE PRECISION GENERATED ALWAYS AS ((doc->>'createdAt')::float8) STORED,
+        ADD COLUMN reconcile_due_at DOUBLE PRECISION GENERATED ALWAYS AS (
+          CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') THEN LEAST(
+            CASE WHEN remote_id IS NULL THEN (doc->>'createdAt')::float8 END,
+            CASE WHEN state <> 'cancel_requested' THEN (doc->>'createdAt')::float8 + (doc->>'timeoutMs')::float8 END,
+            CASE WHEN state = 'cancel_requested' AND remote_id IS NOT NULL AND jsonb_typeof(doc->'cancel') = 'object'
+              AND doc->'cancel'->>'acknowledgedAt' IS NULL THEN (doc->>'createdAt')::float8 END,
+            CASE WHEN state = 'waiting_for_input'
+              AND (jsonb_path_exists(doc, '$.pendingInput ? (@.answeredAt != null)')
+                OR jsonb_path_exists(doc, '$.pendingInput.requests[*] ? (@.answeredAt != null)'))
+              THEN (doc->>'createdAt')::float8 END,
+            CASE WHEN remote_id IS NOT NULL THEN (doc->>'createdAt')::float8 + (doc->>'expectedDurationMs')::float8 END
+          ) END) STORED,
+        ADD COLUMN default_duration_from DOUBLE PRECISION GENERATED ALWAYS AS (
+          CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') AND remote_id IS NOT NULL AND doc->>'expectedDurationMs' IS NULL
+            THEN (doc->>'createdAt')::float8 END) STORED;
+      CREATE INDEX envelopes_open_target ON envelopes (target, tenant, created_at)
+        WHERE state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown');
+      CREATE INDEX envelopes_unstarted ON envelopes (target)
+        WHERE remote_id IS NULL AND state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown');
+      CREATE INDEX envelopes_reconcile_due ON envelopes (target, reconcile_due_at)
+        WHERE reconcile_due_at IS NOT NULL;
+      CREATE INDEX envelopes_default_duration ON envelopes (target, default_duration_from)
+        WHERE default_duration_from IS NOT NULL;
+    `,
+  },
 ];

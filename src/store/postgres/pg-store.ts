@@ -19,7 +19,9 @@ import type {
   EventQuery,
   ExpiredEnvelope,
   InboundDelivery,
+  OpenJobsOfTarget,
   Page,
+  ReconcileDueQuery,
   Store,
   StoreCapabilities,
 } from '../store.ts';
@@ -31,6 +33,8 @@ import {
   eventLimit,
   isOpenStateSet,
   OPEN_ENVELOPES_SQL,
+  checkRemoteLookup,
+  openJobsSummary,
 } from '../store-query.ts';
 import { clientConfig, parsePgUrl, translatePgError, type PgTarget } from './pg-connect.ts';
 import { PgAgentHost } from './pg-agent-host.ts';
@@ -38,6 +42,7 @@ import { EnvelopeBatcher, type EnvelopeOp } from './pg-envelope-batcher.ts';
 import { PgListener, type WirePayload } from './pg-listener.ts';
 import { migratePostgres } from './pg-migrate.ts';
 import { PG_MIGRATIONS } from './pg-schema.ts';
+import { reconcileSql } from '../reconcile-sql.ts';
 import * as purge from './pg-purge.ts';
 
 export interface PostgresStoreOptions {
@@ -68,6 +73,8 @@ type Client = pg.PoolClient;
  * rests on unique constraints with ON CONFLICT, CAS on a version column in the UPDATE, claims on
  * FOR UPDATE SKIP LOCKED, and fan-out on LISTEN/NOTIFY sent inside the writing transaction.
  */
+const RECONCILE_SQL = reconcileSql('pg');
+
 /** First key of the per-workflow transaction locks (pg_advisory_xact_lock(int, int)): apart from other locks. */
 const WORKFLOW_LOCK_SPACE = 0x7770;
 
@@ -289,6 +296,41 @@ export class PostgresStore extends PgAgentHost implements Store {
       'SELECT id, state, version, remote_id AS "remoteId" FROM envelopes WHERE id = ANY($1::text[])',
       [ids],
     );
+  }
+
+  async openTargets(): Promise<string[]> {
+    const found = await this.query<{ target: string }>(RECONCILE_SQL.openTargets, []);
+    return found.map((r) => r.target);
+  }
+
+  async openJobsOfTarget(target: string): Promise<OpenJobsOfTarget> {
+    return openJobsSummary(
+      await this.query<{ tenant: string; oldest: number | null }>(RECONCILE_SQL.openJobsOfTarget, [target]),
+    );
+  }
+
+  async findOpenEnvelopesByRemote(
+    target: string,
+    remoteIds: readonly string[],
+    contextIds: readonly string[],
+  ): Promise<Envelope[]> {
+    checkRemoteLookup(remoteIds, contextIds);
+    const read = async (sql: string, ids: readonly string[]) =>
+      ids.length === 0 ? [] : await this.query<rows.EnvelopeRow>(sql, [target, ids]);
+    const found = [
+      ...(await read(RECONCILE_SQL.byRemote, remoteIds)),
+      ...(await read(RECONCILE_SQL.byContext, contextIds)),
+    ];
+    return found.map(rows.toEnvelope);
+  }
+
+  async listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]> {
+    const found = await this.query<rows.EnvelopeRow>(RECONCILE_SQL.due, [
+      target,
+      query.now,
+      query.defaultOrphanCreatedBefore,
+    ]);
+    return found.map(rows.toEnvelope);
   }
 
   async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {

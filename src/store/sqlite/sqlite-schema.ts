@@ -342,4 +342,50 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE push_configs ADD COLUMN protocol_version TEXT NOT NULL DEFAULT '1.0';
     `,
   },
+  {
+    id: 12,
+    name: 'reconciliation: open jobs by target, reconciliation deadlines',
+    // What a reconciliation round reads, from indexes, so a round costs the jobs that changed or are due
+    // attention rather than every open job (plane/reconciler.ts; docs/deploy.md, "A reconciliation pass
+    // against what changed"). Generated from the document like migration 10's columns, so no write path
+    // lists them and a process of the previous version writing beside this one keeps them right.
+    // - created_at: the document's createdAt. envelopes_open_target holds the open jobs by target and
+    //   tenant: the targets with open jobs, a target's tenants and its oldest open job are each a few
+    //   index probes (store-query.ts OPEN_ENVELOPES_SQL is its predicate, word for word).
+    // - envelopes_unstarted: open jobs with no remote id yet (few: starts in flight), matched to a listed
+    //   task by its contextId.
+    // - reconcile_due_at: store-query.ts reconcileDueAt, the earliest time the job's own fields may need a
+    //   round (timeout, unacknowledged cancel, recorded answer, unconfirmed start, expected duration); the
+    //   round adds its configured margins. 9e18 stands for "none" inside min(), which is NULL if any
+    //   argument is.
+    // - default_duration_from: created_at of a started open job that states no expected duration: an
+    //   orphan once older than the configured default plus margin, which the round passes as a bound.
+    sql: `
+      ALTER TABLE envelopes ADD COLUMN created_at INTEGER
+        GENERATED ALWAYS AS (json_extract(doc, '$.createdAt')) VIRTUAL;
+      ALTER TABLE envelopes ADD COLUMN reconcile_due_at INTEGER GENERATED ALWAYS AS (
+        CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') THEN NULLIF(min(
+          CASE WHEN remote_id IS NULL THEN created_at ELSE 9e18 END,
+          CASE WHEN state <> 'cancel_requested'
+            THEN coalesce(created_at + json_extract(doc, '$.timeoutMs'), 9e18) ELSE 9e18 END,
+          CASE WHEN state = 'cancel_requested' AND remote_id IS NOT NULL AND json_type(doc, '$.cancel') = 'object'
+            AND json_extract(doc, '$.cancel.acknowledgedAt') IS NULL THEN created_at ELSE 9e18 END,
+          CASE WHEN state = 'waiting_for_input' AND json_extract(doc, '$.pendingInput') GLOB '*"answeredAt":[0-9]*'
+            THEN created_at ELSE 9e18 END,
+          CASE WHEN remote_id IS NOT NULL
+            THEN coalesce(created_at + json_extract(doc, '$.expectedDurationMs'), 9e18) ELSE 9e18 END
+        ), 9e18) END) VIRTUAL;
+      ALTER TABLE envelopes ADD COLUMN default_duration_from INTEGER GENERATED ALWAYS AS (
+        CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') AND remote_id IS NOT NULL AND json_extract(doc, '$.expectedDurationMs') IS NULL
+          THEN created_at END) VIRTUAL;
+      CREATE INDEX envelopes_open_target ON envelopes (target, tenant, created_at)
+        WHERE state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown');
+      CREATE INDEX envelopes_unstarted ON envelopes (target)
+        WHERE remote_id IS NULL AND state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown');
+      CREATE INDEX envelopes_reconcile_due ON envelopes (target, reconcile_due_at)
+        WHERE reconcile_due_at IS NOT NULL;
+      CREATE INDEX envelopes_default_duration ON envelopes (target, default_duration_from)
+        WHERE default_duration_from IS NOT NULL;
+    `,
+  },
 ];

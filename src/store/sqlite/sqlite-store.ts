@@ -14,7 +14,9 @@ import type {
   EventQuery,
   ExpiredEnvelope,
   InboundDelivery,
+  OpenJobsOfTarget,
   Page,
+  ReconcileDueQuery,
   Store,
   StoreCapabilities,
   TargetUsage,
@@ -23,18 +25,21 @@ import type {
 } from '../store.ts';
 import { summarize } from '../usage-summary.ts';
 import {
+  checkRemoteLookup,
   decodeCursor,
   encodeCursor,
   envelopeLimit,
   eventLimit,
   isOpenStateSet,
   OPEN_ENVELOPES_SQL,
+  openJobsSummary,
 } from '../store-query.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import { snapshot } from '../snapshot.ts';
 import * as rows from '../sql-rows.ts';
 import { where } from '../sql-where.ts';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.ts';
+import { reconcileSql } from '../reconcile-sql.ts';
 import { SqliteAgentHost } from './sqlite-agent-host.ts';
 import { EventLoopWrites } from './event-loop-writes.ts';
 import { WorkerWrites } from './worker-writes.ts';
@@ -44,6 +49,8 @@ import { statementCache, type SqlConn } from './statement-cache.ts';
 import type { StoreWrites } from './store-writes.ts';
 import type { WriteArgs, WriteName, WriteResult } from './write-ops.ts';
 import { serializeEnvelope, serializeEnvelopeEvent } from './write-rows.ts';
+
+const RECONCILE_SQL = reconcileSql('sqlite');
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a private in-process database. */
@@ -271,6 +278,40 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       )
       .all(JSON.stringify(ids)) as EnvelopeVersion[];
     return this.visible(found);
+  }
+
+  async openTargets(): Promise<string[]> {
+    const found = this.conn.q(RECONCILE_SQL.openTargets).all() as Array<{ target: string }>;
+    return this.visible(found.map((r) => r.target));
+  }
+
+  async openJobsOfTarget(target: string): Promise<OpenJobsOfTarget> {
+    const found = this.conn.q(RECONCILE_SQL.openJobsOfTarget).all({ target }) as Array<{
+      tenant: string;
+      oldest: number | null;
+    }>;
+    return this.visible(openJobsSummary(found));
+  }
+
+  async findOpenEnvelopesByRemote(
+    target: string,
+    remoteIds: readonly string[],
+    contextIds: readonly string[],
+  ): Promise<Envelope[]> {
+    checkRemoteLookup(remoteIds, contextIds);
+    const read = (sql: string, ids: readonly string[]) =>
+      ids.length === 0
+        ? []
+        : (this.conn.q(sql).all({ target, ids: JSON.stringify(ids) }) as rows.EnvelopeRow[]);
+    const found = [...read(RECONCILE_SQL.byRemote, remoteIds), ...read(RECONCILE_SQL.byContext, contextIds)];
+    return this.visible(found.map(rows.toEnvelope));
+  }
+
+  async listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]> {
+    const found = this.conn
+      .q(RECONCILE_SQL.due)
+      .all({ target, now: query.now, before: query.defaultOrphanCreatedBefore }) as rows.EnvelopeRow[];
+    return this.visible(found.map(rows.toEnvelope));
   }
 
   async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {
