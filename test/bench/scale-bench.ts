@@ -7,6 +7,10 @@
  * 1. Open tracked jobs per plane: RSS and heap per 1,000 open jobs (after a GC), and per lease round
  *    (every ttl/3, virtual clock) the CPU per 1,000 open jobs and the store statements it issued
  *    (renewal must be one statement for every held lease, not one per job).
+ * 1b. The same with the open jobs written with SQL (as a restart finds them) and taken up by a plane
+ *    starting on them: take-up time, CPU and statements, then memory and the lease round; the fake
+ *    remote answers `running` for the seeded ids without a record per job, and its own share of the
+ *    heap (the stream objects it hands out) is measured alone and printed last.
  * 2. A reconciliation pass against how many jobs changed since the previous one, with 10k and 1M
  *    finished jobs stored beside the open ones (written with SQL): it must not grow with the finished.
  * 3. Jobs per second through 1, 2 and 3 plane processes on one PostgreSQL schema.
@@ -14,14 +18,20 @@
  *
  *   npm run bench:scale                    # open 1k,10k; stored 10k,1M
  *   SCALE_OPEN=1000,10000,100000 SCALE_STORED=10000 npm run bench:scale
- *   SCALE_ONLY=open,reconcile,planes,host  # a subset of the sections
+ *   SCALE_ONLY=open,takeup,reconcile,planes,host  # a subset of the sections
+ *   SCALE_ONLY=takeup SCALE_SEEDED=1000,10000,100000 npm run bench:scale   # seeded open jobs only
+ *   SCALE_BACKENDS=sqlite                  # one backend (postgres,sqlite by default)
+ * 100,000 seeded jobs need a larger heap: node --max-old-space-size=4096 --expose-gc --import tsx …
  * Run with --expose-gc (the npm script does) so memory is read after a collection.
  */
 import { execFile } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { VirtualClock } from '../../src/core/clock.ts';
+import { FakeRemote, SEEDED_TS } from '../plane/fake-remote.ts';
 import { spawnHost, spawnProcess, type TestProcess } from '../support/process.ts';
 import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
 import {
@@ -30,6 +40,8 @@ import {
   finishedRowsSql,
   planeOn,
   postgresBackend,
+  SCALE_OPTIONS,
+  seededRowsSql,
   sqliteBackend,
   virtualClock,
   type Backend,
@@ -37,8 +49,10 @@ import {
 
 const list = (v: string | undefined, d: string) => (v ?? d).split(',').filter(Boolean).map(Number);
 const OPEN = list(process.env.SCALE_OPEN, '1000,10000');
+const SEEDED = list(process.env.SCALE_SEEDED, '1000,10000');
+const BACKENDS = (process.env.SCALE_BACKENDS ?? 'postgres,sqlite').split(',');
 const STORED = list(process.env.SCALE_STORED, '10000,1000000');
-const ONLY = new Set((process.env.SCALE_ONLY ?? 'open,reconcile,planes,host').split(','));
+const ONLY = new Set((process.env.SCALE_ONLY ?? 'open,takeup,reconcile,planes,host').split(','));
 const PLANE_JOBS = Number(process.env.SCALE_PLANE_JOBS ?? 1000);
 const WRK_SECONDS = Number(process.env.SCALE_WRK_SECONDS ?? 5);
 const rows: string[][] = [];
@@ -83,26 +97,7 @@ async function openJobs(make: () => Promise<Backend>): Promise<void> {
     await settle();
     gc();
     const m = process.memoryUsage();
-    // Three lease rounds (ttl/3 apart on the virtual clock): renew statements, leases per statement, CPU.
-    counted.calls.clear();
-    counted.leaseNames.n = 0;
-    const cpu1 = process.cpuUsage();
-    // In 1 s steps: a round's timer is armed only once the previous round's statements came back.
-    for (let r = 1; r <= 3; r++) {
-      const end = Date.now() + 120_000;
-      while ((counted.calls.get('acquireLeases') ?? 0) < r) {
-        if (Date.now() > end) throw new Error('bench: no lease round');
-        await clock.advance(1000);
-        await settle();
-      }
-    }
-    await until(
-      'the rechecks',
-      () => (counted.calls.get('envelopeVersions') ?? 0) >= 3 * Math.ceil(open / 1000),
-    );
-    const roundCpu = cpuMs(cpu1) / 3;
-    const renewals = (counted.calls.get('acquireLeases') ?? 0) / 3;
-    const single = (counted.calls.get('acquireLease') ?? 0) / 3;
+    const { roundCpu, renewals, single, leasesEach, reads } = await leaseRounds(counted, clock, open);
     row(
       `open ${backend.name}`,
       `${n} open`,
@@ -110,13 +105,159 @@ async function openJobs(make: () => Promise<Backend>): Promise<void> {
       `heap ${((m.heapUsed - heap0) / 2 ** 20 / (n / 1000)).toFixed(1)} MiB/1k`,
       `create ${(createCpu / (n - (OPEN[OPEN.indexOf(n) - 1] ?? 0))).toFixed(2)} ms CPU/job (${((n - (OPEN[OPEN.indexOf(n) - 1] ?? 0)) / createS).toFixed(0)}/s)`,
       `lease round ${(roundCpu / (n / 1000)).toFixed(1)} ms CPU/1k`,
-      `${renewals} renew stmt/round, ${(counted.leaseNames.n / Math.max(1, renewals * 3)).toFixed(0)} leases each, ${single} single-lease writes, ${((counted.calls.get('getEnvelope') ?? 0) / 3).toFixed(0)} job reads`,
+      `${renewals} renew stmt/round, ${leasesEach} leases each, ${single} single-lease writes, ${reads} job reads`,
       `load ${load()}`,
     );
   }
   await plane.stop();
   await counted.store.close();
   await backend.dispose();
+}
+
+/**
+ * Three lease rounds (ttl/3 apart on the virtual clock) of a plane holding `open` jobs: CPU per round,
+ * renewal statements per round and leases in each, single-lease writes and job reads per round.
+ */
+async function leaseRounds(counted: ReturnType<typeof countingStore>, clock: VirtualClock, open: number) {
+  counted.calls.clear();
+  counted.leaseNames.n = 0;
+  const cpu1 = process.cpuUsage();
+  // In 1 s steps: a round's timer is armed only once the previous round's statements came back.
+  for (let r = 1; r <= 3; r++) {
+    const end = Date.now() + 300_000;
+    while ((counted.calls.get('acquireLeases') ?? 0) < r) {
+      if (Date.now() > end) throw new Error('bench: no lease round');
+      await clock.advance(1000);
+      await settle();
+    }
+  }
+  await until(
+    'the rechecks',
+    () => (counted.calls.get('envelopeVersions') ?? 0) >= 3 * Math.ceil(open / 1000),
+  );
+  const renewals = (counted.calls.get('acquireLeases') ?? 0) / 3;
+  return {
+    roundCpu: cpuMs(cpu1) / 3,
+    renewals,
+    leasesEach: (counted.leaseNames.n / Math.max(1, renewals * 3)).toFixed(0),
+    single: ((counted.calls.get('acquireLease') ?? 0) / 3).toFixed(1),
+    reads: ((counted.calls.get('getEnvelope') ?? 0) / 3).toFixed(0),
+  };
+}
+
+/**
+ * Section 1b: open jobs written with SQL (seededRowsSql), taken up by a plane starting on them as after
+ * a restart: the time and statements to take them all up, then memory and the lease round as in
+ * section 1. The fake remote knows the seeded jobs as running without a record per job; its share of
+ * memory (the open stream objects it hands out) is measured alone (fakeShare) and printed last.
+ */
+async function takeUp(make: () => Promise<Backend>, n: number): Promise<void> {
+  const backend = await make();
+  // A template: one job the plane created through the API and saw running.
+  const template = await (async () => {
+    const store = await backend.open();
+    const clock = virtualClock();
+    const { plane, remote } = await planeOn(store, clock);
+    const [id] = await createJobs(plane, 1, 1, 'template');
+    const remoteId = (await store.getEnvelope(id!))!.remoteId!;
+    remote.set(remoteId, 'running');
+    await until('the template running', () => plane.watcherStates()[id!] === 'attached');
+    await settle();
+    await plane.stop();
+    const env = (await store.getEnvelope(id!))!;
+    await store.close();
+    await backend.exec(
+      `DELETE FROM envelope_events WHERE envelope_id = '${id!}'; DELETE FROM envelopes WHERE id = '${id!}'`,
+    );
+    return env;
+  })();
+  const t0 = performance.now();
+  const chunk = 50_000;
+  for (let from = 1; from <= n; from += chunk)
+    await backend.exec(seededRowsSql(backend.name, template, SEEDED_TS, from, Math.min(n, from + chunk - 1)));
+  if (backend.name === 'postgres') await backend.exec('ANALYZE envelopes');
+  const seedS = (performance.now() - t0) / 1000;
+  const counted = countingStore(await backend.open());
+  const clock = virtualClock();
+  await settle();
+  gc();
+  const rss0 = process.memoryUsage().rss;
+  const heap0 = process.memoryUsage().heapUsed;
+  const cpu0 = process.cpuUsage();
+  const w0 = performance.now();
+  counted.calls.clear();
+  let remote: FakeRemote | undefined;
+  const { plane } = await planeOn(counted.store, clock, SCALE_OPTIONS, (r) => {
+    r.seededPrefix = 'seed-';
+    remote = r;
+  });
+  const startedS = (performance.now() - w0) / 1000;
+  let shown = Date.now();
+  await until(
+    'every seeded job streamed',
+    () => {
+      if (Date.now() - shown > 10_000) {
+        shown = Date.now();
+        const by = new Map<string, number>();
+        for (const st of Object.values(plane.watcherStates())) by.set(st, (by.get(st) ?? 0) + 1);
+        console.log(`  … ${remote!.seededStreams} of ${n} streaming; watchers ${JSON.stringify([...by])}`);
+      }
+      return remote!.seededStreams >= n;
+    },
+    1_800_000,
+  );
+  await until(
+    'every watcher attached',
+    () => Object.values(plane.watcherStates()).filter((st) => st === 'attached').length >= n,
+    600_000,
+  );
+  const takeS = (performance.now() - w0) / 1000;
+  const takeCpu = cpuMs(cpu0);
+  const takeCalls = [...counted.calls].sort((a, b) => b[1] - a[1]);
+  await settle();
+  gc();
+  const m = process.memoryUsage();
+  const { roundCpu, renewals, single, leasesEach, reads } = await leaseRounds(counted, clock, n);
+  row(
+    `take-up ${backend.name}`,
+    `${n} open (seeded in ${seedS.toFixed(1)} s)`,
+    `RSS ${((m.rss - rss0) / 2 ** 20 / (n / 1000)).toFixed(1)} MiB/1k`,
+    `heap ${((m.heapUsed - heap0) / 2 ** 20 / (n / 1000)).toFixed(1)} MiB/1k (the fake agent's share included)`,
+    `take-up ${takeS.toFixed(1)} s (start() ${startedS.toFixed(1)} s), ${(takeCpu / (n / 1000)).toFixed(0)} ms CPU/1k`,
+    `statements at take-up: ${takeCalls.map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `lease round ${(roundCpu / (n / 1000)).toFixed(1)} ms CPU/1k`,
+    `${renewals} renew stmt/round, ${leasesEach} leases each, ${single} single-lease writes, ${reads} job reads`,
+    `load ${load()}`,
+  );
+  await plane.stop();
+  await counted.store.close();
+  await backend.dispose();
+}
+
+/**
+ * The fake remote's own heap per 1,000 seeded jobs with an open stream each (what it allocates for a
+ * stream, read back with nothing of the plane's around): subtract it from section 1b's heap figures.
+ */
+async function fakeShare(n = 10_000): Promise<number> {
+  const remote = new FakeRemote(virtualClock());
+  remote.seededPrefix = 'seed-';
+  const connector = remote.connector('fake');
+  const stop = new AbortController();
+  setMaxListeners(0, stop.signal); // one signal for every stream here (the plane gives each its own)
+  gc();
+  const heap0 = process.memoryUsage().heapUsed;
+  const pending: Array<Promise<unknown>> = [];
+  for (let i = 1; i <= n; i++) {
+    const it = connector.observe!(`seed-${i}`, null, stop.signal)[Symbol.asyncIterator]();
+    await it.next();
+    pending.push(it.next().catch(() => undefined));
+  }
+  await settle();
+  gc();
+  const per1k = (process.memoryUsage().heapUsed - heap0) / 2 ** 20 / (n / 1000);
+  stop.abort();
+  await Promise.all(pending);
+  return per1k;
 }
 
 /** Section 2: a reconciliation pass against changed jobs, beside many finished ones. */
@@ -282,13 +423,20 @@ function wrk(
 }
 
 async function main(): Promise<void> {
-  console.log(`bench:scale  open ${OPEN.join(',')}  stored ${STORED.join(',')}  load ${load()}`);
+  console.log(
+    `bench:scale  open ${OPEN.join(',')}  seeded ${SEEDED.join(',')}  stored ${STORED.join(',')}  load ${load()}`,
+  );
   if (!(globalThis as { gc?: unknown }).gc)
     console.log('(run with --expose-gc for memory after a collection)');
   for (const make of [postgresBackend, sqliteBackend]) {
+    if (!BACKENDS.includes(make === postgresBackend ? 'postgres' : 'sqlite')) continue;
     if (ONLY.has('open')) await openJobs(make);
+    if (ONLY.has('takeup')) for (const n of SEEDED) await takeUp(make, n);
     if (ONLY.has('reconcile')) for (const s of STORED) await reconcilePasses(make, s);
   }
+  // Last: what it allocates and frees would stay in the RSS the sections above start from.
+  if (ONLY.has('takeup'))
+    row('take-up', `the fake agent's own heap: ${(await fakeShare()).toFixed(2)} MiB/1k seeded streams`);
   if (ONLY.has('planes')) await planeInstances();
   if (ONLY.has('host')) await hostBackends();
   console.log('\n' + rows.map((r) => '| ' + r.join(' | ') + ' |').join('\n'));
