@@ -11,9 +11,10 @@ type Signals = Awaited<ReturnType<Plane['signals']>>;
 /**
  * /metrics in Prometheus text format, the operator's view: the whole process, all tenants together
  * (/v1/signals shows a tenant only its own jobs). Values are read at scrape time from plane.signals()
- * (one store scan of active jobs per scrape) and plane.latencyHistograms(). Counts that only grow while
- * the process runs are counters (they restart at zero with it, which rate() handles); counts of jobs as
- * they are now are gauges; latencies are histograms in seconds, so Grafana's histogram_quantile works.
+ * (a listing of the open jobs, and the count table for jobs by state) and plane.latencyHistograms(); the
+ * usage figures from a read kept for usageMaxAgeMs. Counts that only grow while the process runs are
+ * counters (they restart at zero with it, which rate() handles); counts of jobs as they are now are
+ * gauges; latencies are histograms in seconds, so Grafana's histogram_quantile works.
  * docs/grafana-taskplane.json is a dashboard built on these names.
  */
 export interface MetricsOptions {

@@ -15,6 +15,8 @@
  *    finished jobs stored beside the open ones (written with SQL): it must not grow with the finished.
  * 3. Jobs per second through 1, 2 and 3 plane processes on one PostgreSQL schema.
  * 4. Host sends and GetTask, PostgreSQL next to SQLite (wrk, 32 connections), when wrk is installed.
+ * 5. What one /metrics scrape costs against 20k and 100k stored envelopes (SCALE_SCRAPE; only when
+ *    named: SCALE_ONLY=scrape): counts by state, the usage read, whole scrapes.
  *
  *   npm run bench:scale                    # open 1k,10k; stored 10k,1M
  *   SCALE_OPEN=1000,10000,100000 SCALE_STORED=10000 npm run bench:scale
@@ -31,7 +33,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { VirtualClock } from '../../src/core/clock.ts';
+import type { Envelope } from '../../src/core/envelope.ts';
 import { FakeRemote, SEEDED_TS } from '../plane/fake-remote.ts';
+import { createMetrics } from '../../src/server/metrics.ts';
 import { spawnHost, spawnProcess, type TestProcess } from '../support/process.ts';
 import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
 import {
@@ -50,6 +54,7 @@ import {
 const list = (v: string | undefined, d: string) => (v ?? d).split(',').filter(Boolean).map(Number);
 const OPEN = list(process.env.SCALE_OPEN, '1000,10000');
 const SEEDED = list(process.env.SCALE_SEEDED, '1000,10000');
+const SCRAPE = list(process.env.SCALE_SCRAPE, '20000,100000');
 const BACKENDS = (process.env.SCALE_BACKENDS ?? 'postgres,sqlite').split(',');
 const STORED = list(process.env.SCALE_STORED, '10000,1000000');
 const ONLY = new Set((process.env.SCALE_ONLY ?? 'open,takeup,reconcile,planes,host').split(','));
@@ -153,24 +158,7 @@ async function leaseRounds(counted: ReturnType<typeof countingStore>, clock: Vir
  */
 async function takeUp(make: () => Promise<Backend>, n: number): Promise<void> {
   const backend = await make();
-  // A template: one job the plane created through the API and saw running.
-  const template = await (async () => {
-    const store = await backend.open();
-    const clock = virtualClock();
-    const { plane, remote } = await planeOn(store, clock);
-    const [id] = await createJobs(plane, 1, 1, 'template');
-    const remoteId = (await store.getEnvelope(id!))!.remoteId!;
-    remote.set(remoteId, 'running');
-    await until('the template running', () => plane.watcherStates()[id!] === 'attached');
-    await settle();
-    await plane.stop();
-    const env = (await store.getEnvelope(id!))!;
-    await store.close();
-    await backend.exec(
-      `DELETE FROM envelope_events WHERE envelope_id = '${id!}'; DELETE FROM envelopes WHERE id = '${id!}'`,
-    );
-    return env;
-  })();
+  const template = await templateEnvelope(backend);
   const t0 = performance.now();
   const chunk = 50_000;
   for (let from = 1; from <= n; from += chunk)
@@ -232,6 +220,25 @@ async function takeUp(make: () => Promise<Backend>, n: number): Promise<void> {
   await plane.stop();
   await counted.store.close();
   await backend.dispose();
+}
+
+/** One job the plane created through the API and saw running, removed again: the seeded rows' model. */
+async function templateEnvelope(backend: Backend): Promise<Envelope> {
+  const store = await backend.open();
+  const clock = virtualClock();
+  const { plane, remote } = await planeOn(store, clock);
+  const [id] = await createJobs(plane, 1, 1, 'template');
+  const remoteId = (await store.getEnvelope(id!))!.remoteId!;
+  remote.set(remoteId, 'running');
+  await until('the template running', () => plane.watcherStates()[id!] === 'attached');
+  await settle();
+  await plane.stop();
+  const env = (await store.getEnvelope(id!))!;
+  await store.close();
+  await backend.exec(
+    `DELETE FROM envelope_events WHERE envelope_id = '${id!}'; DELETE FROM envelopes WHERE id = '${id!}'`,
+  );
+  return env;
 }
 
 /**
@@ -302,6 +309,68 @@ async function reconcilePasses(make: () => Promise<Backend>, stored: number): Pr
   }
   await plane.stop();
   await counted.store.close();
+  await backend.dispose();
+}
+
+/**
+ * Section 5: what one /metrics scrape costs against `stored` envelopes (finished ones written with SQL,
+ * 1,000 open among them): the COUNT(*) by state a scrape ran before envelope_counts, the count it reads
+ * now, the read of every task's usage (now once per usageMaxAgeMs, in the background), and whole scrapes
+ * after the first. CPU of this process (PostgreSQL's own is in its server) and wall time, median of 9.
+ */
+async function scrapeCost(make: () => Promise<Backend>, stored: number): Promise<void> {
+  const backend = await make();
+  await (await backend.open()).close(); // migrations
+  const chunk = 250_000;
+  for (let from = 1; from <= stored; from += chunk)
+    await backend.exec(finishedRowsSql(backend.name, from, Math.min(stored, from + chunk - 1)));
+  await backend.exec(seededRowsSql(backend.name, await templateEnvelope(backend), SEEDED_TS, 1, 1000));
+  if (backend.name === 'postgres') await backend.exec('ANALYZE envelopes');
+  const store = await backend.open();
+  const clock = virtualClock();
+  // The open rows are running jobs to the fake remote: their watchers attach and go quiet before
+  // anything is measured.
+  let remote: FakeRemote | undefined;
+  const { plane } = await planeOn(store, clock, SCALE_OPTIONS, (r) => {
+    r.seededPrefix = 'seed-';
+    remote = r;
+  });
+  await until('the open jobs streamed', () => remote!.seededStreams >= 1000);
+  await plane.reconcileNow();
+  await settle();
+  const registry = createMetrics(plane, { defaultMetrics: false, clock });
+  const raw = (sql: string) =>
+    backend.name === 'postgres'
+      ? (store as unknown as { query(s: string, p: unknown[]): Promise<unknown[]> }).query(sql, [])
+      : (store as unknown as { conn: { q(s: string): { all(): unknown[] } } }).conn.q(sql).all();
+  const measure = async (fn: () => unknown) => {
+    const runs: Array<[number, number]> = [];
+    for (let i = 0; i < 9; i++) {
+      const cpu0 = process.cpuUsage();
+      const w0 = performance.now();
+      await fn();
+      runs.push([cpuMs(cpu0), performance.now() - w0]);
+    }
+    const mid = (k: 0 | 1) =>
+      runs
+        .map((r) => r[k])
+        .sort((a, b) => a - b)[2]!
+        .toFixed(1);
+    return `${mid(0)} ms CPU / ${mid(1)} ms wall`;
+  };
+  await registry.metrics(); // the first scrape waits for the first usage read
+  row(
+    `scrape ${backend.name}`,
+    `${stored + 1000} envelopes (1000 open)`,
+    `COUNT(*) by state (before): ${await measure(() => raw('SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state'))}`,
+    `counts now: ${await measure(() => store.countEnvelopesByState())}`,
+    `usage read: ${await measure(() => plane.usageByTarget())}`,
+    `open-job signals: ${await measure(() => plane.signals())}`,
+    `whole scrape now: ${await measure(() => registry.metrics())}`,
+    `load ${load()}`,
+  );
+  await plane.stop();
+  await store.close();
   await backend.dispose();
 }
 
@@ -433,6 +502,7 @@ async function main(): Promise<void> {
     if (ONLY.has('open')) await openJobs(make);
     if (ONLY.has('takeup')) for (const n of SEEDED) await takeUp(make, n);
     if (ONLY.has('reconcile')) for (const s of STORED) await reconcilePasses(make, s);
+    if (ONLY.has('scrape')) for (const s of SCRAPE) await scrapeCost(make, s);
   }
   // Last: what it allocates and frees would stay in the RSS the sections above start from.
   if (ONLY.has('takeup'))
