@@ -306,8 +306,8 @@ export class Plane {
         workflows.set(JSON.stringify([env.tenant, env.workflowId]), [env.tenant, env.workflowId]);
     for (const [tenant, workflowId] of workflows.values()) await this.deadlines.arm(tenant, workflowId);
     // With watch leases, a job another live plane watches stays its own (it also (re)starts it). The
-    // leases are taken in one statement per 1,000 jobs, and the envelope just listed is what the watcher
-    // starts from: a restart with N open jobs costs N/1,000 lease writes, not N writes and N reads.
+    // leases are taken in one statement per 1,000 jobs, and watch() is handed the listed envelope: a
+    // restart with N open jobs costs N/1,000 lease writes, not 2N writes and N more reads.
     const held = new Set(await this.leases.claimMany(active.map((env) => env.id)));
     const toWatch: Envelope[] = [];
     for (const env of active) {
@@ -769,7 +769,8 @@ export class Plane {
 
   /**
    * Starts the fast-path watcher of an envelope when it has none running. `claimed`: the envelope as
-   * just read by a caller that also just took its lease (recovery at start), so neither is done again.
+   * listed by a caller that already holds its lease (recovery at start), so neither is done again; only
+   * its target is read here (the watcher reads the job itself before it subscribes).
    */
   private async watch(id: string, claimed?: Envelope): Promise<void> {
     if (this.controller.signal.aborted) return;
