@@ -51,6 +51,9 @@ export function mechanismFor(ctx: PlaneContext, connector: Connector): Mechanism
 export class JobWatcher {
   state: WatcherState = 'starting';
   readonly done: Promise<void>;
+  /** Settles once this watcher has read its job the first time (or ended): what paces a take-up. */
+  readonly firstRead: Promise<void>;
+  private markRead: () => void = () => {};
   private readonly wakeSignal: WakeSignal;
   /** The plane's context with this watcher's own signal: stop() ends just this watcher. */
   private readonly ctx: PlaneContext;
@@ -78,6 +81,7 @@ export class JobWatcher {
     startFirst?: (outcome: StartOutcome) => void,
   ) {
     const ctx = (this.ctx = { ...parent, signal: childSignal(parent.signal, this.stopper.signal) });
+    this.firstRead = new Promise<void>((resolve) => (this.markRead = resolve));
     this.wakeSignal = new WakeSignal(ctx.clock, ctx.signal);
     let reported = false;
     const report = (outcome: StartOutcome) => {
@@ -89,6 +93,7 @@ export class JobWatcher {
       .catch((err) => ctx.logger.error({ envelopeId, err: describeError(err) }, 'watcher failed'))
       .finally(() => {
         this.state = 'done';
+        this.markRead();
         // Whoever waits on the start must never hang, whatever ended this watcher.
         report({
           kind: 'retry',
@@ -207,8 +212,12 @@ export class JobWatcher {
   }
 
   private async current(): Promise<Envelope | null> {
-    const env = await this.ctx.store.getEnvelope(this.envelopeId);
-    return env && !isTerminal(env.state) ? env : null;
+    try {
+      const env = await this.ctx.store.getEnvelope(this.envelopeId);
+      return env && !isTerminal(env.state) ? env : null;
+    } finally {
+      this.markRead();
+    }
   }
 
   /**

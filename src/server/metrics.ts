@@ -1,4 +1,6 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { SystemClock, type Clock } from '../core/clock.ts';
+import { CachedRead } from './cached-read.ts';
 import type { Plane } from '../plane/plane.ts';
 import { costPerAccepted } from '../plane/workflow-budgets.ts';
 import type { TargetUsage } from '../store/store.ts';
@@ -9,23 +11,45 @@ type Signals = Awaited<ReturnType<Plane['signals']>>;
 /**
  * /metrics in Prometheus text format, the operator's view: the whole process, all tenants together
  * (/v1/signals shows a tenant only its own jobs). Values are read at scrape time from plane.signals()
- * (one store scan of active jobs per scrape) and plane.latencyHistograms(). Counts that only grow while
- * the process runs are counters (they restart at zero with it, which rate() handles); counts of jobs as
- * they are now are gauges; latencies are histograms in seconds, so Grafana's histogram_quantile works.
+ * (a listing of the open jobs, and the count table for jobs by state) and plane.latencyHistograms(); the
+ * usage figures from a read kept for usageMaxAgeMs. Counts that only grow while the process runs are
+ * counters (they restart at zero with it, which rate() handles); counts of jobs as they are now are
+ * gauges; latencies are histograms in seconds, so Grafana's histogram_quantile works.
  * docs/grafana-taskplane.json is a dashboard built on these names.
  */
-export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean } = {}): Registry {
+export interface MetricsOptions {
+  /** prom-client's process metrics. @default true */
+  defaultMetrics?: boolean;
+  /**
+   * How old the usage, accepted-completion and cost figures may be before a scrape refreshes them in
+   * the background: they come from one read of every task's usage, which grows with the tasks stored,
+   * so scrapes do not run it each time. `taskplane_usage_age_seconds` says how old they are.
+   * @default 60000
+   */
+  usageMaxAgeMs?: number;
+  /** For the age of the usage figures. @default a SystemClock */
+  clock?: Pick<Clock, 'now'>;
+}
+
+export function createMetrics(plane: Plane, options: MetricsOptions = {}): Registry {
   const registry = new Registry();
   // prom-client's own names already start with process_ / nodejs_: the prefix only adds ours.
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'taskplane_' });
   let pending: Promise<Signals> | null = null;
   // One signals() per scrape however many metrics ask.
   const signals = () => (pending ??= plane.signals());
-  // Usage and acceptance per target: one aggregate read of every task's usage per scrape, shared by the
-  // three gauges below. Per target only: a workflow label would grow without bound (per-workflow figures
-  // are at GET /v1/workflows/{id}).
-  let usagePending: Promise<TargetUsage[]> | null = null;
-  const usage = () => (usagePending ??= plane.usageByTarget());
+  // Usage and acceptance per target: one aggregate read of every task's usage, shared by the three gauges
+  // below and kept for usageMaxAgeMs (refreshed in the background, its age a gauge of its own): the read
+  // grows with the tasks stored (tens of ms of CPU at 20,000 tasks), a scrape must not. Per target only:
+  // a workflow label would grow without bound (per-workflow figures are at GET /v1/workflows/{id}).
+  const usageCache = new CachedRead(
+    () => plane.usageByTarget(),
+    options.usageMaxAgeMs ?? 60_000,
+    options.clock ?? new SystemClock(),
+  );
+  let usagePending: Promise<{ value: TargetUsage[]; ageMs: number }> | null = null;
+  const usageRead = () => (usagePending ??= usageCache.get());
+  const usage = async () => (await usageRead()).value;
   // Each scrape reads afresh: the reads above are shared by one scrape's metrics, never kept for the next
   // (a reset on a timer missed scrapes that came before the timer phase, as in-process requests do).
   const scrape = registry.metrics.bind(registry);
@@ -77,6 +101,15 @@ export function createMetrics(plane: Plane, options: { defaultMetrics?: boolean 
           g.set({ target: r.target, unit }, n);
     },
   );
+
+  new Gauge({
+    name: 'taskplane_usage_age_seconds',
+    help: 'How old the usage, accepted-completion and cost figures are (one read of every task, refreshed in the background)',
+    registers: [registry],
+    async collect() {
+      this.set((await usageRead()).ageMs / 1000);
+    },
+  });
 
   const gauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, s: Signals) => void) =>
     new Gauge({

@@ -109,7 +109,10 @@ const STATIC_TYPES: Record<string, string> = {
  */
 export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
   const app = new Hono<ServerEnv>();
-  const metrics = createMetrics(o.plane, { defaultMetrics: o.defaultMetrics ?? true });
+  const metrics = createMetrics(o.plane, {
+    defaultMetrics: o.defaultMetrics ?? true,
+    ...(o.clock ? { clock: o.clock } : {}),
+  });
   const maxJsonDepth = o.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
   const limits: BodyLimits = { maxBytes: o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, maxJsonDepth };
   const maxWebhookBytes = o.maxWebhookBytes ?? DEFAULT_MAX_WEBHOOK_BYTES;

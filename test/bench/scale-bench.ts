@@ -7,24 +7,37 @@
  * 1. Open tracked jobs per plane: RSS and heap per 1,000 open jobs (after a GC), and per lease round
  *    (every ttl/3, virtual clock) the CPU per 1,000 open jobs and the store statements it issued
  *    (renewal must be one statement for every held lease, not one per job).
+ * 1b. The same with the open jobs written with SQL (as a restart finds them) and taken up by a plane
+ *    starting on them: take-up time, CPU and statements, then memory and the lease round; the fake
+ *    remote answers `running` for the seeded ids without a record per job, and its own share of the
+ *    heap (the stream objects it hands out) is measured alone and printed last.
  * 2. A reconciliation pass against how many jobs changed since the previous one, with 2k and 20k quiet
  *    open jobs and 10k and 1M finished jobs stored beside them (written with SQL): it must grow with
  *    neither, only with the changed (and the envelopes it reads say so).
  * 3. Jobs per second through 1, 2 and 3 plane processes on one PostgreSQL schema.
  * 4. Host sends and GetTask, PostgreSQL next to SQLite (wrk, 32 connections), when wrk is installed.
+ * 5. What one /metrics scrape costs against 20k and 100k stored envelopes (SCALE_SCRAPE; only when
+ *    named: SCALE_ONLY=scrape): counts by state, the usage read, whole scrapes.
  *
  *   npm run bench:scale                    # open 1k,10k; stored 10k,1M
  *   SCALE_OPEN=1000,10000,100000 SCALE_STORED=10000 npm run bench:scale
- *   SCALE_ONLY=open,reconcile,planes,host  # a subset of the sections
+ *   SCALE_ONLY=open,takeup,reconcile,planes,host  # a subset of the sections
  *   SCALE_ONLY=reconcile SCALE_RECONCILE_OPEN=2000,20000 SCALE_STORED=10000,1000000 npm run bench:scale
- *   SCALE_BACKENDS=sqlite                  # one backend (postgres, sqlite)
+ *   SCALE_ONLY=takeup SCALE_SEEDED=1000,10000,100000 npm run bench:scale   # seeded open jobs only
+ *   SCALE_BACKENDS=sqlite                  # one backend (postgres,sqlite by default)
+ * 100,000 seeded jobs need a larger heap: node --max-old-space-size=4096 --expose-gc --import tsx …
  * Run with --expose-gc (the npm script does) so memory is read after a collection.
  */
 import { execFile } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { VirtualClock } from '../../src/core/clock.ts';
+import type { Envelope } from '../../src/core/envelope.ts';
+import { FakeRemote, SEEDED_TS } from '../plane/fake-remote.ts';
+import { createMetrics } from '../../src/server/metrics.ts';
 import { spawnHost, spawnProcess, type TestProcess } from '../support/process.ts';
 import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
 import {
@@ -33,6 +46,8 @@ import {
   finishedRowsSql,
   planeOn,
   postgresBackend,
+  SCALE_OPTIONS,
+  seededRowsSql,
   sqliteBackend,
   virtualClock,
   type Backend,
@@ -40,10 +55,12 @@ import {
 
 const list = (v: string | undefined, d: string) => (v ?? d).split(',').filter(Boolean).map(Number);
 const OPEN = list(process.env.SCALE_OPEN, '1000,10000');
+const SEEDED = list(process.env.SCALE_SEEDED, '1000,10000');
+const SCRAPE = list(process.env.SCALE_SCRAPE, '20000,100000');
 const STORED = list(process.env.SCALE_STORED, '10000,1000000');
 const RECONCILE_OPEN = list(process.env.SCALE_RECONCILE_OPEN, '2000,20000');
 const BACKENDS = new Set((process.env.SCALE_BACKENDS ?? 'postgres,sqlite').split(','));
-const ONLY = new Set((process.env.SCALE_ONLY ?? 'open,reconcile,planes,host').split(','));
+const ONLY = new Set((process.env.SCALE_ONLY ?? 'open,takeup,reconcile,planes,host').split(','));
 const PLANE_JOBS = Number(process.env.SCALE_PLANE_JOBS ?? 1000);
 const WRK_SECONDS = Number(process.env.SCALE_WRK_SECONDS ?? 5);
 const rows: string[][] = [];
@@ -96,28 +113,7 @@ async function openJobs(make: () => Promise<Backend>): Promise<void> {
     await settle();
     gc();
     const m = process.memoryUsage();
-    // Three lease rounds (ttl/3 apart on the virtual clock): renew statements, leases per statement, CPU.
-    counted.calls.clear();
-    counted.leaseNames.n = 0;
-    const cpu1 = process.cpuUsage();
-    // In 1 s steps: a round's timer is armed only once the previous round's statements came back.
-    for (let r = 1; r <= 3; r++) {
-      const end = Date.now() + 120_000;
-      while ((counted.calls.get('acquireLeases') ?? 0) < r) {
-        if (Date.now() > end) throw new Error('bench: no lease round');
-        // Past the list's skew allowance (reconcile.sinceSkewMs, 5 s), so a pass lists what changed since the
-        // previous one, not also the jobs created just before it.
-        await clock.advance(10_000);
-        await settle();
-      }
-    }
-    await until(
-      'the rechecks',
-      () => (counted.calls.get('envelopeVersions') ?? 0) >= 3 * Math.ceil(open / 1000),
-    );
-    const roundCpu = cpuMs(cpu1) / 3;
-    const renewals = (counted.calls.get('acquireLeases') ?? 0) / 3;
-    const single = (counted.calls.get('acquireLease') ?? 0) / 3;
+    const { roundCpu, renewals, single, leasesEach, reads } = await leaseRounds(counted, clock, open);
     row(
       `open ${backend.name}`,
       `${n} open`,
@@ -125,13 +121,163 @@ async function openJobs(make: () => Promise<Backend>): Promise<void> {
       `heap ${((m.heapUsed - heap0) / 2 ** 20 / (n / 1000)).toFixed(1)} MiB/1k`,
       `create ${(createCpu / (n - (OPEN[OPEN.indexOf(n) - 1] ?? 0))).toFixed(2)} ms CPU/job (${((n - (OPEN[OPEN.indexOf(n) - 1] ?? 0)) / createS).toFixed(0)}/s)`,
       `lease round ${(roundCpu / (n / 1000)).toFixed(1)} ms CPU/1k`,
-      `${renewals} renew stmt/round, ${(counted.leaseNames.n / Math.max(1, renewals * 3)).toFixed(0)} leases each, ${single} single-lease writes, ${((counted.calls.get('getEnvelope') ?? 0) / 3).toFixed(0)} job reads`,
+      `${renewals} renew stmt/round, ${leasesEach} leases each, ${single} single-lease writes, ${reads} job reads`,
       `load ${load()}`,
     );
   }
   await plane.stop();
   await counted.store.close();
   await backend.dispose();
+}
+
+/**
+ * Three lease rounds (ttl/3 apart on the virtual clock) of a plane holding `open` jobs: CPU per round,
+ * renewal statements per round and leases in each, single-lease writes and job reads per round.
+ */
+async function leaseRounds(counted: ReturnType<typeof countingStore>, clock: VirtualClock, open: number) {
+  counted.calls.clear();
+  counted.leaseNames.n = 0;
+  const cpu1 = process.cpuUsage();
+  // In steps: a round's timer is armed only once the previous round's statements came back.
+  for (let r = 1; r <= 3; r++) {
+    const end = Date.now() + 300_000;
+    while ((counted.calls.get('acquireLeases') ?? 0) < r) {
+      if (Date.now() > end) throw new Error('bench: no lease round');
+      // Past the list's skew allowance (reconcile.sinceSkewMs, 5 s), so a pass lists what changed since the
+      // previous one, not also the jobs created just before it.
+      await clock.advance(10_000);
+      await settle();
+    }
+  }
+  await until(
+    'the rechecks',
+    () => (counted.calls.get('envelopeVersions') ?? 0) >= 3 * Math.ceil(open / 1000),
+  );
+  const renewals = (counted.calls.get('acquireLeases') ?? 0) / 3;
+  return {
+    roundCpu: cpuMs(cpu1) / 3,
+    renewals,
+    leasesEach: (counted.leaseNames.n / Math.max(1, renewals * 3)).toFixed(0),
+    single: ((counted.calls.get('acquireLease') ?? 0) / 3).toFixed(1),
+    reads: ((counted.calls.get('getEnvelope') ?? 0) / 3).toFixed(0),
+  };
+}
+
+/**
+ * Section 1b: open jobs written with SQL (seededRowsSql), taken up by a plane starting on them as after
+ * a restart: the time and statements to take them all up, then memory and the lease round as in
+ * section 1. The fake remote knows the seeded jobs as running without a record per job; its share of
+ * memory (the open stream objects it hands out) is measured alone (fakeShare) and printed last.
+ */
+async function takeUp(make: () => Promise<Backend>, n: number): Promise<void> {
+  const backend = await make();
+  const template = await templateEnvelope(backend);
+  const t0 = performance.now();
+  const chunk = 50_000;
+  for (let from = 1; from <= n; from += chunk)
+    await backend.exec(seededRowsSql(backend.name, template, SEEDED_TS, from, Math.min(n, from + chunk - 1)));
+  if (backend.name === 'postgres') await backend.exec('ANALYZE envelopes');
+  const seedS = (performance.now() - t0) / 1000;
+  const counted = countingStore(await backend.open());
+  const clock = virtualClock();
+  await settle();
+  gc();
+  const rss0 = process.memoryUsage().rss;
+  const heap0 = process.memoryUsage().heapUsed;
+  const cpu0 = process.cpuUsage();
+  const w0 = performance.now();
+  counted.calls.clear();
+  let remote: FakeRemote | undefined;
+  const { plane } = await planeOn(counted.store, clock, SCALE_OPTIONS, (r) => {
+    r.seededPrefix = 'seed-';
+    remote = r;
+  });
+  const startedS = (performance.now() - w0) / 1000;
+  let shown = Date.now();
+  await until(
+    'every seeded job streamed',
+    () => {
+      if (Date.now() - shown > 10_000) {
+        shown = Date.now();
+        const by = new Map<string, number>();
+        for (const st of Object.values(plane.watcherStates())) by.set(st, (by.get(st) ?? 0) + 1);
+        console.log(`  … ${remote!.seededStreams} of ${n} streaming; watchers ${JSON.stringify([...by])}`);
+      }
+      return remote!.seededStreams >= n;
+    },
+    1_800_000,
+  );
+  await until(
+    'every watcher attached',
+    () => Object.values(plane.watcherStates()).filter((st) => st === 'attached').length >= n,
+    600_000,
+  );
+  const takeS = (performance.now() - w0) / 1000;
+  const takeCpu = cpuMs(cpu0);
+  const takeCalls = [...counted.calls].sort((a, b) => b[1] - a[1]);
+  await settle();
+  gc();
+  const m = process.memoryUsage();
+  const { roundCpu, renewals, single, leasesEach, reads } = await leaseRounds(counted, clock, n);
+  row(
+    `take-up ${backend.name}`,
+    `${n} open (seeded in ${seedS.toFixed(1)} s)`,
+    `RSS ${((m.rss - rss0) / 2 ** 20 / (n / 1000)).toFixed(1)} MiB/1k`,
+    `heap ${((m.heapUsed - heap0) / 2 ** 20 / (n / 1000)).toFixed(1)} MiB/1k (the fake agent's share included)`,
+    `take-up ${takeS.toFixed(1)} s (start() ${startedS.toFixed(1)} s), ${(takeCpu / (n / 1000)).toFixed(0)} ms CPU/1k`,
+    `statements at take-up: ${takeCalls.map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `lease round ${(roundCpu / (n / 1000)).toFixed(1)} ms CPU/1k`,
+    `${renewals} renew stmt/round, ${leasesEach} leases each, ${single} single-lease writes, ${reads} job reads`,
+    `load ${load()}`,
+  );
+  await plane.stop();
+  await counted.store.close();
+  await backend.dispose();
+}
+
+/** One job the plane created through the API and saw running, removed again: the seeded rows' model. */
+async function templateEnvelope(backend: Backend): Promise<Envelope> {
+  const store = await backend.open();
+  const clock = virtualClock();
+  const { plane, remote } = await planeOn(store, clock);
+  const [id] = await createJobs(plane, 1, 1, 'template');
+  const remoteId = (await store.getEnvelope(id!))!.remoteId!;
+  remote.set(remoteId, 'running');
+  await until('the template running', () => plane.watcherStates()[id!] === 'attached');
+  await settle();
+  await plane.stop();
+  const env = (await store.getEnvelope(id!))!;
+  await store.close();
+  await backend.exec(
+    `DELETE FROM envelope_events WHERE envelope_id = '${id!}'; DELETE FROM envelopes WHERE id = '${id!}'`,
+  );
+  return env;
+}
+
+/**
+ * The fake remote's own heap per 1,000 seeded jobs with an open stream each (what it allocates for a
+ * stream, read back with nothing of the plane's around): subtract it from section 1b's heap figures.
+ */
+async function fakeShare(n = 10_000): Promise<number> {
+  const remote = new FakeRemote(virtualClock());
+  remote.seededPrefix = 'seed-';
+  const connector = remote.connector('fake');
+  const stop = new AbortController();
+  setMaxListeners(0, stop.signal); // one signal for every stream here (the plane gives each its own)
+  gc();
+  const heap0 = process.memoryUsage().heapUsed;
+  const pending: Array<Promise<unknown>> = [];
+  for (let i = 1; i <= n; i++) {
+    const it = connector.observe!(`seed-${i}`, null, stop.signal)[Symbol.asyncIterator]();
+    await it.next();
+    pending.push(it.next().catch(() => undefined));
+  }
+  await settle();
+  gc();
+  const per1k = (process.memoryUsage().heapUsed - heap0) / 2 ** 20 / (n / 1000);
+  stop.abort();
+  await Promise.all(pending);
+  return per1k;
 }
 
 /** Section 2: a reconciliation pass against changed jobs, beside many finished ones. */
@@ -188,6 +334,68 @@ async function reconcilePasses(
   }
   await plane.stop();
   await counted.store.close();
+  await backend.dispose();
+}
+
+/**
+ * Section 5: what one /metrics scrape costs against `stored` envelopes (finished ones written with SQL,
+ * 1,000 open among them): the COUNT(*) by state a scrape ran before envelope_counts, the count it reads
+ * now, the read of every task's usage (now once per usageMaxAgeMs, in the background), and whole scrapes
+ * after the first. CPU of this process (PostgreSQL's own is in its server) and wall time, median of 9.
+ */
+async function scrapeCost(make: () => Promise<Backend>, stored: number): Promise<void> {
+  const backend = await make();
+  await (await backend.open()).close(); // migrations
+  const chunk = 250_000;
+  for (let from = 1; from <= stored; from += chunk)
+    await backend.exec(finishedRowsSql(backend.name, from, Math.min(stored, from + chunk - 1)));
+  await backend.exec(seededRowsSql(backend.name, await templateEnvelope(backend), SEEDED_TS, 1, 1000));
+  if (backend.name === 'postgres') await backend.exec('ANALYZE envelopes');
+  const store = await backend.open();
+  const clock = virtualClock();
+  // The open rows are running jobs to the fake remote: their watchers attach and go quiet before
+  // anything is measured.
+  let remote: FakeRemote | undefined;
+  const { plane } = await planeOn(store, clock, SCALE_OPTIONS, (r) => {
+    r.seededPrefix = 'seed-';
+    remote = r;
+  });
+  await until('the open jobs streamed', () => remote!.seededStreams >= 1000);
+  await plane.reconcileNow();
+  await settle();
+  const registry = createMetrics(plane, { defaultMetrics: false, clock });
+  const raw = (sql: string) =>
+    backend.name === 'postgres'
+      ? (store as unknown as { query(s: string, p: unknown[]): Promise<unknown[]> }).query(sql, [])
+      : (store as unknown as { conn: { q(s: string): { all(): unknown[] } } }).conn.q(sql).all();
+  const measure = async (fn: () => unknown) => {
+    const runs: Array<[number, number]> = [];
+    for (let i = 0; i < 9; i++) {
+      const cpu0 = process.cpuUsage();
+      const w0 = performance.now();
+      await fn();
+      runs.push([cpuMs(cpu0), performance.now() - w0]);
+    }
+    const mid = (k: 0 | 1) =>
+      runs
+        .map((r) => r[k])
+        .sort((a, b) => a - b)[2]!
+        .toFixed(1);
+    return `${mid(0)} ms CPU / ${mid(1)} ms wall`;
+  };
+  await registry.metrics(); // the first scrape waits for the first usage read
+  row(
+    `scrape ${backend.name}`,
+    `${stored + 1000} envelopes (1000 open)`,
+    `COUNT(*) by state (before): ${await measure(() => raw('SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state'))}`,
+    `counts now: ${await measure(() => store.countEnvelopesByState())}`,
+    `usage read: ${await measure(() => plane.usageByTarget())}`,
+    `open-job signals: ${await measure(() => plane.signals())}`,
+    `whole scrape now: ${await measure(() => registry.metrics())}`,
+    `load ${load()}`,
+  );
+  await plane.stop();
+  await store.close();
   await backend.dispose();
 }
 
@@ -309,15 +517,22 @@ function wrk(
 }
 
 async function main(): Promise<void> {
-  console.log(`bench:scale  open ${OPEN.join(',')}  stored ${STORED.join(',')}  load ${load()}`);
+  console.log(
+    `bench:scale  open ${OPEN.join(',')}  seeded ${SEEDED.join(',')}  stored ${STORED.join(',')}  load ${load()}`,
+  );
   if (!(globalThis as { gc?: unknown }).gc)
     console.log('(run with --expose-gc for memory after a collection)');
   const makers = { postgres: postgresBackend, sqlite: sqliteBackend };
   for (const make of Object.entries(makers).flatMap(([name, m]) => (BACKENDS.has(name) ? [m] : []))) {
     if (ONLY.has('open')) await openJobs(make);
+    if (ONLY.has('takeup')) for (const n of SEEDED) await takeUp(make, n);
     if (ONLY.has('reconcile'))
       for (const s of STORED) for (const o of RECONCILE_OPEN) await reconcilePasses(make, s, o);
+    if (ONLY.has('scrape')) for (const s of SCRAPE) await scrapeCost(make, s);
   }
+  // Last: what it allocates and frees would stay in the RSS the sections above start from.
+  if (ONLY.has('takeup'))
+    row('take-up', `the fake agent's own heap: ${(await fakeShare()).toFixed(2)} MiB/1k seeded streams`);
   if (ONLY.has('planes')) await planeInstances();
   if (ONLY.has('host')) await hostBackends();
   console.log('\n' + rows.map((r) => '| ' + r.join(' | ') + ' |').join('\n'));

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import pino from 'pino';
 import { VirtualClock, type Clock } from '../../src/core/clock.ts';
 import { SeededRandom } from '../../src/core/random.ts';
 import { Plane } from '../../src/plane/plane.ts';
@@ -9,6 +10,7 @@ import type { PlaneOptions } from '../../src/plane/options.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../../src/store/store.ts';
+import type { Envelope } from '../../src/core/envelope.ts';
 import { FakeRemote } from '../plane/fake-remote.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
 
@@ -66,6 +68,47 @@ export function finishedRowsSql(backend: Backend['name'], from: number, to: numb
 }
 
 /**
+ * Open envelopes `s<from>`..`s<to>` written with SQL, each a copy of `template` (a job the plane created
+ * and saw running) under its own id, idempotency key and remote id `seed-<i>`, running at the remote's
+ * `ts`: the rows a plane finds after a restart, written in seconds instead of through the API. The rows
+ * are all a plane needs to watch a job (its events are history, read by no watcher).
+ */
+export function seededRowsSql(
+  backend: Backend['name'],
+  template: Envelope,
+  ts: number,
+  from: number,
+  to: number,
+): string {
+  const series =
+    backend === 'postgres'
+      ? `generate_series(${from}, ${to}) AS i`
+      : `(WITH RECURSIVE s(i) AS (SELECT ${from} UNION ALL SELECT i + 1 FROM s WHERE i < ${to}) SELECT i FROM s)`;
+  const { version: _version, ...fields } = template;
+  const base = {
+    ...fields,
+    state: 'running',
+    nativeState: 'WORKING',
+    remoteVersion: ts,
+    stateTimestamp: ts,
+    idempotencyKey: null,
+    remoteId: null,
+    id: null,
+  };
+  const literal = `'${JSON.stringify(base).replaceAll("'", "''")}'`;
+  const doc =
+    backend === 'postgres'
+      ? `${literal}::jsonb || jsonb_build_object('id', 's' || i, 'idempotencyKey', 's' || i, 'remoteId', 'seed-' || i)`
+      : `json_set(${literal}, '$.id', 's' || i, '$.idempotencyKey', 's' || i, '$.remoteId', 'seed-' || i)`;
+  return `INSERT INTO envelopes (id, tenant, idempotency_key, connector, target, remote_id, state, updated_at, version,
+      retention_until, doc)
+    SELECT 's' || i, ${sqlText(template.tenant)}, 's' || i, ${sqlText(template.connector)}, ${sqlText(template.target)},
+      'seed-' || i, 'running', ${template.updatedAt}, 1, NULL, ${doc} FROM ${series}`;
+}
+
+const sqlText = (v: string) => `'${v.replaceAll("'", "''")}'`;
+
+/**
  * A store wrapper counting calls and the lease names renewed, so a round's statements can be read
  * off: the lease round must be one renewal statement for all held leases, not one per job.
  */
@@ -109,8 +152,14 @@ export const SCALE_OPTIONS: PlaneOptions = {
 };
 
 /** One plane on `store` with a fake remote whose jobs stay running until set otherwise. */
-export async function planeOn(store: Store, clock: Clock, options = SCALE_OPTIONS) {
+export async function planeOn(
+  store: Store,
+  clock: Clock,
+  options = SCALE_OPTIONS,
+  setup: (remote: FakeRemote) => void = () => {},
+) {
   const remote = new FakeRemote(clock);
+  setup(remote);
   const connector = remote.connector('fake', {});
   const plane = new Plane({
     instanceId: `scale-${Math.random().toString(36).slice(2, 8)}`,
@@ -119,6 +168,8 @@ export async function planeOn(store: Store, clock: Clock, options = SCALE_OPTION
     store,
     connectors: (t) => (t === 'fake' ? connector : undefined),
     options,
+    // SCALE_LOG=warn shows the engine's warnings while looking into a run.
+    ...(process.env.SCALE_LOG ? { logger: pino({ level: process.env.SCALE_LOG }) } : {}),
   });
   await plane.start();
   return { plane, remote };

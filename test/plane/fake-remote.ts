@@ -31,6 +31,9 @@ interface Job {
   statusMessage?: string | null;
 }
 
+/** The remote timestamp of every seeded job (FakeRemote.seededPrefix). */
+export const SEEDED_TS = 1;
+
 interface Listener {
   push(s: RemoteSnapshot): void;
   fail(err: Error): void;
@@ -67,6 +70,15 @@ export class FakeRemote {
   cancelCompletes = false;
   /** What the connector reports as its interface revision (a redeploy changes it). */
   revision = 'v1';
+  /**
+   * Remote ids starting with this prefix are running jobs the remote knows without a record of its own
+   * (jobs a benchmark wrote straight into the store): get and subscribe answer `running` at
+   * `SEEDED_TS`, no call is recorded and no listener is kept, so the remote's memory does not grow with
+   * them beyond the open stream itself. They never move. Null: every job needs a start.
+   */
+  seededPrefix: string | null = null;
+  /** Streams open on seeded jobs now. */
+  seededStreams = 0;
 
   constructor(readonly clock: Clock) {}
 
@@ -125,6 +137,23 @@ export class FakeRemote {
       });
   }
 
+  /** A seeded job (seededPrefix), made afresh on every call: nothing is kept per job. */
+  seededJob(id: string): Job | null {
+    if (this.seededPrefix === null || !id.startsWith(this.seededPrefix) || this.jobs.has(id)) return null;
+    return {
+      id,
+      contextId: null,
+      messageId: id,
+      state: 'running',
+      native: 'WORKING',
+      ts: SEEDED_TS,
+      input: null,
+      inputRequest: null,
+      artifacts: [],
+      push: null,
+    };
+  }
+
   dropStreams(): void {
     for (const set of this.listeners.values())
       for (const l of set) l.fail(new TaskplaneError('unavailable', 'stream dropped'));
@@ -159,7 +188,7 @@ export class FakeRemote {
       ...caps,
     };
     const need = (id: string) => {
-      const job = remote.jobs.get(id);
+      const job = remote.jobs.get(id) ?? remote.seededJob(id);
       if (!job) throw new TaskplaneError('not_found', 'task not found');
       return job;
     };
@@ -198,6 +227,7 @@ export class FakeRemote {
         return remote.snapshot(job);
       },
       async get(id: string) {
+        if (remote.seededJob(id)) return remote.snapshot(need(id));
         remote.calls.push({ method: 'get', id, at: remote.clock.now() });
         remote.maxGetsInFlight = Math.max(remote.maxGetsInFlight, ++remote.getsInFlight);
         try {
@@ -218,7 +248,8 @@ export class FakeRemote {
         return offset + size < all.length ? { items, nextCursor: String(offset + size) } : { items };
       },
       observe(id: string, _cursor: string | null, signal: AbortSignal): AsyncIterable<RemoteSnapshot> {
-        remote.calls.push({ method: 'subscribe', id });
+        const seeded = remote.seededJob(id) !== null;
+        if (!seeded) remote.calls.push({ method: 'subscribe', id });
         return {
           [Symbol.asyncIterator]() {
             const queue: RemoteSnapshot[] = [];
@@ -237,6 +268,7 @@ export class FakeRemote {
             };
             let opened = false;
             const close = () => {
+              if (seeded && opened && !done) remote.seededStreams--;
               remote.listeners.get(id)?.delete(listener);
               done = true;
             };
@@ -249,6 +281,10 @@ export class FakeRemote {
                   const job = need(id);
                   if (['succeeded', 'failed', 'cancelled'].includes(job.state)) {
                     throw new TaskplaneError('failed_precondition', 'task is terminal');
+                  }
+                  if (seeded) {
+                    remote.seededStreams++;
+                    return { value: remote.snapshot(job), done: false };
                   }
                   let set = remote.listeners.get(id);
                   if (!set) remote.listeners.set(id, (set = new Set()));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SystemClock } from '../../src/core/clock.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SystemClock, VirtualClock } from '../../src/core/clock.ts';
 import { CryptoRandom } from '../../src/core/random.ts';
 import { Plane } from '../../src/plane/plane.ts';
 import { createMetrics } from '../../src/server/metrics.ts';
@@ -99,7 +99,8 @@ describe('/metrics', () => {
         usage: { cents: 10 },
       });
     }
-    const text = await scrape();
+    // A fresh registry: the app's own keeps the usage figures of an earlier scrape for a minute.
+    const text = await createMetrics(fx.plane, { defaultMetrics: false }).metrics();
     expect(typeOf(text, 'taskplane_cost_per_accepted_completion')).toBe('gauge');
     expect(text).toMatch(/^taskplane_usage\{target="fake",unit="cents"\} 30$/m);
     expect(text).toMatch(/^taskplane_accepted_completions\{target="fake"\} 2$/m);
@@ -109,6 +110,35 @@ describe('/metrics', () => {
       await fx.fetch('/v1/workflows/metrics-wf', { headers: { authorization: `Bearer ${KEY_A}` } })
     ).json()) as { costPerAcceptedCompletion: Record<string, number> };
     expect(view.costPerAcceptedCompletion).toEqual({ cents: 15 });
+  });
+
+  it('reads every task’s usage at most once per usageMaxAgeMs, in the background, and says how old it is', async () => {
+    const clock = new VirtualClock(1_700_000_000_000);
+    const store = new MemoryStore();
+    const plane = new Plane({
+      clock,
+      random: new CryptoRandom(),
+      store,
+      connectors: () => new FakeRemote(clock).connector('fake'),
+    });
+    const usageReads = vi.spyOn(store, 'summarizeUsage');
+    const countReads = vi.spyOn(store, 'countEnvelopesByState');
+    const registry = createMetrics(plane, { defaultMetrics: false, usageMaxAgeMs: 60_000, clock });
+    const age = (text: string) => Number(/^taskplane_usage_age_seconds (\S+)$/m.exec(text)?.[1]);
+    // The first scrape waits for the first read; one read serves every usage gauge.
+    expect(age(await registry.metrics())).toBe(0);
+    expect(usageReads).toHaveBeenCalledTimes(1);
+    await clock.advance(30_000);
+    expect(age(await registry.metrics())).toBe(30);
+    expect(usageReads).toHaveBeenCalledTimes(1);
+    // Past the age: this scrape answers with what it has and starts one read, which the next one gets.
+    await clock.advance(31_000);
+    expect(age(await registry.metrics())).toBe(61);
+    expect(usageReads).toHaveBeenCalledTimes(2);
+    expect(age(await registry.metrics())).toBe(0);
+    expect(usageReads).toHaveBeenCalledTimes(2);
+    // Task counts by state are read on every scrape (a row per tenant and state, not a scan).
+    expect(countReads).toHaveBeenCalledTimes(4);
   });
 
   it('writes HELP for operators: no document references', async () => {

@@ -1,6 +1,10 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { migratePostgres } from '../../src/store/postgres/pg-migrate.ts';
+import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/sqlite-schema.ts';
+import { migrateSqlite } from '../../src/store/sqlite/sqlite-migrate.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
@@ -53,5 +57,102 @@ describe('the previous version beside migration 6', () => {
     const store = new SqliteStore({ path });
     onTestFinished(() => store.close());
     await expectCounts(store);
+  });
+});
+
+/**
+ * Migration 13 (envelope_counts): envelopes written before it are counted (the backfill), and envelope
+ * writes of the previous version, which knows nothing of the table, keep the counts right (the triggers).
+ */
+const ENVELOPE_INSERT = `INSERT INTO envelopes (id, tenant, idempotency_key, connector, target, remote_id, state,
+  updated_at, version, doc) VALUES ($1, $2, NULL, 'a2a', 'agent-a', NULL, $3, 1, 1, '{}')`;
+
+describe('the previous version beside migration 13', () => {
+  const before = (id: number) => id < 13;
+  const expected = {
+    t1: { running: 1, succeeded: 2 },
+    t2: { failed: 1 },
+    all: { running: 1, succeeded: 2, failed: 1 },
+  };
+  async function expectEnvelopeCounts(store: Store, exec: (sql: string) => Promise<void>): Promise<void> {
+    expect(await store.countEnvelopesByState('t1')).toEqual(expected.t1);
+    expect(await store.countEnvelopesByState('t2')).toEqual(expected.t2);
+    expect(await store.countEnvelopesByState()).toEqual(expected.all);
+    // What a count reads is the count table, not the envelopes (no scan per /metrics scrape): a row put
+    // there by hand is what it answers.
+    await exec(`INSERT INTO envelope_counts (tenant, state, slot, n) VALUES ('t9', 'running', 3, 7)`);
+    expect(await store.countEnvelopesByState('t9')).toEqual({ running: 7 });
+  }
+
+  it('postgres: rows from before it are counted and its writes keep the counts right', async () => {
+    const schema = freshSchemaName('tp_expand');
+    onTestFinished(({ task }) => disposeSchema(schema, task.result?.state === 'fail'));
+    await withPgClient(async (c) => {
+      await c.query(`CREATE SCHEMA ${schema}`);
+      await c.query(`SET search_path TO ${schema}`);
+      await migratePostgres(
+        c,
+        schema,
+        PG_MIGRATIONS.filter((m) => before(m.id)),
+        0,
+      );
+      for (const [id, tenant, state] of [
+        ['a', 't1', 'running'],
+        ['b', 't1', 'running'],
+        ['c', 't2', 'failed'],
+      ])
+        await c.query(ENVELOPE_INSERT, [id, tenant, state]);
+    });
+    const store = await PostgresStore.open({ url: urlForSchema(schema), listen: false });
+    onTestFinished(() => store.close());
+    // The previous version, after the migration: an insert, a state change, a same-state rewrite, a purge.
+    await withPgClient(async (c) => {
+      await c.query(`SET search_path TO ${schema}`);
+      await c.query(ENVELOPE_INSERT, ['d', 't1', 'succeeded']);
+      await c.query(ENVELOPE_INSERT, ['e', 't1', 'succeeded']);
+      await c.query(`UPDATE envelopes SET state = 'succeeded', version = 2 WHERE id = 'a'`);
+      await c.query(`UPDATE envelopes SET doc = '{"x":1}', version = 3 WHERE id = 'a'`);
+      await c.query(`DELETE FROM envelopes WHERE id = 'e'`);
+    });
+    await expectEnvelopeCounts(store, (sql) =>
+      withPgClient(async (c) => {
+        await c.query(`SET search_path TO ${schema}`);
+        await c.query(sql);
+      }),
+    );
+  });
+
+  it('sqlite: rows from before it are counted and its writes keep the counts right', async () => {
+    const path = tempDb('taskplane-expand-');
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    migrateSqlite(
+      db,
+      SQLITE_MIGRATIONS.filter((m) => before(m.id)),
+      0,
+    );
+    const sqlite = (sql: string) => sql.replace(/\$\d/g, '?');
+    for (const [id, tenant, state] of [
+      ['a', 't1', 'running'],
+      ['b', 't1', 'running'],
+      ['c', 't2', 'failed'],
+    ])
+      db.prepare(sqlite(ENVELOPE_INSERT)).run(id, tenant, state);
+    db.close();
+    await new SqliteStore({ path }).close();
+    const old = new Database(path);
+    old.prepare(sqlite(ENVELOPE_INSERT)).run('d', 't1', 'succeeded');
+    old.prepare(sqlite(ENVELOPE_INSERT)).run('e', 't1', 'succeeded');
+    old.exec(`UPDATE envelopes SET state = 'succeeded', version = 2 WHERE id = 'a'`);
+    old.exec(`UPDATE envelopes SET doc = '{"x":1}', version = 3 WHERE id = 'a'`);
+    old.exec(`DELETE FROM envelopes WHERE id = 'e'`);
+    old.close();
+    const store = new SqliteStore({ path });
+    onTestFinished(() => store.close());
+    await expectEnvelopeCounts(store, async (sql) => {
+      const db = new Database(path);
+      db.exec(sql);
+      db.close();
+    });
   });
 });

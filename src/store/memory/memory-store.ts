@@ -50,6 +50,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
   };
 
   private readonly envelopes = new Map<string, Envelope>();
+  /** Envelopes per tenant and state (countEnvelopesByState without a pass over every envelope). */
+  private readonly stateCounts = new Map<string, Map<NormalizedState, number>>();
   /** `tenant \u0000 key` → envelope id. */
   private readonly idempotencyKeys = new Map<string, string>();
   /** Index seq - 1; a purged event leaves a hole, so seqs are never reused and stay positions. */
@@ -88,6 +90,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
       throw new TaskplaneError('conflict', `envelope ${envelope.id} already exists`);
     const stored = { ...clone(envelope), version: 1 };
     this.envelopes.set(stored.id, stored);
+    this.countState(stored, 1);
     if (stored.idempotencyKey !== null)
       this.idempotencyKeys.set(pair(stored.tenant, stored.idempotencyKey), stored.id);
     const appended = this.appendEvents(events);
@@ -132,6 +135,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     }
     const stored = { ...clone(next), version: expectedVersion + 1 };
     this.envelopes.set(stored.id, stored);
+    this.countState(current, -1);
+    this.countState(stored, 1);
     const appended = this.appendEvents(events);
     this.hub.emit(envelopeNotices(stored.id, appended));
     return { envelope: clone(stored), events: clone(appended) };
@@ -164,10 +169,21 @@ export class MemoryStore extends MemoryAgentHost implements Store {
 
   async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
     const counts: Partial<Record<NormalizedState, number>> = {};
-    for (const e of this.envelopes.values()) {
-      if (tenant === undefined || e.tenant === tenant) counts[e.state] = (counts[e.state] ?? 0) + 1;
+    for (const [t, byState] of this.stateCounts) {
+      if (tenant !== undefined && t !== tenant) continue;
+      for (const [state, n] of byState) if (n > 0) counts[state] = (counts[state] ?? 0) + n;
     }
     return counts;
+  }
+
+  /** Kept on every write, as the SQL backends' envelope_counts: a count is per tenant and state, not per job. */
+  private countState(e: Pick<Envelope, 'tenant' | 'state'>, delta: 1 | -1): void {
+    let byState = this.stateCounts.get(e.tenant);
+    if (!byState) this.stateCounts.set(e.tenant, (byState = new Map()));
+    const n = (byState.get(e.state) ?? 0) + delta;
+    if (n === 0) byState.delete(e.state);
+    else byState.set(e.state, n);
+    if (byState.size === 0) this.stateCounts.delete(e.tenant);
   }
 
   async envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]> {
@@ -254,6 +270,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
       const e = this.envelopes.get(id);
       if (!e || e.retentionUntil === null || e.retentionUntil > now || !isTerminal(e.state)) continue;
       this.envelopes.delete(id);
+      this.countState(e, -1);
       if (e.idempotencyKey !== null) this.idempotencyKeys.delete(pair(e.tenant, e.idempotencyKey));
       const lease = this.leases.get(`watch:${id}`);
       if (lease && lease.expiresAt <= now) this.leases.delete(`watch:${id}`);

@@ -281,13 +281,14 @@ export class PostgresStore extends PgAgentHost implements Store {
   }
 
   async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
-    const found = await this.query<{ state: NormalizedState; n: number }>(
+    // envelope_counts (migration 13): a row per tenant, state and slot, kept by a trigger, not a scan.
+    const found = await this.query<{ state: NormalizedState; n: string | number }>(
       tenant === undefined
-        ? 'SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state'
-        : 'SELECT state, COUNT(*) AS n FROM envelopes WHERE tenant = $1 GROUP BY state',
+        ? 'SELECT state, SUM(n) AS n FROM envelope_counts GROUP BY state HAVING SUM(n) > 0'
+        : 'SELECT state, SUM(n) AS n FROM envelope_counts WHERE tenant = $1 GROUP BY state HAVING SUM(n) > 0',
       tenant === undefined ? [] : [tenant],
     );
-    return Object.fromEntries(found.map((r) => [r.state, r.n]));
+    return Object.fromEntries(found.map((r) => [r.state, Number(r.n)]));
   }
 
   async envelopeVersions(ids: readonly string[]): Promise<EnvelopeVersion[]> {

@@ -388,4 +388,40 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
         WHERE default_duration_from IS NOT NULL;
     `,
   },
+  {
+    id: 13,
+    name: 'envelope counts by tenant and state',
+    // How many envelopes each tenant has per state, kept by triggers in the writing transaction (as
+    // agent_task_counts, migration 6), so /metrics and /v1/signals read a row per tenant and state instead
+    // of a COUNT(*) over every envelope on each scrape. Triggers rather than code: a process of the
+    // previous version writing beside this one keeps the counts right too. Only a change of tenant or
+    // state fires the update trigger, not the observations that rewrite a job's document. SQLite has one
+    // writer and uses slot 0. Expand-only: the previous version ignores the table.
+    sql: `
+      CREATE TABLE envelope_counts (
+        tenant TEXT NOT NULL,
+        state TEXT NOT NULL,
+        slot INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (tenant, state, slot)
+      ) WITHOUT ROWID;
+      INSERT INTO envelope_counts (tenant, state, slot, n)
+        SELECT tenant, state, 0, COUNT(*) FROM envelopes GROUP BY tenant, state;
+      CREATE TRIGGER envelope_counts_insert AFTER INSERT ON envelopes BEGIN
+        INSERT INTO envelope_counts (tenant, state, slot, n) VALUES (NEW.tenant, NEW.state, 0, 1)
+          ON CONFLICT (tenant, state, slot) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER envelope_counts_update AFTER UPDATE OF tenant, state ON envelopes
+        WHEN OLD.state IS NOT NEW.state OR OLD.tenant IS NOT NEW.tenant BEGIN
+        INSERT INTO envelope_counts (tenant, state, slot, n) VALUES (OLD.tenant, OLD.state, 0, -1)
+          ON CONFLICT (tenant, state, slot) DO UPDATE SET n = n - 1;
+        INSERT INTO envelope_counts (tenant, state, slot, n) VALUES (NEW.tenant, NEW.state, 0, 1)
+          ON CONFLICT (tenant, state, slot) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER envelope_counts_delete AFTER DELETE ON envelopes BEGIN
+        INSERT INTO envelope_counts (tenant, state, slot, n) VALUES (OLD.tenant, OLD.state, 0, -1)
+          ON CONFLICT (tenant, state, slot) DO UPDATE SET n = n - 1;
+      END;
+    `,
+  },
 ];

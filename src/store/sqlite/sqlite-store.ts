@@ -263,9 +263,11 @@ export class SqliteStore extends SqliteAgentHost implements Store {
   async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
     const found = (
       tenant === undefined
-        ? this.conn.q('SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state').all()
+        ? this.conn.q(`SELECT state, SUM(n) AS n FROM envelope_counts GROUP BY state HAVING SUM(n) > 0`).all()
         : this.conn
-            .q('SELECT state, COUNT(*) AS n FROM envelopes WHERE tenant = ? GROUP BY state')
+            .q(
+              `SELECT state, SUM(n) AS n FROM envelope_counts WHERE tenant = ? GROUP BY state HAVING SUM(n) > 0`,
+            )
             .all(tenant)
     ) as { state: NormalizedState; n: number }[];
     return this.visible(Object.fromEntries(found.map((r) => [r.state, r.n])));

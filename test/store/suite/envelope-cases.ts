@@ -145,6 +145,32 @@ export function envelopeCases({ store, peer, test }: SuiteContext<EnvelopeStore>
     expect(await store().countEnvelopesByState()).toEqual({ running: 4, succeeded: 3 });
   });
 
+  test('countEnvelopesByState stays exact through creates, state changes, same-state rewrites and refused writes', async () => {
+    const s = store();
+    const a = makeEnvelope({ state: 'accepted', idempotencyKey: 'ka' });
+    const b = makeEnvelope({ state: 'running' });
+    const c = makeEnvelope({ state: 'running', tenant: 't2' });
+    for (const e of [a, b, c]) await s.createEnvelope(e, [event(e, 'created')]);
+    expect(await s.countEnvelopesByState('t1')).toEqual({ accepted: 1, running: 1 });
+    expect(await s.countEnvelopesByState()).toEqual({ accepted: 1, running: 2 });
+    // A create answered with the existing envelope counts nothing.
+    expect((await s.createEnvelope(makeEnvelope({ idempotencyKey: 'ka' }), [])).created).toBe(false);
+    await s.updateEnvelope({ ...a, state: 'running' }, 1, [event(a, 'running')]);
+    // A rewrite in the same state (an observation, a new artifact) moves no count.
+    await s.updateEnvelope({ ...a, state: 'running', nativeState: 'WORKING' }, 2, []);
+    // A refused write (stale version) moves no count either.
+    await expect(s.updateEnvelope({ ...a, state: 'failed' }, 1, [])).rejects.toBeInstanceOf(
+      VersionConflictError,
+    );
+    await s.updateEnvelope({ ...b, state: 'succeeded' }, 1, []);
+    expect(await s.countEnvelopesByState('t1')).toEqual({ running: 1, succeeded: 1 });
+    expect(await s.countEnvelopesByState('t2')).toEqual({ running: 1 });
+    expect(await s.countEnvelopesByState('t3')).toEqual({});
+    expect(await s.countEnvelopesByState()).toEqual({ running: 2, succeeded: 1 });
+    // Another process on the same database reads the same counts.
+    expect(await (await peer()).countEnvelopesByState()).toEqual({ running: 2, succeeded: 1 });
+  });
+
   test('recordDelivery is true once per (source, deliveryId), also under concurrency', async () => {
     const d = { source: 'a2a-push:agent-a', deliveryId: 'd-1', envelopeId: null, receivedAt: 5 };
     expect(await store().recordDelivery(d)).toBe(true);

@@ -1,0 +1,38 @@
+import type { Clock } from '../core/clock.ts';
+
+/**
+ * A read too costly to run on every request (one that scans the store), kept with the time it was made:
+ * a caller gets the last value and its age at once, and a value older than `maxAgeMs` starts a fresh read
+ * in the background (one at a time), which later callers get. Only the first call waits for a read. A
+ * background read that fails keeps the previous value, whose age then says how stale it is.
+ */
+export class CachedRead<T> {
+  private last: { value: T; at: number } | null = null;
+  private reading: Promise<{ value: T; at: number }> | null = null;
+
+  constructor(
+    private readonly read: () => Promise<T>,
+    private readonly maxAgeMs: number,
+    private readonly clock: Pick<Clock, 'now'>,
+  ) {}
+
+  async get(): Promise<{ value: T; ageMs: number }> {
+    const last = this.last ?? (await this.refresh());
+    if (this.clock.now() - last.at >= this.maxAgeMs) void this.refresh().catch(() => {});
+    return { value: last.value, ageMs: Math.max(0, this.clock.now() - last.at) };
+  }
+
+  private refresh(): Promise<{ value: T; at: number }> {
+    this.reading ??= (async () => {
+      // The figures are as of the moment the read began.
+      const at = this.clock.now();
+      try {
+        const value = await this.read();
+        return (this.last = { value, at });
+      } finally {
+        this.reading = null;
+      }
+    })();
+    return this.reading;
+  }
+}
