@@ -10,7 +10,11 @@
  * answers once the envelope is durable, so its p50/p99 should not depend on the agent (goal: p99 < 10 ms).
  *
  *   npm run bench:plane -- [tasks=40] [creates=200]        (creates=0 skips the create latency;
- *                                                          BENCH_SETUPS=stream,push,payload picks setups)
+ *                                                          BENCH_SETUPS=stream,push,payload picks setups;
+ *                                                          BENCH_PLANE_DB=sqlite:/tmp/p.db puts the plane on
+ *                                                          SQLite; BENCH_DEBUG=1 prints the slowest samples
+ *                                                          and the plane's event-loop delay; BENCH_HEAP=file
+ *                                                          writes a heap snapshot at the end of a setup)
  */
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -90,7 +94,7 @@ async function run(
   );
   const server = await startServer({
     port: 0,
-    db: 'memory:',
+    db: process.env.BENCH_PLANE_DB ?? 'memory:',
     apiKeys: 'default:bench-key-0123456789',
     targets: { demo: { baseUrl: hostUrl, idempotentStart: true } },
     publicUrl,
