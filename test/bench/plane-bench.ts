@@ -17,7 +17,7 @@
  *                                                          writes a heap snapshot at the end of a setup)
  */
 import { readFileSync } from 'node:fs';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, constants, monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
 import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './create-latency.ts';
 import { spawnHost } from '../support/process.ts';
@@ -103,6 +103,15 @@ async function run(
     defaultMetrics: false,
     logger: silent,
   });
+  // Collector pauses on the plane's thread while the tasks ran (BENCH_DEBUG): minor (scavenge) and major.
+  const gcPauses = { minor: [] as number[], major: [] as number[] };
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      (kind === constants.NODE_PERFORMANCE_GC_MINOR ? gcPauses.minor : gcPauses.major).push(e.duration);
+    }
+  });
+  if (process.env.BENCH_DEBUG) gcObserver.observe({ entryTypes: ['gc'] });
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
   const planeCpu0 = process.cpuUsage();
@@ -152,6 +161,14 @@ async function run(
     const planeCpu = process.cpuUsage(planeCpu0);
     if (process.env.BENCH_HEAP) console.log('heap snapshot', (await import('node:v8')).writeHeapSnapshot(process.env.BENCH_HEAP));
     loopDelay.disable();
+    gcObserver.disconnect();
+    if (process.env.BENCH_DEBUG)
+      for (const [kind, pauses] of Object.entries(gcPauses)) {
+        const sorted = [...pauses].sort((a, b) => a - b);
+        console.log(
+          `plane ${kind} GC: ${sorted.length} pauses, median ${(sorted[sorted.length >> 1] ?? 0).toFixed(1)} ms, max ${(sorted.at(-1) ?? 0).toFixed(1)} ms, total ${sorted.reduce((a, b) => a + b, 0).toFixed(0)} ms`,
+        );
+      }
     if (process.env.BENCH_DEBUG)
       console.log(
         `plane event-loop delay: p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)} p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} max ${(loopDelay.max / 1e6).toFixed(1)} ms`,
