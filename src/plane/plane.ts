@@ -91,7 +91,12 @@ import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
 import { HeardLog } from './heard-log.ts';
 import { Reconciler, listActiveEnvelopes, recordCardChanged, type ReconcileReport } from './reconciler.ts';
 import { SignalCounters, type LatencyHistograms } from './signals.ts';
-import { collectSignals, type PlaneSignals } from './signal-report.ts';
+import {
+  collectOpenJobSignals,
+  collectSignals,
+  type OpenJobSignals,
+  type PlaneSignals,
+} from './signal-report.ts';
 import type { TargetActivitySnapshot } from './target-activity.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
@@ -729,8 +734,18 @@ export class Plane {
     return reports;
   }
 
-  signals(tenant?: string): Promise<PlaneSignals> {
-    return collectSignals(this.ctx, tenant);
+  /**
+   * `openJobs`: the signals derived from the open jobs as the caller read them earlier
+   * (openJobSignals); without it they are read now, a listing of every open job of `tenant` (of every
+   * tenant when it is undefined).
+   */
+  signals(tenant?: string, openJobs?: OpenJobSignals): Promise<PlaneSignals> {
+    return collectSignals(this.ctx, tenant, openJobs);
+  }
+
+  /** Orphans and jobs waiting on a person, from a listing of every open job of every tenant (/metrics keeps it). */
+  openJobSignals(): Promise<OpenJobSignals> {
+    return collectOpenJobSignals(this.ctx);
   }
 
   /** One tenant's view of one target: last reconciliation round over its jobs, failures, delays. */
