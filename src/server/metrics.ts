@@ -63,11 +63,7 @@ export function createMetrics(plane: Plane, options: MetricsOptions = {}): Regis
   // below and kept for usageMaxAgeMs (refreshed in the background, its age a gauge of its own): the read
   // grows with the tasks stored (tens of ms of CPU at 20,000 tasks), a scrape must not. Per target only:
   // a workflow label would grow without bound (per-workflow figures are at GET /v1/workflows/{id}).
-  const usageCache = new CachedRead(
-    () => plane.usageByTarget(),
-    options.usageMaxAgeMs ?? 60_000,
-    clock,
-  );
+  const usageCache = new CachedRead(() => plane.usageByTarget(), options.usageMaxAgeMs ?? 60_000, clock);
   let usagePending: Promise<{ value: TargetUsage[]; ageMs: number }> | null = null;
   const usageRead = () => (usagePending ??= usageCache.get());
   const usage = async () => (await usageRead()).value;
