@@ -17,7 +17,9 @@ import { WorkerLoop } from './worker-loop.ts';
  *   plane changed is told to look again (the timer behind the store's change notices, which may be
  *   dropped). A renewal that fails because another plane took the lease over stops the local watcher.
  * - Every `adoptIntervalMs` it offers to take every active job nobody watches locally, in one store call
- *   per 1,000 jobs (Store.acquireLeases); the lease of a live plane refuses. A dead plane's leases are taken at once where the store can tell that their
+ *   per 1,000 jobs (Store.acquireLeases); the lease of a live plane refuses. The jobs it takes are
+ *   watched the way a restart takes up its own: watchers started in waves (Plane.takeUp). The offer
+ *   lists every open job, whole: the store has no listing of the open jobs no live plane holds. A dead plane's leases are taken at once where the store can tell that their
  *   owner's process is gone (PostgreSQL: bindLeaseOwner), and after ttl elsewhere. Where it can tell,
  *   each renewal round also asks whether a dead owner still holds leases and then adopts at once, so a
  *   dead plane's jobs are picked up within ttl/3 (within ttl + one adoption interval without
