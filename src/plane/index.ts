@@ -3,7 +3,7 @@ export { Plane, type PlanePorts, type CreateTaskRequest } from './plane.ts';
 export { planeConfig, type PlaneOptions, type PlaneConfig, type RetentionConfig } from './options.ts';
 export type { ConnectorResolver } from './context.ts';
 export type { Logger, LogFn } from '../core/logger.ts';
-export type { PlaneSignals, AgeBuckets } from './signal-report.ts';
+export type { PlaneSignals, AgeBuckets, OpenJobSignals } from './signal-report.ts';
 export type {
   CounterSignals,
   DelayStats,

@@ -91,7 +91,12 @@ import { planeConfig, type PlaneConfig, type PlaneOptions } from './options.ts';
 import { HeardLog } from './heard-log.ts';
 import { Reconciler, listActiveEnvelopes, recordCardChanged, type ReconcileReport } from './reconciler.ts';
 import { SignalCounters, type LatencyHistograms } from './signals.ts';
-import { collectSignals, type PlaneSignals } from './signal-report.ts';
+import {
+  collectOpenJobSignals,
+  collectSignals,
+  type OpenJobSignals,
+  type PlaneSignals,
+} from './signal-report.ts';
 import type { TargetActivitySnapshot } from './target-activity.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
@@ -211,7 +216,7 @@ export class Plane {
   private readonly leases: WatchLeases;
   private readonly timeouts: TimeoutTimers;
   private readonly deadlines: WorkflowDeadlines;
-  private leaseLoops: Array<WorkerLoop<string>> = [];
+  private leaseLoops: Array<WorkerLoop<string> | WorkerLoop<Envelope[]>> = [];
   private readonly startQueue: StartQueue;
   /** Jobs whose first start this plane has begun (beginStart) and not yet finished. */
   private readonly beginning = new Set<string>();
@@ -393,16 +398,25 @@ export class Plane {
         const w = this.watchers.get(id);
         return (w !== undefined && w.state !== 'done') || (this.leases.enabled && this.leases.holds(id));
       },
-      adopt: (env) => this.adopt(env),
+      adopt: (envs) => this.adopt(envs),
     });
   }
 
-  /** A job this plane just took the lease of (a dead plane's): tracked here from now on, as after a restart. */
-  private async adopt(env: Envelope): Promise<void> {
-    this.ctx.counters.track(env.id, env.tenant);
-    this.timeouts.arm(env);
-    if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
-    else await this.watch(env.id);
+  /**
+   * Jobs this plane just took the leases of (a dead plane's): tracked here from now on, as after a
+   * restart, and their watchers started the same way, in take-up waves (a dead plane leaves as many jobs
+   * as a restart recovers). Resolves once the last wave's first reads are done, so an adoption round
+   * does not start the next batch's watchers on top of them.
+   */
+  private async adopt(envs: readonly Envelope[]): Promise<void> {
+    const toWatch: Envelope[] = [];
+    for (const env of envs) {
+      this.ctx.counters.track(env.id, env.tenant);
+      this.timeouts.arm(env);
+      if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+      else toWatch.push(env);
+    }
+    await this.takeUp(toWatch);
   }
 
   /**
@@ -415,7 +429,7 @@ export class Plane {
     if (this.beginning.has(env.id) || this.leases.holds(env.id)) return;
     this.spawn(
       (async () => {
-        if (await this.leases.claim(env.id)) await this.adopt(env);
+        if (await this.leases.claim(env.id)) await this.adopt([env]);
       })(),
     );
   }
@@ -720,8 +734,18 @@ export class Plane {
     return reports;
   }
 
-  signals(tenant?: string): Promise<PlaneSignals> {
-    return collectSignals(this.ctx, tenant);
+  /**
+   * `openJobs`: the signals derived from the open jobs as the caller read them earlier
+   * (openJobSignals); without it they are read now, a listing of every open job of `tenant` (of every
+   * tenant when it is undefined).
+   */
+  signals(tenant?: string, openJobs?: OpenJobSignals): Promise<PlaneSignals> {
+    return collectSignals(this.ctx, tenant, openJobs);
+  }
+
+  /** Orphans and jobs waiting on a person, from a listing of every open job of every tenant (/metrics keeps it). */
+  openJobSignals(): Promise<OpenJobSignals> {
+    return collectOpenJobSignals(this.ctx);
   }
 
   /** One tenant's view of one target: last reconciliation round over its jobs, failures, delays. */
@@ -754,12 +778,13 @@ export class Plane {
   }
 
   /**
-   * Starts the watchers of the jobs recovered at start, TAKE_UP_WAVE at a time: each wave's first reads
-   * finish before the next wave begins. Started all at once, a restart with 10,000 open jobs queued
-   * 30,000 reads on the store at once; on PostgreSQL those still waiting for a pooled connection past its
-   * connect timeout failed, and their watchers with them.
+   * Starts the watchers of jobs whose leases this plane already holds (recovered at start, or adopted
+   * from a dead plane), TAKE_UP_WAVE at a time: each wave's first reads finish before the next wave
+   * begins. Started all at once, a restart with 10,000 open jobs queued 30,000 reads on the store at
+   * once; on PostgreSQL those still waiting for a pooled connection past its connect timeout failed, and
+   * their watchers with them.
    */
-  private async takeUp(envs: Envelope[]): Promise<void> {
+  private async takeUp(envs: readonly Envelope[]): Promise<void> {
     for (let i = 0; i < envs.length && !this.controller.signal.aborted; i += TAKE_UP_WAVE) {
       const wave = envs.slice(i, i + TAKE_UP_WAVE);
       await Promise.all(wave.map((env) => this.watch(env.id, env)));

@@ -39,11 +39,15 @@ function bucket(b: AgeBuckets, ageMs: number): void {
 
 const emptyBuckets = (): AgeBuckets => ({ under1m: 0, under5m: 0, under15m: 0, over15m: 0 });
 
+/** The signals read from the open jobs' documents (the rest come from memory and the count table). */
+export type OpenJobSignals = Pick<PlaneSignals, 'orphans' | 'inputRequiredByAge' | 'authRequiredByAge'>;
+
 /**
- * Counters from memory plus the signals derived from the envelopes themselves (they survive restarts),
- * for one tenant's jobs, or for the whole process when `tenant` is undefined.
+ * Orphans and jobs waiting on a person, from a listing of the open jobs (one tenant's, or every tenant's
+ * when `tenant` is undefined): the one part of the signals whose read grows with the jobs open, which
+ * /metrics therefore keeps and refreshes in the background (server/metrics.ts).
  */
-export async function collectSignals(ctx: PlaneContext, tenant?: string): Promise<PlaneSignals> {
+export async function collectOpenJobSignals(ctx: PlaneContext, tenant?: string): Promise<OpenJobSignals> {
   const now = ctx.clock.now();
   const active = await listActiveEnvelopes(ctx.store, tenant === undefined ? {} : { tenant });
   const inputRequiredByAge = emptyBuckets();
@@ -57,12 +61,26 @@ export async function collectSignals(ctx: PlaneContext, tenant?: string): Promis
       bucket(/AUTH/i.test(env.nativeState ?? '') ? authRequiredByAge : inputRequiredByAge, now - since);
     }
   }
+  return { orphans, inputRequiredByAge, authRequiredByAge };
+}
+
+/**
+ * Counters from memory plus the signals derived from the envelopes themselves (they survive restarts),
+ * for one tenant's jobs, or for the whole process when `tenant` is undefined. `openJobs`: those derived
+ * from the open jobs, as read earlier by the caller (collectOpenJobSignals); read now when absent.
+ */
+export async function collectSignals(
+  ctx: PlaneContext,
+  tenant?: string,
+  openJobs?: OpenJobSignals,
+): Promise<PlaneSignals> {
+  const open = openJobs ?? (await collectOpenJobSignals(ctx, tenant));
   return {
     scope: tenant === undefined ? { kind: 'process' } : { kind: 'tenant', tenant },
     ...ctx.counters.snapshot(tenant),
-    orphans,
-    inputRequiredByAge,
-    authRequiredByAge,
+    orphans: open.orphans,
+    inputRequiredByAge: open.inputRequiredByAge,
+    authRequiredByAge: open.authRequiredByAge,
     byState: await ctx.store.countEnvelopesByState(tenant),
   };
 }

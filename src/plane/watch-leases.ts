@@ -17,7 +17,9 @@ import { WorkerLoop } from './worker-loop.ts';
  *   plane changed is told to look again (the timer behind the store's change notices, which may be
  *   dropped). A renewal that fails because another plane took the lease over stops the local watcher.
  * - Every `adoptIntervalMs` it offers to take every active job nobody watches locally, in one store call
- *   per 1,000 jobs (Store.acquireLeases); the lease of a live plane refuses. A dead plane's leases are taken at once where the store can tell that their
+ *   per 1,000 jobs (Store.acquireLeases); the lease of a live plane refuses. The jobs it takes are
+ *   watched the way a restart takes up its own: watchers started in waves (Plane.takeUp). The offer
+ *   lists every open job, whole: the store has no listing of the open jobs no live plane holds. A dead plane's leases are taken at once where the store can tell that their
  *   owner's process is gone (PostgreSQL: bindLeaseOwner), and after ttl elsewhere. Where it can tell,
  *   each renewal round also asks whether a dead owner still holds leases and then adopts at once, so a
  *   dead plane's jobs are picked up within ttl/3 (within ttl + one adoption interval without
@@ -147,23 +149,29 @@ export function leaseLoops(
     /** The job is open at `version`: a watcher parked on it looks again if that is news to it. */
     recheck(id: string, version: number): void;
     isWatching(id: string): boolean;
-    adopt(env: Envelope): Promise<void>;
+    /** Watch these jobs, whose leases are ours now; resolves once their watchers' first reads are done. */
+    adopt(envs: readonly Envelope[]): Promise<void>;
   },
-): Array<WorkerLoop<string>> {
+): Array<WorkerLoop<string> | WorkerLoop<Envelope[]>> {
   const cfg = ctx.config.watch;
-  const loop = (
+  const loop = <T>(
     name: string,
     intervalMs: number,
-    fetch: () => Promise<string[]>,
-    handle: (id: string) => Promise<void>,
+    fetch: () => Promise<T[]>,
+    handle: (item: T) => Promise<void>,
+    describeItem: (item: T) => Record<string, unknown>,
   ) =>
-    new WorkerLoop<string>({
+    new WorkerLoop<T>({
       name,
       clock: ctx.clock,
       signal,
       fetch,
       handle,
-      error: (err, id) => ctx.logger.warn({ envelopeId: id, err: describeError(err) }, `${name} failed`),
+      error: (err, item) =>
+        ctx.logger.warn(
+          { ...(item === undefined ? {} : describeItem(item)), err: describeError(err) },
+          `${name} failed`,
+        ),
       intervalMs: () => intervalMs,
     });
   // Before renewing: a job finished elsewhere (or by a path without a watcher: push-only, a start never
@@ -210,20 +218,43 @@ export function leaseLoops(
       ctx.logger.info({ envelopeId: id }, 'watch lease taken over by another plane');
       plane.stopWatching(id);
     },
+    (id) => ({ envelopeId: id }),
   );
+  // A round's items are batches of the jobs it claimed, handled one batch after another: the plane starts
+  // a batch's watchers in take-up waves and the next batch waits for them, so adopting a dead plane's
+  // 10,000 jobs queues no more reads at once than a restart taking them up.
   const adopt = loop(
     'watch-adopt',
     cfg.adoptIntervalMs,
-    async () =>
-      leases.claimMany(
-        (await listActiveEnvelopes(ctx.store)).filter((e) => !plane.isWatching(e.id)).map((e) => e.id),
-      ),
-    async (id) => {
-      // Its lease is ours now (claimMany): watch it, or let the lease go if the job went meanwhile.
-      const env = await ctx.store.getEnvelope(id);
-      if (env && !isTerminal(env.state)) await plane.adopt(env);
-      else await leases.release(id);
+    async () => {
+      const unwatched = (await listActiveEnvelopes(ctx.store)).filter((e) => !plane.isWatching(e.id));
+      const held = new Set(await leases.claimMany(unwatched.map((e) => e.id)));
+      const claimed = unwatched.filter((e) => held.has(e.id));
+      const batches: Envelope[][] = [];
+      for (let i = 0; i < claimed.length; i += RECHECK_BATCH)
+        batches.push(claimed.slice(i, i + RECHECK_BATCH));
+      return batches;
     },
+    async (batch) => {
+      // Their leases are ours now (claimMany): watch the jobs still open, let the lease go of those that
+      // finished meanwhile. One read of states and versions per batch; only a job changed since the
+      // listing is read again, so the watcher starts from what it is now.
+      const now = new Map((await ctx.store.envelopeVersions(batch.map((e) => e.id))).map((v) => [v.id, v]));
+      const open: Envelope[] = [];
+      for (const listed of batch) {
+        const v = now.get(listed.id);
+        const env =
+          v === undefined || isTerminal(v.state)
+            ? undefined
+            : v.version === listed.version
+              ? listed
+              : await ctx.store.getEnvelope(listed.id);
+        if (env && !isTerminal(env.state)) open.push(env);
+        else await leases.release(listed.id);
+      }
+      await plane.adopt(open);
+    },
+    (batch) => ({ jobs: batch.length }),
   );
   const loops = [renew, adopt];
   for (const l of loops) l.start();

@@ -36,3 +36,29 @@ export class CachedRead<T> {
     return this.reading;
   }
 }
+
+/**
+ * A CachedRead per key (a tenant), at most `maxKeys` of them: past that the least recently asked key is
+ * dropped, and its next request reads afresh. The bound keeps the memory of a process that serves many
+ * tenants from growing with them; a read's cost stays at one per key per `maxAgeMs`.
+ */
+export class CachedReadsByKey<T> {
+  private readonly reads = new Map<string, CachedRead<T>>();
+
+  constructor(
+    private readonly read: (key: string) => Promise<T>,
+    private readonly maxAgeMs: number,
+    private readonly clock: Pick<Clock, 'now'>,
+    private readonly maxKeys = 10_000,
+  ) {}
+
+  get(key: string): Promise<{ value: T; ageMs: number }> {
+    let cached = this.reads.get(key);
+    // Re-inserted on every use, so the Map's order is least recently asked first.
+    if (cached) this.reads.delete(key);
+    else cached = new CachedRead(() => this.read(key), this.maxAgeMs, this.clock);
+    this.reads.set(key, cached);
+    if (this.reads.size > this.maxKeys) this.reads.delete(this.reads.keys().next().value!);
+    return cached.get();
+  }
+}

@@ -227,8 +227,12 @@ export const schemas: Record<string, unknown> = {
     },
   }),
   CostList: {
-    description: "The tenant's tasks summed per target, with the cost per accepted completion",
-    ...closed({ targets: { type: 'array', items: { $ref: '#/components/schemas/TargetCost' } } }),
+    description:
+      "The tenant's tasks summed per target, with the cost per accepted completion, as of `ageSeconds` ago (kept per tenant and refreshed in the background)",
+    ...closed({
+      targets: { type: 'array', items: { $ref: '#/components/schemas/TargetCost' } },
+      ageSeconds: { type: 'number', minimum: 0, description: 'how old these figures are' },
+    }),
   },
   Workflow: {
     description:

@@ -57,7 +57,13 @@ export interface ServerAppOptions extends TenantLimitsOptions {
   defaultMetrics?: boolean;
   /** The worker compiling acceptance schemas: its time is shared among tenants by their limits. */
   schemaCompiler?: WorkerSchemaCompiler;
-  /** Time for the per-tenant limits (tenant-limits.ts) and the SSE streams' batching. @default a SystemClock */
+  /**
+   * How old a tenant's GET /v1/costs figures (one read of every task of the tenant) may be before a
+   * request refreshes them in the background; the response's `ageSeconds` says how old they are.
+   * @default 30000
+   */
+  costsMaxAgeMs?: number;
+  /** Time for the per-tenant limits (tenant-limits.ts), the SSE streams' batching and the ages of cached figures. @default a SystemClock */
   clock?: Clock;
 }
 
@@ -214,7 +220,13 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     clock,
   });
   registerTargetRoutes(app, { plane: o.plane, store: o.store, targets: o.targets ?? (() => []) });
-  registerWorkflowRoutes(app, { plane: o.plane, limits, tenantLimits });
+  registerWorkflowRoutes(app, {
+    plane: o.plane,
+    limits,
+    tenantLimits,
+    clock,
+    ...(o.costsMaxAgeMs !== undefined ? { costsMaxAgeMs: o.costsMaxAgeMs } : {}),
+  });
 
   if (o.lab) {
     const lab = o.lab;

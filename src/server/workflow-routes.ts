@@ -1,5 +1,7 @@
 import type { Context, Hono } from 'hono';
+import type { Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
+import { CachedReadsByKey } from './cached-read.ts';
 import type { Plane } from '../plane/plane.ts';
 import { costPerAccepted } from '../plane/workflow-budgets.ts';
 import { readJsonObject, type BodyLimits } from './request-body.ts';
@@ -13,7 +15,14 @@ import type { TenantLimits } from './tenant-limits.ts';
  */
 export function registerWorkflowRoutes(
   app: Hono<ServerEnv>,
-  deps: { plane: Plane; limits: BodyLimits; tenantLimits: TenantLimits },
+  deps: {
+    plane: Plane;
+    limits: BodyLimits;
+    tenantLimits: TenantLimits;
+    clock: Pick<Clock, 'now'>;
+    /** How old a tenant's GET /v1/costs figures may be before a request refreshes them. @default 30000 */
+    costsMaxAgeMs?: number;
+  },
 ): void {
   const { plane } = deps;
   const jsonBody = (c: Context<ServerEnv>) =>
@@ -25,13 +34,23 @@ export function registerWorkflowRoutes(
   );
 
   // The tenant's own figures per target (the dashboard's cost view; /metrics has them for all tenants).
+  // They come from one read of every task of the tenant, which grows with the tasks it stored: kept per
+  // tenant for costsMaxAgeMs and refreshed in the background, so a request reads nothing itself but the
+  // first of a tenant (and the first after it was dropped), and any number of requests cost the store
+  // one read per tenant per costsMaxAgeMs. `ageSeconds` says how old the figures are.
+  const costs = new CachedReadsByKey(
+    (tenant) => plane.usageByTarget(tenant),
+    deps.costsMaxAgeMs ?? 30_000,
+    deps.clock,
+  );
   app.get('/v1/costs', async (c) => {
-    const targets = await plane.usageByTarget(c.get('tenant'));
+    const { value: targets, ageMs } = await costs.get(c.get('tenant'));
     return c.json({
       targets: targets.map((t) => ({
         ...t,
         costPerAcceptedCompletion: costPerAccepted(t.usage, t.accepted),
       })),
+      ageSeconds: ageMs / 1000,
     });
   });
 

@@ -38,6 +38,7 @@ import type { VirtualClock } from '../../src/core/clock.ts';
 import type { Envelope } from '../../src/core/envelope.ts';
 import { FakeRemote, SEEDED_TS } from '../plane/fake-remote.ts';
 import { createMetrics } from '../../src/server/metrics.ts';
+import { CachedReadsByKey } from '../../src/server/cached-read.ts';
 import { spawnHost, spawnProcess, type TestProcess } from '../support/process.ts';
 import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
 import {
@@ -340,8 +341,10 @@ async function reconcilePasses(
 /**
  * Section 5: what one /metrics scrape costs against `stored` envelopes (finished ones written with SQL,
  * 1,000 open among them): the COUNT(*) by state a scrape ran before envelope_counts, the count it reads
- * now, the read of every task's usage (now once per usageMaxAgeMs, in the background), and whole scrapes
- * after the first. CPU of this process (PostgreSQL's own is in its server) and wall time, median of 9.
+ * now, the read of every task's usage (now once per usageMaxAgeMs, in the background), the listing of the
+ * open jobs (now once per openJobsMaxAgeMs, in the background), whole scrapes after the first, and GET
+ * /v1/costs's read of one tenant's tasks against its kept figures. CPU of this process (PostgreSQL's own
+ * is in its server) and wall time, median of 9.
  */
 async function scrapeCost(make: () => Promise<Backend>, stored: number): Promise<void> {
   const backend = await make();
@@ -383,15 +386,21 @@ async function scrapeCost(make: () => Promise<Backend>, stored: number): Promise
         .toFixed(1);
     return `${mid(0)} ms CPU / ${mid(1)} ms wall`;
   };
-  await registry.metrics(); // the first scrape waits for the first usage read
+  await registry.metrics(); // the first scrape waits for the first usage and open-job reads
+  // GET /v1/costs for tenant `t` (every stored row is its): the read it ran per request, and what a
+  // request costs now that the figures are kept per tenant (workflow-routes.ts).
+  const costs = new CachedReadsByKey((tenant) => plane.usageByTarget(tenant), 30_000, clock);
+  await costs.get('t');
   row(
     `scrape ${backend.name}`,
     `${stored + 1000} envelopes (1000 open)`,
     `COUNT(*) by state (before): ${await measure(() => raw('SELECT state, COUNT(*) AS n FROM envelopes GROUP BY state'))}`,
     `counts now: ${await measure(() => store.countEnvelopesByState())}`,
     `usage read: ${await measure(() => plane.usageByTarget())}`,
-    `open-job signals: ${await measure(() => plane.signals())}`,
+    `open-job listing (per scrape before, now in the background): ${await measure(() => plane.openJobSignals())}`,
     `whole scrape now: ${await measure(() => registry.metrics())}`,
+    `costs request before (tenant read): ${await measure(() => plane.usageByTarget('t'))}`,
+    `costs request now: ${await measure(() => costs.get('t'))}`,
     `load ${load()}`,
   );
   await plane.stop();

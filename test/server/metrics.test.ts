@@ -141,6 +141,44 @@ describe('/metrics', () => {
     expect(countReads).toHaveBeenCalledTimes(4);
   });
 
+  it('lists the open tasks for the orphan and waiting gauges at most once per openJobsMaxAgeMs, in the background', async () => {
+    const clock = new VirtualClock(1_700_000_000_000);
+    const store = new MemoryStore();
+    const plane = new Plane({
+      clock,
+      random: new CryptoRandom(),
+      store,
+      connectors: () => new FakeRemote(clock).connector('fake'),
+      options: { reconcile: { intervalMs: 3_600_000, orphanMarginMs: 0 } },
+    });
+    await plane.create(
+      { tenant: 't', target: 'fake', input: 'x', expectedDurationMs: 1_000 },
+      { wait: 'started' },
+    );
+    const listings = vi.spyOn(store, 'listEnvelopes');
+    const registry = createMetrics(plane, { defaultMetrics: false, openJobsMaxAgeMs: 15_000, clock });
+    const age = (text: string) => Number(/^taskplane_open_jobs_age_seconds (\S+)$/m.exec(text)?.[1]);
+    const orphans = (text: string) => Number(/^taskplane_orphans (\S+)$/m.exec(text)?.[1]);
+    // The first scrape waits for the listing (one page here); one listing serves every gauge.
+    let text = await registry.metrics();
+    expect([age(text), orphans(text)]).toEqual([0, 0]);
+    expect(listings).toHaveBeenCalledTimes(1);
+    // The task is past its expected duration now, but these figures are 10 s old and say so: no listing.
+    await clock.advance(10_000);
+    text = await registry.metrics();
+    expect([age(text), orphans(text)]).toEqual([10, 0]);
+    expect(listings).toHaveBeenCalledTimes(1);
+    // Past the age: this scrape answers with what it has and starts one listing, which the next one gets,
+    // with the value a listing at scrape time gives.
+    await clock.advance(6_000);
+    expect(age(await registry.metrics())).toBe(16);
+    expect(listings).toHaveBeenCalledTimes(2);
+    text = await registry.metrics();
+    expect([age(text), orphans(text)]).toEqual([0, 1]);
+    expect(listings).toHaveBeenCalledTimes(2);
+    expect((await plane.signals()).orphans).toBe(1);
+  });
+
   it('writes HELP for operators: no document references', async () => {
     const text = await scrape();
     const helps = [...text.matchAll(/^# HELP (\S+) (.*)$/gm)];
