@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
+import { newEnvelope, type Envelope } from '../../src/core/envelope.ts';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { openStore } from '../../src/store/open-store.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
@@ -10,6 +11,9 @@ import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/sqlite-schema.ts';
 import { migrateSqlite } from '../../src/store/sqlite/sqlite-migrate.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { statementCache } from '../../src/store/sqlite/statement-cache.ts';
+import { WRITES } from '../../src/store/sqlite/write-ops.ts';
+import { serializeEnvelope } from '../../src/store/sqlite/write-rows.ts';
 import type { Store } from '../../src/store/store.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
 import { tempDb } from './support/temp-db.ts';
@@ -93,6 +97,70 @@ describe('migrations', () => {
     expect(names).toContain('agent_task_events_task');
     expect(names).not.toContain('agent_tasks_state');
     expect(objects.find((o) => o.name === 'agent_task_events')!.sql).not.toMatch(/AUTOINCREMENT/i);
+  });
+
+  it('sqlite: envelopes written at migration 11 keep their documents, indexes and generated columns through the table rebuild of migration 12', async () => {
+    const path = tempDb('taskplane-migrate-');
+    const db = new Database(path);
+    migrateSqlite(
+      db,
+      SQLITE_MIGRATIONS.filter((m) => m.id <= 11),
+      0,
+    );
+    const job = (id: string, createdAt: number, fields: Partial<Envelope>): Envelope => ({
+      ...newEnvelope({
+        id,
+        tenant: 't1',
+        connector: 'a2a',
+        target: 'agent',
+        requestKind: 'message',
+        input: { text: id },
+        inputHash: 'h',
+        createdAt,
+        remoteVersion: 0,
+      }),
+      ...fields,
+    });
+    const running = job('env_a', 100, {
+      state: 'running',
+      remoteId: 'r-a',
+      workflowId: 'wf1',
+      idempotencyKey: 'k1',
+      timeoutMs: 1_000,
+    });
+    const unstarted = job('env_b', 200, {});
+    const finished = job('env_c', 50, { state: 'succeeded', remoteId: 'r-c' });
+    const c = statementCache(db);
+    for (const e of [running, unstarted, finished])
+      WRITES.createEnvelope(c, [], serializeEnvelope(e), [], undefined, null);
+    db.close();
+
+    const store = new SqliteStore({ path });
+    onTestFinished(() => store.close());
+    for (const e of [running, unstarted, finished]) expect(await store.getEnvelope(e.id)).toEqual(e);
+    expect(await store.findEnvelopeByIdempotencyKey('t1', 'k1')).toEqual(running);
+    expect((await store.listEnvelopes({ workflowId: 'wf1' })).items).toEqual([running]);
+    expect(await store.openJobsOfTarget('agent')).toEqual({ tenants: ['t1'], oldestCreatedAt: 100 });
+    // env_a's timeout (100 + 1,000) and env_b's unconfirmed start (200) have come; env_c is finished.
+    const due = await store.listReconcileDue('agent', { now: 1_100, defaultOrphanCreatedBefore: 0 });
+    expect(due.map((e) => e.id).sort()).toEqual(['env_a', 'env_b']);
+    expect(await store.listReconcileDue('agent', { now: 1_099, defaultOrphanCreatedBefore: 0 })).toEqual([
+      unstarted,
+    ]);
+
+    const indexes = (file: string) => {
+      const check = new Database(file, { readonly: true });
+      try {
+        return check
+          .prepare("SELECT name, sql FROM sqlite_master WHERE tbl_name = 'envelopes' ORDER BY name")
+          .all();
+      } finally {
+        check.close();
+      }
+    };
+    const fresh = tempDb('taskplane-migrate-');
+    await new SqliteStore({ path: fresh }).close();
+    expect(indexes(path)).toEqual(indexes(fresh));
   });
 
   it('sqlite: owner@tenant scopes written before structured scopes move to owner and tenant, none lost', async () => {

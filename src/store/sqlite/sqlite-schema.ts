@@ -360,24 +360,72 @@ export const SQLITE_MIGRATIONS: readonly Migration[] = [
     //   argument is.
     // - default_duration_from: created_at of a started open job that states no expected duration: an
     //   orphan once older than the configured default plus margin, which the round passes as a bound.
+    //
+    // STORED, and migration 10's workflow_id and verify_due_at made STORED with them: every envelope
+    // write rewrites the document, so every column generated from it is computed on every write anyway,
+    // and a VIRTUAL one is computed again for each index that holds it and each partial-index predicate
+    // that reads it, for the old row (to find the entry to delete) as well as the new one; a STORED one
+    // is computed once, for the new row, and read back for the old. Measured with
+    // test/bench/store-write.ts (npm run bench:store-write): these columns as VIRTUAL nearly doubled the
+    // CPU of an envelope UPDATE; STORED, the write costs about a third more than before this migration
+    // (docs/deploy.md). SQLite cannot add a STORED column with ALTER TABLE, so the table is rebuilt with
+    // the same columns in the same order (the documented way to change a table's definition) and its
+    // indexes made again: the migration copies every envelope once, as PostgreSQL's does. Expand-only
+    // still: the columns, their values and the index names are the ones a process of the previous
+    // version reads and writes beside it.
     sql: `
-      ALTER TABLE envelopes ADD COLUMN created_at INTEGER
-        GENERATED ALWAYS AS (json_extract(doc, '$.createdAt')) VIRTUAL;
-      ALTER TABLE envelopes ADD COLUMN reconcile_due_at INTEGER GENERATED ALWAYS AS (
-        CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') THEN NULLIF(min(
-          CASE WHEN remote_id IS NULL THEN created_at ELSE 9e18 END,
-          CASE WHEN state <> 'cancel_requested'
-            THEN coalesce(created_at + json_extract(doc, '$.timeoutMs'), 9e18) ELSE 9e18 END,
-          CASE WHEN state = 'cancel_requested' AND remote_id IS NOT NULL AND json_type(doc, '$.cancel') = 'object'
-            AND json_extract(doc, '$.cancel.acknowledgedAt') IS NULL THEN created_at ELSE 9e18 END,
-          CASE WHEN state = 'waiting_for_input' AND json_extract(doc, '$.pendingInput') GLOB '*"answeredAt":[0-9]*'
-            THEN created_at ELSE 9e18 END,
-          CASE WHEN remote_id IS NOT NULL
-            THEN coalesce(created_at + json_extract(doc, '$.expectedDurationMs'), 9e18) ELSE 9e18 END
-        ), 9e18) END) VIRTUAL;
-      ALTER TABLE envelopes ADD COLUMN default_duration_from INTEGER GENERATED ALWAYS AS (
-        CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') AND remote_id IS NOT NULL AND json_extract(doc, '$.expectedDurationMs') IS NULL
-          THEN created_at END) VIRTUAL;
+      CREATE TABLE envelopes_v12 (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        idempotency_key TEXT,
+        connector TEXT NOT NULL,
+        target TEXT NOT NULL,
+        remote_id TEXT,
+        state TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        version INTEGER NOT NULL,
+        doc TEXT NOT NULL,
+        retention_until INTEGER,
+        workflow_id TEXT GENERATED ALWAYS AS (json_extract(doc, '$.workflowId')) STORED,
+        verify_due_at INTEGER GENERATED ALWAYS AS (json_extract(doc, '$.acceptance.verification.dueAt')) STORED,
+        created_at INTEGER GENERATED ALWAYS AS (json_extract(doc, '$.createdAt')) STORED,
+        reconcile_due_at INTEGER GENERATED ALWAYS AS (
+          CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') THEN NULLIF(min(
+            CASE WHEN remote_id IS NULL THEN created_at ELSE 9e18 END,
+            CASE WHEN state <> 'cancel_requested'
+              THEN coalesce(created_at + json_extract(doc, '$.timeoutMs'), 9e18) ELSE 9e18 END,
+            CASE WHEN state = 'cancel_requested' AND remote_id IS NOT NULL AND json_type(doc, '$.cancel') = 'object'
+              AND json_extract(doc, '$.cancel.acknowledgedAt') IS NULL THEN created_at ELSE 9e18 END,
+            CASE WHEN state = 'waiting_for_input' AND json_extract(doc, '$.pendingInput') GLOB '*"answeredAt":[0-9]*'
+              THEN created_at ELSE 9e18 END,
+            CASE WHEN remote_id IS NOT NULL
+              THEN coalesce(created_at + json_extract(doc, '$.expectedDurationMs'), 9e18) ELSE 9e18 END
+          ), 9e18) END) STORED,
+        default_duration_from INTEGER GENERATED ALWAYS AS (
+          CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') AND remote_id IS NOT NULL AND json_extract(doc, '$.expectedDurationMs') IS NULL
+            THEN created_at END) STORED
+      );
+      INSERT INTO envelopes_v12 (id, tenant, idempotency_key, connector, target, remote_id, state, updated_at,
+          version, doc, retention_until)
+        SELECT id, tenant, idempotency_key, connector, target, remote_id, state, updated_at, version, doc,
+          retention_until
+        FROM envelopes;
+      DROP TABLE envelopes;
+      ALTER TABLE envelopes_v12 RENAME TO envelopes;
+      -- migrations 1, 8, 9 and 10's indexes, as they were
+      CREATE UNIQUE INDEX envelopes_idempotency ON envelopes (tenant, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+      CREATE INDEX envelopes_remote ON envelopes (target, remote_id) WHERE remote_id IS NOT NULL;
+      CREATE INDEX envelopes_updated ON envelopes (updated_at, id);
+      CREATE INDEX envelopes_tenant_updated ON envelopes (tenant, updated_at, id);
+      CREATE INDEX envelopes_tenant_state ON envelopes (tenant, state);
+      CREATE INDEX envelopes_open ON envelopes (updated_at, id)
+        WHERE state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown');
+      CREATE INDEX envelopes_retention ON envelopes (retention_until) WHERE retention_until IS NOT NULL;
+      CREATE INDEX envelopes_workflow ON envelopes (tenant, workflow_id, updated_at, id)
+        WHERE workflow_id IS NOT NULL;
+      CREATE INDEX envelopes_verify_due ON envelopes (verify_due_at) WHERE verify_due_at IS NOT NULL;
+      -- this migration's
       CREATE INDEX envelopes_open_target ON envelopes (target, tenant, created_at)
         WHERE state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown');
       CREATE INDEX envelopes_unstarted ON envelopes (target)
