@@ -61,4 +61,9 @@ export class CachedReadsByKey<T> {
     if (this.reads.size > this.maxKeys) this.reads.delete(this.reads.keys().next().value!);
     return cached.get();
   }
+
+  /** The key's figures changed in a way its caller must see: its next request reads afresh (and waits). */
+  forget(key: string): void {
+    this.reads.delete(key);
+  }
 }

@@ -23,7 +23,7 @@ export function registerWorkflowRoutes(
     /** How old a tenant's GET /v1/costs figures may be before a request refreshes them. @default 30000 */
     costsMaxAgeMs?: number;
   },
-): void {
+): { costsChanged(tenant: string): void } {
   const { plane } = deps;
   const jsonBody = (c: Context<ServerEnv>) =>
     readJsonObject(c.req.raw, deps.limits, (bytes) => deps.tenantLimits.paceBody(c.get('tenant'), bytes));
@@ -37,7 +37,10 @@ export function registerWorkflowRoutes(
   // They come from one read of every task of the tenant, which grows with the tasks it stored: kept per
   // tenant for costsMaxAgeMs and refreshed in the background, so a request reads nothing itself but the
   // first of a tenant (and the first after it was dropped), and any number of requests cost the store
-  // one read per tenant per costsMaxAgeMs. `ageSeconds` says how old the figures are.
+  // one read per tenant per costsMaxAgeMs. `ageSeconds` says how old the figures are. A person's
+  // acceptance decision through the API drops its tenant's figures (costsChanged): whoever just accepted
+  // a task sees it counted at once; decisions the plane makes itself (checks, a verifier) show within
+  // costsMaxAgeMs.
   const costs = new CachedReadsByKey(
     (tenant) => plane.usageByTarget(tenant),
     deps.costsMaxAgeMs ?? 30_000,
@@ -68,4 +71,6 @@ export function registerWorkflowRoutes(
     await plane.setWorkflowBudget(tenant, id, await jsonBody(c));
     return c.json((await plane.workflow(tenant, id)).budget);
   });
+
+  return { costsChanged: (tenant) => costs.forget(tenant) };
 }

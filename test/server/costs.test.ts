@@ -53,4 +53,32 @@ describe('GET /v1/costs', () => {
     expect(fresh.targets).toMatchObject([{ target: 'fake', tasks: 1 }]);
     expect(reads).toHaveBeenCalledTimes(3);
   });
+
+  it('counts a person’s acceptance decision at once, not after the figures age', async () => {
+    const clock = new VirtualClock(1_700_000_000_000);
+    fx = await planeApp({ limitsClock: clock });
+    const f = fx;
+    const auth = { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' };
+    const created = await f.fetch('/v1/tasks?wait=started', {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ target: 'fake', input: 'x' }),
+    });
+    const task = (await created.json()) as { id: string; remoteId: string };
+    f.remote.set(task.remoteId, 'succeeded');
+    await f.plane.reconcileNow();
+    expect((await f.plane.get('alpha', task.id)).state).toBe('succeeded');
+    const accepted = async () => {
+      const res = await f.fetch('/v1/costs', { headers: auth });
+      return ((await res.json()) as { targets: Array<{ target: string; accepted: number }> }).targets;
+    };
+    expect(await accepted()).toMatchObject([{ target: 'fake', accepted: 0 }]);
+    const decided = await f.fetch(`/v1/tasks/${task.id}/acceptance`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ decision: 'accepted', reason: 'checked by hand' }),
+    });
+    expect(decided.status).toBe(200);
+    expect(await accepted()).toMatchObject([{ target: 'fake', accepted: 1 }]);
+  });
 });
