@@ -8,8 +8,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     // Two files at a time even on a two-core machine (vitest's default there is one): most files spend
-    // their time waiting on child processes, sockets and databases, so the suite ran in 652 s instead of
-    // 970 s on the build machine, every test passing.
+    // their time waiting on child processes, sockets and databases, not on the CPU.
     maxWorkers: 2,
     reporters: process.env.CI
       ? ['default', ['json', { outputFile: 'test-results/report.json' }]]

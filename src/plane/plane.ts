@@ -780,9 +780,9 @@ export class Plane {
   /**
    * Starts the watchers of jobs whose leases this plane already holds (recovered at start, or adopted
    * from a dead plane), TAKE_UP_WAVE at a time: each wave's first reads finish before the next wave
-   * begins. Started all at once, a restart with 10,000 open jobs queued 30,000 reads on the store at
-   * once; on PostgreSQL those still waiting for a pooled connection past its connect timeout failed, and
-   * their watchers with them.
+   * begins. Started all at once, every watcher's first reads queue on the store together; on PostgreSQL
+   * those still waiting for a pooled connection past its connect timeout fail, and their watchers with
+   * them.
    */
   private async takeUp(envs: readonly Envelope[]): Promise<void> {
     for (let i = 0; i < envs.length && !this.controller.signal.aborted; i += TAKE_UP_WAVE) {

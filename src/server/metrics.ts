@@ -48,7 +48,7 @@ export function createMetrics(plane: Plane, options: MetricsOptions = {}): Regis
   const clock = options.clock ?? new SystemClock();
   // The gauges derived from the open jobs: one listing of every open job, kept for openJobsMaxAgeMs and
   // refreshed in the background (its age a gauge of its own), as the usage read below. Read per scrape it
-  // cost 6–14 ms of the event loop at 1,000 open jobs, and grows with them; a scrape must not.
+  // would hold the event loop for a time that grows with the open jobs; a scrape must not.
   const openJobsCache = new CachedRead(
     () => plane.openJobSignals(),
     options.openJobsMaxAgeMs ?? 15_000,
@@ -61,7 +61,7 @@ export function createMetrics(plane: Plane, options: MetricsOptions = {}): Regis
   const signals = () => (pending ??= openJobsRead().then((open) => plane.signals(undefined, open.value)));
   // Usage and acceptance per target: one aggregate read of every task's usage, shared by the three gauges
   // below and kept for usageMaxAgeMs (refreshed in the background, its age a gauge of its own): the read
-  // grows with the tasks stored (tens of ms of CPU at 20,000 tasks), a scrape must not. Per target only:
+  // grows with the tasks stored, a scrape must not. Per target only:
   // a workflow label would grow without bound (per-workflow figures are at GET /v1/workflows/{id}).
   const usageCache = new CachedRead(() => plane.usageByTarget(), options.usageMaxAgeMs ?? 60_000, clock);
   let usagePending: Promise<{ value: TargetUsage[]; ageMs: number }> | null = null;

@@ -1,9 +1,8 @@
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.ts';
 import { HostLiveness } from '../../src/host/host-liveness.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
-import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
-import { disposeSchema, freshSchemaName, urlForSchema } from '../support/pg.ts';
+import { sharedSchemaStores } from '../support/pg.ts';
 import { silent } from './in-process.ts';
 
 /**
@@ -12,23 +11,11 @@ import { silent } from './in-process.ts';
  * (long before its lease expires), and a process whose lease another process with its id took stops.
  * Without session liveness (one machine) a host id's lease is the id's own, as it always was.
  */
-async function pgStores(n: number): Promise<PostgresStore[]> {
-  const schema = freshSchemaName('tp_hostlive');
-  const url = urlForSchema(schema);
-  const opened: PostgresStore[] = [];
-  onTestFinished(async ({ task }) => {
-    for (const s of opened) await s.close();
-    await disposeSchema(schema, task.result?.state === 'fail');
-  });
-  for (let i = 0; i < n; i++) opened.push(await PostgresStore.open({ url, poolMax: 2 }));
-  return opened;
-}
-
 const TTL = 60_000;
 
 describe('host liveness on PostgreSQL', () => {
   it('refuses a second live process with the host id; a dead one’s id is free at once', async () => {
-    const [first, twin, other] = await pgStores(3);
+    const [first, twin, other] = await sharedSchemaStores(3, 'tp_hostlive');
     const clock = new VirtualClock(1_000_000);
     const a = new HostLiveness('h', first!, clock, silent, { ttlMs: TTL, instance: 'p1' });
     expect(await a.start()).toBe(true);
@@ -47,7 +34,7 @@ describe('host liveness on PostgreSQL', () => {
   });
 
   it('a process whose lease another process with its host id took stops (onLost), once', async () => {
-    const [first, twin] = await pgStores(2);
+    const [first, twin] = await sharedSchemaStores(2, 'tp_hostlive');
     const clock = new VirtualClock(1_000_000);
     let lost = 0;
     const a = new HostLiveness('h', first!, clock, silent, {

@@ -2,28 +2,22 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { listenerApplicationName } from '../../src/store/postgres/pg-listener.ts';
 import { event, makeEnvelope } from './suite/fixtures.ts';
-import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
+import {
+  disposeSchema,
+  freshSchemaName,
+  sharedSchemaStores,
+  urlForSchema,
+  withPgClient,
+} from '../support/pg.ts';
 
 /**
  * Lease owners bound to a store (bindLeaseOwner) hold a session advisory lock on its LISTEN connection:
  * once that session is gone, their leases pass to another owner at once, long before they expire; while
  * it lives, never.
  */
-async function stores(n: number): Promise<PostgresStore[]> {
-  const schema = freshSchemaName('tp_live');
-  const url = urlForSchema(schema);
-  const opened: PostgresStore[] = [];
-  onTestFinished(async ({ task }) => {
-    for (const s of opened) await s.close();
-    await disposeSchema(schema, task.result?.state === 'fail');
-  });
-  for (let i = 0; i < n; i++) opened.push(await PostgresStore.open({ url, poolMax: 2 }));
-  return opened;
-}
-
 describe('postgres lease owner liveness', () => {
   it('a closed store’s owner loses its leases at once; a live owner keeps them', async () => {
-    const [dying, live, third] = await stores(3);
+    const [dying, live, third] = await sharedSchemaStores(3, 'tp_live');
     await dying!.bindLeaseOwner('w-dead', 1000);
     await live!.bindLeaseOwner('w-live', 1000);
     await third!.bindLeaseOwner('w-third', 1000);
@@ -42,7 +36,7 @@ describe('postgres lease owner liveness', () => {
   });
 
   it('an owner that never bound (a previous version) keeps its leases until they expire', async () => {
-    const [old, live] = await stores(2);
+    const [old, live] = await sharedSchemaStores(2, 'tp_live');
     await live!.bindLeaseOwner('w-live', 1000);
     expect(await old!.acquireLease('watch:p', 'w-old', 1000, 60_000)).toBe(true);
     await old!.close();

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { onTestFinished } from 'vitest';
+import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 
 /** The PostgreSQL the tests use; CI starts one (.ci/run). Tests never skip when it is absent: they fail. */
 export const TEST_PG_URL = process.env.TASKPLANE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -38,4 +40,20 @@ export async function disposeSchema(schema: string, failed: boolean): Promise<vo
     return;
   }
   await withPgClient((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
+}
+
+/**
+ * `n` PostgreSQL stores on one fresh schema, as `n` processes sharing a database would open it (each its
+ * own pool and LISTEN session); closed, and the schema dropped (kept when the test failed), as the test ends.
+ */
+export async function sharedSchemaStores(n: number, prefix: string): Promise<PostgresStore[]> {
+  const schema = freshSchemaName(prefix);
+  const url = urlForSchema(schema);
+  const opened: PostgresStore[] = [];
+  onTestFinished(async ({ task }) => {
+    for (const s of opened) await s.close();
+    await disposeSchema(schema, task.result?.state === 'fail');
+  });
+  for (let i = 0; i < n; i++) opened.push(await PostgresStore.open({ url, poolMax: 2 }));
+  return opened;
 }
