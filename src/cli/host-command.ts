@@ -68,6 +68,12 @@ export function registerHostCommand(program: Command): void {
       intOption(1),
       30000,
     )
+    .option(
+      '--shutdown-grace-ms <ms>',
+      'on SIGTERM, how long to wait for running executes to stop after their abort signal; the rest resume on the next start',
+      intOption(1),
+      10000,
+    )
     .addOption(
       new Option('--log-level <level>', 'JSON log level on stderr')
         .choices(LOG_LEVELS)
@@ -110,6 +116,7 @@ export function registerHostCommand(program: Command): void {
         taskRetentionMs:
           opts.retentionDays === null ? null : Math.round((opts.retentionDays as number) * 86_400_000),
         hostLeaseMs: opts.hostLeaseMs as number,
+        shutdownGraceMs: opts.shutdownGraceMs as number,
         // Logs go to stderr so stdout carries only the ready lines scripts wait for.
         logger: pino({ level: opts.logLevel as string }, pino.destination(2)),
       });

@@ -30,6 +30,10 @@ export interface ExecutionsOptions extends TaskContextDeps {
   agent: AgentDefinition;
   /** Watches for answers written by another host process (shared PostgreSQL). */
   feed: TaskFeed;
+  /**
+   * How long close() waits for executes to return after their signal fired. @default 10000
+   */
+  shutdownGraceMs?: number;
 }
 
 /**
@@ -121,7 +125,12 @@ export class Executions implements ExecutionHost {
     entry.waiting = undefined;
   }
 
-  /** Stops every execute (host shutdown): they see their signal fire; tasks stay as stored for recovery. */
+  /**
+   * Stops every execute (host shutdown): they see their signal fire; tasks stay as stored for recovery.
+   * Waits for them to return, at most `shutdownGraceMs`: an execute that ignores its signal must not
+   * hold the process forever. Its context refuses every write from the abort on, so one still running
+   * after close changes nothing stored; its task resumes on the next start or on another host.
+   */
   async close(): Promise<void> {
     this.closed = true;
     for (const cancel of this.timers.values()) cancel();
@@ -131,7 +140,22 @@ export class Executions implements ExecutionHost {
       entry.controller.abort(entry.stopped);
       entry.waiting?.reject(new TaskClosedError('shutdown'));
     }
-    await Promise.allSettled([...this.running]);
+    if (this.running.size === 0) return;
+    const graceMs = this.o.shutdownGraceMs ?? 10_000;
+    let cancel: (() => void) | undefined;
+    const late = await Promise.race([
+      Promise.allSettled([...this.running]).then(() => false),
+      new Promise<boolean>((resolve) => {
+        cancel = this.o.clock.setTimer(graceMs, () => resolve(true));
+      }),
+    ]);
+    cancel?.();
+    if (late)
+      this.o.logger.warn(
+        { taskIds: [...this.live.keys()], graceMs },
+        'shutdown: these executes did not return within the grace period after their abort signal fired; ' +
+          'stopping without them (their tasks stay stored and resume on the next start)',
+      );
   }
 
   /**

@@ -87,6 +87,11 @@ export interface HostOptions {
    */
   hostLeaseMs?: number;
   /**
+   * On shutdown, how long to wait for executes to return after their abort signal fired; one that ignores
+   * it is left behind (it can no longer write) and its task resumes on the next start. @default 10000
+   */
+  shutdownGraceMs?: number;
+  /**
    * Lifetime of an MCP task from its creation (`ttlMs` on the wire): after it, tasks/get answers
    * -32602 "expired". @default 86400000 (one day)
    */
@@ -132,6 +137,7 @@ export interface HostConfig {
   /** undefined: derived from the hostname and port once the port is known. */
   hostId: string | undefined;
   hostLeaseMs: number;
+  shutdownGraceMs: number;
   metricsToken: string | undefined;
   mcpTaskTtlMs: number;
   mcpPollIntervalMs: number;
@@ -226,6 +232,7 @@ export function hostConfig(options: HostOptions = {}): HostConfig {
     maxJsonDepth: integer('maxJsonDepth', options.maxJsonDepth, DEFAULT_MAX_JSON_DEPTH, 1),
     hostId: text('hostId', options.hostId),
     hostLeaseMs: positive('hostLeaseMs', options.hostLeaseMs, 30_000),
+    shutdownGraceMs: positive('shutdownGraceMs', options.shutdownGraceMs, 10_000),
     metricsToken: text('metricsToken', options.metricsToken),
     // Positive integers on the wire (the extension's schema and conformance require it).
     mcpTaskTtlMs: integer('mcpTaskTtlMs', options.mcpTaskTtlMs, 86_400_000, 1),

@@ -183,6 +183,7 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
     hostId,
     feed,
     stepKeySecret: await loadStepKeySecret(store, random),
+    shutdownGraceMs: config.shutdownGraceMs,
   });
   const recovery = new Recovery({ store, writer, clock, executions, liveness, agent, logger });
   leaseLost = () => {

@@ -155,6 +155,9 @@ export async function runStep<T>(
     attempts++;
     const attempt = attempts;
     await deps.write((d) => journal(d, name, { state: 'running', attempts: attempt, startedAt }, deps));
+    // Stopped while the start was written (cancel, shutdown): the attempt is journaled as started, so a
+    // resumed execute runs it under the same key; fn is not called with a signal that already fired.
+    if (deps.stopped()) throw deps.signal.reason;
     let value: T;
     try {
       value = await fn({ key, attempt, signal: deps.signal });

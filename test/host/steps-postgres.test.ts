@@ -27,6 +27,8 @@ describe('steps on a shared PostgreSQL', () => {
       await disposeSchema(schema, false);
     });
     const calls: Array<{ host: string; step: string; key: string }> = [];
+    let payCalledOnA!: () => void;
+    const payInFlightOnA = new Promise<void>((r) => (payCalledOnA = r));
     const agentOn = (host: string): AgentDefinition =>
       defineAgent({
         card: { name: 'steps', description: 'steps', version: '1' },
@@ -39,10 +41,12 @@ describe('steps on a shared PostgreSQL', () => {
           const paid = await ctx.step('pay', async ({ key, signal }) => {
             calls.push({ host, step: 'pay', key });
             // On host A the payment never returns: A stops while it is in flight.
-            if (host === 'a')
+            if (host === 'a') {
+              payCalledOnA();
               await new Promise((_, reject) =>
                 signal.addEventListener('abort', () => reject(signal.reason as Error)),
               );
+            }
             return { charge: 'ch_1' };
           });
           return `${reserved.seat} ${paid.charge}`;
@@ -59,6 +63,8 @@ describe('steps on a shared PostgreSQL', () => {
     });
     const id = (body.result as Wire).task.id as string;
     await waitForTask(storeB, id, (t) => JSON.stringify(t.task).includes('Step pay: attempt 1 started'));
+    // The attempt is journaled as started before fn runs: stop A only once the payment is in flight.
+    await payInFlightOnA;
     await a.close();
     await waitForTask(storeB, id, (t) => t.state === 'TASK_STATE_COMPLETED', 30_000);
 

@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { defineAgent, type ExecutionContext } from '../../src/host/agent-api.ts';
 import type { RunningHost } from '../../src/host/start-host.ts';
-import { StepFailedError } from '../../src/host/steps.ts';
+import { runStep, StepFailedError } from '../../src/host/steps.ts';
+import { TaskClosedError } from '../../src/host/task-context.ts';
+import type { TaskDraft } from '../../src/host/task-writer.ts';
+import { CryptoRandom } from '../../src/core/random.ts';
 import { stepHistory } from './helpers.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -104,6 +107,8 @@ describe('ctx.step', () => {
     const store = new MemoryStore();
     const calls: Record<string, Array<{ key: string; attempt: number }>> = { first: [], second: [] };
     let blockSecond = true;
+    let secondCalled!: () => void;
+    const secondStarted = new Promise<void>((r) => (secondCalled = r));
     const execute = async (ctx: ExecutionContext) => {
       await ctx.step('first', ({ key, attempt }) => {
         calls.first!.push({ key, attempt });
@@ -111,6 +116,7 @@ describe('ctx.step', () => {
       });
       const second = await ctx.step('second', async ({ key, attempt, signal }) => {
         calls.second!.push({ key, attempt });
+        secondCalled();
         if (blockSecond)
           await new Promise((_, reject) =>
             signal.addEventListener('abort', () => reject(signal.reason as Error)),
@@ -124,6 +130,8 @@ describe('ctx.step', () => {
     await waitForTask(store, taskId, (t) =>
       JSON.stringify(t.task).includes('Step second: attempt 1 started'),
     );
+    // The attempt is journaled as started before fn runs: cut it off only once fn is in flight.
+    await secondStarted;
     await h.close();
     hosts.splice(hosts.indexOf(h), 1);
     blockSecond = false;
@@ -279,5 +287,45 @@ describe('ctx.step', () => {
     expect(done).toMatchObject({ status: 'completed' });
     expect(done.result.content[0].text).toBe('charged ch_9 ch_9');
     expect(keys).toHaveLength(1);
+  });
+});
+
+describe('runStep', () => {
+  it('a step stopped while its start is being journaled never calls fn and throws the stop reason', async () => {
+    const controller = new AbortController();
+    const stop = new TaskClosedError('shutdown');
+    const journaled: string[] = [];
+    let called = false;
+    const run = runStep(
+      'pay',
+      'key-1',
+      () => {
+        called = true;
+        return 'paid';
+      },
+      undefined,
+      undefined,
+      {
+        clock: new VirtualClock(),
+        random: new CryptoRandom(),
+        signal: controller.signal,
+        stopped: () => controller.signal.aborted,
+        // The shutdown lands while the "attempt 1 started" write is in flight; the write itself succeeds.
+        write: async (mutate) => {
+          const draft = {
+            executor: {},
+            task: { id: 't', contextId: 'c', history: [], status: { state: 'TASK_STATE_WORKING' } },
+          } as unknown as TaskDraft;
+          mutate(draft);
+          journaled.push(JSON.stringify(draft.executor));
+          controller.abort(stop);
+        },
+      },
+    );
+    await expect(run).rejects.toBe(stop);
+    expect(called).toBe(false);
+    // The start stays journaled: a resumed execute runs the attempt again under the same key.
+    expect(journaled).toHaveLength(1);
+    expect(journaled[0]).toContain('"running"');
   });
 });
