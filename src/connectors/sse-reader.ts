@@ -8,18 +8,19 @@ import { TaskplaneError } from '../core/errors.ts';
  * with a resend. Shared by the connectors that read SSE themselves (A2A, MCP).
  */
 export async function* readSse(
-  body: ReadableStream<Uint8Array>,
+  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
   signal: AbortSignal,
 ): AsyncGenerator<EventSourceMessage> {
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (ev) => queue.push(ev) });
-  const reader = body.getReader();
+  // A fetch body (WHATWG stream) is read with its reader; a node:http body (http-stream.ts) by iteration.
+  const reader = body instanceof ReadableStream ? body.getReader() : body[Symbol.asyncIterator]();
   const decoder = new TextDecoder();
   try {
     for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
+      let chunk: IteratorResult<Uint8Array, unknown>;
       try {
-        chunk = await reader.read();
+        chunk = await (reader instanceof ReadableStreamDefaultReader ? reader.read() : reader.next());
       } catch (err) {
         throw new TaskplaneError('unavailable', signal.aborted ? 'stream aborted' : 'stream dropped', {
           cause: err,
@@ -34,7 +35,9 @@ export async function* readSse(
       while (queue.length) yield queue.shift()!;
     }
   } finally {
-    reader.cancel().catch(() => {});
+    // Lets go of the connection when the consumer stops early (return, abort) or the body failed.
+    if (reader instanceof ReadableStreamDefaultReader) reader.cancel().catch(() => {});
+    else void Promise.resolve(reader.return?.()).catch(() => {});
   }
 }
 

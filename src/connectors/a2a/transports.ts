@@ -5,6 +5,7 @@ import {
   A2A_VERSION_HEADER,
   type A2AMethod,
 } from '../../protocols/a2a/types.ts';
+import type { HttpAnswer, StreamRequest } from '../http-stream.ts';
 import { readSse } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
 import { transportError } from '../transport-errors.ts';
@@ -46,8 +47,20 @@ export interface TransportOptions {
 }
 
 interface Sent {
-  response: Response;
+  response: HttpAnswer;
   done: () => void;
+}
+
+const EVENT_STREAM = 'text/event-stream';
+
+/**
+ * node:http's stream opener, imported on first use: this module is also part of the lab's browser
+ * bundle, whose simulated targets always pass their own fetch. The lab bundler leaves it out
+ * (src/lab/page-assets.ts).
+ */
+let httpStream: Promise<typeof import('../http-stream.ts')> | undefined;
+async function openStream(url: string, req: StreamRequest, signal: AbortSignal): Promise<HttpAnswer> {
+  return (await (httpStream ??= import('../http-stream.ts'))).openStream(url, req, signal);
 }
 
 export async function send(
@@ -75,11 +88,17 @@ export async function send(
   };
   if (init.body !== undefined) headers['content-type'] ??= 'application/json';
   try {
-    const response = await (o.fetch ?? fetch)(url, {
-      ...init,
-      headers: { ...headers, ...(init.headers as Record<string, string>) },
-      signal: controller.signal,
-    });
+    const all = { ...headers, ...(init.headers as Record<string, string>) };
+    // An event stream stays open for the task's whole life: node:http keeps far less per open response
+    // than fetch (http-stream.ts). A caller's own fetch is used for everything.
+    const response =
+      accept === EVENT_STREAM && !o.fetch
+        ? await openStream(
+            url,
+            { method: init.method ?? 'GET', headers: all, body: init.body as string | undefined },
+            controller.signal,
+          )
+        : await (o.fetch ?? fetch)(url, { ...init, headers: all, signal: controller.signal });
     clearTimeout(timer);
     return { response, done: () => signal.removeEventListener('abort', onAbort) };
   } catch (err) {
@@ -89,7 +108,7 @@ export async function send(
   }
 }
 
-export async function readJson(response: Response): Promise<unknown> {
+export async function readJson(response: HttpAnswer): Promise<unknown> {
   const text = await response.text().catch((err: unknown) => {
     throw new TaskplaneError('unavailable', 'response body interrupted', { cause: err });
   });
@@ -102,8 +121,8 @@ export async function readJson(response: Response): Promise<unknown> {
   }
 }
 
-export function isSse(response: Response): boolean {
-  return (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+export function isSse(response: HttpAnswer): boolean {
+  return (response.headers.get('content-type') ?? '').startsWith(EVENT_STREAM);
 }
 
 // --- JSON-RPC ---------------------------------------------------------------------------------
@@ -120,10 +139,11 @@ function rpcResult(body: unknown, httpStatus: number): unknown {
 
 /** The JSON frames of an event stream (events without data skipped); a frame that is not JSON fails it. */
 export async function* sseFrames(
-  response: Response,
+  response: HttpAnswer,
   signal: AbortSignal,
 ): AsyncGenerator<{ frame: unknown; event: string | undefined; eventId: string | null }> {
-  for await (const ev of readSse(response.body!, signal)) {
+  if (!response.body) throw new TaskplaneError('remote_error', 'remote: event stream without a body');
+  for await (const ev of readSse(response.body, signal)) {
     if (!ev.data) continue;
     let frame: unknown;
     try {
@@ -161,7 +181,7 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
       }
     },
     async *stream(method, params, signal) {
-      const { response, done } = await post(method, params, signal, 'text/event-stream');
+      const { response, done } = await post(method, params, signal, EVENT_STREAM);
       try {
         if (!isSse(response)) {
           // Pre-stream errors come back as a plain JSON-RPC error (A2A 1.0, streaming).
@@ -250,7 +270,7 @@ export function restTransport(o: TransportOptions): A2ATransport {
       }
     },
     async *stream(method, params, signal) {
-      const { response, done } = await request(route(method, params), signal, 'text/event-stream');
+      const { response, done } = await request(route(method, params), signal, EVENT_STREAM);
       try {
         if (!response.ok || !isSse(response)) throw restError(await readJson(response), response.status);
         for await (const { frame, event, eventId } of sseFrames(response, signal)) {

@@ -1,0 +1,84 @@
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+
+/**
+ * An HTTP answer as the connectors read it: a fetch Response fits, and so does openStream's.
+ */
+export interface HttpAnswer {
+  readonly status: number;
+  readonly ok: boolean;
+  readonly headers: { get(name: string): string | null };
+  /** The body as it arrives (read as SSE by sse-reader.ts); null when there is none. */
+  readonly body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | null;
+  text(): Promise<string>;
+}
+
+export interface StreamRequest {
+  method: string;
+  headers: Record<string, string>;
+  body?: string | undefined;
+}
+
+/** Hops a stream request follows on 307/308 (the redirects that keep method and body), as fetch would. */
+const MAX_REDIRECTS = 5;
+
+/**
+ * Opens a long-lived HTTP response (an event stream) with node:http rather than fetch. A stream is held
+ * open for the whole life of a remote task, so a plane following 1,000 tasks holds 1,000 of them: a
+ * fetch Response keeps WHATWG stream machinery per request (its ReadableStream, controllers, promise
+ * queues) that stays live as long as the stream does, several times what a node:http response keeps,
+ * and copying that live state is what the collector's young-generation pauses spend their time on
+ * while streams are being opened. Calls that answer at once keep using fetch.
+ *
+ * Resolves with the response head; aborting `signal` destroys the request and its body (the body's
+ * reader then throws). The body is an IncomingMessage, read as an async iterable of Buffers.
+ */
+export async function openStream(url: string, req: StreamRequest, signal: AbortSignal): Promise<HttpAnswer> {
+  let target = new URL(url);
+  for (let hop = 0; ; hop++) {
+    const res = await requestOnce(target, req, signal);
+    const location = res.headers.location;
+    if ((res.statusCode === 307 || res.statusCode === 308) && location && hop < MAX_REDIRECTS) {
+      res.resume();
+      target = new URL(location, target);
+      continue;
+    }
+    return new NodeAnswer(res);
+  }
+}
+
+function requestOnce(url: URL, req: StreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
+  const send = url.protocol === 'https:' ? httpsRequest : url.protocol === 'http:' ? httpRequest : null;
+  if (!send) return Promise.reject(new TypeError(`unsupported URL scheme ${url.protocol}`));
+  return new Promise<IncomingMessage>((resolve, reject) => {
+    const headers: Record<string, string> = { ...req.headers };
+    if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
+    const r = send(url, { method: req.method, headers, signal }, resolve);
+    r.once('error', reject);
+    r.end(req.body);
+  });
+}
+
+class NodeAnswer implements HttpAnswer {
+  readonly status: number;
+  readonly ok: boolean;
+  readonly headers: { get(name: string): string | null };
+
+  constructor(readonly body: IncomingMessage) {
+    this.status = body.statusCode ?? 0;
+    this.ok = this.status >= 200 && this.status < 300;
+    const raw: IncomingHttpHeaders = body.headers;
+    this.headers = {
+      get: (name) => {
+        const v = raw[name.toLowerCase()];
+        return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
+      },
+    };
+  }
+
+  async text(): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of this.body) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}

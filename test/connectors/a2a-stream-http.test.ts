@@ -1,0 +1,208 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { jsonRpcTransport, restTransport, type StreamFrame } from '../../src/connectors/a2a/transports.ts';
+import { TaskplaneError } from '../../src/core/errors.ts';
+
+/**
+ * Event streams without a caller's fetch go over node:http (src/connectors/http-stream.ts): the same
+ * frames, errors and abort behaviour as over fetch, against a plain HTTP server that records what it got.
+ */
+type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+async function serve(handler: Handler): Promise<string> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => handler(req, body, res));
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const sse = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream' });
+const rpcFrame = (id: number, result: unknown) =>
+  `id: ${id}\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result })}\n\n`;
+const task = { id: 't1', contextId: 'c1', status: { state: 'TASK_STATE_WORKING' } };
+
+async function collect(frames: AsyncIterable<StreamFrame>): Promise<StreamFrame[]> {
+  const out: StreamFrame[] = [];
+  for await (const f of frames) out.push(f);
+  return out;
+}
+
+describe('A2A event streams over node:http', () => {
+  it('sends the JSON-RPC request with the A2A headers and reads frames split across writes, with their ids', async () => {
+    let seen: { headers: IncomingMessage['headers']; body: string; method?: string } | undefined;
+    const url = await serve((req, body, res) => {
+      seen = { headers: req.headers, body, method: req.method };
+      sse(res);
+      const first = rpcFrame(1, { task });
+      res.write(first.slice(0, 10));
+      setImmediate(() => {
+        res.write(first.slice(10));
+        res.end(rpcFrame(2, { statusUpdate: { taskId: 't1', status: { state: 'TASK_STATE_COMPLETED' } } }));
+      });
+    });
+    const t = jsonRpcTransport({ url, timeoutMs: 5000, headers: { authorization: 'Bearer k' } });
+    const frames = await collect(t.stream('SubscribeToTask', { id: 't1' }, new AbortController().signal));
+    expect(frames.map((f) => f.eventId)).toEqual(['1', '2']);
+    expect(frames[0]!.frame).toEqual({ task });
+    expect(seen!.method).toBe('POST');
+    expect(seen!.headers['a2a-version']).toBe('1.0');
+    expect(seen!.headers.accept).toBe('text/event-stream');
+    expect(seen!.headers.authorization).toBe('Bearer k');
+    expect(seen!.headers['content-type']).toBe('application/json');
+    expect(JSON.parse(seen!.body)).toMatchObject({ method: 'SubscribeToTask', params: { id: 't1' } });
+  });
+
+  it('a JSON-RPC error answered instead of a stream is the protocol error, not a transport failure', async () => {
+    const url = await serve((_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'Task not found' } }));
+    });
+    const t = jsonRpcTransport({ url, timeoutMs: 5000 });
+    const err = await collect(
+      t.stream('SubscribeToTask', { id: 'nope' }, new AbortController().signal),
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskplaneError);
+    expect((err as TaskplaneError).code).toBe('not_found');
+  });
+
+  it('an HTTP+JSON error is read from its google.rpc.Status body', async () => {
+    const url = await serve((_req, _body, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          error: {
+            code: 404,
+            status: 'NOT_FOUND',
+            message: 'no such task',
+            details: [
+              {
+                '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+                reason: 'TASK_NOT_FOUND',
+                domain: 'a2a-protocol.org',
+              },
+            ],
+          },
+        }),
+      );
+    });
+    const t = restTransport({ url, timeoutMs: 5000 });
+    const err = await collect(
+      t.stream('SubscribeToTask', { id: 'nope' }, new AbortController().signal),
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskplaneError);
+    expect((err as TaskplaneError).code).toBe('not_found');
+  });
+
+  it('follows a 307 to the new address with the same method and body, as fetch would', async () => {
+    let bodyAtTarget = '';
+    const target = await serve((_req, body, res) => {
+      bodyAtTarget = body;
+      sse(res);
+      res.end(rpcFrame(1, { task }));
+    });
+    const url = await serve((_req, _body, res) => {
+      res.writeHead(307, { location: target + '/a2a' });
+      res.end();
+    });
+    const t = jsonRpcTransport({ url, timeoutMs: 5000 });
+    const frames = await collect(t.stream('SubscribeToTask', { id: 't1' }, new AbortController().signal));
+    expect(frames).toHaveLength(1);
+    expect(JSON.parse(bodyAtTarget)).toMatchObject({ method: 'SubscribeToTask' });
+  });
+
+  it('aborting the signal ends the stream as unavailable and closes the connection', async () => {
+    let closed!: () => void;
+    const serverSawClose = new Promise<void>((r) => (closed = r));
+    const url = await serve((_req, _body, res) => {
+      sse(res);
+      res.write(rpcFrame(1, { task }));
+      res.on('close', () => closed());
+    });
+    const controller = new AbortController();
+    const t = jsonRpcTransport({ url, timeoutMs: 5000 });
+    const frames: StreamFrame[] = [];
+    const err = await (async () => {
+      for await (const f of t.stream('SubscribeToTask', { id: 't1' }, controller.signal)) {
+        frames.push(f);
+        controller.abort(new Error('stop'));
+      }
+    })().catch((e: unknown) => e);
+    expect(frames).toHaveLength(1);
+    expect(err).toBeInstanceOf(TaskplaneError);
+    expect((err as TaskplaneError).code).toBe('unavailable');
+    await serverSawClose;
+  });
+
+  it('a consumer that stops reading early lets go of the connection', async () => {
+    let closed!: () => void;
+    const serverSawClose = new Promise<void>((r) => (closed = r));
+    const url = await serve((_req, _body, res) => {
+      sse(res);
+      res.write(rpcFrame(1, { task }) + rpcFrame(2, { task }));
+      res.on('close', () => closed());
+    });
+    const t = jsonRpcTransport({ url, timeoutMs: 5000 });
+    for await (const f of t.stream('SubscribeToTask', { id: 't1' }, new AbortController().signal)) {
+      expect(f.eventId).toBe('1');
+      break;
+    }
+    await serverSawClose;
+  });
+
+  it('a refused connection is unavailable and marked not sent; a dropped stream is unavailable', async () => {
+    const url = await serve(() => undefined);
+    const port = new URL(url).port;
+    await new Promise((r) => servers.pop()!.close(r));
+    const refused = await collect(
+      jsonRpcTransport({ url: `http://127.0.0.1:${port}`, timeoutMs: 5000 }).stream(
+        'SubscribeToTask',
+        { id: 't1' },
+        new AbortController().signal,
+      ),
+    ).catch((e: unknown) => e);
+    expect((refused as TaskplaneError).code).toBe('unavailable');
+    expect((refused as TaskplaneError).details).toMatchObject({ notSent: true });
+
+    const dropping = await serve((req, _body, res) => {
+      sse(res);
+      res.write(rpcFrame(1, { task }));
+      setImmediate(() => req.socket.destroy());
+    });
+    const frames: StreamFrame[] = [];
+    const dropped = await (async () => {
+      for await (const f of jsonRpcTransport({ url: dropping, timeoutMs: 5000 }).stream(
+        'SubscribeToTask',
+        { id: 't1' },
+        new AbortController().signal,
+      ))
+        frames.push(f);
+    })().catch((e: unknown) => e);
+    expect(frames).toHaveLength(1);
+    expect((dropped as TaskplaneError).code).toBe('unavailable');
+  });
+
+  it('no response head within the timeout is a timeout', async () => {
+    const url = await serve(() => undefined); // never answers
+    const err = await collect(
+      jsonRpcTransport({ url, timeoutMs: 50 }).stream(
+        'SubscribeToTask',
+        { id: 't1' },
+        new AbortController().signal,
+      ),
+    ).catch((e: unknown) => e);
+    expect((err as TaskplaneError).code).toBe('timeout');
+  });
+});
