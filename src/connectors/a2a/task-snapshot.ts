@@ -171,6 +171,8 @@ export function taskToSnapshot(task: Task): RemoteSnapshot {
 /**
  * Applies one StreamResponse frame to the task a stream is following (the first frame is the Task,
  * A2A 1.0, streaming). Returns the updated task, or null for frames that change nothing we track (messages).
+ * `current` is never changed: the result is a new task sharing what the frame left as it was (a stream
+ * applies a frame per event; copying the whole task each time cost more than the rest of the frame).
  */
 export function applyFrame(current: Task | null, rawFrame: unknown): Task | null {
   const frame = normalizeKeys(rawFrame);
@@ -180,23 +182,21 @@ export function applyFrame(current: Task | null, rawFrame: unknown): Task | null
   if (isObj(frame.statusUpdate)) {
     const su = frame.statusUpdate;
     if (!isObj(su.status)) return null;
-    const next = structuredClone(current);
     const decoded = decodeTask({ id: current.id, contextId: current.contextId, status: su.status });
-    next.status = decoded.status;
-    return next;
+    return { ...current, status: decoded.status };
   }
   if (isObj(frame.artifactUpdate)) {
     const au = frame.artifactUpdate;
     const artifact = sanitizeArtifact(au.artifact);
     if (!artifact) return null;
-    const next = structuredClone(current);
-    const list = (next.artifacts ??= []);
-    const existing = list.find((a) => a.artifactId === artifact.artifactId);
+    const list = [...(current.artifacts ?? [])];
+    const at = list.findIndex((a) => a.artifactId === artifact.artifactId);
+    const existing = at < 0 ? undefined : list[at]!;
     if (existing && au.append === true)
-      existing.parts = [...(existing.parts ?? []), ...(artifact.parts ?? [])];
-    else if (existing) list[list.indexOf(existing)] = artifact;
+      list[at] = { ...existing, parts: [...(existing.parts ?? []), ...(artifact.parts ?? [])] };
+    else if (existing) list[at] = artifact;
     else list.push(artifact);
-    return next;
+    return { ...current, artifacts: list };
   }
   return null;
 }
