@@ -21,11 +21,12 @@ import { WorkerLoop } from './worker-loop.ts';
  *   nobody watches, not every open job) and offers to take those it does not watch locally, in one store
  *   call per page (Store.acquireLeases); a lease taken meanwhile by another plane refuses. The jobs it
  *   takes are watched the way a restart takes up its own: watchers started in waves (Plane.takeUp). A
- *   dead plane's leases are taken at once where the store can tell that their
- *   owner's process is gone (PostgreSQL: bindLeaseOwner), and after ttl elsewhere. Where it can tell,
- *   each renewal round also asks whether a dead owner still holds leases and then adopts at once, so a
- *   dead plane's jobs are picked up within ttl/3 (within ttl + one adoption interval without
- *   liveness); reconciliation covers them in the meantime.
+ *   dead plane's leases are taken at once where the store can tell that their owner's process is gone
+ *   (PostgreSQL: bindLeaseOwner), and after ttl elsewhere. Where it can tell, each renewal round also
+ *   asks whether a dead owner still holds leases and then adopts at once, so a dead plane's jobs are
+ *   picked up within ttl/3 (within ttl + one adoption interval without liveness); reconciliation covers
+ *   them in the meantime.
+ * - A job whose watcher cannot start (Plane.takeUp) is logged and its lease let go, for a later round.
  *
  * Off on a single-process store (memory) where there is nobody to share with: no extra writes.
  */
@@ -234,21 +235,28 @@ export function leaseLoops(
       const claimed: Envelope[] = [];
       const taken = new Set<string>();
       let cursor: string | undefined;
-      do {
-        const page = await ctx.store.listUnwatchedEnvelopes({
-          now: ctx.clock.now(),
-          limit: RECHECK_BATCH,
-          ...(cursor === undefined ? {} : { cursor }),
-        });
-        cursor = page.nextCursor;
-        const unwatched = page.items.filter((e) => !plane.isWatching(e.id) && !taken.has(e.id));
-        const held = new Set(await leases.claimMany(unwatched.map((e) => e.id)));
-        for (const e of unwatched) {
-          if (!held.has(e.id)) continue;
-          taken.add(e.id);
-          claimed.push(e);
-        }
-      } while (cursor !== undefined && !signal.aborted);
+      try {
+        do {
+          const page = await ctx.store.listUnwatchedEnvelopes({
+            now: ctx.clock.now(),
+            limit: RECHECK_BATCH,
+            ...(cursor === undefined ? {} : { cursor }),
+          });
+          cursor = page.nextCursor;
+          const unwatched = page.items.filter((e) => !plane.isWatching(e.id) && !taken.has(e.id));
+          const held = new Set(await leases.claimMany(unwatched.map((e) => e.id)));
+          for (const e of unwatched) {
+            if (!held.has(e.id)) continue;
+            taken.add(e.id);
+            claimed.push(e);
+          }
+        } while (cursor !== undefined && !signal.aborted);
+      } catch (err) {
+        // The pages claimed before the failure are ours: watched now (unwatched leases held here would
+        // never be offered again); the next round reads on.
+        if (claimed.length === 0) throw err;
+        ctx.logger.warn({ jobs: claimed.length, err: describeError(err) }, 'watch-adopt listing failed');
+      }
       const batches: Envelope[][] = [];
       for (let i = 0; i < claimed.length; i += RECHECK_BATCH)
         batches.push(claimed.slice(i, i + RECHECK_BATCH));
