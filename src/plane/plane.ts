@@ -317,14 +317,20 @@ export class Plane {
     const toWatch: Envelope[] = [];
     for (const env of active) {
       if (!held.has(env.id)) continue;
-      this.ctx.counters.track(env.id, env.tenant);
-      this.timeouts.arm(env);
-      if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
-      else toWatch.push(env);
-      // A cancel recorded but never acknowledged (the plane died before or while sending it): send it.
-      if (cancelUndelivered(env)) this.spawn(sendCancel(this.ctx, env.id));
-      // An answer recorded by a plane that died before (or while) sending it: send it again.
-      if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
+      const queued = toWatch.length;
+      try {
+        this.ctx.counters.track(env.id, env.tenant);
+        this.timeouts.arm(env);
+        if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+        else toWatch.push(env);
+        // A cancel recorded but never acknowledged (the plane died before or while sending it): send it.
+        if (cancelUndelivered(env)) this.spawn(sendCancel(this.ctx, env.id));
+        // An answer recorded by a plane that died before (or while) sending it: send it again.
+        if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
+      } catch (err) {
+        toWatch.length = queued;
+        this.notTakenUp(env, err);
+      }
     }
     this.spawn(this.takeUp(toWatch));
     // A count, not the list: the loop below outlives start(), and a closure over `active` would keep
@@ -411,10 +417,14 @@ export class Plane {
   private async adopt(envs: readonly Envelope[]): Promise<void> {
     const toWatch: Envelope[] = [];
     for (const env of envs) {
-      this.ctx.counters.track(env.id, env.tenant);
-      this.timeouts.arm(env);
-      if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
-      else toWatch.push(env);
+      try {
+        this.ctx.counters.track(env.id, env.tenant);
+        this.timeouts.arm(env);
+        if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+        else toWatch.push(env);
+      } catch (err) {
+        this.notTakenUp(env, err);
+      }
     }
     await this.takeUp(toWatch);
   }
@@ -787,9 +797,21 @@ export class Plane {
   private async takeUp(envs: readonly Envelope[]): Promise<void> {
     for (let i = 0; i < envs.length && !this.controller.signal.aborted; i += TAKE_UP_WAVE) {
       const wave = envs.slice(i, i + TAKE_UP_WAVE);
-      await Promise.all(wave.map((env) => this.watch(env.id, env)));
+      await Promise.all(wave.map((env) => this.watch(env.id, env).catch((err) => this.notTakenUp(env, err))));
       await Promise.all(wave.map((env) => this.watchers.get(env.id)?.firstRead));
     }
+  }
+
+  /**
+   * One job of a take-up or an adoption failed (its watcher did not start, or it could not be tracked):
+   * logged with its id, and the rest of its wave and the waves after it go on. Its lease is let go, since a
+   * lease held here counts as watched and would keep every plane, this one included, from offering the
+   * job again: a later adoption round (here or elsewhere) tries it anew. Reconciliation covers it meanwhile.
+   */
+  private notTakenUp(env: Envelope, err: unknown): void {
+    this.ctx.logger.error({ envelopeId: env.id, err: describeError(err) }, 'watching a job failed');
+    const watcher = this.watchers.get(env.id);
+    if (watcher === undefined || watcher.state === 'done') this.spawn(this.leases.release(env.id));
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { Envelope } from '../core/envelope.ts';
 import { isTerminal } from '../core/states.ts';
+import type { EnvelopeVersion } from '../store/store.ts';
 import { describeError, type PlaneContext } from './context.ts';
-import { listActiveEnvelopes } from './reconciler.ts';
 import { WorkerLoop } from './worker-loop.ts';
 
 /**
@@ -16,14 +16,17 @@ import { WorkerLoop } from './worker-loop.ts';
  *   plane finished stops its local watcher and lets its lease go, and a watcher parked on a job another
  *   plane changed is told to look again (the timer behind the store's change notices, which may be
  *   dropped). A renewal that fails because another plane took the lease over stops the local watcher.
- * - Every `adoptIntervalMs` it offers to take every active job nobody watches locally, in one store call
- *   per 1,000 jobs (Store.acquireLeases); the lease of a live plane refuses. The jobs it takes are
- *   watched the way a restart takes up its own: watchers started in waves (Plane.takeUp). The offer
- *   lists every open job, whole: the store has no listing of the open jobs no live plane holds. A dead plane's leases are taken at once where the store can tell that their
- *   owner's process is gone (PostgreSQL: bindLeaseOwner), and after ttl elsewhere. Where it can tell,
- *   each renewal round also asks whether a dead owner still holds leases and then adopts at once, so a
- *   dead plane's jobs are picked up within ttl/3 (within ttl + one adoption interval without
- *   liveness); reconciliation covers them in the meantime.
+ * - Every `adoptIntervalMs` it lists the open jobs whose lease no live plane holds
+ *   (Store.listUnwatchedEnvelopes: from indexes, a page of 1,000 at a time, so a round costs the jobs
+ *   nobody watches, not every open job) and offers to take those it does not watch locally, in one store
+ *   call per page (Store.acquireLeases); a lease taken meanwhile by another plane refuses. The jobs it
+ *   takes are watched the way a restart takes up its own: watchers started in waves (Plane.takeUp). A
+ *   dead plane's leases are taken at once where the store can tell that their owner's process is gone
+ *   (PostgreSQL: bindLeaseOwner), and after ttl elsewhere. Where it can tell, each renewal round also
+ *   asks whether a dead owner still holds leases and then adopts at once, so a dead plane's jobs are
+ *   picked up within ttl/3 (within ttl + one adoption interval without liveness); reconciliation covers
+ *   them in the meantime.
+ * - A job whose watcher cannot start (Plane.takeUp) is logged and its lease let go, for a later round.
  *
  * Off on a single-process store (memory) where there is nobody to share with: no extra writes.
  */
@@ -227,9 +230,33 @@ export function leaseLoops(
     'watch-adopt',
     cfg.adoptIntervalMs,
     async () => {
-      const unwatched = (await listActiveEnvelopes(ctx.store)).filter((e) => !plane.isWatching(e.id));
-      const held = new Set(await leases.claimMany(unwatched.map((e) => e.id)));
-      const claimed = unwatched.filter((e) => held.has(e.id));
+      // Only the open jobs whose lease no live plane holds (Store.listUnwatchedEnvelopes), a page at a
+      // time, each page offered in one claim: a round where every job is watched reads no job at all.
+      const claimed: Envelope[] = [];
+      const taken = new Set<string>();
+      let cursor: string | undefined;
+      try {
+        do {
+          const page = await ctx.store.listUnwatchedEnvelopes({
+            now: ctx.clock.now(),
+            limit: RECHECK_BATCH,
+            ...(cursor === undefined ? {} : { cursor }),
+          });
+          cursor = page.nextCursor;
+          const unwatched = page.items.filter((e) => !plane.isWatching(e.id) && !taken.has(e.id));
+          const held = new Set(await leases.claimMany(unwatched.map((e) => e.id)));
+          for (const e of unwatched) {
+            if (!held.has(e.id)) continue;
+            taken.add(e.id);
+            claimed.push(e);
+          }
+        } while (cursor !== undefined && !signal.aborted);
+      } catch (err) {
+        // The pages claimed before the failure are ours: watched now (unwatched leases held here would
+        // never be offered again); the next round reads on.
+        if (claimed.length === 0) throw err;
+        ctx.logger.warn({ jobs: claimed.length, err: describeError(err) }, 'watch-adopt listing failed');
+      }
       const batches: Envelope[][] = [];
       for (let i = 0; i < claimed.length; i += RECHECK_BATCH)
         batches.push(claimed.slice(i, i + RECHECK_BATCH));
@@ -239,16 +266,30 @@ export function leaseLoops(
       // Their leases are ours now (claimMany): watch the jobs still open, let the lease go of those that
       // finished meanwhile. One read of states and versions per batch; only a job changed since the
       // listing is read again, so the watcher starts from what it is now.
-      const now = new Map((await ctx.store.envelopeVersions(batch.map((e) => e.id))).map((v) => [v.id, v]));
+      // A lease claimed here and left without a watcher would keep every plane, this one included, from
+      // offering the job again (a held lease counts as watched): a job that cannot be read now is let go,
+      // for a later round to try again.
+      let now: Map<string, EnvelopeVersion>;
+      try {
+        now = new Map((await ctx.store.envelopeVersions(batch.map((e) => e.id))).map((v) => [v.id, v]));
+      } catch (err) {
+        for (const listed of batch) await leases.release(listed.id);
+        throw err;
+      }
       const open: Envelope[] = [];
       for (const listed of batch) {
         const v = now.get(listed.id);
-        const env =
-          v === undefined || isTerminal(v.state)
-            ? undefined
-            : v.version === listed.version
-              ? listed
-              : await ctx.store.getEnvelope(listed.id);
+        let env: Envelope | undefined;
+        try {
+          env =
+            v === undefined || isTerminal(v.state)
+              ? undefined
+              : v.version === listed.version
+                ? listed
+                : await ctx.store.getEnvelope(listed.id);
+        } catch (err) {
+          ctx.logger.warn({ envelopeId: listed.id, err: describeError(err) }, 'adopted job read failed');
+        }
         if (env && !isTerminal(env.state)) open.push(env);
         else await leases.release(listed.id);
       }

@@ -36,6 +36,11 @@ export function envelopeLimit(limit: number | undefined): number {
   return clampLimit(limit, 50, 500, 'limit');
 }
 
+/** UnwatchedQuery.limit: default 500, at most 1000 (a page of the adoption round, one acquireLeases call). */
+export function unwatchedLimit(limit: number | undefined): number {
+  return clampLimit(limit, 500, 1000, 'limit');
+}
+
 /** EventQuery.limit: default 500; 5000 caps one read so a replay from seq 0 is paged, not one giant array. */
 export function eventLimit(limit: number | undefined): number {
   return clampLimit(limit, 500, 5000, 'limit');
@@ -63,6 +68,9 @@ export interface Keyset {
   id: string;
 }
 
+/** Before every row: the keyset of a first page (ids are never empty, times are past this). */
+export const START_KEYSET: Keyset = { at: Number.MIN_SAFE_INTEGER, id: '' };
+
 /**
  * Cursors are opaque to callers but plain inside: `<time>.<id>`. Keyset paging (not offsets) so a page
  * stays stable while rows are inserted or updated ahead of it.
@@ -76,6 +84,21 @@ export function decodeCursor(cursor: string | undefined, field = 'cursor'): Keys
   const match = /^(-?\d+)\.(.+)$/.exec(cursor);
   if (!match) throw invalidArgument(field, 'is not a cursor this server issued');
   return { at: Number(match[1]), id: match[2]! };
+}
+
+/**
+ * A page of up to `limit` rows out of `found`, read with a LIMIT of limit + 1: the extra row says that
+ * more follow, and the cursor continues after the page's last row (updatedAt, id).
+ */
+export function keysetPage<T extends { updatedAt: number; id: string }>(
+  found: readonly T[],
+  limit: number,
+): { items: T[]; nextCursor?: string } {
+  const items = found.slice(0, limit);
+  const last = items[items.length - 1];
+  return found.length > limit && last
+    ? { items, nextCursor: encodeCursor(last.updatedAt, last.id) }
+    : { items };
 }
 
 /** True when (at, id) comes after the keyset in the given order. */

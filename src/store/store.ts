@@ -135,6 +135,18 @@ export interface EnvelopeStore extends StoreCommon {
    */
   listReconcileDue(target: string, query: ReconcileDueQuery): Promise<Envelope[]>;
 
+  // --- control plane: watch-lease adoption --------------------------------------------------
+  /**
+   * The open envelopes whose watch lease (`watch:<id>`, plane/watch-leases.ts) is free at `query.now`:
+   * no lease, an expired one, or (`capabilities.ownerLiveness`) one held by an owner whose process is
+   * gone, as deadLeaseOwners tells them: the jobs acquireLeases would hand to a caller, so the ones no
+   * live plane watches. Oldest update first (updatedAt, then id), in pages of `limit`; `nextCursor`
+   * (absent on the last page) continues after the page. Read through the open-jobs index and the
+   * leases' key: a leased job's document is never read, so a plane's adoption round costs the jobs
+   * nobody watches, not every open job.
+   */
+  listUnwatchedEnvelopes(query: UnwatchedQuery): Promise<Page<Envelope>>;
+
   // --- control plane: the event log ---------------------------------------------------------
   /** Events with seq > afterSeq in seq order, optionally for one tenant and/or one envelope. */
   listEvents(query: EventQuery): Promise<EnvelopeEvent[]>;
@@ -456,6 +468,15 @@ export interface EnvelopeQuery {
   order?: 'desc' | 'asc';
   cursor?: string;
   /** @default 50, at most 500 */
+  limit?: number;
+}
+
+/** listUnwatchedEnvelopes: the time leases are judged at, and one page. */
+export interface UnwatchedQuery {
+  /** A lease whose expiry is at or before this is free (acquireLease's rule). */
+  now: number;
+  cursor?: string;
+  /** @default 500, at most 1000 */
   limit?: number;
 }
 

@@ -18,12 +18,16 @@
  * 4. Host sends and GetTask, PostgreSQL next to SQLite (wrk, 32 connections), when wrk is installed.
  * 5. What one /metrics scrape costs against 20k and 100k stored envelopes (SCALE_SCRAPE; only when
  *    named: SCALE_ONLY=scrape): counts by state, the usage read, whole scrapes.
+ * 6. One watch-lease adoption round of a plane whose peer (a live plane) holds the lease of every one
+ *    of 2k and 20k open jobs (SCALE_ADOPT; only when named: SCALE_ONLY=adopt): the round's CPU, wall
+ *    time, the envelopes it read and its lease statements. It should adopt nothing and read nothing.
  *
  *   npm run bench:scale                    # open 1k,10k; stored 10k,1M
  *   SCALE_OPEN=1000,10000,100000 SCALE_STORED=10000 npm run bench:scale
  *   SCALE_ONLY=open,takeup,reconcile,planes,host  # a subset of the sections
  *   SCALE_ONLY=reconcile SCALE_RECONCILE_OPEN=2000,20000 SCALE_STORED=10000,1000000 npm run bench:scale
  *   SCALE_ONLY=takeup SCALE_SEEDED=1000,10000,100000 npm run bench:scale   # seeded open jobs only
+ *   SCALE_ONLY=adopt SCALE_ADOPT=2000,20000 npm run bench:scale   # adoption rounds only
  *   SCALE_BACKENDS=sqlite                  # one backend (postgres,sqlite by default)
  * 100,000 seeded jobs need a larger heap: node --max-old-space-size=4096 --expose-gc --import tsx …
  * Run with --expose-gc (the npm script does) so memory is read after a collection.
@@ -59,6 +63,7 @@ const OPEN = list(process.env.SCALE_OPEN, '1000,10000');
 const SEEDED = list(process.env.SCALE_SEEDED, '1000,10000');
 const SCRAPE = list(process.env.SCALE_SCRAPE, '20000,100000');
 const STORED = list(process.env.SCALE_STORED, '10000,1000000');
+const ADOPT = list(process.env.SCALE_ADOPT, '2000,20000');
 const RECONCILE_OPEN = list(process.env.SCALE_RECONCILE_OPEN, '2000,20000');
 const BACKENDS = new Set((process.env.SCALE_BACKENDS ?? 'postgres,sqlite').split(','));
 const ONLY = new Set((process.env.SCALE_ONLY ?? 'open,takeup,reconcile,planes,host').split(','));
@@ -408,6 +413,73 @@ async function scrapeCost(make: () => Promise<Backend>, stored: number): Promise
   await backend.dispose();
 }
 
+/**
+ * Section 6: one adoption round (plane/watch-leases.ts) of a plane whose peer holds every lease: `n` open
+ * jobs written with SQL, taken up by a first plane (so it holds their leases and streams them), and a
+ * second plane on its own virtual clock and store connection whose adoption rounds (every second of its
+ * clock; leases of ten minutes, so none expires meanwhile) are timed one by one: the CPU of this process
+ * and the wall time from the round's timer to its end, median of 5, with the envelopes it read and its
+ * lease statements. PostgreSQL's tables are vacuumed first, as autovacuum keeps them.
+ */
+async function adoptionRounds(make: () => Promise<Backend>, n: number): Promise<void> {
+  const backend = await make();
+  const template = await templateEnvelope(backend);
+  const chunk = 50_000;
+  for (let from = 1; from <= n; from += chunk)
+    await backend.exec(seededRowsSql(backend.name, template, SEEDED_TS, from, Math.min(n, from + chunk - 1)));
+  const long = { reconcile: { intervalMs: 3_600_000 }, watch: { leaseTtlMs: 600_000 } };
+  let remote: FakeRemote | undefined;
+  const holderStore = await backend.open();
+  const { plane: holder } = await planeOn(holderStore, virtualClock(), long, (r) => {
+    r.seededPrefix = 'seed-';
+    remote = r;
+  });
+  await until('every seeded job streamed', () => remote!.seededStreams >= n, 1_800_000);
+  if (backend.name === 'postgres')
+    for (const t of ['envelopes', 'leases']) await backend.exec(`VACUUM ANALYZE ${t}`);
+  const counted = countingStore(await backend.open());
+  const clock = virtualClock();
+  const { plane } = await planeOn(counted.store, clock, {
+    ...long,
+    watch: { leaseTtlMs: 600_000, adoptIntervalMs: 1_000 },
+  });
+  const adopt = (plane as unknown as { leaseLoops: Array<{ rounds: number }> }).leaseLoops[1]!;
+  const runs: Array<{ cpu: number; wall: number; read: number; claims: number }> = [];
+  for (let i = 0; i < 5; i++) {
+    await idle();
+    counted.calls.clear();
+    counted.envelopesRead.n = 0;
+    const rounds = adopt.rounds;
+    const cpu0 = process.cpuUsage();
+    const w0 = performance.now();
+    await clock.advance(1_000);
+    await until('the adoption round', () => adopt.rounds > rounds, 600_000);
+    runs.push({
+      cpu: cpuMs(cpu0),
+      wall: performance.now() - w0,
+      read: counted.envelopesRead.n,
+      claims: counted.calls.get('acquireLeases') ?? 0,
+    });
+  }
+  const mid = (k: 'cpu' | 'wall') =>
+    runs
+      .map((r) => r[k])
+      .sort((a, b) => a - b)[2]!
+      .toFixed(0);
+  row(
+    `adopt ${backend.name}`,
+    `${n} open, every lease a live peer's`,
+    `round ${mid('cpu')} ms CPU, ${mid('wall')} ms wall (median of 5)`,
+    `${runs[0]!.read} envelopes read, ${runs[0]!.claims} lease statements, ${Object.keys(plane.watcherStates()).length} adopted`,
+    `load ${load()}`,
+  );
+  await plane.stop();
+  await counted.store.close();
+  await holder.stop();
+  await holderStore.close();
+  await backend.dispose();
+}
+
 /** Section 3: jobs/s through k plane processes on one schema. */
 async function planeInstances(): Promise<void> {
   const worker = fileURLToPath(new URL('./scale-plane-worker.ts', import.meta.url));
@@ -538,6 +610,7 @@ async function main(): Promise<void> {
     if (ONLY.has('reconcile'))
       for (const s of STORED) for (const o of RECONCILE_OPEN) await reconcilePasses(make, s, o);
     if (ONLY.has('scrape')) for (const s of SCRAPE) await scrapeCost(make, s);
+    if (ONLY.has('adopt')) for (const n of ADOPT) await adoptionRounds(make, n);
   }
   // Last: what it allocates and frees would stay in the RSS the sections above start from.
   if (ONLY.has('takeup'))

@@ -122,7 +122,12 @@ export function countingStore(store: Store): {
   const calls = new Map<string, number>();
   const leaseNames = { n: 0 };
   const envelopesRead = { n: 0 };
-  const several = new Set(['listEnvelopes', 'listReconcileDue', 'findOpenEnvelopesByRemote']);
+  const several = new Set([
+    'listEnvelopes',
+    'listReconcileDue',
+    'findOpenEnvelopesByRemote',
+    'listUnwatchedEnvelopes',
+  ]);
   const proxy = new Proxy(store, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;

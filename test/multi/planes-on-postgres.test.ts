@@ -135,20 +135,21 @@ describe('planes sharing one PostgreSQL', () => {
     expect(c.clock.now() - 1_700_000_000_000).toBeLessThan(CLUSTER_OPTIONS.watch!.leaseTtlMs!);
   }, 60_000);
 
-  it("an adoption round offers a live plane's jobs in one statement, not one per job", async () => {
+  it("an adoption round neither reads nor offers a live plane's jobs", async () => {
     const c = await cluster([{}, {}]);
     const [a, b] = c.members as [Member, Member];
     for (let i = 0; i < 5; i++) await startedOn(a, `busy ${i}`);
     const single = vi.spyOn(b.store, 'acquireLease');
     const batched = vi.spyOn(b.store, 'acquireLeases');
+    const unwatched = vi.spyOn(b.store, 'listUnwatchedEnvelopes');
     // Past B's adoption interval (= ttl), short of A's leases expiring (renewed every ttl/3).
     await c.clock.advance(CLUSTER_OPTIONS.watch!.leaseTtlMs! + 1);
-    await until(
-      [b.store],
-      () => batched.mock.calls.some((call) => call[0].length === 5),
-      'B offered for all five',
-    );
+    await until([b.store], () => unwatched.mock.results.length > 0, 'B ran an adoption round');
+    const [round] = unwatched.mock.results;
+    expect((await (round!.value as ReturnType<typeof b.store.listUnwatchedEnvelopes>)).items).toEqual([]);
+    // Nothing to offer: no lease statement at all, let alone one per job.
     expect(single).not.toHaveBeenCalled();
+    expect(batched.mock.calls.flatMap((call) => call[0]).filter((n) => n.startsWith('watch:'))).toEqual([]);
     expect(watching(b.plane)).toEqual([]);
     expect(watching(a.plane)).toHaveLength(5);
   }, 60_000);

@@ -35,6 +35,31 @@ describe('postgres lease owner liveness', () => {
     expect(await third!.acquireLeases(['watch:x', 'watch:y'], 'w-third', 1003, 60_000)).toEqual([]);
   });
 
+  it('the adoption read lists a dead owner’s jobs at once, a live or never-bound owner’s only once expired', async () => {
+    const [dying, live, old] = await sharedSchemaStores(3, 'tp_live');
+    await dying!.bindLeaseOwner('w-dead', 1000);
+    await live!.bindLeaseOwner('w-live', 1000);
+    const jobs = [
+      makeEnvelope({ updatedAt: 1 }),
+      makeEnvelope({ updatedAt: 2 }),
+      makeEnvelope({ updatedAt: 3 }),
+    ];
+    for (const env of jobs) await live!.createEnvelope(env, [event(env, 'created')]);
+    const [ofDead, ofLive, ofOld] = jobs.map((e) => `watch:${e.id}`);
+    expect(await dying!.acquireLease(ofDead!, 'w-dead', 1000, 60_000)).toBe(true);
+    expect(await live!.acquireLease(ofLive!, 'w-live', 1000, 60_000)).toBe(true);
+    expect(await old!.acquireLease(ofOld!, 'w-old', 1000, 60_000)).toBe(true);
+    const unwatched = async (now: number) =>
+      (await live!.listUnwatchedEnvelopes({ now })).items.map((e) => e.id);
+    expect(await unwatched(1001)).toEqual([]);
+    await dying!.close();
+    await old!.close();
+    // Only the bound owner whose session is gone: what acquireLeases would now take.
+    expect(await unwatched(1002)).toEqual([jobs[0]!.id]);
+    expect(await live!.acquireLeases([ofDead!, ofLive!, ofOld!], 'w-other', 1002, 60_000)).toEqual([ofDead]);
+    expect(await unwatched(61_000)).toEqual([jobs[1]!.id, jobs[2]!.id]);
+  });
+
   it('an owner that never bound (a previous version) keeps its leases until they expire', async () => {
     const [old, live] = await sharedSchemaStores(2, 'tp_live');
     await live!.bindLeaseOwner('w-live', 1000);

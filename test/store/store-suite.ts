@@ -6,6 +6,7 @@ import { envelopeCases } from './suite/envelope-cases.ts';
 import { hostCases } from './suite/host-cases.ts';
 import { reconcileCases } from './suite/reconcile-cases.ts';
 import { agentTaskRetentionCases, envelopeRetentionCases } from './suite/retention-cases.ts';
+import { watchLeaseCases } from './suite/watch-lease-cases.ts';
 import { workflowCases } from './suite/workflow-cases.ts';
 
 /**
@@ -52,6 +53,7 @@ export function envelopeStoreSuite(harness: StoreHarness): void {
     apiKeyCases(context);
     envelopeRetentionCases(context);
     reconcileCases(context);
+    watchLeaseCases(context);
   });
 }
 

@@ -20,6 +20,7 @@ import type {
   ReconcileDueQuery,
   Store,
   StoreCapabilities,
+  UnwatchedQuery,
 } from '../store.ts';
 import {
   afterKeyset,
@@ -30,6 +31,9 @@ import {
   eventLimit,
   isReconcileDue,
   openJobsSummary,
+  keysetPage,
+  START_KEYSET,
+  unwatchedLimit,
 } from '../store-query.ts';
 import { summarize, workflowTaskLimitError } from '../usage-summary.ts';
 
@@ -233,6 +237,20 @@ export class MemoryStore extends MemoryAgentHost implements Store {
       .filter((e) => e.target === target && isReconcileDue(e, query))
       .sort((a, b) => a.updatedAt - b.updatedAt || compare(a.id, b.id))
       .map(clone);
+  }
+
+  async listUnwatchedEnvelopes(query: UnwatchedQuery): Promise<Page<Envelope>> {
+    const limit = unwatchedLimit(query.limit);
+    const after = decodeCursor(query.cursor) ?? START_KEYSET;
+    const found = [...this.envelopes.values()]
+      .filter((e) => {
+        if (isTerminal(e.state) || !afterKeyset(e.updatedAt, e.id, after, 'asc')) return false;
+        const lease = this.leases.get(`watch:${e.id}`);
+        return lease === undefined || lease.expiresAt <= query.now;
+      })
+      .sort((a, b) => a.updatedAt - b.updatedAt || compare(a.id, b.id))
+      .slice(0, limit + 1);
+    return keysetPage(found.map(clone), limit);
   }
 
   // --- event log -----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import type {
   ReconcileDueQuery,
   Store,
   StoreCapabilities,
+  UnwatchedQuery,
 } from '../store.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import {
@@ -35,6 +36,9 @@ import {
   OPEN_ENVELOPES_SQL,
   checkRemoteLookup,
   openJobsSummary,
+  keysetPage,
+  START_KEYSET,
+  unwatchedLimit,
 } from '../store-query.ts';
 import { clientConfig, parsePgUrl, translatePgError, type PgTarget } from './pg-connect.ts';
 import { PgAgentHost } from './pg-agent-host.ts';
@@ -43,6 +47,7 @@ import { PgListener, type WirePayload } from './pg-listener.ts';
 import { migratePostgres } from './pg-migrate.ts';
 import { PG_MIGRATIONS } from './pg-schema.ts';
 import { reconcileSql } from '../reconcile-sql.ts';
+import { unwatchedSql } from '../unwatched-sql.ts';
 import * as purge from './pg-purge.ts';
 
 export interface PostgresStoreOptions {
@@ -74,6 +79,7 @@ type Client = pg.PoolClient;
  * FOR UPDATE SKIP LOCKED, and fan-out on LISTEN/NOTIFY sent inside the writing transaction.
  */
 const RECONCILE_SQL = reconcileSql('pg');
+const UNWATCHED_SQL = { expiry: unwatchedSql('pg'), dead: unwatchedSql('pg', true) };
 
 /** First key of the per-workflow transaction locks (pg_advisory_xact_lock(int, int)): apart from other locks. */
 const WORKFLOW_LOCK_SPACE = 0x7770;
@@ -332,6 +338,22 @@ export class PostgresStore extends PgAgentHost implements Store {
       query.defaultOrphanCreatedBefore,
     ]);
     return found.map(rows.toEnvelope);
+  }
+
+  async listUnwatchedEnvelopes(query: UnwatchedQuery): Promise<Page<Envelope>> {
+    const limit = unwatchedLimit(query.limit);
+    const after = decodeCursor(query.cursor) ?? START_KEYSET;
+    // Owners count as dead only as deadLeaseOwners names them: not while our own session is down or just
+    // back (our own locks are free then, and other processes may not have taken theirs again yet).
+    const dead = this.listener?.settled === true;
+    const found = await this.query<rows.EnvelopeRow>(dead ? UNWATCHED_SQL.dead : UNWATCHED_SQL.expiry, [
+      after.at,
+      after.id,
+      query.now,
+      limit + 1,
+      ...(dead ? [this.ownerLockSpace] : []),
+    ]);
+    return keysetPage(found.map(rows.toEnvelope), limit);
   }
 
   async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {

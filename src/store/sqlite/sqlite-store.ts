@@ -19,6 +19,7 @@ import type {
   ReconcileDueQuery,
   Store,
   StoreCapabilities,
+  UnwatchedQuery,
   TargetUsage,
   UsageQuery,
   WorkflowBudgetRecord,
@@ -33,6 +34,9 @@ import {
   isOpenStateSet,
   OPEN_ENVELOPES_SQL,
   openJobsSummary,
+  keysetPage,
+  START_KEYSET,
+  unwatchedLimit,
 } from '../store-query.ts';
 import { migrateSqlite } from './sqlite-migrate.ts';
 import { snapshot } from '../snapshot.ts';
@@ -40,6 +44,7 @@ import * as rows from '../sql-rows.ts';
 import { where } from '../sql-where.ts';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.ts';
 import { reconcileSql } from '../reconcile-sql.ts';
+import { unwatchedSql } from '../unwatched-sql.ts';
 import { SqliteAgentHost } from './sqlite-agent-host.ts';
 import { EventLoopWrites } from './event-loop-writes.ts';
 import { WorkerWrites } from './worker-writes.ts';
@@ -51,6 +56,7 @@ import type { WriteArgs, WriteName, WriteResult } from './write-ops.ts';
 import { serializeEnvelope, serializeEnvelopeEvent } from './write-rows.ts';
 
 const RECONCILE_SQL = reconcileSql('sqlite');
+const UNWATCHED_SQL = unwatchedSql('sqlite');
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a private in-process database. */
@@ -314,6 +320,15 @@ export class SqliteStore extends SqliteAgentHost implements Store {
       .q(RECONCILE_SQL.due)
       .all({ target, now: query.now, before: query.defaultOrphanCreatedBefore }) as rows.EnvelopeRow[];
     return this.visible(found.map(rows.toEnvelope));
+  }
+
+  async listUnwatchedEnvelopes(query: UnwatchedQuery): Promise<Page<Envelope>> {
+    const limit = unwatchedLimit(query.limit);
+    const after = decodeCursor(query.cursor) ?? START_KEYSET;
+    const found = this.conn
+      .q(UNWATCHED_SQL)
+      .all(after.at, after.id, query.now, limit + 1) as rows.EnvelopeRow[];
+    return this.visible(keysetPage(found.map(rows.toEnvelope), limit));
   }
 
   async summarizeUsage(query: UsageQuery): Promise<TargetUsage[]> {
