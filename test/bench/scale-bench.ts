@@ -387,7 +387,7 @@ async function scrapeCost(make: () => Promise<Backend>, stored: number): Promise
     const mid = (k: 0 | 1) =>
       runs
         .map((r) => r[k])
-        .sort((a, b) => a - b)[2]!
+        .sort((a, b) => a - b)[runs.length >> 1]!
         .toFixed(1);
     return `${mid(0)} ms CPU / ${mid(1)} ms wall`;
   };
@@ -464,7 +464,7 @@ async function adoptionRounds(make: () => Promise<Backend>, n: number): Promise<
   const mid = (k: 'cpu' | 'wall') =>
     runs
       .map((r) => r[k])
-      .sort((a, b) => a - b)[2]!
+      .sort((a, b) => a - b)[runs.length >> 1]!
       .toFixed(0);
   row(
     `adopt ${backend.name}`,
