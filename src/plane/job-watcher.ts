@@ -64,10 +64,12 @@ export class JobWatcher {
   private recheckSettled = false;
   /**
    * Inside this stream's own observe: its result says whether the job settled, and the loop ends on it;
-   * a change noticed meanwhile is checked once the observe is done (it may have been another path's).
+   * a change noticed meanwhile is checked once the observe is done, unless it was this observe's own
+   * write: the highest event seq noticed meanwhile (Infinity for a notice without one), against the last
+   * seq that write added. Per envelope, seq order is commit order on every store.
    */
   private observing = false;
-  private noticedWhileObserving = false;
+  private noticedSeq = -1;
   /** The envelope version this watcher parked at (null while not parked). */
   private parkedVersion: number | null = null;
   /** A wake() from this process (an answer, a resubmission) arrived: act on it even if nothing changed. */
@@ -118,10 +120,10 @@ export class JobWatcher {
    * remote job, the open stream has nothing left to say, and a silent one would hold this watcher (and
    * its connection) until stop(): it is cut, and the loop's next read ends or moves the watcher.
    */
-  noticeChange(): void {
+  noticeChange(seq?: number): void {
     if (!this.attached) return;
     if (this.observing) {
-      this.noticedWhileObserving = true;
+      this.noticedSeq = Math.max(this.noticedSeq, seq ?? Number.POSITIVE_INFINITY);
       return;
     }
     if (this.checking) {
@@ -154,18 +156,20 @@ export class JobWatcher {
 
   /**
    * Observes one frame of this watcher's own stream. The write it makes reaches noticeChange too; that
-   * is no news to this loop, which reads the result itself, so only a change noticed meanwhile that the
-   * result does not already settle is checked (cutting a stream that is ending anyway is wasted work).
+   * is no news to this loop, which reads the result itself, so only a change noticed meanwhile that is
+   * not that write and that the result does not already settle is checked (a read per stream event
+   * otherwise; cutting a stream that is ending anyway is wasted work).
    */
   private async observeOwn(snap: RemoteSnapshot, source: 'stream' | 'create'): Promise<ObserveResult> {
     this.observing = true;
-    this.noticedWhileObserving = false;
+    this.noticedSeq = -1;
     let result: ObserveResult | undefined;
     try {
       return (result = await observe(this.ctx, this.envelopeId, snap, source));
     } finally {
       this.observing = false;
-      if (this.noticedWhileObserving && !(result && isTerminal(result.envelope.state))) this.noticeChange();
+      const others = this.noticedSeq > (result?.lastSeq ?? -1);
+      if (others && !(result && isTerminal(result.envelope.state))) this.noticeChange();
     }
   }
 

@@ -32,6 +32,8 @@ export interface ObserveResult {
   changed: boolean;
   /** Something was written at all (state, artifacts, input, binding). */
   written: boolean;
+  /** The seq of the last event this observe's write added, when it added any (its change notice's). */
+  lastSeq?: number;
   decision: TransitionDecision;
 }
 
@@ -320,7 +322,7 @@ export async function observe(
     next.lastConfirmedAt = now;
     next.updatedAt = now;
     try {
-      const { envelope } = await ctx.store.updateEnvelope(
+      const { envelope, events: added } = await ctx.store.updateEnvelope(
         withRetention(next, ctx.config.retention, now),
         env.version,
         events,
@@ -335,7 +337,14 @@ export async function observe(
         typeof env.acceptance?.verification?.dueAt !== 'number'
       )
         ctx.onVerificationDue?.(envelope.id);
-      return { envelope, changed: env.state !== envelope.state, written: true, decision };
+      const lastSeq = added.at(-1)?.seq;
+      return {
+        envelope,
+        changed: env.state !== envelope.state,
+        written: true,
+        decision,
+        ...(lastSeq !== undefined ? { lastSeq } : {}),
+      };
     } catch (err) {
       if (err instanceof VersionConflictError) continue;
       throw err;

@@ -301,7 +301,7 @@ export class Plane {
     this.stopNotices = this.ctx.store.onChange((change) => {
       if (change.kind !== 'envelope') return;
       const watcher = this.watchers.get(change.id);
-      watcher?.noticeChange();
+      watcher?.noticeChange(change.seq);
       watcher?.recheck();
     });
     const active = await listActiveEnvelopes(this.ctx.store);
