@@ -66,6 +66,11 @@ export interface PlaneContext {
    * (workflow-budgets.ts) when the job has a workflow. Optional.
    */
   onUsage?(envelope: Envelope): void;
+  /**
+   * A write decided a job's acceptance, or changed a decision (the schema check at completion, the
+   * verifier, a person): the Plane tells its `onAcceptanceDecided` listeners. Optional.
+   */
+  onAcceptance?(envelope: Envelope): void;
   /** A job's acceptance verifier call became due (plane/verifier.ts); wired by the Plane. Optional. */
   onVerificationDue?(envelopeId: string): void;
 }

@@ -332,6 +332,7 @@ export async function observe(
         ctx.counters.delay(source, now - snapshot.stateTimestamp, env);
       }
       if (next.usage !== env.usage) ctx.onUsage?.(envelope);
+      acceptanceWritten(ctx, env, envelope);
       if (
         typeof envelope.acceptance?.verification?.dueAt === 'number' &&
         typeof env.acceptance?.verification?.dueAt !== 'number'
@@ -351,6 +352,14 @@ export async function observe(
     }
   }
   throw new TaskplaneError('unavailable', 'observe: too many concurrent writers', { retryable: true });
+}
+
+/** A write decided the job's acceptance (or undid a decision): tell the plane's listeners. */
+function acceptanceWritten(ctx: PlaneContext, before: Envelope, after: Envelope): void {
+  const was = before.acceptance?.status;
+  const now = after.acceptance?.status;
+  if (now !== was && (now === 'accepted' || now === 'rejected' || was === 'accepted' || was === 'rejected'))
+    ctx.onAcceptance?.(after);
 }
 
 /** A job just reached its terminal state: its span ends, and the counters let go of its per-job entries. */
@@ -389,6 +398,7 @@ export async function updateLocal(
     try {
       const { envelope } = await ctx.store.updateEnvelope(next, env.version, events);
       if (!isTerminal(env.state) && isTerminal(envelope.state)) finished(ctx, envelope, now);
+      acceptanceWritten(ctx, env, envelope);
       return { envelope, written: true };
     } catch (err) {
       if (err instanceof VersionConflictError) continue;

@@ -224,6 +224,7 @@ export class Plane {
   private readonly verifying = new Set<string>();
   private started = false;
   private stopNotices: (() => void) | null = null;
+  private readonly acceptanceListeners = new Set<(tenant: string, envelopeId: string) => void>();
   private readonly retention: RetentionSweeper;
 
   constructor(private readonly ports: PlanePorts) {
@@ -248,6 +249,15 @@ export class Plane {
       ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
       onVerificationDue: (id) => this.verify(id),
+      onAcceptance: (envelope) => {
+        for (const listener of this.acceptanceListeners) {
+          try {
+            listener(envelope.tenant, envelope.id);
+          } catch (err) {
+            this.ctx.logger.warn({ err: describeError(err) }, 'acceptance listener failed');
+          }
+        }
+      },
       onUsage: (envelope) => {
         if (this.config.budgets.cancelRunning)
           this.spawn(
@@ -699,6 +709,16 @@ export class Plane {
   async cancel(tenant: string, id: string, actor: string | null = null): Promise<Envelope> {
     await this.get(tenant, id);
     return cancelTask(this.ctx, id, actor);
+  }
+
+  /**
+   * Calls `listener` whenever this plane writes an acceptance decision, or changes one: the schema
+   * check at completion, the verifier's verdict, a person's. Decisions written by other planes sharing
+   * the store are not heard here. Returns the unsubscribe.
+   */
+  onAcceptanceDecided(listener: (tenant: string, envelopeId: string) => void): () => void {
+    this.acceptanceListeners.add(listener);
+    return () => this.acceptanceListeners.delete(listener);
   }
 
   /** A person accepts or rejects a finished task's output (acceptance-decision.ts). */

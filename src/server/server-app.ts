@@ -218,10 +218,9 @@ export function createServerApp(o: ServerAppOptions): Hono<ServerEnv> {
     // A stream ends when its key is revoked, as a client leaving would end it.
     revoked: (keyId) => o.keys.streamSignal(keyId),
     clock,
-    acceptanceDecided: (tenant) => workflows.costsChanged(tenant),
   });
   registerTargetRoutes(app, { plane: o.plane, store: o.store, targets: o.targets ?? (() => []) });
-  const workflows = registerWorkflowRoutes(app, {
+  registerWorkflowRoutes(app, {
     plane: o.plane,
     limits,
     tenantLimits,

@@ -99,8 +99,6 @@ export function registerTaskRoutes(
     revoked: (keyId: string) => AbortSignal;
     /** Time for the streams' batching and keep-alive. */
     clock: Clock;
-    /** A person decided a task's acceptance: the tenant's kept cost figures are out of date. */
-    acceptanceDecided?: (tenant: string) => void;
   },
 ): void {
   const { plane, store } = deps;
@@ -184,7 +182,6 @@ export function registerTaskRoutes(
       keyId: c.get('keyId') ?? null,
       actor: str(body, 'actor') ?? null,
     });
-    deps.acceptanceDecided?.(c.get('tenant'));
     return c.json(taskView(env));
   });
 

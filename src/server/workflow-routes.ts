@@ -23,7 +23,7 @@ export function registerWorkflowRoutes(
     /** How old a tenant's GET /v1/costs figures may be before a request refreshes them. @default 30000 */
     costsMaxAgeMs?: number;
   },
-): { costsChanged(tenant: string): void } {
+): void {
   const { plane } = deps;
   const jsonBody = (c: Context<ServerEnv>) =>
     readJsonObject(c.req.raw, deps.limits, (bytes) => deps.tenantLimits.paceBody(c.get('tenant'), bytes));
@@ -37,15 +37,16 @@ export function registerWorkflowRoutes(
   // They come from one read of every task of the tenant, which grows with the tasks it stored: kept per
   // tenant for costsMaxAgeMs and refreshed in the background, so a request reads nothing itself but the
   // first of a tenant (and the first after it was dropped), and any number of requests cost the store
-  // one read per tenant per costsMaxAgeMs. `ageSeconds` says how old the figures are. A person's
-  // acceptance decision through the API drops its tenant's figures (costsChanged): whoever just accepted
-  // a task sees it counted at once; decisions the plane makes itself (checks, a verifier) show within
-  // costsMaxAgeMs.
+  // one read per tenant per costsMaxAgeMs. `ageSeconds` says how old the figures are. Every acceptance
+  // decision this plane writes (a person's through the API, the schema check at completion, a verifier's
+  // verdict) drops its tenant's figures, so the next request counts it; a decision written by another
+  // plane sharing the store shows within costsMaxAgeMs.
   const costs = new CachedReadsByKey(
     (tenant) => plane.usageByTarget(tenant),
     deps.costsMaxAgeMs ?? 30_000,
     deps.clock,
   );
+  plane.onAcceptanceDecided((tenant) => costs.forget(tenant));
   app.get('/v1/costs', async (c) => {
     const { value: targets, ageMs } = await costs.get(c.get('tenant'));
     return c.json({
@@ -72,5 +73,4 @@ export function registerWorkflowRoutes(
     return c.json((await plane.workflow(tenant, id)).budget);
   });
 
-  return { costsChanged: (tenant) => costs.forget(tenant) };
 }

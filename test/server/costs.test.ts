@@ -81,4 +81,32 @@ describe('GET /v1/costs', () => {
     expect(decided.status).toBe(200);
     expect(await accepted()).toMatchObject([{ target: 'fake', accepted: 1 }]);
   });
+
+  it('counts the plane’s own acceptance decision (the schema check at completion) at once', async () => {
+    const clock = new VirtualClock(1_700_000_000_000);
+    fx = await planeApp({ limitsClock: clock });
+    const f = fx;
+    const auth = { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' };
+    const created = await f.fetch('/v1/tasks?wait=started', {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({
+        target: 'fake',
+        input: 'x',
+        acceptance: { schema: { type: 'object', required: ['total'] } },
+      }),
+    });
+    expect(created.status).toBe(201);
+    const task = (await created.json()) as { id: string; remoteId: string };
+    const accepted = async () => {
+      const res = await f.fetch('/v1/costs', { headers: auth });
+      return ((await res.json()) as { targets: Array<{ target: string; accepted: number }> }).targets;
+    };
+    expect(await accepted()).toMatchObject([{ target: 'fake', accepted: 0 }]);
+    f.remote.set(task.remoteId, 'succeeded', { artifacts: [{ artifactId: 'a', content: { total: 3 } }] });
+    await f.plane.reconcileNow();
+    expect((await f.plane.get('alpha', task.id)).acceptance?.status).toBe('accepted');
+    // No time has passed: the kept figures were dropped by the decision, not aged out.
+    expect(await accepted()).toMatchObject([{ target: 'fake', accepted: 1 }]);
+  });
 });
