@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Store } from '../../src/store/store.ts';
 import { harness, type Harness } from './harness.ts';
+import { ReadCounter } from './read-counter.ts';
 
 /**
  * A stream that goes silent while the job is settled by another path (reconciliation, an API
@@ -65,29 +65,19 @@ describe('a stream watcher on a silent stream', () => {
   });
 
   it('reads nothing back for its own writes: a stream of status messages costs no settle reads', async () => {
-    let versionReads = 0;
-    const counting = (store: Store): Store =>
-      new Proxy(store, {
-        get: (target, prop, receiver) => {
-          const value = Reflect.get(target, prop, receiver) as unknown;
-          if (prop !== 'envelopeVersions' || typeof value !== 'function') return value;
-          return (...args: unknown[]) => {
-            versionReads++;
-            return (value as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        },
-      });
-    h = await harness(streaming, {}, 1, {}, { wrapStore: counting });
+    const counter = new ReadCounter();
+    const versionReads = () => counter.calls.get('envelopeVersions') ?? 0;
+    h = await harness(streaming, {}, 1, {}, { wrapStore: (store) => counter.wrap(store) });
     const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
     await h.settle();
-    const before = versionReads;
+    const before = versionReads();
     for (let i = 0; i < 20; i++) {
       h.remote.set(envelope.remoteId!, 'running', { statusMessage: `step ${i}` });
       await h.settle();
     }
     expect((await h.plane.get(T, envelope.id)).statusMessage).toBe('step 19');
     expect(h.plane.watcherStates()[envelope.id]).toBe('attached');
-    expect(versionReads - before).toBe(0);
+    expect(versionReads() - before).toBe(0);
     // An outcome written by another path still ends the watcher.
     const other = h.addPlane({ ...streaming, reconcile: { enabled: false } }, 'plane-b');
     h.remote.silentStreams = true;

@@ -1,11 +1,7 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { reconcileSql } from '../../src/store/reconcile-sql.ts';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { sqliteFileWithRawConnection } from './sqlite-file.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
 
 /**
@@ -35,14 +31,7 @@ const EXPECTED: Record<keyof ReturnType<typeof reconcileSql>, RegExp[]> = {
 
 describe('reconciliation reads', () => {
   it('SQLite answers each from its index', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'tp-reconcile-')), 'plane.db');
-    const store = new SqliteStore({ path });
-    onTestFinished(() => store.close());
-    await store.getEnvelope('none');
-    const db = new Database(path);
-    onTestFinished(() => {
-      db.close();
-    });
+    const { store, db } = await sqliteFileWithRawConnection('tp-reconcile-');
     db.exec(
       insertSql(
         'envelopes',

@@ -1,13 +1,9 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Envelope } from '../../src/core/envelope.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import type { EnvelopeStore } from '../../src/store/store.ts';
 import { unwatchedSql } from '../../src/store/unwatched-sql.ts';
+import { sqliteFileWithRawConnection } from './sqlite-file.ts';
 import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
 
 /**
@@ -55,14 +51,7 @@ const expectedFree = () =>
 
 describe('the adoption read with most open jobs leased', () => {
   it('SQLite walks the open-jobs index and the leases key, never the table', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'tp-unwatched-')), 'plane.db');
-    const store = new SqliteStore({ path });
-    onTestFinished(() => store.close());
-    await store.getEnvelope('none');
-    const db = new Database(path);
-    onTestFinished(() => {
-      db.close();
-    });
+    const { store, db } = await sqliteFileWithRawConnection('tp-unwatched-');
     const series = `(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${ROWS}) SELECT i FROM s)`;
     db.exec(insertEnvelopes('envelopes', series, ''));
     db.exec(insertLeases('leases', series));
