@@ -14,6 +14,25 @@ afterEach(async () => {
 });
 
 type Costs = { targets: Array<{ target: string; tasks: number }>; ageSeconds: number };
+const AUTH_A = { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' };
+
+/** A plane on a virtual clock with tenant alpha's task created from `body`, and alpha's accepted counts. */
+async function withTask(body: Record<string, unknown>) {
+  fx = await planeApp({ limitsClock: new VirtualClock(1_700_000_000_000) });
+  const f = fx;
+  const created = await f.fetch('/v1/tasks?wait=started', {
+    method: 'POST',
+    headers: AUTH_A,
+    body: JSON.stringify({ target: 'fake', input: 'x', ...body }),
+  });
+  expect(created.status).toBe(201);
+  const task = (await created.json()) as { id: string; remoteId: string };
+  const accepted = async () => {
+    const res = await f.fetch('/v1/costs', { headers: AUTH_A });
+    return ((await res.json()) as { targets: Array<{ target: string; accepted: number }> }).targets;
+  };
+  return { f, task, accepted };
+}
 
 describe('GET /v1/costs', () => {
   it('reads each tenant’s tasks at most once per 30 s, in the background, and says how old the figures are', async () => {
@@ -55,27 +74,14 @@ describe('GET /v1/costs', () => {
   });
 
   it('counts a person’s acceptance decision at once, not after the figures age', async () => {
-    const clock = new VirtualClock(1_700_000_000_000);
-    fx = await planeApp({ limitsClock: clock });
-    const f = fx;
-    const auth = { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' };
-    const created = await f.fetch('/v1/tasks?wait=started', {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify({ target: 'fake', input: 'x' }),
-    });
-    const task = (await created.json()) as { id: string; remoteId: string };
+    const { f, task, accepted } = await withTask({});
     f.remote.set(task.remoteId, 'succeeded');
     await f.plane.reconcileNow();
     expect((await f.plane.get('alpha', task.id)).state).toBe('succeeded');
-    const accepted = async () => {
-      const res = await f.fetch('/v1/costs', { headers: auth });
-      return ((await res.json()) as { targets: Array<{ target: string; accepted: number }> }).targets;
-    };
     expect(await accepted()).toMatchObject([{ target: 'fake', accepted: 0 }]);
     const decided = await f.fetch(`/v1/tasks/${task.id}/acceptance`, {
       method: 'POST',
-      headers: auth,
+      headers: AUTH_A,
       body: JSON.stringify({ decision: 'accepted', reason: 'checked by hand' }),
     });
     expect(decided.status).toBe(200);
@@ -83,25 +89,9 @@ describe('GET /v1/costs', () => {
   });
 
   it('counts the plane’s own acceptance decision (the schema check at completion) at once', async () => {
-    const clock = new VirtualClock(1_700_000_000_000);
-    fx = await planeApp({ limitsClock: clock });
-    const f = fx;
-    const auth = { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' };
-    const created = await f.fetch('/v1/tasks?wait=started', {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify({
-        target: 'fake',
-        input: 'x',
-        acceptance: { schema: { type: 'object', required: ['total'] } },
-      }),
+    const { f, task, accepted } = await withTask({
+      acceptance: { schema: { type: 'object', required: ['total'] } },
     });
-    expect(created.status).toBe(201);
-    const task = (await created.json()) as { id: string; remoteId: string };
-    const accepted = async () => {
-      const res = await f.fetch('/v1/costs', { headers: auth });
-      return ((await res.json()) as { targets: Array<{ target: string; accepted: number }> }).targets;
-    };
     expect(await accepted()).toMatchObject([{ target: 'fake', accepted: 0 }]);
     f.remote.set(task.remoteId, 'succeeded', { artifacts: [{ artifactId: 'a', content: { total: 3 } }] });
     await f.plane.reconcileNow();
