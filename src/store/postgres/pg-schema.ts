@@ -371,4 +371,78 @@ export const PG_MIGRATIONS: readonly Migration[] = [
         SELECT tenant, state, 0, COUNT(*) FROM envelopes GROUP BY tenant, state;
     `,
   },
+  {
+    id: 14,
+    name: 'cheaper envelope writes: reconciliation columns through functions, count trigger without SET',
+    // Two per-statement costs of every envelope write (docs/deploy.md, "How cost grows"):
+    // - PostgreSQL reads a generated column's expression from the catalog (its stored node tree), plans and
+    //   compiles it at the start of every INSERT and UPDATE statement, however few rows it writes;
+    //   migration 12's reconcile_due_at and default_duration_from trees were most of that work. The same
+    //   expressions now sit in two IMMUTABLE PL/pgSQL functions (compiled once per connection; an SQL
+    //   function would be inlined, its body parsed again on every statement), and the columns are a call
+    //   of three columns. PostgreSQL 15 cannot change a generated expression in place, so the columns are
+    //   dropped and added again under the same names in one ALTER TABLE: one table rewrite and their two
+    //   partial indexes rebuilt, holding writes on envelopes meanwhile (plan it for a quiet moment on a
+    //   large table, as migration 12).
+    // - envelope_counts_apply (migration 13) ran under SET search_path, which saves and restores the
+    //   setting around every call (and the catalog lookups a changed search_path brings): most of the
+    //   trigger's cost on a state change. It now names its table with the store's schema, resolved once
+    //   here, and runs in the caller's path; otherwise the same body.
+    // Expand-only: column values, names and indexes, and the counts, stay as they were, so the previous
+    // version's reads and writes run unchanged beside it (test/store/pg-reconcile-columns.test.ts compares
+    // each branch of the rule before and after; store-query.ts reconcileDueAt is the rule in TypeScript).
+    sql: `
+      CREATE FUNCTION envelope_reconcile_due_at(state TEXT, remote_id TEXT, doc JSONB) RETURNS DOUBLE PRECISION
+      LANGUAGE plpgsql IMMUTABLE AS $$
+      BEGIN
+        RETURN CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') THEN LEAST(
+          CASE WHEN remote_id IS NULL THEN (doc->>'createdAt')::float8 END,
+          CASE WHEN state <> 'cancel_requested' THEN (doc->>'createdAt')::float8 + (doc->>'timeoutMs')::float8 END,
+          CASE WHEN state = 'cancel_requested' AND remote_id IS NOT NULL AND jsonb_typeof(doc->'cancel') = 'object'
+            AND doc->'cancel'->>'acknowledgedAt' IS NULL THEN (doc->>'createdAt')::float8 END,
+          CASE WHEN state = 'waiting_for_input'
+            AND (jsonb_path_exists(doc, '$.pendingInput ? (@.answeredAt != null)')
+              OR jsonb_path_exists(doc, '$.pendingInput.requests[*] ? (@.answeredAt != null)'))
+            THEN (doc->>'createdAt')::float8 END,
+          CASE WHEN remote_id IS NOT NULL THEN (doc->>'createdAt')::float8 + (doc->>'expectedDurationMs')::float8 END
+        ) END;
+      END
+      $$;
+      CREATE FUNCTION envelope_default_duration_from(state TEXT, remote_id TEXT, doc JSONB)
+      RETURNS DOUBLE PRECISION LANGUAGE plpgsql IMMUTABLE AS $$
+      BEGIN
+        RETURN CASE WHEN state IN ('accepted', 'running', 'waiting_for_input', 'cancel_requested', 'unknown') AND remote_id IS NOT NULL AND doc->>'expectedDurationMs' IS NULL
+          THEN (doc->>'createdAt')::float8 END;
+      END
+      $$;
+      ALTER TABLE envelopes
+        DROP COLUMN reconcile_due_at,
+        DROP COLUMN default_duration_from,
+        ADD COLUMN reconcile_due_at DOUBLE PRECISION
+          GENERATED ALWAYS AS (envelope_reconcile_due_at(state, remote_id, doc)) STORED,
+        ADD COLUMN default_duration_from DOUBLE PRECISION
+          GENERATED ALWAYS AS (envelope_default_duration_from(state, remote_id, doc)) STORED;
+      CREATE INDEX envelopes_reconcile_due ON envelopes (target, reconcile_due_at)
+        WHERE reconcile_due_at IS NOT NULL;
+      CREATE INDEX envelopes_default_duration ON envelopes (target, default_duration_from)
+        WHERE default_duration_from IS NOT NULL;
+      DO $do$ BEGIN EXECUTE format($fn$
+        CREATE OR REPLACE FUNCTION envelope_counts_apply() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+          s INTEGER := floor(random() * 16)::integer;
+        BEGIN
+          IF TG_OP IN ('UPDATE', 'DELETE') THEN
+            INSERT INTO %1$I.envelope_counts AS c (tenant, state, slot, n) VALUES (OLD.tenant, OLD.state, s, -1)
+              ON CONFLICT (tenant, state, slot) DO UPDATE SET n = c.n - 1;
+          END IF;
+          IF TG_OP IN ('UPDATE', 'INSERT') THEN
+            INSERT INTO %1$I.envelope_counts AS c (tenant, state, slot, n) VALUES (NEW.tenant, NEW.state, s, 1)
+              ON CONFLICT (tenant, state, slot) DO UPDATE SET n = c.n + 1;
+          END IF;
+          RETURN NULL;
+        END
+        $$;
+      $fn$, current_schema()); END $do$;
+    `,
+  },
 ];
