@@ -5,6 +5,7 @@
 # Each install builds better-sqlite3 for that Node's ABI, from source against that Node's own headers.
 # Also type-checks test/pack/consumer.ts against the installed declaration files.
 # Usage: test/pack/pack-smoke.sh [path/to/node ...]   (default: `node` and Node 24)
+#        PACK_SMOKE_TARBALL=path/to/taskplane-x.y.z.tgz installs that tarball instead of packing one.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 here="$root/test/pack"
@@ -37,8 +38,14 @@ headers() {
 nodes=("$@")
 if [ ${#nodes[@]} -eq 0 ]; then nodes=("$(command -v node)" "$(node24)"); fi
 
-echo "pack smoke: npm pack"
-tarball="$work/$(cd "$root" && npm pack --silent --pack-destination "$work" | tail -n 1)"
+if [ -n "${PACK_SMOKE_TARBALL:-}" ]; then
+  # Packed by the caller (.ci/run packs while it lints, then runs this beside the tests).
+  tarball="$PACK_SMOKE_TARBALL"
+  echo "pack smoke: $(basename "$tarball"), packed by the caller"
+else
+  echo "pack smoke: npm pack"
+  tarball="$work/$(cd "$root" && npm pack --silent --pack-destination "$work" | tail -n 1)"
+fi
 ls -l "$tarball"
 
 # Installs run side by side: each builds better-sqlite3 from source, mostly one long compile of SQLite
