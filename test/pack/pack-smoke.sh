@@ -56,10 +56,11 @@ install() {
   # A user's project: ESM, and better-sqlite3's install script allowed (npm 11 blocks dependency scripts).
   printf '{ "name": "pack-smoke", "private": true, "type": "module", "allowScripts": { "better-sqlite3": true } }\n' >"$dir/package.json"
   # This Node first on PATH, so install scripts (node-gyp) build for its ABI, against its own headers:
-  # nothing is downloaded but packages from the npm registry.
+  # nothing is downloaded but packages from the npm registry. At a lower priority (nice): .ci/run runs
+  # this beside the tests, and the compile must take only the CPU they leave, not slow them.
   (cd "$dir" && PATH="$(dirname "$node"):$PATH" npm_config_nodedir="$(headers "$node")" \
     npm_config_build_from_source=true npm_config_jobs=max \
-    "$node" "$npm_cli" install --no-audit --no-fund --loglevel=error "$tarball")
+    nice -n 10 "$node" "$npm_cli" install --no-audit --no-fund --loglevel=error "$tarball")
 }
 
 start=$SECONDS
