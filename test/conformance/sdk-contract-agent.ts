@@ -1,8 +1,8 @@
 /**
  * A plain @a2a-js/sdk agent (express, InMemoryTaskStore: its tasks live in process memory) that
  * implements the conformance test contract with the executor docs/conformance.md shows. The comparison
- * target of test/conformance/conformance-discriminates.test.ts: it passes the rows a memory store can
- * pass and must fail the restart rows. `--port P` (0 = any); prints `sdk agent ready <url>`.
+ * target of test/conformance/conformance-discriminates-sdk-a2a.test.ts: it passes the rows a memory
+ * store can pass and must fail the restart rows. `--port P` (0 = any); prints `sdk agent ready <url>`.
  */
 import express from 'express';
 import { AgentCard, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';

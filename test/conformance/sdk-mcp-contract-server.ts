@@ -4,7 +4,7 @@
  * `registerToolTask`) and its InMemoryTaskStore, which keeps tasks in process memory. The tool
  * `demo_task` implements the conformance test contract's `durationMs`, `steps`, `fail` and
  * `sideEffectMs` (not `askInput`). The MCP comparison target of
- * test/conformance/conformance-discriminates.test.ts: its tasks must not survive a restart.
+ * test/conformance/conformance-discriminates-sdk-mcp.test.ts: its tasks must not survive a restart.
  * `--port P` (0 = any); serves `/mcp`; prints `sdk mcp server ready <url>`.
  */
 import { createServer } from 'node:http';

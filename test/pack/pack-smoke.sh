@@ -5,6 +5,7 @@
 # Each install builds better-sqlite3 for that Node's ABI, from source against that Node's own headers.
 # Also type-checks test/pack/consumer.ts against the installed declaration files.
 # Usage: test/pack/pack-smoke.sh [path/to/node ...]   (default: `node` and Node 24)
+#        PACK_SMOKE_TARBALL=path/to/taskplane-x.y.z.tgz installs that tarball instead of packing one.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 here="$root/test/pack"
@@ -37,8 +38,14 @@ headers() {
 nodes=("$@")
 if [ ${#nodes[@]} -eq 0 ]; then nodes=("$(command -v node)" "$(node24)"); fi
 
-echo "pack smoke: npm pack"
-tarball="$work/$(cd "$root" && npm pack --silent --pack-destination "$work" | tail -n 1)"
+if [ -n "${PACK_SMOKE_TARBALL:-}" ]; then
+  # Packed by the caller (.ci/run packs while it lints, then runs this beside the tests).
+  tarball="$PACK_SMOKE_TARBALL"
+  echo "pack smoke: $(basename "$tarball"), packed by the caller"
+else
+  echo "pack smoke: npm pack"
+  tarball="$work/$(cd "$root" && npm pack --silent --pack-destination "$work" | tail -n 1)"
+fi
 ls -l "$tarball"
 
 # Installs run side by side: each builds better-sqlite3 from source, mostly one long compile of SQLite
@@ -49,10 +56,11 @@ install() {
   # A user's project: ESM, and better-sqlite3's install script allowed (npm 11 blocks dependency scripts).
   printf '{ "name": "pack-smoke", "private": true, "type": "module", "allowScripts": { "better-sqlite3": true } }\n' >"$dir/package.json"
   # This Node first on PATH, so install scripts (node-gyp) build for its ABI, against its own headers:
-  # nothing is downloaded but packages from the npm registry.
+  # nothing is downloaded but packages from the npm registry. At a lower priority (nice): .ci/run runs
+  # this beside the tests, and the compile must take only the CPU they leave, not slow them.
   (cd "$dir" && PATH="$(dirname "$node"):$PATH" npm_config_nodedir="$(headers "$node")" \
     npm_config_build_from_source=true npm_config_jobs=max \
-    "$node" "$npm_cli" install --no-audit --no-fund --loglevel=error "$tarball")
+    nice -n 10 "$node" "$npm_cli" install --no-audit --no-fund --loglevel=error "$tarball")
 }
 
 start=$SECONDS
