@@ -30,8 +30,8 @@ const MAX_REDIRECTS = 5;
  * and copying that live state is what the collector's young-generation pauses spend their time on
  * while streams are being opened. Calls that answer at once keep using fetch.
  *
- * Resolves with the response head; aborting `signal` destroys the request and its body (the body's
- * reader then throws). The body is an IncomingMessage, read as an async iterable of Buffers.
+ * Resolves with the response head; aborting `signal` destroys the request, or the body while it is
+ * still arriving (its reader then throws). The body is an IncomingMessage, read as an async iterable of Buffers.
  */
 export async function openStream(url: string, req: StreamRequest, signal: AbortSignal): Promise<HttpAnswer> {
   let target = new URL(url);
@@ -50,14 +50,43 @@ export async function openStream(url: string, req: StreamRequest, signal: AbortS
 function requestOnce(url: URL, req: StreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
   const send = url.protocol === 'https:' ? httpsRequest : url.protocol === 'http:' ? httpRequest : null;
   if (!send) return Promise.reject(new TypeError(`unsupported URL scheme ${url.protocol}`));
+  if (signal.aborted) return Promise.reject(abortError(signal));
   return new Promise<IncomingMessage>((resolve, reject) => {
     const headers: Record<string, string> = { ...req.headers };
     if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
-    const r = send(url, { method: req.method, headers, signal }, resolve);
-    r.once('error', reject);
+    // The signal is not handed to node:http: aborted after the response ended, it destroys a socket
+    // already let go of (back in the keep-alive pool, or closing) that has no 'error' listener any more,
+    // and the AbortError is thrown as uncaught. An abort here stops only what is still running.
+    let response: IncomingMessage | undefined;
+    const onAbort = () => {
+      const err = abortError(signal);
+      if (!response) r.destroy(err);
+      else if (!response.complete) response.destroy(err);
+    };
+    const r = send(url, { method: req.method, headers }, (res) => {
+      response = res;
+      // Errors of a response nobody is reading at the moment reach its reader at its next read; without
+      // a listener here they would be thrown as uncaught.
+      res.on('error', ignore);
+      res.once('close', () => signal.removeEventListener('abort', onAbort));
+      resolve(res);
+    });
+    signal.addEventListener('abort', onAbort, { once: true });
+    // Not once: a request can fail more than once, and an 'error' without a listener is thrown as
+    // uncaught. Only the first one settles the promise.
+    r.on('error', (err) => {
+      if (!response) signal.removeEventListener('abort', onAbort);
+      reject(err);
+    });
     r.end(req.body);
   });
 }
+
+function abortError(signal: AbortSignal): Error {
+  return new Error('aborted', { cause: signal.reason });
+}
+
+const ignore = (): void => undefined;
 
 class NodeAnswer implements HttpAnswer {
   readonly status: number;

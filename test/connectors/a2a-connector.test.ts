@@ -75,8 +75,15 @@ for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
       );
       expect(answered.remoteId).toBe(first.remoteId);
 
+      // The rest of the task can finish before the subscribe arrives: A2A answers a subscribe to a
+      // finished task with UnsupportedOperationError (failed_precondition), and the task is read instead,
+      // as the plane does.
       const resumed = c.observe(first.remoteId, null, never)[Symbol.asyncIterator]();
-      const done = await until(resumed, (s) => s.state === 'succeeded');
+      const done = await until(resumed, (s) => s.state === 'succeeded').catch(async (err: unknown) => {
+        expect((err as TaskplaneError).code).toBe('failed_precondition');
+        return c.get(first.remoteId, never);
+      });
+      expect(done.state).toBe('succeeded');
       expect(done.artifacts?.[0]?.content).toContain('chunk');
       const got = await c.get(first.remoteId, never);
       expect(got.state).toBe('succeeded');
