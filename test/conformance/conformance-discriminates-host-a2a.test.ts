@@ -1,21 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConformanceReport } from '../../src/conformance/report.ts';
-import { runConformance } from '../../src/conformance/run-conformance.ts';
-import { HOST_KEY, OTHER_KEY, revokeCmd, startHostAgent } from './agent-processes.ts';
-import { BOUNDS, byId, explain } from './conformance-discriminates.ts';
+import { startHostAgent } from './agent-processes.ts';
+import { byId, explain, reportOnHost } from './conformance-discriminates.ts';
 
 describe('taskplane conformance against taskplane host', () => {
   let agent: Awaited<ReturnType<typeof startHostAgent>>;
   let report: ConformanceReport;
   beforeAll(async () => {
     agent = await startHostAgent();
-    report = await runConformance({
-      target: agent.url,
-      headers: { authorization: `Bearer ${HOST_KEY}` },
-      otherHeaders: { authorization: `Bearer ${OTHER_KEY}` },
-      hooks: { restart: agent.restartCmd, deploy: agent.restartCmd, revoke: revokeCmd(agent) },
-      ...BOUNDS,
-    });
+    report = await reportOnHost(agent);
   }, 900_000);
   afterAll(() => agent?.stop());
 

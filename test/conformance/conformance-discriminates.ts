@@ -1,4 +1,6 @@
 import type { ConformanceReport, RowReport } from '../../src/conformance/report.ts';
+import { runConformance } from '../../src/conformance/run-conformance.ts';
+import { HOST_KEY, OTHER_KEY, revokeCmd, type startHostAgent } from './agent-processes.ts';
 
 /**
  * The proof that `taskplane conformance` discriminates: the whole matrix against `taskplane host`
@@ -22,3 +24,21 @@ export const byId = (report: ConformanceReport, id: string): RowReport => {
 export const failedChecks = (row: RowReport) => row.checks.filter((c) => !c.ok).map((c) => c.name);
 export const explain = (report: ConformanceReport) =>
   report.rows.map((r) => `${r.number} ${r.id}: ${r.status} ${r.reason ?? ''}`).join('\n');
+
+/**
+ * The whole matrix against a `taskplane host` in its own process, with its restart, deploy and revoke
+ * hooks: its A2A interface, or its MCP server when `tool` names the tool to run.
+ */
+export function reportOnHost(
+  agent: Awaited<ReturnType<typeof startHostAgent>>,
+  mcp?: { tool: string },
+): Promise<ConformanceReport> {
+  return runConformance({
+    target: mcp ? `${agent.url}/mcp` : agent.url,
+    ...(mcp ? { tool: mcp.tool } : {}),
+    headers: { authorization: `Bearer ${HOST_KEY}` },
+    otherHeaders: { authorization: `Bearer ${OTHER_KEY}` },
+    hooks: { restart: agent.restartCmd, deploy: agent.restartCmd, revoke: revokeCmd(agent) },
+    ...BOUNDS,
+  });
+}
