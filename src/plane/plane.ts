@@ -327,20 +327,14 @@ export class Plane {
     const toWatch: Envelope[] = [];
     for (const env of active) {
       if (!held.has(env.id)) continue;
-      const queued = toWatch.length;
-      try {
-        this.ctx.counters.track(env.id, env.tenant);
-        this.timeouts.arm(env);
-        if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
-        else toWatch.push(env);
-        // A cancel recorded but never acknowledged (the plane died before or while sending it): send it.
-        if (cancelUndelivered(env)) this.spawn(sendCancel(this.ctx, env.id));
-        // An answer recorded by a plane that died before (or while) sending it: send it again.
-        if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
-      } catch (err) {
-        toWatch.length = queued;
-        this.notTakenUp(env, err);
-      }
+      this.ctx.counters.track(env.id, env.tenant);
+      this.timeouts.arm(env);
+      if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+      else toWatch.push(env);
+      // A cancel recorded but never acknowledged (the plane died before or while sending it): send it.
+      if (cancelUndelivered(env)) this.spawn(sendCancel(this.ctx, env.id));
+      // An answer recorded by a plane that died before (or while) sending it: send it again.
+      if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
     }
     this.spawn(this.takeUp(toWatch));
     // A count, not the list: the loop below outlives start(), and a closure over `active` would keep
@@ -427,14 +421,10 @@ export class Plane {
   private async adopt(envs: readonly Envelope[]): Promise<void> {
     const toWatch: Envelope[] = [];
     for (const env of envs) {
-      try {
-        this.ctx.counters.track(env.id, env.tenant);
-        this.timeouts.arm(env);
-        if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
-        else toWatch.push(env);
-      } catch (err) {
-        this.notTakenUp(env, err);
-      }
+      this.ctx.counters.track(env.id, env.tenant);
+      this.timeouts.arm(env);
+      if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
+      else toWatch.push(env);
     }
     await this.takeUp(toWatch);
   }
@@ -823,8 +813,7 @@ export class Plane {
   }
 
   /**
-   * One job of a take-up or an adoption failed (its watcher did not start, or it could not be tracked):
-   * logged with its id, and the rest of its wave and the waves after it go on. Its lease is let go, since a
+   * One job of a take-up or an adoption failed (its watcher did not start): logged with its id, and the rest of its wave and the waves after it go on. Its lease is let go, since a
    * lease held here counts as watched and would keep every plane, this one included, from offering the
    * job again: a later adoption round (here or elsewhere) tries it anew. Reconciliation covers it meanwhile.
    */

@@ -1,6 +1,7 @@
 import type { Envelope } from '../core/envelope.ts';
 import { isTerminal } from '../core/states.ts';
 import type { EnvelopeVersion } from '../store/store.ts';
+import { watchLeaseName } from '../store/store-query.ts';
 import { describeError, type PlaneContext } from './context.ts';
 import { WorkerLoop } from './worker-loop.ts';
 
@@ -45,10 +46,6 @@ export class WatchLeases {
     this.enabled = mode === 'on' || (mode === 'auto' && ctx.store.capabilities.multiProcess);
   }
 
-  private static lease(envelopeId: string): string {
-    return `watch:${envelopeId}`;
-  }
-
   /** Ties this plane's leases to its process (Store.bindLeaseOwner); before the first claim. */
   async bind(): Promise<void> {
     if (this.enabled) await this.ctx.store.bindLeaseOwner(this.owner, this.ctx.clock.now());
@@ -58,7 +55,7 @@ export class WatchLeases {
   async claim(envelopeId: string): Promise<boolean> {
     if (!this.enabled) return true;
     const ok = await this.ctx.store.acquireLease(
-      WatchLeases.lease(envelopeId),
+      watchLeaseName(envelopeId),
       this.owner,
       this.ctx.clock.now(),
       this.ctx.config.watch.leaseTtlMs,
@@ -80,14 +77,14 @@ export class WatchLeases {
       const batch = envelopeIds.slice(i, i + RECHECK_BATCH);
       const held = new Set(
         await this.ctx.store.acquireLeases(
-          batch.map(WatchLeases.lease),
+          batch.map(watchLeaseName),
           this.owner,
           this.ctx.clock.now(),
           this.ctx.config.watch.leaseTtlMs,
         ),
       );
       for (const id of batch) {
-        if (!held.has(WatchLeases.lease(id))) continue;
+        if (!held.has(watchLeaseName(id))) continue;
         this.held.add(id);
         got.push(id);
       }
@@ -105,7 +102,7 @@ export class WatchLeases {
 
   async release(envelopeId: string): Promise<void> {
     if (!this.held.delete(envelopeId)) return;
-    await this.ctx.store.releaseLease(WatchLeases.lease(envelopeId), this.owner).catch((err: unknown) => {
+    await this.ctx.store.releaseLease(watchLeaseName(envelopeId), this.owner).catch((err: unknown) => {
       this.ctx.logger.warn({ envelopeId, err: describeError(err) }, 'watch lease release failed');
     });
   }
@@ -117,7 +114,7 @@ export class WatchLeases {
     let kept: Set<string>;
     try {
       const names = await this.ctx.store.acquireLeases(
-        ids.map(WatchLeases.lease),
+        ids.map(watchLeaseName),
         this.owner,
         this.ctx.clock.now(),
         this.ctx.config.watch.leaseTtlMs,
@@ -129,7 +126,7 @@ export class WatchLeases {
       this.ctx.logger.warn({ jobs: ids.length, err: describeError(err) }, 'watch lease renewal failed');
       return [];
     }
-    const lost = ids.filter((id) => !kept.has(WatchLeases.lease(id)));
+    const lost = ids.filter((id) => !kept.has(watchLeaseName(id)));
     // Released meanwhile (its watcher ended): not lost, just gone.
     return lost.filter((id) => this.held.delete(id));
   }
@@ -233,7 +230,6 @@ export function leaseLoops(
       // Only the open jobs whose lease no live plane holds (Store.listUnwatchedEnvelopes), a page at a
       // time, each page offered in one claim: a round where every job is watched reads no job at all.
       const claimed: Envelope[] = [];
-      const taken = new Set<string>();
       let cursor: string | undefined;
       try {
         do {
@@ -243,13 +239,11 @@ export function leaseLoops(
             ...(cursor === undefined ? {} : { cursor }),
           });
           cursor = page.nextCursor;
-          const unwatched = page.items.filter((e) => !plane.isWatching(e.id) && !taken.has(e.id));
+          // A job claimed on an earlier page that moved on (updated meanwhile) is held here now, so
+          // isWatching leaves it out.
+          const unwatched = page.items.filter((e) => !plane.isWatching(e.id));
           const held = new Set(await leases.claimMany(unwatched.map((e) => e.id)));
-          for (const e of unwatched) {
-            if (!held.has(e.id)) continue;
-            taken.add(e.id);
-            claimed.push(e);
-          }
+          for (const e of unwatched) if (held.has(e.id)) claimed.push(e);
         } while (cursor !== undefined && !signal.aborted);
       } catch (err) {
         // The pages claimed before the failure are ours: watched now (unwatched leases held here would

@@ -68,6 +68,14 @@ export interface Keyset {
   id: string;
 }
 
+/**
+ * The lease a plane holds while it watches a job (plane/watch-leases.ts); the stores read it to list the
+ * jobs nobody watches and purge it with its envelope.
+ */
+export function watchLeaseName(envelopeId: string): string {
+  return `watch:${envelopeId}`;
+}
+
 /** Before every row: the keyset of a first page (ids are never empty, times are past this). */
 export const START_KEYSET: Keyset = { at: Number.MIN_SAFE_INTEGER, id: '' };
 

@@ -26,7 +26,6 @@ import {
   afterKeyset,
   checkRemoteLookup,
   decodeCursor,
-  encodeCursor,
   envelopeLimit,
   eventLimit,
   isReconcileDue,
@@ -34,6 +33,7 @@ import {
   keysetPage,
   START_KEYSET,
   unwatchedLimit,
+  watchLeaseName,
 } from '../store-query.ts';
 import { summarize, workflowTaskLimitError } from '../usage-summary.ts';
 
@@ -164,11 +164,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     );
     const sign = order === 'desc' ? -1 : 1;
     matching.sort((a, b) => sign * (a.updatedAt - b.updatedAt || compare(a.id, b.id)));
-    const items = matching.slice(0, limit).map(clone);
-    const last = items[items.length - 1];
-    return matching.length > limit && last
-      ? { items, nextCursor: encodeCursor(last.updatedAt, last.id) }
-      : { items };
+    return keysetPage(matching.slice(0, limit + 1).map(clone), limit);
   }
 
   async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
@@ -245,7 +241,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     const found = [...this.envelopes.values()]
       .filter((e) => {
         if (isTerminal(e.state) || !afterKeyset(e.updatedAt, e.id, after, 'asc')) return false;
-        const lease = this.leases.get(`watch:${e.id}`);
+        const lease = this.leases.get(watchLeaseName(e.id));
         return lease === undefined || lease.expiresAt <= query.now;
       })
       .sort((a, b) => a.updatedAt - b.updatedAt || compare(a.id, b.id))

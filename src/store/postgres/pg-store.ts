@@ -29,7 +29,6 @@ import type {
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import {
   decodeCursor,
-  encodeCursor,
   envelopeLimit,
   eventLimit,
   isOpenStateSet,
@@ -279,11 +278,7 @@ export class PostgresStore extends PgAgentHost implements Store {
     const dir = desc ? 'DESC' : 'ASC';
     const sql = `SELECT doc, version FROM envelopes ${w.sql()} ORDER BY updated_at ${dir}, id ${dir} LIMIT ${limit + 1}`;
     const found = (await this.query<rows.EnvelopeRow>(sql, w.params)).map(rows.toEnvelope);
-    const items = found.slice(0, limit);
-    const last = items[items.length - 1];
-    return found.length > limit && last
-      ? { items, nextCursor: encodeCursor(last.updatedAt, last.id) }
-      : { items };
+    return keysetPage(found, limit);
   }
 
   async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {

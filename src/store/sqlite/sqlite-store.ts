@@ -28,7 +28,6 @@ import { summarize } from '../usage-summary.ts';
 import {
   checkRemoteLookup,
   decodeCursor,
-  encodeCursor,
   envelopeLimit,
   eventLimit,
   isOpenStateSet,
@@ -259,11 +258,7 @@ export class SqliteStore extends SqliteAgentHost implements Store {
     const sql = `SELECT doc, version FROM envelopes ${w.sql()}
       ORDER BY updated_at ${dir}, id ${dir} LIMIT ?`;
     const found = (this.conn.q(sql).all(...w.params, limit + 1) as rows.EnvelopeRow[]).map(rows.toEnvelope);
-    const items = found.slice(0, limit);
-    const last = items[items.length - 1];
-    return this.visible(
-      found.length > limit && last ? { items, nextCursor: encodeCursor(last.updatedAt, last.id) } : { items },
-    );
+    return this.visible(keysetPage(found, limit));
   }
 
   async countEnvelopesByState(tenant?: string): Promise<Partial<Record<NormalizedState, number>>> {
