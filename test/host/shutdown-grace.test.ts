@@ -1,37 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../src/core/clock.ts';
-import type { Logger } from '../../src/core/logger.ts';
 import { defineAgent, type ExecutionContext } from '../../src/host/agent-api.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
 import { call, startTestHost, waitForTask, type Wire } from './in-process.ts';
+import { recordingLogger } from '../support/recording-logger.ts';
 
 /**
  * Host shutdown with an execute that ignores its abort signal: close() waits the grace period, not
  * forever; the execute left behind can no longer write; its task stays stored and resumes on the next
  * start.
  */
-function recordingLogger(lines: Array<{ level: string; obj: unknown; msg: string | undefined }>): Logger {
-  const at =
-    (level: string) =>
-    (obj: object | string, msg?: string): void => {
-      if (typeof obj === 'string') lines.push({ level, obj: {}, msg: obj });
-      else lines.push({ level, obj, msg });
-    };
-  const logger: Logger = {
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    child: () => logger,
-  };
-  return logger;
-}
-
 describe('host shutdown grace', () => {
   it('close() gives up on an execute that ignores its signal after the grace period; it writes nothing after', async () => {
     const store = new MemoryStore();
     const clock = new VirtualClock(Date.parse('2026-12-01T00:00:00Z'));
-    const lines: Array<{ level: string; obj: unknown; msg: string | undefined }> = [];
+    const logger = recordingLogger();
     let release!: () => void;
     const stuck = new Promise<void>((r) => (release = r));
     let lateWrite: unknown;
@@ -59,7 +42,7 @@ describe('host shutdown grace', () => {
       clock,
       hostId: 'grace-host',
       shutdownGraceMs: 10_000,
-      logger: recordingLogger(lines),
+      logger,
       agent: agent(true),
     });
     const { body } = await call(h.url, 'SendMessage', {
@@ -80,7 +63,7 @@ describe('host shutdown grace', () => {
     await closing;
     expect(closedAt! - start).toBeGreaterThanOrEqual(10_000);
     expect(closedAt! - start).toBeLessThan(60_000);
-    const warning = lines.find((l) => l.level === 'warn' && l.msg?.includes('grace period'));
+    const warning = logger.lines.find((l) => l.level === 'warn' && l.msg?.includes('grace period'));
     expect(warning?.obj).toMatchObject({ taskIds: [taskId], graceMs: 10_000 });
 
     // The execute wakes after the host stopped: its write is refused, nothing stored changes.

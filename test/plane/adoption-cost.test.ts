@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Envelope } from '../../src/core/envelope.ts';
-import type { Logger } from '../../src/core/logger.ts';
 import type { Plane } from '../../src/plane/plane.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import { harness, type Harness } from './harness.ts';
 import { ReadCounter } from './read-counter.ts';
+import { recordingLogger } from '../support/recording-logger.ts';
 
 /**
  * An adoption round (plane/watch-leases.ts) costs the jobs no live plane watches, not every open job:
@@ -88,16 +88,7 @@ describe.each([
 
 describe('a take-up with a job whose watcher cannot start', () => {
   it('watches every other job of the wave and the waves after it, logs the job, and lets its lease go', async () => {
-    const errors: Array<Record<string, unknown>> = [];
-    const logger: Logger = {
-      debug: () => undefined,
-      info: () => undefined,
-      warn: () => undefined,
-      error: (obj: object | string, msg?: string) => {
-        if (typeof obj === 'object') errors.push({ ...obj, msg });
-      },
-      child: () => logger,
-    };
+    const logger = recordingLogger();
     h = await harness(options, {}, 1, {}, { store: 'sqlite::memory:', instanceId: 'plane-a', logger });
     const a = h.plane;
     const b = h.addPlane(options, 'plane-b');
@@ -120,7 +111,13 @@ describe('a take-up with a job whose watcher cannot start', () => {
     await h.advance(TTL + TTL + 1000);
     await vi.waitFor(() => expect(attached(b)).toBe(jobs - 1));
     expect(b.watcherStates()[bad]).toBeUndefined();
-    expect(errors).toContainEqual(expect.objectContaining({ envelopeId: bad, msg: 'watching a job failed' }));
+    expect(logger.lines).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        obj: expect.objectContaining({ envelopeId: bad }),
+        msg: 'watching a job failed',
+      }),
+    );
     // Its lease was let go, so a later round takes it up once its watcher can start.
     expect(await h.store.acquireLease(`watch:${bad}`, 'probe', h.clock.now(), 0)).toBe(true);
     spy.mockRestore();

@@ -1,13 +1,11 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { migratePostgres } from '../../src/store/postgres/pg-migrate.ts';
-import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/sqlite-schema.ts';
 import { migrateSqlite } from '../../src/store/sqlite/sqlite-migrate.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../../src/store/store.ts';
-import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
+import { disposeSchema, freshSchemaName, urlForSchema, withPgClient, withPgSchemaAt } from '../support/pg.ts';
 import { tempDb } from './support/temp-db.ts';
 import { ALICE } from './suite/fixtures.ts';
 
@@ -87,15 +85,7 @@ describe('the previous version beside migration 13', () => {
   it('postgres: rows from before it are counted and its writes keep the counts right', async () => {
     const schema = freshSchemaName('tp_expand');
     onTestFinished(({ task }) => disposeSchema(schema, task.result?.state === 'fail'));
-    await withPgClient(async (c) => {
-      await c.query(`CREATE SCHEMA ${schema}`);
-      await c.query(`SET search_path TO ${schema}`);
-      await migratePostgres(
-        c,
-        schema,
-        PG_MIGRATIONS.filter((m) => before(m.id)),
-        0,
-      );
+    await withPgSchemaAt(schema, before, async (c) => {
       for (const [id, tenant, state] of [
         ['a', 't1', 'running'],
         ['b', 't1', 'running'],

@@ -6,7 +6,6 @@ import { newEnvelope, type Envelope } from '../../src/core/envelope.ts';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { openStore } from '../../src/store/open-store.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
-import { migratePostgres } from '../../src/store/postgres/pg-migrate.ts';
 import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/sqlite-schema.ts';
 import { migrateSqlite } from '../../src/store/sqlite/sqlite-migrate.ts';
@@ -15,7 +14,7 @@ import { statementCache } from '../../src/store/sqlite/statement-cache.ts';
 import { WRITES } from '../../src/store/sqlite/write-ops.ts';
 import { serializeEnvelope } from '../../src/store/sqlite/write-rows.ts';
 import type { Store } from '../../src/store/store.ts';
-import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../support/pg.ts';
+import { disposeSchema, freshSchemaName, urlForSchema, withPgClient, withPgSchemaAt } from '../support/pg.ts';
 import { tempDb } from './support/temp-db.ts';
 
 const run = promisify(execFile);
@@ -222,33 +221,29 @@ describe('migrations', () => {
 
   it('postgres: owner@tenant scopes written before structured scopes move to owner and tenant, none lost', async () => {
     const { schema, url } = freshSchema();
-    await withPgClient(async (c) => {
-      await c.query(`CREATE SCHEMA ${schema}`);
-      await c.query(`SET search_path TO ${schema}`);
-      await migratePostgres(
-        c,
-        schema,
-        PG_MIGRATIONS.filter((m) => m.id < 2),
-        0,
-      );
-      for (const [id, owner] of LEGACY_SCOPES) {
-        await c.query(
-          `INSERT INTO agent_tasks (id, owner, context_id, state, status_timestamp, created_at, updated_at, version,
+    await withPgSchemaAt(
+      schema,
+      (id) => id < 2,
+      async (c) => {
+        for (const [id, owner] of LEGACY_SCOPES) {
+          await c.query(
+            `INSERT INTO agent_tasks (id, owner, context_id, state, status_timestamp, created_at, updated_at, version,
              task, executor_state) VALUES ($1, $2, 'c1', 'TASK_STATE_WORKING', 1, 1, 1, 1, '{}', NULL)`,
-          [id, owner],
-        );
-        await c.query('INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES ($1, $2, $3)', [
-          owner,
-          'm-1',
-          id,
-        ]);
-        await c.query(
-          `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
+            [id, owner],
+          );
+          await c.query('INSERT INTO agent_task_messages (owner, message_id, task_id) VALUES ($1, $2, $3)', [
+            owner,
+            'm-1',
+            id,
+          ]);
+          await c.query(
+            `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
              VALUES ($1, 'c1', $2, 'https://hooks.example/', NULL, NULL, 1)`,
-          [id, owner],
-        );
-      }
-    });
+            [id, owner],
+          );
+        }
+      },
+    );
     const store = await PostgresStore.open({ url });
     await expectMigratedScopes(store);
     await store.close();

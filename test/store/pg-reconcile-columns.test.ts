@@ -1,7 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { migratePostgres } from '../../src/store/postgres/pg-migrate.ts';
 import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
-import { disposeSchema, freshSchemaName, withPgClient } from '../support/pg.ts';
+import { disposeSchema, freshSchemaName, withPgSchemaAt } from '../support/pg.ts';
 
 /**
  * PostgreSQL migration 14 moves the expressions of migration 12's reconcile_due_at and
@@ -36,47 +36,43 @@ describe('postgres migration 14', () => {
   it('keeps every envelope’s reconciliation columns and their indexes as migration 12 made them', async () => {
     const schema = freshSchemaName('tp_reconcile_cols');
     onTestFinished(({ task }) => disposeSchema(schema, task.result?.state === 'fail'));
-    await withPgClient(async (c) => {
-      await c.query(`CREATE SCHEMA ${schema}`);
-      await c.query(`SET search_path TO ${schema}`);
-      await migratePostgres(
-        c,
-        schema,
-        PG_MIGRATIONS.filter((m) => m.id <= 13),
-        0,
-      );
-      for (const [id, state, remoteId, fields] of DOCS) {
-        await c.query(
-          `INSERT INTO envelopes (id, tenant, connector, target, remote_id, state, updated_at, version, doc)
+    await withPgSchemaAt(
+      schema,
+      (id) => id <= 13,
+      async (c) => {
+        for (const [id, state, remoteId, fields] of DOCS) {
+          await c.query(
+            `INSERT INTO envelopes (id, tenant, connector, target, remote_id, state, updated_at, version, doc)
              VALUES ($1, 't', 'a2a', 'agent', $2, $3, 1, 1, $4)`,
-          [id, remoteId, state, JSON.stringify({ id, createdAt: CREATED, ...fields })],
-        );
-      }
-      const before = (await c.query(COLUMNS)).rows;
-      const indexesBefore = (await c.query(INDEXES, [schema])).rows;
-      // Spot checks that the documents reach the branches they are named for.
-      expect(before.find((r) => r.id === 'timeout-and-expected')).toMatchObject({
-        reconcile_due_at: CREATED + 200,
-        default_duration_from: null,
-      });
-      expect(before.find((r) => r.id === 'answered')).toMatchObject({
-        reconcile_due_at: CREATED,
-        default_duration_from: CREATED,
-      });
-      expect(before.filter((r) => r.reconcile_due_at === null).map((r) => r.id)).toEqual([
-        'cancel-acknowledged',
-        'failed-unstarted',
-        'finished',
-        'request-unanswered',
-      ]);
+            [id, remoteId, state, JSON.stringify({ id, createdAt: CREATED, ...fields })],
+          );
+        }
+        const before = (await c.query(COLUMNS)).rows;
+        const indexesBefore = (await c.query(INDEXES, [schema])).rows;
+        // Spot checks that the documents reach the branches they are named for.
+        expect(before.find((r) => r.id === 'timeout-and-expected')).toMatchObject({
+          reconcile_due_at: CREATED + 200,
+          default_duration_from: null,
+        });
+        expect(before.find((r) => r.id === 'answered')).toMatchObject({
+          reconcile_due_at: CREATED,
+          default_duration_from: CREATED,
+        });
+        expect(before.filter((r) => r.reconcile_due_at === null).map((r) => r.id)).toEqual([
+          'cancel-acknowledged',
+          'failed-unstarted',
+          'finished',
+          'request-unanswered',
+        ]);
 
-      await migratePostgres(c, schema, PG_MIGRATIONS, 0);
-      expect((await c.query(COLUMNS)).rows).toEqual(before);
-      expect((await c.query(INDEXES, [schema])).rows).toEqual(indexesBefore);
+        await migratePostgres(c, schema, PG_MIGRATIONS, 0);
+        expect((await c.query(COLUMNS)).rows).toEqual(before);
+        expect((await c.query(INDEXES, [schema])).rows).toEqual(indexesBefore);
 
-      // A write after it computes the columns through the functions: the same values again.
-      await c.query(`UPDATE envelopes SET updated_at = 2, doc = doc || '{"version": 2}'`);
-      expect((await c.query(COLUMNS)).rows).toEqual(before);
-    });
+        // A write after it computes the columns through the functions: the same values again.
+        await c.query(`UPDATE envelopes SET updated_at = 2, doc = doc || '{"version": 2}'`);
+        expect((await c.query(COLUMNS)).rows).toEqual(before);
+      },
+    );
   });
 });

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { onTestFinished } from 'vitest';
+import { migratePostgres } from '../../src/store/postgres/pg-migrate.ts';
+import { PG_MIGRATIONS } from '../../src/store/postgres/pg-schema.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 
 /** The PostgreSQL the tests use; CI starts one (.ci/run). Tests never skip when it is absent: they fail. */
@@ -27,6 +29,28 @@ export async function withPgClient<T>(fn: (client: pg.Client) => Promise<T>): Pr
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Creates `schema` with only the migrations `upTo` picks (the schema an older version left) and runs `fn`
+ * on that connection with the schema on its search path: seed rows the old way, migrate on, compare.
+ */
+export async function withPgSchemaAt<T>(
+  schema: string,
+  upTo: (migrationId: number) => boolean,
+  fn: (client: pg.Client) => Promise<T>,
+): Promise<T> {
+  return withPgClient(async (c) => {
+    await c.query(`CREATE SCHEMA ${schema}`);
+    await c.query(`SET search_path TO ${schema}`);
+    await migratePostgres(
+      c,
+      schema,
+      PG_MIGRATIONS.filter((m) => upTo(m.id)),
+      0,
+    );
+    return fn(c);
+  });
 }
 
 /**
