@@ -206,28 +206,21 @@ describe('A2A event streams over node:http', () => {
     expect((err as TaskplaneError).code).toBe('timeout');
   });
 
-  it('an abort while nobody is reading the stream raises nothing uncaught; the next read says why', async () => {
+  it('an abort while nobody is reading ends the stream as unavailable at its next read', async () => {
     const url = await serve((_req, _body, res) => {
       sse(res);
       res.write(rpcFrame(1, { task }));
     });
-    const uncaught: unknown[] = [];
-    const onUncaught = (err: unknown) => uncaught.push(err);
-    process.on('uncaughtException', onUncaught);
-    try {
-      const controller = new AbortController();
-      const frames = jsonRpcTransport({ url, timeoutMs: 5000 })
-        .stream('SubscribeToTask', { id: 't1' }, controller.signal)
-        [Symbol.asyncIterator]();
-      expect((await frames.next()).value).toMatchObject({ eventId: '1' });
-      // The consumer is busy elsewhere (no next() pending) when the plane stops.
-      controller.abort(new Error('plane stopped'));
-      await new Promise((r) => setTimeout(r, 20));
-      const err = await frames.next().catch((e: unknown) => e);
-      expect((err as TaskplaneError).code).toBe('unavailable');
-      expect(uncaught).toEqual([]);
-    } finally {
-      process.off('uncaughtException', onUncaught);
-    }
+    const controller = new AbortController();
+    const frames = jsonRpcTransport({ url, timeoutMs: 5000 })
+      .stream('SubscribeToTask', { id: 't1' }, controller.signal)
+      [Symbol.asyncIterator]();
+    expect((await frames.next()).value).toMatchObject({ eventId: '1' });
+    // The consumer is busy elsewhere (no next() pending) when the plane stops. (An abort that lands
+    // after the body ended is covered against the official SDK's server: test/server/targets.test.ts.)
+    controller.abort(new Error('plane stopped'));
+    await new Promise((r) => setTimeout(r, 20));
+    const err = await frames.next().catch((e: unknown) => e);
+    expect((err as TaskplaneError).code).toBe('unavailable');
   });
 });
