@@ -77,6 +77,8 @@ export interface PlaneContext {
 
 export type StartOutcome =
   | { kind: 'started'; envelope: Envelope }
+  /** Nothing sent: by the time the start would have gone out, the job was bound or finished elsewhere. */
+  | { kind: 'settled'; envelope: Envelope }
   | { kind: 'retry'; error: { code: string; message: string } }
   | { kind: 'refused'; envelope: Envelope };
 

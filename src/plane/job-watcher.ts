@@ -276,7 +276,13 @@ export class JobWatcher {
     let cut: AbortController | null = null;
     try {
       const push = await preparePush(ctx, env, connector);
-      maybeSentBefore = await noteStartAttempt(ctx, env.id);
+      const attempt = await noteStartAttempt(ctx, env.id);
+      if (!attempt.send) {
+        // Bound or finished elsewhere since it was read: the main loop follows what the record says.
+        report({ kind: 'settled', envelope: attempt.envelope });
+        return 'not_started';
+      }
+      maybeSentBefore = attempt.maybeSentBefore;
       this.state = 'attached';
       ctx.counters.request('start', env);
       ctx.startsInFlight.add(env.id);

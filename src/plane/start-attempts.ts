@@ -55,20 +55,31 @@ export async function prepareConnector(
   await remoteCall(ctx, null, env, (signal) => connector.prepare!(signal));
 }
 
+/** What noteStartAttempt found: go ahead (and whether an earlier attempt may have been sent), or not. */
+export type StartAttempt =
+  | { send: true; maybeSentBefore: boolean }
+  | { send: false; envelope: Envelope };
+
 /**
  * Written before each start call: one more attempt, and the request may reach the remote from now on.
- * Returns whether an earlier attempt may have reached it, to restore when this one is refused unsent.
+ * `maybeSentBefore` says whether an earlier attempt may have reached it, to restore when this one is
+ * refused unsent. On the stored record, in the same write (a version check): a job that is bound to a
+ * remote job by now, or finished, is not sent again (`send: false`). The caller may have read the job
+ * before another plane bound it (a slow list, a lease taken over from a stalled plane); that plane may
+ * have addressed the remote job by its id since, after which an agent may take the same message as new
+ * (our host does: docs/host.md, "Idempotent sends") and a resend would start a second job.
  */
-export async function noteStartAttempt(ctx: PlaneContext, envelopeId: string): Promise<boolean> {
+export async function noteStartAttempt(ctx: PlaneContext, envelopeId: string): Promise<StartAttempt> {
   let before = false;
-  await updateLocal(ctx, envelopeId, (env) => {
+  const { envelope, written } = await updateLocal(ctx, envelopeId, (env) => {
+    if (env.remoteId !== null || isTerminal(env.state)) return null;
     before = env.startMaybeSent ?? (env.startAttempts ?? 0) > 0;
     return {
       next: { ...env, startAttempts: (env.startAttempts ?? 0) + 1, startMaybeSent: true, nextRetryAt: null },
       events: [],
     };
   });
-  return before;
+  return written ? { send: true, maybeSentBefore: before } : { send: false, envelope };
 }
 
 /** A start attempt failed: what went wrong stays on the envelope for the caller to read. */

@@ -44,8 +44,10 @@ export async function startOnce(
 ): Promise<StartOutcome> {
   const connector = connectorFor(ctx, env.target);
   const push = await preparePush(ctx, env, connector);
+  const attempt = await noteStartAttempt(ctx, env.id);
+  if (!attempt.send) return { kind: 'settled', envelope: attempt.envelope };
+  const { maybeSentBefore } = attempt;
   if (opts.resend) ctx.counters.count('reusedMessageIds', env);
-  const maybeSentBefore = await noteStartAttempt(ctx, env.id);
   let snapshot: RemoteSnapshot;
   ctx.startsInFlight.add(env.id);
   try {
@@ -264,7 +266,7 @@ async function cancelBeforeStart(ctx: PlaneContext, env: Envelope, connector: Co
   if (startMaybeSent(env) && !listed) {
     if (connector.capabilities.idempotentStart) {
       const outcome = await startOnce(ctx, env, { resend: true });
-      if (outcome.kind === 'started') ctx.ensureWatching(env.id);
+      if (outcome.kind === 'started' || outcome.kind === 'settled') ctx.ensureWatching(env.id);
     }
     return;
   }

@@ -224,6 +224,7 @@ describe('three planes and two hosts on one PostgreSQL, killed and restarted', (
       if (onHost.length !== 1 || HOST_STATE[onHost[0]!] !== r.state)
         wrong.push({ id: r.id, kind: ids.get(r.id), plane: r.state, host: onHost });
     }
+    if (wrong.length > 0) console.error(await explainWrong(planeSchema, hostSchema, rows, wrong));
     expect(wrong).toEqual([]);
     expect(tasks).toHaveLength(JOBS);
     for (const j of jobs.filter((x) => x.kind === 'fail'))
@@ -316,4 +317,48 @@ async function untilTakenOver(schema: string, ids: string[], deadPort: number): 
     if (Date.now() > deadline) throw new Error(`${left} orphaned jobs not taken over`);
     await sleep(100);
   }
+}
+
+/**
+ * What a failed run needs to be understood after the processes are gone: for each job whose host tasks
+ * disagree with its envelope, its plane event log and every host task of its context (creation, the
+ * messageIds that name it, whether it was acknowledged, its own events).
+ */
+async function explainWrong(
+  planeSchema: string,
+  hostSchema: string,
+  rows: PlaneRow[],
+  wrong: unknown[],
+): Promise<string> {
+  const lines: string[] = [];
+  await withPgClient(async (pg) => {
+    for (const w of wrong as Array<{ id: string }>) {
+      const row = rows.find((r) => r.id === w.id)!;
+      lines.push(`job ${w.id} (context ${row.context_id}), plane events:`);
+      const events = await pg.query(
+        `SELECT seq, at, type, data FROM ${planeSchema}.envelope_events WHERE envelope_id = $1 ORDER BY seq`,
+        [w.id],
+      );
+      for (const e of events.rows) lines.push(`  ${e.seq} ${e.at} ${e.type} ${JSON.stringify(e.data)}`);
+      const tasks = await pg.query(
+        `SELECT t.id, t.state, t.created_at, t.updated_at,
+                (SELECT string_agg(m.message_id, ',') FROM ${hostSchema}.agent_task_messages m WHERE m.task_id = t.id) AS messages,
+                EXISTS (SELECT 1 FROM ${hostSchema}.agent_task_acks a WHERE a.task_id = t.id) AS acked
+           FROM ${hostSchema}.agent_tasks t WHERE t.context_id = $1 ORDER BY t.created_at`,
+        [row.context_id],
+      );
+      for (const t of tasks.rows) {
+        lines.push(
+          `  host task ${t.id} ${t.state} created ${t.created_at} updated ${t.updated_at} messages ${t.messages} acked ${t.acked}`,
+        );
+        const te = await pg.query(
+          `SELECT seq, at, payload FROM ${hostSchema}.agent_task_events WHERE task_id = $1 ORDER BY seq`,
+          [t.id],
+        );
+        for (const e of te.rows)
+          lines.push(`    ${e.seq} ${e.at} ${JSON.stringify(e.payload).slice(0, 200)}`);
+      }
+    }
+  });
+  return lines.join('\n');
 }
