@@ -5,7 +5,7 @@ import { TaskplaneError } from '../../src/core/errors.ts';
 import { parsePgUrl } from '../../src/store/postgres/pg-connect.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { event, makeEnvelope } from './suite/fixtures.ts';
-import { disposeSchema, freshSchemaName, TEST_PG_URL, urlForSchema } from '../support/pg.ts';
+import { disposeSchema, freshSchemaName, TEST_PG_URL, urlForSchema, withPgClient } from '../support/pg.ts';
 
 /**
  * Behind a transaction-mode pooler, the store's one session connection (LISTEN, the liveness lock)
@@ -55,6 +55,30 @@ describe('postgres store URL: session connection and pool size', () => {
       expect(err).toBeInstanceOf(TaskplaneError);
       expect((err as TaskplaneError).message).toMatch(bad.split('=')[0]!);
     }
+  });
+
+  it('server settings in ?options= apply to every connection beside the schema', async () => {
+    const schema = freshSchemaName('tp_options');
+    const url = new URL(urlForSchema(schema, 'postgres://postgres@127.0.0.1:5432/test'));
+    url.searchParams.set('options', '-c statement_timeout=4321 -c application_name=tp_options_test');
+    expect(parsePgUrl(url.toString()).options).toBe(
+      '-c statement_timeout=4321 -c application_name=tp_options_test',
+    );
+    const store = await PostgresStore.open({ url: url.toString(), poolMax: 1 });
+    onTestFinished(async () => {
+      await store.close();
+      await disposeSchema(schema, false);
+    });
+    // Written into the schema, not the server's default one: the search_path came through too.
+    await store.createEnvelope(makeEnvelope({ id: 'env_options' }), []);
+    // And the server took the settings: its connections carry the application_name we gave.
+    const seen = await withPgClient(async (pg) => ({
+      rows: (await pg.query(`SELECT 1 FROM ${schema}.envelopes WHERE id = 'env_options'`)).rowCount,
+      sessions: (await pg.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'tp_options_test'`))
+        .rowCount,
+    }));
+    expect(seen.rows).toBe(1);
+    expect(seen.sessions).toBeGreaterThan(0);
   });
 
   it('the pool goes through the pooler and the LISTEN session around it', async () => {

@@ -15,6 +15,11 @@ export interface PgTarget {
   sessionConnectionString: string;
   /** Pooled connections (URL `?poolMax=`), when the URL says. */
   poolMax: number | undefined;
+  /**
+   * Server settings for every connection (URL `?options=`, libpq's, e.g. `-c statement_timeout=5000`),
+   * given at connection start together with the schema's search_path.
+   */
+  options: string | undefined;
 }
 
 /** Lower-case identifiers only, so the name needs no quoting anywhere; 48 leaves room in channel names. */
@@ -48,7 +53,10 @@ export function parsePgUrl(url: string): PgTarget {
   const sessionPort = parsed.searchParams.get('sessionPort') ?? undefined;
   if (sessionPort !== undefined && !/^\d{1,5}$/.test(sessionPort))
     throw new TaskplaneError('config', 'store URL sessionPort must be a port number', { field: 'store' });
-  for (const key of ['poolMax', 'sessionHost', 'sessionPort']) parsed.searchParams.delete(key);
+  // Kept apart and sent beside search_path (clientConfig): left in the URL, the driver would send it
+  // instead of the search_path, and every connection would work in the server's default schema.
+  const options = parsed.searchParams.get('options') ?? undefined;
+  for (const key of ['poolMax', 'sessionHost', 'sessionPort', 'options']) parsed.searchParams.delete(key);
   const session = new URL(parsed.toString());
   if (sessionHost !== undefined) session.hostname = sessionHost;
   if (sessionPort !== undefined) session.port = sessionPort;
@@ -57,6 +65,7 @@ export function parsePgUrl(url: string): PgTarget {
     connectionString: parsed.toString(),
     sessionConnectionString: session.toString(),
     poolMax: poolMax === undefined ? undefined : Number(poolMax),
+    options,
     schema,
     label: `${parsed.hostname || 'localhost'}:${parsed.port || '5432'}/${decodeURIComponent(database)}`,
   };
@@ -71,7 +80,16 @@ export function clientConfig(target: PgTarget, connectTimeoutMs: number): pg.Cli
   return {
     connectionString: target.connectionString,
     connectionTimeoutMillis: connectTimeoutMs,
-    ...(target.schema === undefined ? {} : { options: `-c search_path=${target.schema}` }),
+    ...(target.schema === undefined && target.options === undefined
+      ? {}
+      : {
+          options: [
+            target.options,
+            target.schema === undefined ? undefined : `-c search_path=${target.schema}`,
+          ]
+            .filter((o) => o !== undefined)
+            .join(' '),
+        }),
     types: {
       getTypeParser: ((oid: number, format?: string) =>
         oid === 20
