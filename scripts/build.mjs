@@ -4,8 +4,11 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, readdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { newestSourceMtime, writeDistStamp } from './source-stamp.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
+// Read before compiling: a source changed during the build makes the result stale, not current.
+const sourcesMtime = newestSourceMtime(root);
 // A stale file from a deleted source would otherwise ship.
 rmSync(new URL('../dist/', import.meta.url), { recursive: true, force: true });
 
@@ -25,3 +28,4 @@ for (const file of readdirSync(new URL('../src/', import.meta.url), { recursive:
 // The bundler settings live in one place, page-assets.ts; its compiled copy runs here.
 const { buildLabAssets } = await import('../dist/lab/page-assets.js');
 await buildLabAssets(root, { write: true });
+writeDistStamp(root, sourcesMtime);

@@ -1,9 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
-import { renderHtmlReport } from '../conformance/report-html.ts';
-import { formatReport, formatRowLine, progressLine } from '../conformance/report-text.ts';
 import { ROWS } from '../conformance/rows.ts';
-import { runConformance } from '../conformance/run-conformance.ts';
 import { intOption } from './cli-options.ts';
 
 /** `--header name:value`, repeatable. */
@@ -114,6 +111,13 @@ Exit status: 0 when at least one row ran and every row that ran passed; 1 when a
         ...(opts.deployCmd ? { deploy: opts.deployCmd as string } : {}),
         ...(opts.revokeCmd ? { revoke: opts.revokeCmd as string } : {}),
       };
+      // The runner (the engine, its stores, the fault proxy) loads only when the command runs.
+      const [{ runConformance }, { formatReport, formatRowLine, progressLine }, { renderHtmlReport }] =
+        await Promise.all([
+          import('../conformance/run-conformance.ts'),
+          import('../conformance/report-text.ts'),
+          import('../conformance/report-html.ts'),
+        ]);
       const report = await runConformance({
         target: opts.target as string,
         ...(opts.protocol ? { protocol: opts.protocol as 'a2a' | 'mcp' } : {}),

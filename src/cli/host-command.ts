@@ -4,7 +4,6 @@ import { TaskplaneError } from '../core/errors.ts';
 import pino from 'pino';
 import { intOption, LOG_LEVELS, retentionDays } from './cli-options.ts';
 import { loadKeys } from '../host/auth.ts';
-import { startHost } from '../host/start-host.ts';
 import { registerHostOutboxCommand } from './host-outbox-command.ts';
 
 /**
@@ -84,6 +83,8 @@ export function registerHostCommand(program: Command): void {
       const auth = opts.auth as 'none' | 'keys';
       // --auth none serves anyone who can connect, so it binds to loopback unless told otherwise.
       const bind = (opts.bind as string | undefined) ?? '127.0.0.1';
+      // Loaded here, not at the top: `taskplane --help` and the other commands do not pay for the host.
+      const { startHost } = await import('../host/start-host.ts');
       const host = await startHost({
         port: opts.port as number,
         bind,

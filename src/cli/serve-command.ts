@@ -6,23 +6,8 @@ import { intOption, LOG_LEVELS, numberOption, retentionDays } from './cli-option
 import { keyLines, withFlagHint } from './serve-banner.ts';
 import { parseStoreUrl } from '../store/store-url.ts';
 import type { RunningHost } from '../host/start-host.ts';
-import {
-  DEMO_MCP_TARGET,
-  DEMO_TARGET,
-  demoTargets,
-  parseDemoTasks,
-  DEMO_EXTRA_SEEDED_SETTING,
-  seedDemoTasks,
-  startDemoHost,
-} from '../server/demo.ts';
-import { startServer } from '../server/start-server.ts';
 import { DEFAULT_TENANT_LIMITS as TENANT } from '../server/tenant-limits.ts';
-import {
-  parseTargetSigningSecrets,
-  parseTargets,
-  parseTargetsFile,
-  type TargetConfig,
-} from '../server/targets.ts';
+import type { TargetConfig } from '../server/targets.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -245,6 +230,14 @@ export function registerServeCommand(program: Command): void {
       // Commander has read LOG_LEVEL into the flag's value already, and checked it.
       const level = serveLogLevel(opts.logLevel as string | undefined, undefined, opts.demo === true);
       const logger = pino({ level }, pino.destination(2));
+      // The server, its connectors and the demo host load here, not at the top: `taskplane --help` and
+      // the other commands do not pay for them.
+      const [{ startServer }, { parseTargetSigningSecrets, parseTargets, parseTargetsFile }, demo] =
+        await Promise.all([
+          import('../server/start-server.ts'),
+          import('../server/targets.ts'),
+          opts.demo ? import('../server/demo.ts') : null,
+        ]);
       const db = opts.db as string;
       const parsed = parseStoreUrl(db);
       if (parsed.kind === 'sqlite' && parsed.path.includes('/'))
@@ -262,19 +255,20 @@ export function registerServeCommand(program: Command): void {
       for (const [name, webhookSigningSecret] of Object.entries(secrets))
         targets[name] = { ...targets[name]!, webhookSigningSecret };
       const demoTasksFile = opts.demoTasksFile as string | undefined;
-      if (demoTasksFile && !opts.demo)
+      if (demoTasksFile && !demo)
         throw new TaskplaneError('config', '--demo-tasks-file goes with --demo', {
           field: 'demo-tasks-file',
         });
       // Read and checked before anything starts, so a mistake in it stops nothing half-way.
-      const extraDemoTasks = demoTasksFile
-        ? parseDemoTasks(readOptionFile(demoTasksFile, 'demo-tasks-file'), demoTasksFile)
-        : [];
+      const extraDemoTasks =
+        demoTasksFile && demo
+          ? demo.parseDemoTasks(readOptionFile(demoTasksFile, 'demo-tasks-file'), demoTasksFile)
+          : [];
       let host: RunningHost | null = null;
-      if (opts.demo) {
+      if (demo) {
         mkdirSync('data', { recursive: true });
-        host = await startDemoHost({ logger });
-        Object.assign(targets, demoTargets(host));
+        host = await demo.startDemoHost({ logger });
+        Object.assign(targets, demo.demoTargets(host));
       }
       const lostPolicy = opts.lostPolicy as 'resubmit' | 'escalate';
       const server = await startServer({
@@ -340,7 +334,8 @@ export function registerServeCommand(program: Command): void {
         `  failure lab: ${server.url}/lab/`,
       ];
       lines.push(...keyLines(server, db, !process.env.TASKPLANE_API_KEYS && !opts.keysFile));
-      if (host) {
+      if (host && demo) {
+        const { DEMO_MCP_TARGET, DEMO_TARGET, DEMO_EXTRA_SEEDED_SETTING, seedDemoTasks } = demo;
         const ids = await seedDemoTasks(server);
         lines.push(
           ids

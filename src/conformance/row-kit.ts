@@ -5,7 +5,7 @@ import { CryptoRandom, type SeededRandom } from '../core/random.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import type { Envelope, EnvelopeEvent } from '../core/envelope.ts';
 import { isTerminal, type NormalizedState } from '../core/states.ts';
-import { Plane } from '../plane/plane.ts';
+import type { Plane } from '../plane/plane.ts';
 import type { PlaneOptions } from '../plane/options.ts';
 import { openStore } from '../store/open-store.ts';
 import type { Store } from '../store/store.ts';
@@ -149,6 +149,8 @@ export class RowKit {
     this.store = await openStore(`sqlite:${join(this.session.workDir, `${this.rowId}.db`)}`);
     const connector = this.session.remote.connector(TARGET, this.session.engineUrl, this.session.headers);
     const push = this.delivery?.push ?? false;
+    // The engine loads with the first row that runs, not with the row list (`taskplane --help` reads it).
+    const { Plane } = await import('../plane/plane.ts');
     this.plane = new Plane({
       clock: new SystemClock(),
       random: new CryptoRandom(),

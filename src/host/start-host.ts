@@ -14,7 +14,7 @@ import { A2AService } from './a2a-service.ts';
 import { BufferedRandom } from './buffered-random.ts';
 import { isAgentDefinition, type AgentDefinition } from './agent-api.ts';
 import { JSONRPC_PATH, REST_PATH, buildAgentCard, grpcInterface } from './agent-card.ts';
-import { startGrpcListener, type GrpcListener } from './grpc-server.ts';
+import type { GrpcListener } from './grpc-server.ts';
 import { ANONYMOUS_OWNER, bearerKeyAuth, noAuth } from './auth.ts';
 import { demoAgent } from './demo-agent.ts';
 import { Executions } from './executions.ts';
@@ -256,6 +256,8 @@ export async function startHost(options: HostOptions = {}): Promise<RunningHost>
   let grpcUrl: string | undefined;
   if (config.grpcPort !== undefined) {
     try {
+      // gRPC (its library and the A2A proto) loads only for a host that serves it.
+      const { startGrpcListener } = await import('./grpc-server.ts');
       grpc = await startGrpcListener({
         handler: service,
         authenticate,
