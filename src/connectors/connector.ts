@@ -250,6 +250,12 @@ export interface ListChangedQuery {
   since: number;
   cursor?: string;
   pageSize?: number;
+  /**
+   * Only this conversation's jobs, where the remote can filter by it (A2A ListTasks `contextId`): one
+   * page whatever else the remote holds. A connector that cannot filter lists everything; callers match
+   * the items' contextId themselves either way.
+   */
+  contextId?: string;
 }
 
 export interface ListChangedPage {

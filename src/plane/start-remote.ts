@@ -81,7 +81,8 @@ function canFindByContext(env: Envelope, connector: Connector): boolean {
 
 /**
  * Finds a job whose start response was lost by its contextId (one paged list since the envelope's
- * creation), where the connector can list. Returns the snapshot, or null when nothing matched.
+ * creation, filtered by the contextId where the remote can: A2A), where the connector can list. Returns
+ * the snapshot, or null when nothing matched.
  */
 async function findByContext(
   ctx: PlaneContext,
@@ -94,7 +95,12 @@ async function findByContext(
   do {
     const page = await remoteCall(ctx, 'list', env, (signal) =>
       connector.listChanged!(
-        { since, pageSize: ctx.config.reconcile.pageSize, ...(cursor ? { cursor } : {}) },
+        {
+          since,
+          pageSize: ctx.config.reconcile.pageSize,
+          contextId: env.contextId!,
+          ...(cursor ? { cursor } : {}),
+        },
         signal,
       ),
     );

@@ -118,6 +118,16 @@ for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
       expect(seen.length).toBeGreaterThanOrEqual(3);
     });
 
+    it('lists one conversation when given its contextId: its task alone, in one page', async () => {
+      const since = Date.now() - 1000;
+      for (let i = 0; i < 3; i++) await c.start({ ...ids(), input: 'hello' }, never);
+      const mine = { ...ids(), input: 'hello' };
+      const started = await c.start(mine, never);
+      const page = await c.listChanged({ since, pageSize: 2, contextId: mine.contextId }, never);
+      expect(page.items.map((s) => s.remoteId)).toEqual([started.remoteId]);
+      expect(page.nextCursor).toBeUndefined();
+    });
+
     it('cancels, and maps TaskNotFound to not_found and terminal subscribe to failed_precondition', async () => {
       const s = await c.start({ ...ids(), input: { durationMs: 60_000, steps: 2 } }, never);
       const cancelled = await c.cancel(s.remoteId, never);

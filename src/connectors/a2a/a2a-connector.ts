@@ -548,6 +548,7 @@ export class A2AConnector implements Connector {
       historyLength: 0,
     };
     if (query.cursor) params.pageToken = query.cursor;
+    if (query.contextId) params.contextId = query.contextId;
     const r = (await this.onRoute(signal, (t) => t.call('ListTasks', params, signal))) as {
       tasks?: unknown[];
       nextPageToken?: string;
