@@ -13,8 +13,8 @@ export default defineConfig({
     env: {
       // The tests' PostgreSQL commits without waiting for its WAL flush (synchronous_commit=off, for their
       // own connections only): what a commit makes visible, and when, is unchanged; only a crash of the
-      // database server itself could lose the last commits, and no test crashes it. A fresh schema's
-      // migrations take a sixth of the time. The benchmarks (npm run bench:*) do not run here and
+      // database server itself could lose the last commits, and no test crashes it; the tests spend
+      // less time waiting on the disk. The benchmarks (npm run bench:*) do not run here and
       // measure the server's own durable setting. TASKPLANE_TEST_PG, when set, is used as it is.
       TASKPLANE_TEST_PG:
         process.env.TASKPLANE_TEST_PG ??

@@ -1,7 +1,7 @@
 // Whether dist/ was built from the sources as they are now. `npm run build` records the newest
 // modification time under src/ as it starts; the compiled CLI is current while no file under src/ is
 // newer than that. Tests use it to run the CLI as a process from dist/ when that is the same code
-// (test/support/cli-from-source.mjs), which starts in half the CPU of the sources through tsx.
+// (test/support/cli-from-source.mjs), which starts without compiling the sources through tsx.
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 

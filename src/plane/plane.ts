@@ -324,19 +324,7 @@ export class Plane {
     // leases are taken in one statement per 1,000 jobs, and watch() is handed the listed envelope: a
     // restart with N open jobs costs N/1,000 lease writes, not 2N writes and N more reads.
     const held = new Set(await this.leases.claimMany(active.map((env) => env.id)));
-    const toWatch: Envelope[] = [];
-    for (const env of active) {
-      if (!held.has(env.id)) continue;
-      this.ctx.counters.track(env.id, env.tenant);
-      this.timeouts.arm(env);
-      if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
-      else toWatch.push(env);
-      // A cancel recorded but never acknowledged (the plane died before or while sending it): send it.
-      if (cancelUndelivered(env)) this.spawn(sendCancel(this.ctx, env.id));
-      // An answer recorded by a plane that died before (or while) sending it: send it again.
-      if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
-    }
-    this.spawn(this.takeUp(toWatch));
+    this.spawn(this.takeUp(this.takeOn(active.filter((env) => held.has(env.id)))));
     // A count, not the list: the loop below outlives start(), and a closure over `active` would keep
     // every envelope read at recovery in memory for the plane's life.
     const recovered = active.length;
@@ -413,20 +401,32 @@ export class Plane {
   }
 
   /**
-   * Jobs this plane just took the leases of (a dead plane's): tracked here from now on, as after a
-   * restart, and their watchers started the same way, in take-up waves (a dead plane leaves as many jobs
-   * as a restart recovers). Resolves once the last wave's first reads are done, so an adoption round
-   * does not start the next batch's watchers on top of them.
+   * Jobs this plane just took the leases of (a dead plane's): taken on as after a restart, and their
+   * watchers started the same way, in take-up waves (a dead plane leaves as many jobs as a restart
+   * recovers). Resolves once the last wave's first reads are done, so an adoption round does not start
+   * the next batch's watchers on top of them.
    */
   private async adopt(envs: readonly Envelope[]): Promise<void> {
+    await this.takeUp(this.takeOn(envs));
+  }
+
+  /**
+   * Jobs whose leases this plane now holds, recovered at its start or adopted from a dead plane: tracked
+   * and their timeouts armed; an unconfirmed start is recovered, and what the previous owner recorded but
+   * may not have sent goes out (a cancel never acknowledged, an answer in doubt). Returns the jobs to
+   * watch (those bound to a remote job).
+   */
+  private takeOn(envs: readonly Envelope[]): Envelope[] {
     const toWatch: Envelope[] = [];
     for (const env of envs) {
       this.ctx.counters.track(env.id, env.tenant);
       this.timeouts.arm(env);
       if (env.remoteId === null) this.spawn(ensureStarted(this.ctx, env.id));
       else toWatch.push(env);
+      if (cancelUndelivered(env)) this.spawn(sendCancel(this.ctx, env.id));
+      if (answerInDoubt(env, Number.POSITIVE_INFINITY, 0)) this.spawn(resendAnswer(this.ctx, env.id));
     }
-    await this.takeUp(toWatch);
+    return toWatch;
   }
 
   /**
@@ -813,9 +813,10 @@ export class Plane {
   }
 
   /**
-   * One job of a take-up or an adoption failed (its watcher did not start): logged with its id, and the rest of its wave and the waves after it go on. Its lease is let go, since a
-   * lease held here counts as watched and would keep every plane, this one included, from offering the
-   * job again: a later adoption round (here or elsewhere) tries it anew. Reconciliation covers it meanwhile.
+   * One job of a take-up or an adoption failed (its watcher did not start): logged with its id, and the
+   * rest of its wave and the waves after it go on. Its lease is let go, since a lease held here counts as
+   * watched and would keep every plane, this one included, from offering the job again: a later adoption
+   * round (here or elsewhere) tries it anew. Reconciliation covers it meanwhile.
    */
   private notTakenUp(env: Envelope, err: unknown): void {
     this.ctx.logger.error({ envelopeId: env.id, err: describeError(err) }, 'watching a job failed');

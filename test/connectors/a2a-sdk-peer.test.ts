@@ -140,6 +140,14 @@ for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
       expect(got.artifacts?.[0]?.content).toEqual({ answer: 42 });
       const page = await c.listChanged({ since: Date.now() - 60_000 }, never);
       expect(page.items.map((i) => i.remoteId)).toContain(s.remoteId);
+      // One conversation alone, by its contextId (start recovery's lookup): the SDK filters as our host does.
+      const contextId = `ctx-${binding}-${Date.now()}`;
+      const mine = await c.start(
+        { envelopeId: 'e2', messageId: `m2-${binding}`, contextId, input: 'go' },
+        never,
+      );
+      const conversation = await c.listChanged({ since: Date.now() - 60_000, contextId }, never);
+      expect(conversation.items.map((i) => i.remoteId)).toEqual([mine.remoteId]);
       await expect(c.get('missing', never)).rejects.toMatchObject({ code: 'not_found' });
     });
   });

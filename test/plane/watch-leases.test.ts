@@ -78,6 +78,30 @@ for (const [name, store, watch] of backends) {
   });
 }
 
+describe('a dead plane’s jobs, adopted', () => {
+  it('a cancel it recorded but could not deliver is sent by the plane that adopts the job', async () => {
+    const options: PlaneOptions = {
+      watch: { leases: 'on', leaseTtlMs: TTL },
+      reconcile: { intervalMs: 3_600_000 },
+      delivery: { stream: false, push: false, poll: false },
+    };
+    h = await harness(options, {}, 1, {}, { instanceId: 'plane-a' });
+    const a = h.plane;
+    const b = h.addPlane(options, 'plane-b');
+    await b.start();
+    const { envelope } = await a.create({ tenant: 't', target: 'fake', input: 'x' }, { wait: 'started' });
+    // A records the cancel; the remote does not answer; A dies before trying again.
+    h.remote.cancelCompletes = true;
+    h.remote.failNext('cancel');
+    await a.cancel('t', envelope.id).catch(() => undefined);
+    await a.stop({ abandon: true });
+    expect(h.remote.jobs.get(envelope.remoteId!)!.state).not.toBe('cancelled');
+    // B adopts the job within the lease time and sends the cancel (reconciliation is an hour away).
+    await h.advance(TTL + TTL + 1000);
+    expect(h.remote.jobs.get(envelope.remoteId!)!.state).toBe('cancelled');
+  });
+});
+
 describe('watch leases of jobs without a watcher', () => {
   it('a push-only job’s lease is released once the job is finished', async () => {
     h = await harness({

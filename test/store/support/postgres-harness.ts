@@ -7,9 +7,8 @@ import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../.
  * set of options, so the test runner can run them side by side.
  *
  * Each test starts on an empty store: the file's schema is migrated by its first test and emptied
- * before each later one (no rows, identity sequences from 1, as after the migrations), which costs a
- * few milliseconds where migrating a new schema costs a few hundred. A failed
- * test's schema is kept for inspection and the next test starts on a new one; the last is dropped when
+ * before each later one (no rows, identity sequences from 1, as after the migrations): far cheaper
+ * than migrating a new schema per test. A failed test's schema is kept for inspection and the next test starts on a new one; the last is dropped when
  * the file ends.
  */
 export function postgresHarness(name: string, options: Omit<PostgresStoreOptions, 'url'>) {
@@ -42,8 +41,8 @@ const emptying = new Map<string, string>();
 
 /**
  * Every table of `schema` but the migrations' own record emptied, and its identity sequences back at 1,
- * in one round trip. DELETE rather than TRUNCATE: a test leaves a few rows, and TRUNCATE's new files cost
- * tens of milliseconds per table. Triggers are off for that session (`session_replication_role`), as
+ * in one round trip. DELETE rather than TRUNCATE: a test leaves a few rows, and TRUNCATE
+ * replaces every table's files. Triggers are off for that session (`session_replication_role`), as
  * they are for TRUNCATE: the count tables' triggers would otherwise count the deletions.
  */
 async function emptySchema(schema: string): Promise<void> {
