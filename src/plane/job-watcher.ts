@@ -70,6 +70,12 @@ export class JobWatcher {
    */
   private observing = false;
   private noticedSeq = -1;
+  /**
+   * The job's record as this watcher's last observe left it, while no other writer is known to have
+   * touched it since: the next frame is decided against it instead of reading the record again (one
+   * store read per stream event saved; a stale one only costs a failed version check and a read).
+   */
+  private known: Envelope | undefined;
   /** The envelope version this watcher parked at (null while not parked). */
   private parkedVersion: number | null = null;
   /** A wake() from this process (an answer, a resubmission) arrived: act on it even if nothing changed. */
@@ -121,11 +127,12 @@ export class JobWatcher {
    * its connection) until stop(): it is cut, and the loop's next read ends or moves the watcher.
    */
   noticeChange(seq?: number): void {
-    if (!this.attached) return;
     if (this.observing) {
       this.noticedSeq = Math.max(this.noticedSeq, seq ?? Number.POSITIVE_INFINITY);
       return;
     }
+    this.known = undefined;
+    if (!this.attached) return;
     if (this.checking) {
       this.recheckSettled = true;
       return;
@@ -165,10 +172,19 @@ export class JobWatcher {
     this.noticedSeq = -1;
     let result: ObserveResult | undefined;
     try {
-      return (result = await observe(this.ctx, this.envelopeId, snap, source));
+      result = await observe(
+        this.ctx,
+        this.envelopeId,
+        snap,
+        source,
+        this.known ? { known: this.known } : {},
+      );
+      this.known = result.envelope;
+      return result;
     } finally {
       this.observing = false;
       const others = this.noticedSeq > (result?.lastSeq ?? -1);
+      if (others) this.known = undefined;
       if (others && !(result && isTerminal(result.envelope.state))) this.noticeChange();
     }
   }
@@ -295,7 +311,7 @@ export class JobWatcher {
           bound = true;
           if (this.attached) this.attached.remoteId = result.envelope.remoteId;
           ctx.startsInFlight.delete(env.id);
-          await noteStarted(ctx, env);
+          await noteStarted(ctx, result.envelope);
           report({ kind: 'started', envelope: result.envelope });
           // A cancel (or a timeout) that landed while the start was in flight goes out now, beside
           // the stream, which then carries the outcome.

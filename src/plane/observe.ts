@@ -163,6 +163,14 @@ export const WEBHOOK_IDS_KEPT = 20;
 export interface ObserveMeta {
   /** Delivery id of the (verified, new) webhook this observation answers. */
   webhookId?: string;
+  /**
+   * The job's record as the caller last had it from the store (its own previous write): the first
+   * attempt decides against it instead of reading the record again. Safe however stale it is: a write
+   * decided against an old version fails its version check and the next attempt reads afresh, and a
+   * snapshot that changes nothing against an old record changes nothing against a newer one (remote
+   * versions only move forward). A stream watcher passes it while no other writer has touched the job.
+   */
+  known?: Envelope;
 }
 
 export async function observe(
@@ -172,8 +180,11 @@ export async function observe(
   source: ObservationSource,
   meta: ObserveMeta = {},
 ): Promise<ObserveResult> {
-  for (let attempt = 0; attempt < ctx.config.maxObserveRetries; attempt++) {
-    const env = await ctx.store.getEnvelope(envelopeId);
+  // A stale record costs one extra attempt, not one of the retries the configuration allows.
+  const known = meta.known?.id === envelopeId ? meta.known : undefined;
+  const attempts = ctx.config.maxObserveRetries + (known ? 1 : 0);
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const env = attempt === 0 && known ? known : await ctx.store.getEnvelope(envelopeId);
     if (!env) throw new TaskplaneError('not_found', 'envelope not found');
     const now = ctx.clock.now();
     // A snapshot of another remote job than the one bound (a resubmission replaced it between the

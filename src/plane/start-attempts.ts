@@ -106,8 +106,11 @@ export async function noteStartFailed(
 }
 
 /** The start answered: the error of an earlier attempt no longer describes the job. */
-export async function noteStarted(ctx: PlaneContext, job: { id: string; createdAt: number }): Promise<void> {
+export async function noteStarted(ctx: PlaneContext, job: Envelope): Promise<void> {
   ctx.counters.started(ctx.clock.now() - job.createdAt);
+  // `job` is the record as the start's own observation left it: with no failed attempt on it there is
+  // nothing to clear, and no read to make.
+  if (job.lastError?.during !== 'start' && !job.nextRetryAt) return;
   await updateLocal(ctx, job.id, (env) =>
     env.lastError?.during === 'start' || env.nextRetryAt
       ? { next: { ...env, lastError: null, nextRetryAt: null }, events: [] }

@@ -65,7 +65,7 @@ export async function startOnce(
   }
   ctx.startsInFlight.delete(env.id);
   const result = await observe(ctx, env.id, snapshot, 'create');
-  await noteStarted(ctx, env);
+  await noteStarted(ctx, result.envelope);
   return { kind: 'started', envelope: await deliverPendingCancel(ctx, env.id, result.envelope) };
 }
 
@@ -143,8 +143,7 @@ export async function ensureStarted(
       if (!connector.capabilities.idempotentStart) {
         const found = await findByContext(ctx, env, connector);
         if (found) {
-          await observe(ctx, env.id, found, 'reconcile');
-          await noteStarted(ctx, env);
+          await noteStarted(ctx, (await observe(ctx, env.id, found, 'reconcile')).envelope);
           await deliverPendingCancel(ctx, env.id);
           ctx.ensureWatching(env.id);
           return;

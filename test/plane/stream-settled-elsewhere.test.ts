@@ -87,4 +87,39 @@ describe('a stream watcher on a silent stream', () => {
     expect((await h.plane.get(T, envelope.id)).state).toBe('succeeded');
     expect(h.plane.watcherStates()[envelope.id]).toBeUndefined();
   });
+
+  it('decides each frame against its own last write: a stream of status messages reads no record', async () => {
+    const counter = new ReadCounter();
+    const recordReads = () => counter.calls.get('getEnvelope') ?? 0;
+    h = await harness(streaming, {}, 1, {}, { wrapStore: (store) => counter.wrap(store) });
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    h.remote.set(envelope.remoteId!, 'running', { statusMessage: 'warming up' });
+    await h.settle();
+    const before = recordReads();
+    for (let i = 0; i < 20; i++) {
+      h.remote.set(envelope.remoteId!, 'running', { statusMessage: `step ${i}` });
+      await h.settle();
+    }
+    const events = await h.store.listEvents({ envelopeId: envelope.id, afterSeq: 0, limit: 1000 });
+    expect(events.filter((e) => e.type === 'status_message').map((e) => e.data.message)).toEqual(
+      Array.from({ length: 20 }, (_, i) => `step ${i}`),
+    );
+    expect(recordReads() - before).toBe(0);
+  });
+
+  it('keeps what another writer recorded between two frames, and the next frame still lands', async () => {
+    h = await harness(streaming);
+    const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' }, { wait: 'started' });
+    h.remote.set(envelope.remoteId!, 'running', { statusMessage: 'one' });
+    await h.settle();
+    // Another plane records a cancel request on the job: the watcher's own last write is now stale.
+    const other = h.addPlane({ ...streaming, reconcile: { enabled: false } }, 'plane-b');
+    await other.cancel(T, envelope.id, 'bob');
+    h.remote.set(envelope.remoteId!, 'running', { statusMessage: 'two' });
+    await h.settle();
+    const env = await h.plane.get(T, envelope.id);
+    expect(env.statusMessage).toBe('two');
+    expect(env.cancel?.requestedBy).toBe('bob');
+    expect(env.state).toBe('cancel_requested');
+  });
 });
