@@ -17,6 +17,8 @@ import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 let server: http.Server;
 let grpcServer: grpc.Server;
 let base = '';
+/** The connections event-stream requests arrived on. */
+const streamSockets = new Set<object>();
 
 const executor: AgentExecutor = {
   async execute(ctx, bus) {
@@ -97,6 +99,10 @@ beforeAll(async () => {
     skills: [{ id: 's', name: 's', description: 's', tags: ['t'] }],
   });
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  app.use((req, _res, next) => {
+    if (req.headers.accept?.includes('text/event-stream')) streamSockets.add(req.socket);
+    next();
+  });
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
   app.use(
     '/a2a/jsonrpc',
@@ -150,5 +156,31 @@ for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
       expect(conversation.items.map((i) => i.remoteId)).toEqual([mine.remoteId]);
       await expect(c.get('missing', never)).rejects.toMatchObject({ code: 'not_found' });
     });
+
+    if (binding !== 'GRPC')
+      it('streaming starts read to the terminal event, as the plane reads them, reuse one connection', async () => {
+        const c = await A2AConnector.connect({ target: 'peer', baseUrl: base, preferBinding: binding });
+        streamSockets.clear();
+        for (let i = 0; i < 3; i++) {
+          const states: string[] = [];
+          for await (const snap of c.startStream!(
+            {
+              envelopeId: `e${i}`,
+              messageId: `ms-${binding}-${i}-${Date.now()}`,
+              contextId: null,
+              input: 'go',
+            },
+            never,
+          )) {
+            states.push(snap.state);
+            // The plane stops reading at the terminal state, before the server's end arrives.
+            if (snap.state === 'succeeded') break;
+          }
+          expect(states.at(-1)).toBe('succeeded');
+          // The SDK ends the stream right after the terminal event; its end puts the connection back.
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(streamSockets.size).toBe(1);
+      });
   });
 }

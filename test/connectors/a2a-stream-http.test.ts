@@ -1,8 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import type { Socket } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jsonRpcTransport, restTransport, type StreamFrame } from '../../src/connectors/a2a/transports.ts';
 import { TaskplaneError } from '../../src/core/errors.ts';
+import { SSE_DRAIN_MS } from '../../src/connectors/sse-reader.ts';
 
 /**
  * Event streams without a caller's fetch go over node:http (src/connectors/http-stream.ts): the same
@@ -146,20 +148,59 @@ describe('A2A event streams over node:http', () => {
     await serverSawClose;
   });
 
-  it('a consumer that stops reading early lets go of the connection', async () => {
-    let closed!: () => void;
-    const serverSawClose = new Promise<void>((r) => (closed = r));
+  it('a consumer that stops reading early lets go of the connection once the stream had its time to end', async () => {
+    let closed = false;
     const url = await serve((_req, _body, res) => {
       sse(res);
       res.write(rpcFrame(1, { task }) + rpcFrame(2, { task }));
-      res.on('close', () => closed());
+      res.on('close', () => (closed = true));
     });
     const t = jsonRpcTransport({ url, timeoutMs: 5000 });
-    for await (const f of t.stream('SubscribeToTask', { id: 't1' }, new AbortController().signal)) {
-      expect(f.eventId).toBe('1');
-      break;
+    vi.useFakeTimers({ toFake: ['setTimeout'] });
+    try {
+      for await (const f of t.stream('SubscribeToTask', { id: 't1' }, new AbortController().signal)) {
+        expect(f.eventId).toBe('1');
+        break;
+      }
+      // The server never ends this stream: it is destroyed when the drain time is up, not before.
+      const settle = async () => {
+        for (const until = performance.now() + 50; performance.now() < until;)
+          await new Promise((r) => setImmediate(r));
+      };
+      await settle();
+      vi.advanceTimersByTime(SSE_DRAIN_MS - 1);
+      await settle();
+      expect(closed).toBe(false);
+      vi.advanceTimersByTime(1);
+      await vi.waitFor(() => expect(closed).toBe(true));
+    } finally {
+      vi.useRealTimers();
     }
-    await serverSawClose;
+  });
+
+  it('a stream stopped at its terminal event gives its connection back: the next stream to the agent reuses it', async () => {
+    const connections: Socket[] = [];
+    const url = await serve((_req, _body, res) => {
+      sse(res);
+      res.write(rpcFrame(1, { task }));
+      res.write(rpcFrame(2, { statusUpdate: { taskId: 't1', status: { state: 'TASK_STATE_COMPLETED' } } }));
+      // The server ends the stream a moment after the terminal event, as A2A servers do.
+      setTimeout(() => res.end(), 20);
+    });
+    servers.at(-1)!.on('connection', (socket: Socket) => connections.push(socket));
+    const t = jsonRpcTransport({ url, timeoutMs: 5000 });
+    for (let round = 0; round < 3; round++) {
+      const ids: (string | null)[] = [];
+      for await (const f of t.stream('SubscribeToTask', { id: 't1' }, new AbortController().signal)) {
+        ids.push(f.eventId);
+        if (JSON.stringify(f.frame).includes('TASK_STATE_COMPLETED')) break;
+      }
+      expect(ids).toEqual(['1', '2']);
+      // The connection is back in the pool once the server's end has been read.
+      await vi.waitFor(() => expect(connections.every((c) => c.readyState === 'open')).toBe(true));
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    expect(connections).toHaveLength(1);
   });
 
   it('a refused connection is unavailable and marked not sent; a dropped stream is unavailable', async () => {
