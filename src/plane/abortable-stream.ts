@@ -4,20 +4,26 @@
  * signal only through an 'abort' listener misses a signal already aborted when it opens a stream (stop()
  * called while a streaming start was between its first answer and the stream behind it). Each next() is
  * raced against the signal here, and on abort the source is asked to return without waiting for it.
+ *
+ * The race keeps nothing per frame: one abort listener for the stream's life rejects whichever next() is
+ * pending. (`Promise.race` against one promise that lives as long as the stream would leave a reaction
+ * on it for every frame until the stream ends: about 350 bytes a frame, 70 MB over 200,000 frames.)
  */
 export async function* untilAborted<T>(source: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
   const it = source[Symbol.asyncIterator]();
-  let onAbort!: () => void;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason ?? new Error('aborted'));
-  });
-  aborted.catch(() => {});
-  if (signal.aborted) onAbort();
-  else signal.addEventListener('abort', onAbort, { once: true });
+  const reason = () => (signal.reason as unknown) ?? new Error('aborted');
+  let pending: ((err: unknown) => void) | null = null;
+  const onAbort = () => pending?.(reason());
+  signal.addEventListener('abort', onAbort, { once: true });
   let finished = false;
   try {
     for (;;) {
-      const r = await Promise.race([it.next(), aborted]);
+      if (signal.aborted) throw reason();
+      const r = await new Promise<IteratorResult<T>>((resolve, reject) => {
+        pending = reject;
+        it.next().then(resolve, reject);
+      });
+      pending = null;
       if (r.done) {
         finished = true;
         return;
@@ -25,6 +31,7 @@ export async function* untilAborted<T>(source: AsyncIterable<T>, signal: AbortSi
       yield r.value;
     }
   } finally {
+    pending = null;
     signal.removeEventListener('abort', onAbort);
     if (!finished) void Promise.resolve(it.return?.()).catch(() => {});
   }
