@@ -2,7 +2,8 @@
 # Packs taskplane (`npm pack`, whose prepack builds dist/), installs the tarball into an empty folder per
 # Node version and runs test/pack/smoke.mjs there: on this machine's Node and on Node 24, which comes from
 # the npm registry's `node` package (kept in ~/.cache/taskplane/, so only the first run downloads it).
-# Each install builds better-sqlite3 for that Node's ABI, from source against that Node's own headers.
+# Each install builds better-sqlite3 for that Node's ABI, from source against that Node's own headers,
+# or takes the addon an earlier run built for the same version and ABI (scripts/native-addon-cache.sh).
 # Also type-checks test/pack/consumer.ts against the installed declaration files.
 # Usage: test/pack/pack-smoke.sh [path/to/node ...]   (default: `node` and Node 24)
 #        PACK_SMOKE_TARBALL=path/to/taskplane-x.y.z.tgz installs that tarball instead of packing one.
@@ -49,7 +50,11 @@ fi
 ls -l "$tarball"
 
 # Installs run side by side: each builds better-sqlite3 from source, mostly one long compile of SQLite
-# on one core, so two Node versions take about the time of one on a 2-core machine.
+# on one core, so two Node versions take about the time of one on a 2-core machine. An addon an earlier
+# run compiled for the same better-sqlite3 version and Node ABI is taken from ~/.cache/taskplane/prebuilds
+# instead (scripts/native-addon-cache.sh), the way prebuild-install takes a downloaded one; its download
+# is pointed at a closed local port, so an addon not kept there is compiled, never fetched.
+. "$root/scripts/native-addon-cache.sh"
 install() {
   local node=$1 dir=$2
   mkdir -p "$dir"
@@ -59,8 +64,28 @@ install() {
   # nothing is downloaded but packages from the npm registry. At a lower priority (nice): .ci/run runs
   # this beside the tests, and the compile must take only the CPU they leave, not slow them.
   (cd "$dir" && PATH="$(dirname "$node"):$PATH" npm_config_nodedir="$(headers "$node")" \
-    npm_config_build_from_source=true npm_config_jobs=max \
+    npm_config_better_sqlite3_local_prebuilds="$addon_cache_dir" \
+    npm_config_better_sqlite3_binary_host=http://127.0.0.1:9 npm_config_jobs=max \
     nice -n 10 "$node" "$npm_cli" install --no-audit --no-fund --loglevel=error "$tarball")
+  if ! addon_loads "$node" "$dir"; then
+    echo "pack smoke: better-sqlite3 does not load under $("$node" --version)"
+    if [ "$(addon_origin "$node" "$dir")" = "kept by an earlier run" ] && [ -z "${3:-}" ]; then
+      # A kept addon that does not load is dropped, and the install made again from source.
+      echo "pack smoke: dropping the kept addon and installing again"
+      addon_cache_drop "$node" "$(addon_installed_version "$node" "$dir")"
+      rm -rf "$dir"
+      install "$node" "$dir" again
+      return
+    fi
+    return 1
+  fi
+  addon_origin "$node" "$dir" >"$dir.origin"
+  addon_cache_save "$node" "$dir"
+}
+
+# Where an install's addon came from, for the log (before addon_cache_save keeps a new one).
+addon_origin() { # node dir
+  if addon_is_kept "$1" "$2"; then echo "kept by an earlier run"; else echo "compiled from source"; fi
 }
 
 start=$SECONDS
@@ -84,7 +109,7 @@ for i in "${!nodes[@]}"; do
     status=1
     continue
   fi
-  echo "pack smoke: installed under Node $version ($((SECONDS - start)) s since the installs started)"
+  echo "pack smoke: installed under Node $version ($((SECONDS - start)) s since the installs started; better-sqlite3's addon $(cat "$dir.origin"))"
   if (cd "$dir" && PATH="$(dirname "$node"):$PATH" "$node" "$here/smoke.mjs"); then :; else status=1; fi
   if [ $first -eq 1 ]; then
     first=0
