@@ -46,6 +46,14 @@ export interface PlaneContext {
    */
   startsInFlight: Set<string>;
   /**
+   * Whether this plane may send a job's start now: always with watch leases off; with them on, only
+   * while it holds the job's lease and last claimed or renewed it within two thirds of its time to live
+   * (WatchLeases.fresh). A plane that stalled past that (a long pause, a lost store) may have had the job
+   * adopted by another plane that started it and addressed the remote task since, after which an agent
+   * may take the same message as new (our host does: docs/host.md, "Idempotent sends").
+   */
+  mayStart(envelopeId: string): boolean;
+  /**
    * When the remote's word about each open job last came in by a path other than reconciliation
    * (start, stream, push, poll, an answer or cancel): observe notes it, the reconciler skips jobs heard
    * of within its interval.

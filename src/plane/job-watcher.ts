@@ -21,6 +21,7 @@ import { deliverPendingCancel } from './cancel-delivery.ts';
 import { handleLost } from './lost-policy.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
 import {
+  assertMayStart,
   noteStartAttempt,
   noteStartFailed,
   noteStarted,
@@ -299,6 +300,7 @@ export class JobWatcher {
         return 'not_started';
       }
       maybeSentBefore = attempt.maybeSentBefore;
+      assertMayStart(ctx, env.id);
       this.state = 'attached';
       ctx.counters.request('start', env);
       ctx.startsInFlight.add(env.id);

@@ -245,6 +245,7 @@ export class Plane {
       streamAttached: (id) => this.watchers.get(id)?.state === 'attached',
       revisions: new Map(),
       startsInFlight: new Set(),
+      mayStart: (id) => this.leases.fresh(id),
       heard: new HeardLog(),
       ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),

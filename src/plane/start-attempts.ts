@@ -1,5 +1,5 @@
 import type { Envelope } from '../core/envelope.ts';
-import { isTaskplaneError } from '../core/errors.ts';
+import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
 import type { Connector, PushRegistration, StartRequest } from '../connectors/connector.ts';
 import { describeError, remoteCall, type PlaneContext } from './context.ts';
@@ -56,9 +56,7 @@ export async function prepareConnector(
 }
 
 /** What noteStartAttempt found: go ahead (and whether an earlier attempt may have been sent), or not. */
-export type StartAttempt =
-  | { send: true; maybeSentBefore: boolean }
-  | { send: false; envelope: Envelope };
+export type StartAttempt = { send: true; maybeSentBefore: boolean } | { send: false; envelope: Envelope };
 
 /**
  * Written before each start call: one more attempt, and the request may reach the remote from now on.
@@ -80,6 +78,22 @@ export async function noteStartAttempt(ctx: PlaneContext, envelopeId: string): P
     };
   });
   return written ? { send: true, maybeSentBefore: before } : { send: false, envelope };
+}
+
+/**
+ * Checked right before a start is sent (after the awaits that precede it, any of which a stalled process
+ * may sit in): a plane whose watch lease on the job is too old to trust does not send (PlaneContext.
+ * mayStart). Thrown as a retryable failure marked not sent, so the attempt is recorded as one that never
+ * reached the remote and the start is retried once the lease is renewed, or by the plane that took the
+ * job over (which then finds it bound, or starts it itself).
+ */
+export function assertMayStart(ctx: PlaneContext, envelopeId: string): void {
+  if (ctx.mayStart(envelopeId)) return;
+  throw new TaskplaneError(
+    'unavailable',
+    "start not sent: this plane's watch lease on the job is too old to trust (the plane stalled or lost its store); it is sent once the lease is renewed, or by the plane that took the job over",
+    { retryable: true, details: { notSent: true } },
+  );
 }
 
 /** A start attempt failed: what went wrong stays on the envelope for the caller to read. */

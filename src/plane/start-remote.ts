@@ -1,6 +1,7 @@
 import type { Envelope } from '../core/envelope.ts';
 import { isTerminal } from '../core/states.ts';
 import {
+  assertMayStart,
   noteStartAttempt,
   noteStartFailed,
   noteStarted,
@@ -51,6 +52,7 @@ export async function startOnce(
   let snapshot: RemoteSnapshot;
   ctx.startsInFlight.add(env.id);
   try {
+    assertMayStart(ctx, env.id);
     snapshot = await remoteCall(ctx, 'start', env, (signal) =>
       connector.start(startRequest(env, push), signal),
     );
@@ -132,6 +134,13 @@ export async function ensureStarted(
     if (!env || env.remoteId !== null || isTerminal(env.state)) return;
     // A start call of ours is still out: its answer (or its failure's own recovery) decides.
     if (ctx.startsInFlight.has(envelopeId)) return;
+    if (!ctx.mayStart(envelopeId)) {
+      // Another plane holds the job's lease and starts it, or this plane's lease is too old to trust
+      // until its next renewal: nothing is attempted or written here; look again a renewal later.
+      if (attempt + 1 >= maxAttempts) return;
+      if (!(await waitFor(ctx.clock, ctx.config.watch.leaseTtlMs / 3, ctx.signal))) return;
+      continue;
+    }
     const connector = connectorFor(ctx, env.target);
     try {
       if (env.state === 'cancel_requested') {

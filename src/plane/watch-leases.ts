@@ -36,7 +36,8 @@ const RECHECK_BATCH = 1000;
 
 export class WatchLeases {
   readonly enabled: boolean;
-  private readonly held = new Set<string>();
+  /** The leases held here, each with the time it was last claimed or renewed (the store's expiry is that + ttl). */
+  private readonly held = new Map<string, number>();
 
   constructor(
     private readonly ctx: PlaneContext,
@@ -54,13 +55,14 @@ export class WatchLeases {
   /** Takes (or renews) the job's lease; false when another live plane watches it. */
   async claim(envelopeId: string): Promise<boolean> {
     if (!this.enabled) return true;
+    const now = this.ctx.clock.now();
     const ok = await this.ctx.store.acquireLease(
       watchLeaseName(envelopeId),
       this.owner,
-      this.ctx.clock.now(),
+      now,
       this.ctx.config.watch.leaseTtlMs,
     );
-    if (ok) this.held.add(envelopeId);
+    if (ok) this.held.set(envelopeId, now);
     else this.held.delete(envelopeId);
     return ok;
   }
@@ -75,17 +77,18 @@ export class WatchLeases {
     const got: string[] = [];
     for (let i = 0; i < envelopeIds.length; i += RECHECK_BATCH) {
       const batch = envelopeIds.slice(i, i + RECHECK_BATCH);
+      const now = this.ctx.clock.now();
       const held = new Set(
         await this.ctx.store.acquireLeases(
           batch.map(watchLeaseName),
           this.owner,
-          this.ctx.clock.now(),
+          now,
           this.ctx.config.watch.leaseTtlMs,
         ),
       );
       for (const id of batch) {
         if (!held.has(watchLeaseName(id))) continue;
-        this.held.add(id);
+        this.held.set(id, now);
         got.push(id);
       }
     }
@@ -93,11 +96,23 @@ export class WatchLeases {
   }
 
   heldIds(): string[] {
-    return [...this.held];
+    return [...this.held.keys()];
   }
 
   holds(envelopeId: string): boolean {
     return !this.enabled || this.held.has(envelopeId);
+  }
+
+  /**
+   * Held, and claimed or renewed within two thirds of the lease's time to live: what a plane checks
+   * before it sends a job's start (PlaneContext.mayStart). Renewal comes every third, so only a plane
+   * that stalled or lost its store for longer finds its lease stale; the last third is the margin for
+   * the send itself and for clocks that disagree between planes.
+   */
+  fresh(envelopeId: string): boolean {
+    if (!this.enabled) return true;
+    const at = this.held.get(envelopeId);
+    return at !== undefined && this.ctx.clock.now() - at < (2 * this.ctx.config.watch.leaseTtlMs) / 3;
   }
 
   async release(envelopeId: string): Promise<void> {
@@ -109,14 +124,15 @@ export class WatchLeases {
 
   /** Renews every held lease in one store call; returns the jobs whose lease another plane now holds. */
   async renew(): Promise<string[]> {
-    const ids = [...this.held];
+    const ids = [...this.held.keys()];
     if (ids.length === 0 || this.ctx.signal.aborted) return [];
+    const now = this.ctx.clock.now();
     let kept: Set<string>;
     try {
       const names = await this.ctx.store.acquireLeases(
         ids.map(watchLeaseName),
         this.owner,
-        this.ctx.clock.now(),
+        now,
         this.ctx.config.watch.leaseTtlMs,
       );
       kept = new Set(names);
@@ -126,13 +142,22 @@ export class WatchLeases {
       this.ctx.logger.warn({ jobs: ids.length, err: describeError(err) }, 'watch lease renewal failed');
       return [];
     }
-    const lost = ids.filter((id) => !kept.has(watchLeaseName(id)));
-    // Released meanwhile (its watcher ended): not lost, just gone.
-    return lost.filter((id) => this.held.delete(id));
+    const lost: string[] = [];
+    for (const id of ids) {
+      // Released meanwhile (its watcher ended): not lost, just gone.
+      if (!this.held.has(id)) continue;
+      if (kept.has(watchLeaseName(id))) {
+        this.held.set(id, now);
+      } else {
+        this.held.delete(id);
+        lost.push(id);
+      }
+    }
+    return lost;
   }
 
   async releaseAll(): Promise<void> {
-    for (const id of [...this.held]) await this.release(id);
+    for (const id of [...this.held.keys()]) await this.release(id);
   }
 }
 

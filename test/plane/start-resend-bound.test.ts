@@ -72,3 +72,56 @@ describe('a start retry for a job another plane has bound meanwhile', () => {
     expect(after.startAttempts).toBe(1);
   });
 });
+
+describe('a plane that stalled between recording a start attempt and sending it', () => {
+  const TTL = 30_000;
+  const streaming = { delivery: { stream: true, push: false, poll: false } };
+  it.each([
+    ['a plain start', quiet, false],
+    ['a streaming start', streaming, true],
+  ] as const)(
+    '%s is not sent on a lease too old to trust; once the lease is renewed the job starts, once',
+    async (_, delivery, startStream) => {
+      let stallBeforeAttempt = true;
+      h = await harness(
+        { ...delivery, watch: { leases: 'on', leaseTtlMs: TTL } },
+        { idempotentStart: true, list: false },
+        1,
+        { startStream },
+        {
+          // The plane pauses right as it records its first start attempt: no timer runs meanwhile, so its
+          // lease is not renewed, and when it resumes the time is gone (VirtualClock.jump).
+          wrapStore: (backend) =>
+            new Proxy(backend, {
+              get(target, prop, receiver) {
+                if (prop !== 'updateEnvelope') return Reflect.get(target, prop, receiver) as unknown;
+                return async (next: Envelope, version: number, events: never[]) => {
+                  if (stallBeforeAttempt && next.remoteId === null && next.startAttempts === 1) {
+                    stallBeforeAttempt = false;
+                    h!.clock.jump((3 * TTL) / 4);
+                  }
+                  return target.updateEnvelope(next, version, events);
+                };
+              },
+            }),
+        },
+      );
+      const { envelope } = await h.plane.create(
+        { tenant: T, target: 'fake', input: 'x' },
+        { wait: 'started' },
+      );
+      // Another plane may have adopted the job by now: nothing was sent, and the record says so.
+      const starts = () => h!.remote.calls.filter((c) => c.method === 'start' || c.method === 'startStream');
+      expect(starts()).toHaveLength(0);
+      const held = await h.plane.get(T, envelope.id);
+      expect(held.remoteId).toBeNull();
+      expect(held.startMaybeSent).toBe(false);
+      expect(held.lastError?.message).toMatch(/watch lease/);
+      // No other plane took it: the next renewal makes the lease fresh again, and the retry sends it.
+      await h.advance(TTL);
+      expect(starts()).toHaveLength(1);
+      expect(h.remote.jobs.size).toBe(1);
+      expect((await h.plane.get(T, envelope.id)).remoteId).toBe([...h.remote.jobs.keys()][0]);
+    },
+  );
+});
