@@ -1,6 +1,6 @@
 # Sourced by .ci/run and test/pack/pack-smoke.sh: better-sqlite3's compiled addon, kept per package
 # version and Node ABI in ~/.cache/taskplane/prebuilds, so only the first install on a machine compiles
-# SQLite (about 70 s of one core per Node version).
+# SQLite (one long compile per Node version).
 #
 # better-sqlite3 installs with `prebuild-install || node-gyp rebuild`. prebuild-install looks for the
 # prebuilt tarball in a local folder (npm_config_better_sqlite3_local_prebuilds) before downloading it;

@@ -119,16 +119,17 @@ export async function noteStartFailed(
   );
 }
 
+/** A failed start attempt's marks on the record: its error, and when the next attempt is due. */
+const startMarked = (env: Envelope): boolean => env.lastError?.during === 'start' || !!env.nextRetryAt;
+
 /** The start answered: the error of an earlier attempt no longer describes the job. */
 export async function noteStarted(ctx: PlaneContext, job: Envelope): Promise<void> {
   ctx.counters.started(ctx.clock.now() - job.createdAt);
   // `job` is the record as the start's own observation left it: with no failed attempt on it there is
   // nothing to clear, and no read to make.
-  if (job.lastError?.during !== 'start' && !job.nextRetryAt) return;
+  if (!startMarked(job)) return;
   await updateLocal(ctx, job.id, (env) =>
-    env.lastError?.during === 'start' || env.nextRetryAt
-      ? { next: { ...env, lastError: null, nextRetryAt: null }, events: [] }
-      : null,
+    startMarked(env) ? { next: { ...env, lastError: null, nextRetryAt: null }, events: [] } : null,
   );
 }
 

@@ -233,42 +233,44 @@ async function run(
   }
 }
 
-// BENCH_SETUPS=stream,push,payload runs only those (e.g. to profile one).
+// The delivery configurations compared; BENCH_SETUPS=stream,push,payload runs only those named.
+const SETUPS: Array<{
+  name: string;
+  setup: string;
+  mechanism: 'stream' | 'push';
+  plane: PlaneOptions;
+  publicUrl: 'self' | null;
+}> = [
+  {
+    name: 'stream',
+    setup: 'stream (SendStreamingMessage, reattach)',
+    mechanism: 'stream',
+    plane: { delivery: { stream: true, push: false } },
+    publicUrl: null,
+  },
+  {
+    name: 'push',
+    setup: 'push, fetch on every delivery',
+    mechanism: 'push',
+    plane: { delivery: { stream: false, push: true }, webhook: { fetchState: 'always' } },
+    publicUrl: 'self',
+  },
+  {
+    name: 'payload',
+    setup: 'push, verified payload when complete',
+    mechanism: 'push',
+    plane: { delivery: { stream: false, push: true }, webhook: { fetchState: 'when-incomplete' } },
+    publicUrl: 'self',
+  },
+];
 const only = process.env.BENCH_SETUPS?.split(',');
-const want = (name: string) => !only || only.includes(name);
 // BENCH_ROUNDS=k runs each setup k times (one after the other, each with a fresh host and plane) and
-// pools the live samples of all but the first: one run's p99 at 1,000 tasks is its 4th-slowest of ~350.
+// pools the live samples of all but the first: one run's p99 rests on its few slowest samples.
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const rows: Row[] = [];
-for (let round = 0; round < ROUNDS; round++) {
-  if (want('stream'))
-    rows.push(
-      await run(
-        'stream (SendStreamingMessage, reattach)',
-        'stream',
-        { delivery: { stream: true, push: false } },
-        null,
-      ),
-    );
-  if (want('push'))
-    rows.push(
-      await run(
-        'push, fetch on every delivery',
-        'push',
-        { delivery: { stream: false, push: true }, webhook: { fetchState: 'always' } },
-        'self',
-      ),
-    );
-  if (want('payload'))
-    rows.push(
-      await run(
-        'push, verified payload when complete',
-        'push',
-        { delivery: { stream: false, push: true }, webhook: { fetchState: 'when-incomplete' } },
-        'self',
-      ),
-    );
-}
+for (let round = 0; round < ROUNDS; round++)
+  for (const s of SETUPS)
+    if (!only || only.includes(s.name)) rows.push(await run(s.setup, s.mechanism, s.plane, s.publicUrl));
 
 console.log(
   `plane bench: ${TASKS} demo tasks per setup (${JSON.stringify(INPUT)}), plane in this process, host in its own, loopback HTTP`,

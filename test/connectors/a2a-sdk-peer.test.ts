@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -8,6 +8,7 @@ import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
+import { connectionsInUse } from '../support/http-pool.ts';
 import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 
 /**
@@ -178,7 +179,7 @@ for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
           }
           expect(states.at(-1)).toBe('succeeded');
           // The SDK ends the stream right after the terminal event; its end puts the connection back.
-          await new Promise((r) => setTimeout(r, 50));
+          await vi.waitFor(() => expect(connectionsInUse(base)).toBe(0));
         }
         expect(streamSockets.size).toBe(1);
       });

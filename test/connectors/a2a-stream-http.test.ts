@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jsonRpcTransport, restTransport, type StreamFrame } from '../../src/connectors/a2a/transports.ts';
 import { TaskplaneError } from '../../src/core/errors.ts';
 import { SSE_DRAIN_MS } from '../../src/connectors/sse-reader.ts';
+import { connectionsInUse } from '../support/http-pool.ts';
 
 /**
  * Event streams without a caller's fetch go over node:http (src/connectors/http-stream.ts): the same
@@ -197,8 +198,7 @@ describe('A2A event streams over node:http', () => {
       }
       expect(ids).toEqual(['1', '2']);
       // The connection is back in the pool once the server's end has been read.
-      await vi.waitFor(() => expect(connections.every((c) => c.readyState === 'open')).toBe(true));
-      await new Promise((r) => setTimeout(r, 40));
+      await vi.waitFor(() => expect(connectionsInUse(url)).toBe(0));
     }
     expect(connections).toHaveLength(1);
   });

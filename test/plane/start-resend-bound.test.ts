@@ -8,8 +8,8 @@ import { harness, type Harness } from './harness.ts';
  * retrying a start may have read the job before another plane bound it (a lease taken over from a
  * stalled plane, a slow list); that plane may have addressed the remote job by its id since, and an
  * agent may then take the same message as a new one (our host does: docs/host.md, "Idempotent sends"),
- * so the resend would start a second job. Found by test/multi/kill-cluster.test.ts under CI load: one
- * job with two tasks on the hosts.
+ * so the resend would start a second job. test/multi/kill-cluster.test.ts is the same race with real
+ * processes.
  */
 let h: Harness | undefined;
 afterEach(async () => {

@@ -77,19 +77,12 @@ export function parsePgUrl(url: string): PgTarget {
  * start (`options`), so every pooled connection sees the schema without an extra round trip.
  */
 export function clientConfig(target: PgTarget, connectTimeoutMs: number): pg.ClientConfig {
+  const search = target.schema === undefined ? undefined : `-c search_path=${target.schema}`;
+  const options = [target.options, search].filter((o) => o !== undefined).join(' ');
   return {
     connectionString: target.connectionString,
     connectionTimeoutMillis: connectTimeoutMs,
-    ...(target.schema === undefined && target.options === undefined
-      ? {}
-      : {
-          options: [
-            target.options,
-            target.schema === undefined ? undefined : `-c search_path=${target.schema}`,
-          ]
-            .filter((o) => o !== undefined)
-            .join(' '),
-        }),
+    ...(options ? { options } : {}),
     types: {
       getTypeParser: ((oid: number, format?: string) =>
         oid === 20

@@ -1,9 +1,9 @@
 // Entry of the SQLite write worker when the store runs from its TypeScript sources (worker-writes.ts).
 // A worker thread does not inherit the main thread's loader on Node 20, and registering tsx in each
-// worker would load and run the compiler again in every one; so the worker's own modules are bundled with esbuild (a dev
-// dependency, present wherever the sources run) into node_modules/.cache/taskplane/, once, and again
-// only when one of their files changed (their mtimes are kept beside the bundle). Where that cannot be
-// written, the worker registers tsx as before.
+// worker would load and run the compiler again in every one; so the worker's own modules are bundled
+// with esbuild (a dev dependency, present wherever the sources run) into node_modules/.cache/taskplane/,
+// once, and again only when one of their files changed (their mtimes are kept beside the bundle).
+// Where that cannot be written, the worker registers tsx instead.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

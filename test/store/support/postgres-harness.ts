@@ -8,8 +8,8 @@ import { disposeSchema, freshSchemaName, urlForSchema, withPgClient } from '../.
  *
  * Each test starts on an empty store: the file's schema is migrated by its first test and emptied
  * before each later one (no rows, identity sequences from 1, as after the migrations): far cheaper
- * than migrating a new schema per test. A failed test's schema is kept for inspection and the next test starts on a new one; the last is dropped when
- * the file ends.
+ * than migrating a new schema per test. A failed test's schema is kept for inspection and the next
+ * test starts on a new one; the last is dropped when the file ends.
  */
 export function postgresHarness(name: string, options: Omit<PostgresStoreOptions, 'url'>) {
   let schema: string | null = null;
