@@ -8,6 +8,8 @@ export function snapshot<T>(value: T): T {
   return copyData(value, 0);
 }
 
+const hasOwn = Object.prototype.hasOwnProperty;
+
 /** Nesting past which the rest is left to structuredClone (it also copies cycles, which JSON never has). */
 const MAX_PLAIN_DEPTH = 64;
 
@@ -29,6 +31,9 @@ function copyData<T>(value: T, depth: number): T {
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto !== Object.prototype && proto !== null) return structuredClone(value);
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) out[key] = copyData((value as Record<string, unknown>)[key], depth + 1);
+  // for…in over a plain object visits its own keys in Object.keys order without building that array for
+  // every object copied (a store copies every record on its way in and out).
+  for (const key in value)
+    if (hasOwn.call(value, key)) out[key] = copyData((value as Record<string, unknown>)[key], depth + 1);
   return out as T;
 }

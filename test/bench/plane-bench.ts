@@ -11,6 +11,8 @@
  *
  *   npm run bench:plane -- [tasks=40] [creates=200]        (creates=0 skips the create latency;
  *                                                          BENCH_SETUPS=stream,push,payload picks setups;
+ *                                                          BENCH_YOUNG=default,2 compares V8 young
+ *                                                          generation sizes (young-generation.ts);
  *                                                          BENCH_ROUNDS=k runs each k times in one process
  *                                                          and pools the live samples of rounds 2..k
  *                                                          (p50/p95/p99, share over 10 ms);
@@ -18,10 +20,14 @@
  *                                                          schedule, so builds compared get the same load;
  *                                                          BENCH_PLANE_DB=sqlite:/tmp/p.db puts the plane on
  *                                                          SQLite; BENCH_DEBUG=1 prints the slowest samples
- *                                                          and the plane's event-loop delay; BENCH_HEAP=file
+ *                                                          and the plane's event-loop delay; BENCH_ALLOC=1
+ *                                                          counts what the plane allocates per task (V8's
+ *                                                          sampling heap profiler, collected objects
+ *                                                          included); BENCH_HEAP=file
  *                                                          writes a heap snapshot at the end of a setup)
  */
 import { readFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { PerformanceObserver, constants, monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
 import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './create-latency.ts';
@@ -30,6 +36,7 @@ import { startServer, type RunningServer } from '../../src/server/start-server.t
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import type { Envelope } from '../../src/core/envelope.ts';
 import { isTerminal } from '../../src/core/states.ts';
+import { YOUNG_RESULT_PREFIX, percentile } from './young-generation.ts';
 
 const TASKS = Number(process.argv[2] ?? 40);
 /** BENCH_RATE: creates per second, sent on a fixed schedule (0: one after another, each awaited). */
@@ -52,7 +59,11 @@ interface Row {
   liveSamples: number;
   /** Every live delay, sorted (pooled across rounds for BENCH_ROUNDS). */
   live: number[];
+  /** The same transitions' delay until their change notice (visible to readers), sorted. */
+  visible: number[];
   reconcilePages: number;
+  /** The plane's collector pauses while the tasks ran, ms: minor (scavenges) and major. */
+  gc: { minor: number[]; major: number[] };
   /** CPU time (user + system) per task over the whole run, ms; null where it cannot be read. */
   planeCpuPerTask: number;
   hostCpuPerTask: number | null;
@@ -69,6 +80,37 @@ function childCpuMs(pid: number | undefined): number | null {
   }
 }
 
+/**
+ * BENCH_ALLOC: bytes this process allocates while `fn` runs, from V8's sampling heap profiler with the
+ * objects later collected kept in the profile (each sample stands for ~4 KiB; the sum is an estimate
+ * whose error is far below the differences it is used to show). What the young generation must absorb,
+ * and so how often it is scavenged, follows from it.
+ */
+async function allocated<T>(fn: () => Promise<T>): Promise<{ result: T; bytes: number | null }> {
+  if (!process.env.BENCH_ALLOC) return { result: await fn(), bytes: null };
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post('HeapProfiler.enable');
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    const result = await fn();
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    let bytes = 0;
+    const visit = (node: { selfSize: number; children: (typeof node)[] }): void => {
+      bytes += node.selfSize;
+      node.children.forEach(visit);
+    };
+    visit(profile.head as never);
+    return { result, bytes };
+  } finally {
+    session.disconnect();
+  }
+}
+
 /** Waits until every id reached a terminal state, reading only new events on each store change (cheap). */
 async function allTerminal(server: RunningServer, ids: string[]): Promise<Envelope[]> {
   const left = new Set(ids);
@@ -80,20 +122,19 @@ async function allTerminal(server: RunningServer, ids: string[]): Promise<Envelo
         resolve();
       });
     });
-    for (const e of await server.store.listEvents({ afterSeq: after, limit: 10_000 })) {
-      after = e.seq;
-      if (e.type === 'state_changed' && isTerminal(e.data.to as Envelope['state'])) left.delete(e.envelopeId);
+    // Every page there is now (a store may return fewer than asked for), then wait for the next change.
+    for (let more = true; more;) {
+      const page = await server.store.listEvents({ afterSeq: after, limit: 10_000 });
+      more = page.length > 0;
+      for (const e of page) {
+        after = e.seq;
+        if (e.type === 'state_changed' && isTerminal(e.data.to as Envelope['state']))
+          left.delete(e.envelopeId);
+      }
     }
     if (left.size === 0) return Promise.all(ids.map((id) => server.plane.get('default', id)));
     await changed;
   }
-}
-
-/** The p-th percentile of sorted samples (nearest rank), null when there are none. */
-function percentile(sorted: readonly number[], p: number): number | null {
-  return sorted.length
-    ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
-    : null;
 }
 
 async function run(
@@ -119,7 +160,7 @@ async function run(
     defaultMetrics: false,
     logger: silent,
   });
-  // Collector pauses on the plane's thread while the tasks ran (BENCH_DEBUG): minor (scavenge) and major.
+  // Collector pauses on the plane's thread while the tasks ran: minor (scavenge) and major.
   const gcPauses = { minor: [] as number[], major: [] as number[] };
   const gcObserver = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
@@ -127,9 +168,16 @@ async function run(
       (kind === constants.NODE_PERFORMANCE_GC_MINOR ? gcPauses.minor : gcPauses.major).push(e.duration);
     }
   });
-  if (process.env.BENCH_DEBUG) gcObserver.observe({ entryTypes: ['gc'] });
+  gcObserver.observe({ entryTypes: ['gc'] });
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
+  // When each event became visible to the plane's readers (its change notice: on the durable stores, after
+  // its commit), by seq: what a client following the job sees, where the event's own time (`at`) is when
+  // the plane decided it.
+  const visibleAt = new Map<number, number>();
+  const stopVisible = server.store.onChange((n) => {
+    if (n.kind === 'envelope') visibleAt.set(n.seq, performance.timeOrigin + performance.now());
+  });
   const planeCpu0 = process.cpuUsage();
   const hostCpu0 = childCpuMs(host.child.pid);
   try {
@@ -139,34 +187,52 @@ async function run(
     // more tasks running at once, and a worse tail for a better plane.
     const create = () =>
       server.plane.create({ tenant: 'default', target: 'demo', input: INPUT }, { wait: 'started' });
-    const created = [];
-    if (RATE > 0) {
-      const t0 = performance.now();
-      const pending = [];
-      for (let i = 0; i < TASKS; i++) {
-        const wait = t0 + (i * 1000) / RATE - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        pending.push(create());
+    const { result: ran, bytes: allocatedBytes } = await allocated(async () => {
+      const created = [];
+      if (RATE > 0) {
+        const t0 = performance.now();
+        const pending = [];
+        for (let i = 0; i < TASKS; i++) {
+          const wait = t0 + (i * 1000) / RATE - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          pending.push(create());
+        }
+        created.push(...(await Promise.all(pending)));
+      } else {
+        for (let i = 0; i < TASKS; i++) created.push(await create());
       }
-      created.push(...(await Promise.all(pending)));
-    } else {
-      for (let i = 0; i < TASKS; i++) created.push(await create());
-    }
-    // One reconciliation round while they run: one paged list call for the target, whatever the task count.
-    const r0 = performance.now();
-    const reports = await server.plane.reconcileNow('demo');
-    if (process.env.BENCH_DEBUG)
-      console.log(`reconcile round: ${r0.toFixed(0)}–${performance.now().toFixed(0)} ms since process start`);
-    const envs = await allTerminal(
-      server,
-      created.map((c) => c.envelope.id),
-    );
+      // One reconciliation round while they run: one paged list call for the target, whatever the task count.
+      const r0 = performance.now();
+      const reports = await server.plane.reconcileNow('demo');
+      if (process.env.BENCH_DEBUG)
+        console.log(
+          `reconcile round: ${r0.toFixed(0)}–${performance.now().toFixed(0)} ms since process start`,
+        );
+      const envs = await allTerminal(
+        server,
+        created.map((c) => c.envelope.id),
+      );
+      return { reports, envs };
+    });
+    const { reports, envs } = ran;
+    if (allocatedBytes !== null)
+      console.log(`plane allocated: ${(allocatedBytes / TASKS / 1024).toFixed(0)} KiB per task`);
     // Delay per transition from the event log: the envelope's update time minus the host's status
     // timestamp. "live" leaves out each task's first transition, which the host makes while the
     // start request itself is still in flight (it measures start-up, not change propagation).
-    const events = await server.store.listEvents({ afterSeq: 0, limit: 100_000 });
+    // This run's jobs only: a plane database given by BENCH_PLANE_DB is the same file in every round.
+    const mine = new Set(envs.map((e) => e.id));
+    const events = [];
+    for (let after = 0; ;) {
+      // Until an empty page: a store may return fewer than asked for.
+      const page = await server.store.listEvents({ afterSeq: after, limit: 10_000 });
+      if (page.length === 0) break;
+      events.push(...page.filter((e) => mine.has(e.envelopeId)));
+      after = page.at(-1)!.seq;
+    }
     const seen = new Set<string>();
     const live: number[] = [];
+    const visible: number[] = [];
     const slow: [number, number][] = [];
     for (const e of events) {
       if (
@@ -180,6 +246,8 @@ async function run(
         continue;
       }
       live.push(e.at - e.data.remoteVersion);
+      const shown = visibleAt.get(e.seq);
+      if (shown !== undefined) visible.push(Math.round(shown - e.data.remoteVersion));
       if (process.env.BENCH_DEBUG)
         slow.push([e.at - e.data.remoteVersion, e.data.remoteVersion - performance.timeOrigin]);
     }
@@ -189,6 +257,7 @@ async function run(
         JSON.stringify(slow.sort((a, b) => b[0] - a[0]).slice(0, 12)),
       );
     live.sort((a, b) => a - b);
+    visible.sort((a, b) => a - b);
     if (process.env.BENCH_DEBUG) console.log(mechanism, JSON.stringify(live));
     const pct = (p: number) => percentile(live, p);
     const planeCpu = process.cpuUsage(planeCpu0);
@@ -223,11 +292,14 @@ async function run(
       liveP99: pct(99),
       liveSamples: live.length,
       live,
+      visible,
       reconcilePages: reports[0]?.listPages ?? 0,
+      gc: gcPauses,
       planeCpuPerTask: (planeCpu.user + planeCpu.system) / 1000 / TASKS,
       hostCpuPerTask: hostCpu !== null && hostCpu0 !== null ? (hostCpu - hostCpu0) / TASKS : null,
     };
   } finally {
+    stopVisible();
     await server.close();
     await host.stop();
   }
@@ -263,6 +335,12 @@ const SETUPS: Array<{
     publicUrl: 'self',
   },
 ];
+if (process.env.BENCH_YOUNG && !process.env.BENCH_YOUNG_CHILD) {
+  // The young generation's size side by side: this bench again in a child per setting (young-generation.ts).
+  const { compareYoungGenerations } = await import('./young-generation.ts');
+  await compareYoungGenerations(process.env.BENCH_YOUNG);
+  process.exit(0);
+}
 const only = process.env.BENCH_SETUPS?.split(',');
 // BENCH_ROUNDS=k runs each setup k times (one after the other, each with a fresh host and plane) and
 // pools the live samples of all but the first: one run's p99 rests on its few slowest samples.
@@ -276,38 +354,60 @@ console.log(
   `plane bench: ${TASKS} demo tasks per setup (${JSON.stringify(INPUT)}), plane in this process, host in its own, loopback HTTP`,
 );
 console.log(
-  'setup                                      ok  req/task  all p50/p99 ms (n)   live p50/p99 ms (n)   reconcile pages/round  CPU ms/task plane, host',
+  'setup                                      ok  req/task  all p50/p99 ms (n)   live p50/p99 ms (n)   visible p50/p99  reconcile pages/round  CPU ms/task plane, host',
 );
 for (const r of rows) {
   const all = `${r.p50 ?? '-'}/${r.p99 ?? '-'} (${r.samples})`;
   const live = `${r.liveP50 ?? '-'}/${r.liveP99 ?? '-'} (${r.liveSamples})`;
+  const visible = `${percentile(r.visible, 50) ?? '-'}/${percentile(r.visible, 99) ?? '-'}`;
   console.log(
-    `${r.setup.padEnd(42)} ${String(r.succeeded).padStart(3)}  ${r.requestsPerTask.toFixed(2).padStart(7)}  ${all.padEnd(19)}  ${live.padEnd(20)}  ${String(r.reconcilePages).padEnd(21)}  ${r.planeCpuPerTask.toFixed(2)}, ${r.hostCpuPerTask?.toFixed(2) ?? '-'}`,
+    `${r.setup.padEnd(42)} ${String(r.succeeded).padStart(3)}  ${r.requestsPerTask.toFixed(2).padStart(7)}  ${all.padEnd(19)}  ${live.padEnd(20)}  ${visible.padEnd(15)}  ${String(r.reconcilePages).padEnd(21)}  ${r.planeCpuPerTask.toFixed(2)}, ${r.hostCpuPerTask?.toFixed(2) ?? '-'}`,
   );
 }
 if (ROUNDS > 1) {
   // The first round runs the plane's code cold (its CPU per task is the highest): it warms up, and the
   // pooled figures are those of the rounds after it, as a plane that has been running for a while.
   console.log(
-    `live delay pooled over rounds 2–${ROUNDS} (the first warms the plane up; each round's row above):`,
+    `delays pooled over rounds 2–${ROUNDS} (the first warms the plane up; each round's row above):`,
   );
   for (const setup of [...new Set(rows.map((r) => r.setup))]) {
-    const pooled = rows
-      .filter((r) => r.setup === setup)
-      .slice(1)
-      .flatMap((r) => r.live)
-      .sort((a, b) => a - b);
-    const over = pooled.filter((d) => d > 10).length;
-    console.log(
-      `${setup.padEnd(42)} p50/p95/p99 ${percentile(pooled, 50) ?? '-'}/${percentile(pooled, 95) ?? '-'}/${percentile(pooled, 99) ?? '-'} ms of ${pooled.length}; over 10 ms: ${over} (${pooled.length ? ((100 * over) / pooled.length).toFixed(1) : '-'} %)`,
-    );
+    const later = rows.filter((r) => r.setup === setup).slice(1);
+    for (const [what, pick] of [
+      ['live', (r: Row) => r.live],
+      ['visible', (r: Row) => r.visible],
+    ] as const) {
+      const pooled = later.flatMap(pick).sort((a, b) => a - b);
+      const over = pooled.filter((d) => d > 10).length;
+      console.log(
+        `${setup.padEnd(42)} ${what.padEnd(7)} p50/p95/p99 ${percentile(pooled, 50) ?? '-'}/${percentile(pooled, 95) ?? '-'}/${percentile(pooled, 99) ?? '-'} ms of ${pooled.length}; over 10 ms: ${over} (${pooled.length ? ((100 * over) / pooled.length).toFixed(1) : '-'} %)`,
+      );
+    }
   }
+}
+if (process.env.BENCH_YOUNG_CHILD) {
+  // For the comparison driving this run: rounds 2..k of the first setup, in one line it can parse.
+  const later = rows.filter((r) => r.setup === rows[0]!.setup).slice(ROUNDS > 1 ? 1 : 0);
+  console.log(
+    `${YOUNG_RESULT_PREFIX}${JSON.stringify({
+      live: later.flatMap((r) => r.live),
+      visible: later.flatMap((r) => r.visible),
+      minor: later.flatMap((r) => r.gc.minor),
+      major: later.flatMap((r) => r.gc.major),
+      planeCpuPerTask: later.map((r) => r.planeCpuPerTask),
+    })}`,
+  );
+  process.exit(0);
 }
 console.log('req/task includes one reconciliation round (its list pages are charged across the tasks).');
 console.log(
   'delay = envelope update time − host status timestamp, per transition the mechanism delivered; "live" leaves out each',
 );
-console.log("task's first transition (made by the host while the start request is still in flight).");
+console.log(
+  'task\'s first transition (made by the host while the start request is still in flight). "visible": the same',
+);
+console.log(
+  'transitions until their change notice, when readers (API, SSE) can see them: on SQLite and PostgreSQL after the commit.',
+);
 console.log(
   'CPU ms/task: user + system time of the plane process (this one, creates and waits included) and of the host, per task.',
 );

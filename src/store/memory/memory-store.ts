@@ -92,7 +92,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     }
     if (this.envelopes.has(envelope.id))
       throw new TaskplaneError('conflict', `envelope ${envelope.id} already exists`);
-    const stored = { ...clone(envelope), version: 1 };
+    const stored = clone(envelope);
+    stored.version = 1;
     this.envelopes.set(stored.id, stored);
     this.countState(stored, 1);
     if (stored.idempotencyKey !== null)
@@ -137,7 +138,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
         this.idempotencyKeys.delete(pair(current.tenant, current.idempotencyKey));
       if (key !== undefined) this.idempotencyKeys.set(key, next.id);
     }
-    const stored = { ...clone(next), version: expectedVersion + 1 };
+    const stored = clone(next);
+    stored.version = expectedVersion + 1;
     this.envelopes.set(stored.id, stored);
     this.countState(current, -1);
     this.countState(stored, 1);
@@ -438,7 +440,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
 
   private appendEvents(events: NewEnvelopeEvent[]): EnvelopeEvent[] {
     return events.map((event) => {
-      const stored = { ...clone(event), seq: ++this.eventSeq };
+      const stored = clone(event) as EnvelopeEvent;
+      stored.seq = ++this.eventSeq;
       this.events.push(stored);
       return stored;
     });

@@ -1,0 +1,101 @@
+/**
+ * `BENCH_YOUNG=default,2 npm run bench:plane -- 1000 0`: the plane's live stream delay with V8's young
+ * generation at each size given (`--max-semi-space-size`, MiB; `default` leaves Node's own), side by
+ * side in one run. Each setting runs plane-bench.ts again in a child process with that flag (the plane
+ * lives in the bench's process; the host keeps Node's default), in the order A B … B A so that a machine
+ * getting slower or faster during the run weighs on every setting alike. Each child runs BENCH_ROUNDS
+ * rounds (default 4) and reports rounds 2..k; a setting's figures pool its children's samples.
+ *
+ * Why this matters (docs/deploy.md, "Young generation"): a scavenge stops the event loop while it copies
+ * what survived, and a plane following many streams has many objects alive across a scavenge, so a
+ * large young generation means rare but long pauses, and every stream event arriving during one waits.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/** The line a child prints its figures on (JSON after the prefix). */
+export const YOUNG_RESULT_PREFIX = 'young-generation result: ';
+
+/** The p-th percentile of sorted samples (nearest rank), null when there are none. */
+export function percentile(sorted: readonly number[], p: number): number | null {
+  return sorted.length
+    ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
+    : null;
+}
+
+interface ChildResult {
+  live: number[];
+  visible: number[];
+  minor: number[];
+  major: number[];
+  planeCpuPerTask: number[];
+}
+
+function flagsFor(setting: string): string[] {
+  if (setting === 'default') return [];
+  if (!/^\d+$/.test(setting) || Number(setting) < 1)
+    throw new Error(`BENCH_YOUNG: "${setting}" is neither "default" nor a size in MiB (a whole number ≥ 1)`);
+  return [`--max-semi-space-size=${setting}`];
+}
+
+function runChild(setting: string): Promise<ChildResult> {
+  const script = fileURLToPath(new URL('./plane-bench.ts', import.meta.url));
+  const args = [...flagsFor(setting), '--import', 'tsx', script, ...process.argv.slice(2)];
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, BENCH_YOUNG_CHILD: '1', BENCH_ROUNDS: process.env.BENCH_ROUNDS ?? '4' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith(YOUNG_RESULT_PREFIX));
+      if (code !== 0 || !line) reject(new Error(`bench child (${setting}) exited ${code}:\n${out}`));
+      else resolve(JSON.parse(line.slice(YOUNG_RESULT_PREFIX.length)) as ChildResult);
+    });
+  });
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? 0;
+
+export async function compareYoungGenerations(list: string): Promise<void> {
+  const settings = list.split(',').map((s) => s.trim());
+  settings.forEach(flagsFor);
+  const order = [...settings, ...[...settings].reverse()];
+  const pooled = new Map<string, ChildResult[]>(settings.map((s) => [s, []]));
+  for (const [i, setting] of order.entries()) {
+    console.log(`young generation ${setting}: run ${i + 1} of ${order.length}…`);
+    pooled.get(setting)!.push(await runChild(setting));
+  }
+  console.log(
+    `plane live stream delay by young generation (--max-semi-space-size, MiB), ${process.argv[2] ?? 40} tasks, BENCH_RATE=${process.env.BENCH_RATE ?? 0}, rounds 2..${process.env.BENCH_ROUNDS ?? 4} of ${order.length / settings.length} runs each:`,
+  );
+  console.log(
+    'young gen   live p50/p95/p99 ms (n)    over 10 ms   visible p50/p95/p99, over 10 ms   scavenges/round  median/max ms  GC ms/round  major/round  plane CPU ms/task',
+  );
+  for (const [setting, results] of pooled) {
+    const live = results.flatMap((r) => r.live).sort((a, b) => a - b);
+    const minor = results.flatMap((r) => r.minor);
+    const major = results.flatMap((r) => r.major);
+    const rounds = results.reduce((n, r) => n + r.planeCpuPerTask.length, 0);
+    const over = live.filter((d) => d > 10).length;
+    const visible = results.flatMap((r) => r.visible).sort((a, b) => a - b);
+    const visibleOver = visible.filter((d) => d > 10).length;
+    const cols = [
+      setting.padEnd(10),
+      `${percentile(live, 50)}/${percentile(live, 95)}/${percentile(live, 99)} (${live.length})`.padEnd(25),
+      `${((100 * over) / Math.max(1, live.length)).toFixed(1)} %`.padEnd(11),
+      `${percentile(visible, 50)}/${percentile(visible, 95)}/${percentile(visible, 99)}, ${((100 * visibleOver) / Math.max(1, visible.length)).toFixed(1)} %`.padEnd(
+        30,
+      ),
+      (minor.length / rounds).toFixed(0).padEnd(15),
+      `${median(minor).toFixed(1)}/${Math.max(0, ...minor).toFixed(1)}`.padEnd(13),
+      ((sum(minor) + sum(major)) / rounds).toFixed(0).padEnd(11),
+      (major.length / rounds).toFixed(1).padEnd(11),
+      median(results.flatMap((r) => r.planeCpuPerTask)).toFixed(2),
+    ];
+    console.log(cols.join('  '));
+  }
+}
