@@ -226,6 +226,13 @@ export function registerServeCommand(program: Command): void {
         .choices(LOG_LEVELS)
         .env('LOG_LEVEL'),
     )
+    .addHelpText(
+      'after',
+      `
+Node.js flags go in NODE_OPTIONS. A plane following many streams at once keeps stream events faster with
+a small V8 young generation: NODE_OPTIONS=--max-semi-space-size=2 (shorter collector pauses, a little more
+CPU; docs/deploy.md, "Young generation").`,
+    )
     .action(async (opts: Record<string, unknown>) => {
       // Commander has read LOG_LEVEL into the flag's value already, and checked it.
       const level = serveLogLevel(opts.logLevel as string | undefined, undefined, opts.demo === true);

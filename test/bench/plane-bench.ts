@@ -111,10 +111,22 @@ async function allocated<T>(fn: () => Promise<T>): Promise<{ result: T; bytes: n
   }
 }
 
+/** When the first write notice at or after `seq` arrived (notices sorted by seq), or undefined. */
+function noticeAt(notices: Array<[number, number]>, seq: number): number | undefined {
+  let lo = 0;
+  let hi = notices.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (notices[mid]![0] < seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return notices[lo]?.[1];
+}
+
 /** Waits until every id reached a terminal state, reading only new events on each store change (cheap). */
-async function allTerminal(server: RunningServer, ids: string[]): Promise<Envelope[]> {
+async function allTerminal(server: RunningServer, ids: string[], afterSeq: number): Promise<Envelope[]> {
   const left = new Set(ids);
-  let after = 0;
+  let after = afterSeq;
   for (;;) {
     const changed = new Promise<void>((resolve) => {
       const off = server.store.onChange(() => {
@@ -161,6 +173,11 @@ async function run(
     logger: silent,
   });
   // Collector pauses on the plane's thread while the tasks ran: minor (scavenge) and major.
+  // The last event seq before this run (a database file given by BENCH_PLANE_DB keeps earlier rounds'):
+  // the run reads only the events after it, so earlier rounds never weigh on its figures.
+  let seq0 = 0;
+  for (let page; (page = await server.store.listEvents({ afterSeq: seq0, limit: 5_000 })).length > 0;)
+    seq0 = page.at(-1)!.seq;
   const gcPauses = { minor: [] as number[], major: [] as number[] };
   const gcObserver = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
@@ -174,9 +191,11 @@ async function run(
   // When each event became visible to the plane's readers (its change notice: on the durable stores, after
   // its commit), by seq: what a client following the job sees, where the event's own time (`at`) is when
   // the plane decided it.
-  const visibleAt = new Map<number, number>();
+  // One notice per write, carrying the write's last seq: an event is visible with the first notice at or
+  // after its seq.
+  const notices: Array<[seq: number, at: number]> = [];
   const stopVisible = server.store.onChange((n) => {
-    if (n.kind === 'envelope') visibleAt.set(n.seq, performance.timeOrigin + performance.now());
+    if (n.kind === 'envelope') notices.push([n.seq, performance.timeOrigin + performance.now()]);
   });
   const planeCpu0 = process.cpuUsage();
   const hostCpu0 = childCpuMs(host.child.pid);
@@ -211,6 +230,7 @@ async function run(
       const envs = await allTerminal(
         server,
         created.map((c) => c.envelope.id),
+        seq0,
       );
       return { reports, envs };
     });
@@ -223,13 +243,14 @@ async function run(
     // This run's jobs only: a plane database given by BENCH_PLANE_DB is the same file in every round.
     const mine = new Set(envs.map((e) => e.id));
     const events = [];
-    for (let after = 0; ;) {
+    for (let after = seq0; ;) {
       // Until an empty page: a store may return fewer than asked for.
       const page = await server.store.listEvents({ afterSeq: after, limit: 10_000 });
       if (page.length === 0) break;
       events.push(...page.filter((e) => mine.has(e.envelopeId)));
       after = page.at(-1)!.seq;
     }
+    notices.sort((a, b) => a[0] - b[0]);
     const seen = new Set<string>();
     const live: number[] = [];
     const visible: number[] = [];
@@ -246,7 +267,7 @@ async function run(
         continue;
       }
       live.push(e.at - e.data.remoteVersion);
-      const shown = visibleAt.get(e.seq);
+      const shown = noticeAt(notices, e.seq);
       if (shown !== undefined) visible.push(Math.round(shown - e.data.remoteVersion));
       if (process.env.BENCH_DEBUG)
         slow.push([e.at - e.data.remoteVersion, e.data.remoteVersion - performance.timeOrigin]);
