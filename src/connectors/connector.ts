@@ -52,6 +52,13 @@ export interface Connector {
   prepare?(signal: AbortSignal, opts?: { fresh?: boolean }): Promise<void>;
 
   /**
+   * True when `prepare()` (without `fresh`) would return at once without calling the remote: what it
+   * learns is held and still valid. Lets the engine skip the call's bookkeeping (timer, linked signal,
+   * trace span) on every start once the remote is known. Optional; absent means "call prepare".
+   */
+  prepared?(): boolean;
+
+  /**
    * Starts the remote job. `request.messageId` is the idempotency key on the wire: calling start again
    * with the same messageId after a lost response must not create a second job where the remote
    * deduplicates (`capabilities.idempotentStart`). Returns the first snapshot.

@@ -44,14 +44,15 @@ export async function recordStartRefused(ctx: PlaneContext, env: Envelope, err: 
 
 /**
  * Learns what the engine must know about the remote before choosing how to start (Connector.prepare:
- * the A2A card). Bounded like any remote call; throws like one.
+ * the A2A card). Bounded like any remote call; throws like one. Nothing at all (no timer, no span) once
+ * the connector holds what it learned and it is still valid.
  */
 export async function prepareConnector(
   ctx: PlaneContext,
   env: Envelope,
   connector: Connector,
 ): Promise<void> {
-  if (!connector.prepare) return;
+  if (!connector.prepare || connector.prepared?.()) return;
   await remoteCall(ctx, null, env, (signal) => connector.prepare!(signal));
 }
 

@@ -133,6 +133,34 @@ describe('OpenTelemetry traces', () => {
     expect(executeSpan?.spanContext().traceId).toBe(taskTrace);
   });
 
+  it('reads the agent card once: a later task makes no describe call, and its trace has no empty span for one', async () => {
+    const spansOf = (traceId: string, name: string) =>
+      exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId && s.name === name);
+    const cardReads = () => seen.filter((r) => r.url.includes('/.well-known/agent-card.json')).length;
+    const readsBefore = cardReads();
+    const res = await fx.fetch('/v1/tasks?wait=started', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ target: 'agent', input: 'second task' }),
+    });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    const taskTrace = trace.getSpanContext(taskTraceContext(id))!.traceId;
+    const cancel = await fx.fetch(`/v1/tasks/${id}/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY_A}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(cancel.ok).toBe(true);
+    await expect.poll(() => spansOf(taskTrace, 'taskplane start').length, { timeout: 20_000 }).toBe(1);
+    expect(cardReads()).toBe(readsBefore);
+    expect(spansOf(taskTrace, 'taskplane describe')).toEqual([]);
+    // The first task of the file read the card, in a span of its own trace.
+    expect(exporter.getFinishedSpans().filter((s) => s.name === 'taskplane describe').length).toBeGreaterThan(
+      0,
+    );
+  });
+
   it("ends and exports the task's own span, from creation to its terminal state, in the task's trace", async () => {
     const { envelope } = await fx.plane.create(
       { tenant: 'alpha', target: 'agent', input: 'end me' },

@@ -353,6 +353,11 @@ export class A2AConnector implements Connector {
     return (await this.refresh(signal)).transport;
   }
 
+  /** The card in force is held and fresh: prepare() would read nothing. */
+  prepared(): boolean {
+    return this.state !== null && Date.now() < this.freshUntil;
+  }
+
   /** Learns the card before the engine chooses how to start (streaming or not, push or not). */
   async prepare(signal: AbortSignal, opts: { fresh?: boolean } = {}): Promise<void> {
     if (opts.fresh) await this.refresh(signal);

@@ -147,6 +147,11 @@ export class McpConnector implements Connector {
     return this.era ? `${this.era.version} ${this.options.url}` : null;
   }
 
+  /** The era and version are negotiated: prepare() would ask nothing. */
+  prepared(): boolean {
+    return this.era !== null;
+  }
+
   async prepare(signal: AbortSignal, opts: { fresh?: boolean } = {}): Promise<void> {
     if (opts.fresh) {
       this.era = null;
