@@ -60,7 +60,7 @@ export class JobWatcher {
   private readonly ctx: PlaneContext;
   private readonly stopper = new AbortController();
   /** The stream this watcher reads now and the job it follows (null before the create names it). */
-  private attached: { remoteId: string | null; cut: AbortController } | null = null;
+  private attached: { remoteId: string | null; cut: AbortController; unlink: () => void } | null = null;
   private checking = false;
   private recheckSettled = false;
   /**
@@ -190,12 +190,27 @@ export class JobWatcher {
     }
   }
 
-  /** Marks a stream open; the check right after covers a change written between our read and now. */
+  /**
+   * Marks a stream open; the check right after covers a change written between our read and now. The
+   * stream reads with `cut.signal`, which this watcher's stop also aborts, through a listener on the
+   * watcher's own signal that detach() removes (a linked AbortSignal.any per stream cost more, and lived
+   * as long as the stream).
+   */
   private attach(remoteId: string | null): AbortController {
     const cut = new AbortController();
-    this.attached = { remoteId, cut };
+    const signal = this.ctx.signal;
+    const stop = () => cut.abort(signal.reason);
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
+    this.attached = { remoteId, cut, unlink: () => signal.removeEventListener('abort', stop) };
     this.noticeChange();
     return cut;
+  }
+
+  /** The stream ended: nothing is attached, and the watcher's signal no longer holds its listener. */
+  private detach(): void {
+    this.attached?.unlink();
+    this.attached = null;
   }
 
   /**
@@ -305,7 +320,7 @@ export class JobWatcher {
       ctx.counters.request('start', env);
       ctx.startsInFlight.add(env.id);
       cut = this.attach(null);
-      const signal = childSignal(ctx.signal, cut.signal);
+      const signal = cut.signal;
       const stream = connector.startStream!(startRequest(env, push), signal);
       for await (const snap of inStreamSpan('start', env, untilAborted(stream, signal))) {
         const result = await this.observeOwn(snap, bound ? 'stream' : 'create');
@@ -357,7 +372,7 @@ export class JobWatcher {
       await noteStartFailed(ctx, env.id, err, wasNotSent(err) ? maybeSentBefore : true);
       report({ kind: 'retry', error: describeError(err) });
     } finally {
-      this.attached = null;
+      this.detach();
     }
     // Outcome unknown: the job may exist. Recover with the same messageId (or find it by contextId).
     ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
@@ -421,7 +436,7 @@ export class JobWatcher {
       try {
         if (dropped) ctx.counters.count('reattaches', env);
         ctx.counters.request('subscribe', env);
-        const signal = childSignal(ctx.signal, cut.signal);
+        const signal = cut.signal;
         const stream = connector.observe!(remoteId, env.streamCursor, signal);
         for await (const snap of inStreamSpan('subscribe', env, untilAborted(stream, signal))) {
           attempt = 0;
@@ -443,7 +458,7 @@ export class JobWatcher {
         droppedAt ??= ctx.clock.now();
         last = 'dropped';
       } finally {
-        this.attached = null;
+        this.detach();
       }
     }
   }
