@@ -179,10 +179,14 @@ async function run(
   for (let page; (page = await server.store.listEvents({ afterSeq: seq0, limit: 5_000 })).length > 0;)
     seq0 = page.at(-1)!.seq;
   const gcPauses = { minor: [] as number[], major: [] as number[] };
+  // When each pause was (ms since this process started): BENCH_DEBUG counts the slow samples that waited through one.
+  const gcSpans: Array<[start: number, end: number, minor: boolean]> = [];
   const gcObserver = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
-      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
-      (kind === constants.NODE_PERFORMANCE_GC_MINOR ? gcPauses.minor : gcPauses.major).push(e.duration);
+      const minor =
+        (e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR;
+      (minor ? gcPauses.minor : gcPauses.major).push(e.duration);
+      gcSpans.push([e.startTime, e.startTime + e.duration, minor]);
     }
   });
   gcObserver.observe({ entryTypes: ['gc'] });
@@ -272,11 +276,24 @@ async function run(
       if (process.env.BENCH_DEBUG)
         slow.push([e.at - e.data.remoteVersion, e.data.remoteVersion - performance.timeOrigin]);
     }
-    if (process.env.BENCH_DEBUG)
+    if (process.env.BENCH_DEBUG) {
       console.log(
         'slowest (delay ms, host stamp ms since process start):',
         JSON.stringify(slow.sort((a, b) => b[0] - a[0]).slice(0, 12)),
       );
+      // Of the samples over 10 ms, those whose wait (host stamp → decision) held a collector pause of the plane's.
+      const over = slow.filter(([delay]) => delay > 10);
+      const held = (minor: boolean) =>
+        over.filter(([delay, stamp]) =>
+          gcSpans.some(([start, end, m]) => m === minor && start < stamp + delay && end > stamp),
+        ).length;
+      const either = over.filter(([delay, stamp]) =>
+        gcSpans.some(([start, end]) => start < stamp + delay && end > stamp),
+      ).length;
+      console.log(
+        `samples over 10 ms: ${over.length}; a scavenge in their wait: ${held(true)}, a major collection: ${held(false)}, neither: ${over.length - either}`,
+      );
+    }
     live.sort((a, b) => a - b);
     visible.sort((a, b) => a - b);
     if (process.env.BENCH_DEBUG) console.log(mechanism, JSON.stringify(live));
