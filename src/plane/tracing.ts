@@ -1,5 +1,6 @@
 import {
   context,
+  propagation,
   trace,
   ROOT_CONTEXT,
   SpanKind,
@@ -119,16 +120,29 @@ export function inRemoteCallSpan<T>(name: string, envelope: TracedJob, fn: () =>
 
 /**
  * A stream (start-and-stream, subscribe) as one span from its request to its end. Each read runs with
- * the span active, so the request the first read sends carries it as `traceparent`.
+ * the span active, so the request the first read sends carries it as `traceparent`. With no SDK that
+ * records the span and no propagator that would send it (the API alone), the active context reaches
+ * nothing: the stream is returned as it is, without a generator layer between it and its reader.
  */
-export async function* inStreamSpan<T>(
+export function inStreamSpan<T>(
   name: string,
   envelope: TracedJob,
   source: AsyncIterable<T>,
-): AsyncGenerator<T, void, undefined> {
+): AsyncIterable<T> {
   const { parent, options } = spanStart(envelope);
   const span = trace.getTracer(TRACER).startSpan(`taskplane ${name}`, options, parent);
-  const active = trace.setSpan(parent, span);
+  if (!span.isRecording() && propagation.fields().length === 0) {
+    span.end();
+    return source;
+  }
+  return traced(span, trace.setSpan(parent, span), source);
+}
+
+async function* traced<T>(
+  span: Span,
+  active: Context,
+  source: AsyncIterable<T>,
+): AsyncGenerator<T, void, undefined> {
   const it = source[Symbol.asyncIterator]();
   let finished = false;
   try {
