@@ -192,9 +192,9 @@ export class JobWatcher {
 
   /**
    * Marks a stream open; the check right after covers a change written between our read and now. The
-   * stream reads with `cut.signal`, which this watcher's stop also aborts, through a listener on the
-   * watcher's own signal that detach() removes (a linked AbortSignal.any per stream cost more, and lived
-   * as long as the stream).
+   * stream reads with `cut.signal`, which this watcher's stop also aborts through a listener on the
+   * watcher's own signal (not the plane's: a watcher runs one stream at a time, so it holds one listener
+   * at most), removed by detach().
    */
   private attach(remoteId: string | null): AbortController {
     const cut = new AbortController();

@@ -20,6 +20,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { spawnProcess, type TestProcess } from '../support/process.ts';
+import { percentile } from './stats.ts';
 
 export interface CreateLatency {
   p50: number;
@@ -46,9 +47,6 @@ export async function startSlowAgent(startDelayMs = 2_000): Promise<{ url: strin
   );
   return { url: proc.readyMatch![1]!, close: async () => void (await proc.stop()) };
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 /**
  * `creates` creates one after another (after 20 warm-up ones) on a plane from the checkout whose source
@@ -119,8 +117,8 @@ export async function measureCreateLatency(o: {
   }
   times.sort((a, b) => a - b);
   return {
-    p50: percentile(times, 50),
-    p99: percentile(times, 99),
+    p50: percentile(times, 50) ?? Number.NaN,
+    p99: percentile(times, 99) ?? Number.NaN,
     max: times[times.length - 1]!,
     n: times.length,
     accepted,

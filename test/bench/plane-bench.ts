@@ -34,9 +34,10 @@ import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './cre
 import { spawnHost } from '../support/process.ts';
 import { startServer, type RunningServer } from '../../src/server/start-server.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
-import type { Envelope } from '../../src/core/envelope.ts';
+import type { Envelope, EnvelopeEvent } from '../../src/core/envelope.ts';
 import { isTerminal } from '../../src/core/states.ts';
-import { YOUNG_RESULT_PREFIX, percentile } from './young-generation.ts';
+import { over, percentile, spread } from './stats.ts';
+import { YOUNG_RESULT_PREFIX } from './young-generation.ts';
 
 const TASKS = Number(process.argv[2] ?? 40);
 /** BENCH_RATE: creates per second, sent on a fixed schedule (0: one after another, each awaited). */
@@ -54,9 +55,6 @@ interface Row {
   p50: number | null;
   p99: number | null;
   samples: number;
-  liveP50: number | null;
-  liveP99: number | null;
-  liveSamples: number;
   /** Every live delay, sorted (pooled across rounds for BENCH_ROUNDS). */
   live: number[];
   /** The same transitions' delay until their change notice (visible to readers), sorted. */
@@ -111,6 +109,19 @@ async function allocated<T>(fn: () => Promise<T>): Promise<{ result: T; bytes: n
   }
 }
 
+/**
+ * The store's events after `afterSeq`, page by page until an empty one (a store returns at most its own
+ * page size, whatever is asked for).
+ */
+async function* eventPages(server: RunningServer, afterSeq: number): AsyncGenerator<EnvelopeEvent[]> {
+  for (let after = afterSeq; ;) {
+    const page = await server.store.listEvents({ afterSeq: after, limit: 5_000 });
+    if (page.length === 0) return;
+    yield page;
+    after = page.at(-1)!.seq;
+  }
+}
+
 /** When the first write notice at or after `seq` arrived (notices sorted by seq), or undefined. */
 function noticeAt(notices: Array<[number, number]>, seq: number): number | undefined {
   let lo = 0;
@@ -134,16 +145,13 @@ async function allTerminal(server: RunningServer, ids: string[], afterSeq: numbe
         resolve();
       });
     });
-    // Every page there is now (a store may return fewer than asked for), then wait for the next change.
-    for (let more = true; more;) {
-      const page = await server.store.listEvents({ afterSeq: after, limit: 10_000 });
-      more = page.length > 0;
+    // Every page there is now, then wait for the next change.
+    for await (const page of eventPages(server, after))
       for (const e of page) {
         after = e.seq;
         if (e.type === 'state_changed' && isTerminal(e.data.to as Envelope['state']))
           left.delete(e.envelopeId);
       }
-    }
     if (left.size === 0) return Promise.all(ids.map((id) => server.plane.get('default', id)));
     await changed;
   }
@@ -172,12 +180,11 @@ async function run(
     defaultMetrics: false,
     logger: silent,
   });
-  // Collector pauses on the plane's thread while the tasks ran: minor (scavenge) and major.
   // The last event seq before this run (a database file given by BENCH_PLANE_DB keeps earlier rounds'):
   // the run reads only the events after it, so earlier rounds never weigh on its figures.
   let seq0 = 0;
-  for (let page; (page = await server.store.listEvents({ afterSeq: seq0, limit: 5_000 })).length > 0;)
-    seq0 = page.at(-1)!.seq;
+  for await (const page of eventPages(server, 0)) seq0 = page.at(-1)!.seq;
+  // Collector pauses on the plane's thread while the tasks ran: minor (scavenge) and major.
   const gcPauses = { minor: [] as number[], major: [] as number[] };
   // When each pause was (ms since this process started): BENCH_DEBUG counts the slow samples that waited through one.
   const gcSpans: Array<[start: number, end: number, minor: boolean]> = [];
@@ -247,13 +254,8 @@ async function run(
     // This run's jobs only: a plane database given by BENCH_PLANE_DB is the same file in every round.
     const mine = new Set(envs.map((e) => e.id));
     const events = [];
-    for (let after = seq0; ;) {
-      // Until an empty page: a store may return fewer than asked for.
-      const page = await server.store.listEvents({ afterSeq: after, limit: 10_000 });
-      if (page.length === 0) break;
+    for await (const page of eventPages(server, seq0))
       events.push(...page.filter((e) => mine.has(e.envelopeId)));
-      after = page.at(-1)!.seq;
-    }
     notices.sort((a, b) => a[0] - b[0]);
     const seen = new Set<string>();
     const live: number[] = [];
@@ -282,22 +284,21 @@ async function run(
         JSON.stringify(slow.sort((a, b) => b[0] - a[0]).slice(0, 12)),
       );
       // Of the samples over 10 ms, those whose wait (host stamp → decision) held a collector pause of the plane's.
-      const over = slow.filter(([delay]) => delay > 10);
+      const late = slow.filter(([delay]) => delay > 10);
       const held = (minor: boolean) =>
-        over.filter(([delay, stamp]) =>
+        late.filter(([delay, stamp]) =>
           gcSpans.some(([start, end, m]) => m === minor && start < stamp + delay && end > stamp),
         ).length;
-      const either = over.filter(([delay, stamp]) =>
+      const either = late.filter(([delay, stamp]) =>
         gcSpans.some(([start, end]) => start < stamp + delay && end > stamp),
       ).length;
       console.log(
-        `samples over 10 ms: ${over.length}; a scavenge in their wait: ${held(true)}, a major collection: ${held(false)}, neither: ${over.length - either}`,
+        `samples over 10 ms: ${late.length}; a scavenge in their wait: ${held(true)}, a major collection: ${held(false)}, neither: ${late.length - either}`,
       );
     }
     live.sort((a, b) => a - b);
     visible.sort((a, b) => a - b);
     if (process.env.BENCH_DEBUG) console.log(mechanism, JSON.stringify(live));
-    const pct = (p: number) => percentile(live, p);
     const planeCpu = process.cpuUsage(planeCpu0);
     if (process.env.BENCH_HEAP)
       console.log('heap snapshot', (await import('node:v8')).writeHeapSnapshot(process.env.BENCH_HEAP));
@@ -326,9 +327,6 @@ async function run(
       p50: d?.p50Ms ?? null,
       p99: d?.p99Ms ?? null,
       samples: d?.count ?? 0,
-      liveP50: pct(50),
-      liveP99: pct(99),
-      liveSamples: live.length,
       live,
       visible,
       reconcilePages: reports[0]?.listPages ?? 0,
@@ -396,7 +394,7 @@ console.log(
 );
 for (const r of rows) {
   const all = `${r.p50 ?? '-'}/${r.p99 ?? '-'} (${r.samples})`;
-  const live = `${r.liveP50 ?? '-'}/${r.liveP99 ?? '-'} (${r.liveSamples})`;
+  const live = `${percentile(r.live, 50) ?? '-'}/${percentile(r.live, 99) ?? '-'} (${r.live.length})`;
   const visible = `${percentile(r.visible, 50) ?? '-'}/${percentile(r.visible, 99) ?? '-'}`;
   console.log(
     `${r.setup.padEnd(42)} ${String(r.succeeded).padStart(3)}  ${r.requestsPerTask.toFixed(2).padStart(7)}  ${all.padEnd(19)}  ${live.padEnd(20)}  ${visible.padEnd(15)}  ${String(r.reconcilePages).padEnd(21)}  ${r.planeCpuPerTask.toFixed(2)}, ${r.hostCpuPerTask?.toFixed(2) ?? '-'}`,
@@ -415,9 +413,9 @@ if (ROUNDS > 1) {
       ['visible', (r: Row) => r.visible],
     ] as const) {
       const pooled = later.flatMap(pick).sort((a, b) => a - b);
-      const over = pooled.filter((d) => d > 10).length;
+      const slow = over(pooled, 10);
       console.log(
-        `${setup.padEnd(42)} ${what.padEnd(7)} p50/p95/p99 ${percentile(pooled, 50) ?? '-'}/${percentile(pooled, 95) ?? '-'}/${percentile(pooled, 99) ?? '-'} ms of ${pooled.length}; over 10 ms: ${over} (${pooled.length ? ((100 * over) / pooled.length).toFixed(1) : '-'} %)`,
+        `${setup.padEnd(42)} ${what.padEnd(7)} p50/p95/p99 ${spread(pooled)} ms of ${pooled.length}; over 10 ms: ${slow.count} (${slow.share} %)`,
       );
     }
   }

@@ -12,16 +12,10 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { over, spread } from './stats.ts';
 
 /** The line a child prints its figures on (JSON after the prefix). */
 export const YOUNG_RESULT_PREFIX = 'young-generation result: ';
-
-/** The p-th percentile of sorted samples (nearest rank), null when there are none. */
-export function percentile(sorted: readonly number[], p: number): number | null {
-  return sorted.length
-    ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
-    : null;
-}
 
 interface ChildResult {
   live: number[];
@@ -77,19 +71,15 @@ export async function compareYoungGenerations(list: string): Promise<void> {
   );
   for (const [setting, results] of pooled) {
     const live = results.flatMap((r) => r.live).sort((a, b) => a - b);
+    const visible = results.flatMap((r) => r.visible).sort((a, b) => a - b);
     const minor = results.flatMap((r) => r.minor);
     const major = results.flatMap((r) => r.major);
     const rounds = results.reduce((n, r) => n + r.planeCpuPerTask.length, 0);
-    const over = live.filter((d) => d > 10).length;
-    const visible = results.flatMap((r) => r.visible).sort((a, b) => a - b);
-    const visibleOver = visible.filter((d) => d > 10).length;
     const cols = [
       setting.padEnd(10),
-      `${percentile(live, 50)}/${percentile(live, 95)}/${percentile(live, 99)} (${live.length})`.padEnd(25),
-      `${((100 * over) / Math.max(1, live.length)).toFixed(1)} %`.padEnd(11),
-      `${percentile(visible, 50)}/${percentile(visible, 95)}/${percentile(visible, 99)}, ${((100 * visibleOver) / Math.max(1, visible.length)).toFixed(1)} %`.padEnd(
-        30,
-      ),
+      `${spread(live)} (${live.length})`.padEnd(25),
+      `${over(live, 10).share} %`.padEnd(11),
+      `${spread(visible)}, ${over(visible, 10).share} %`.padEnd(30),
       (minor.length / rounds).toFixed(0).padEnd(15),
       `${median(minor).toFixed(1)}/${Math.max(0, ...minor).toFixed(1)}`.padEnd(13),
       ((sum(minor) + sum(major)) / rounds).toFixed(0).padEnd(11),

@@ -343,7 +343,7 @@ export class A2AConnector implements Connector {
    * for a moment, and the calls themselves say when its route is gone.
    */
   async ready(signal: AbortSignal): Promise<A2ATransport> {
-    if (this.state && Date.now() < this.freshUntil) return this.state.transport;
+    if (this.prepared()) return this.state!.transport;
     if (this.state && !this.options.card) {
       await this.refresh(signal).catch(() => {
         this.freshUntil = Date.now() + STALE_RETRY_MS;
