@@ -66,6 +66,15 @@ export interface Connector {
   start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot>;
 
   /**
+   * True when every stream this connector returns (`startStream`, `observe`) settles a pending read
+   * once its signal aborts, a signal already aborted when the stream opens included, bounded at worst by
+   * the connector's own request timeout. The engine then reads such streams directly; any other
+   * connector's reads are each raced against the signal (plane/abortable-stream.ts), so that one which
+   * misses an abort cannot hold the plane's stop() for ever. Optional; absent means false.
+   */
+  readonly abortEndsStreams?: boolean;
+
+  /**
    * Starts the remote job and streams its snapshots in one call (A2A SendStreamingMessage). Optional;
    * only when `capabilities.stream`. Same idempotency contract as `start`; the first snapshot carries
    * the remote id; ends like `observe`. A failure before the first snapshot leaves the start outcome

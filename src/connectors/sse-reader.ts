@@ -15,13 +15,45 @@ export const SSE_DRAIN_MS = 2_000;
  * iterator ends when the server closes the stream normally; a broken connection throws `unavailable`,
  * which the engine treats as a drop and answers by reattaching (A2A SubscribeToTask, MCP listen), never
  * with a resend. Shared by the connectors that read SSE themselves (A2A, MCP).
+ *
+ * `map` turns each event into what the caller reads (undefined skips it; a throw fails the stream): the
+ * readers below decode frames here rather than in a generator of their own around this one, which
+ * would cost a promise and its callbacks per frame, kept alive as long as the stream waits for its next
+ * frame (docs/performance.md, "Streams read directly").
  */
-export async function* readSse(
+export function readSse(
   body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
   signal: AbortSignal,
-): AsyncGenerator<EventSourceMessage> {
-  const queue: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (ev) => queue.push(ev) });
+): AsyncGenerator<EventSourceMessage>;
+export function readSse<T>(
+  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+  map: (ev: EventSourceMessage) => T | undefined,
+  /** Called once when the stream ends, however it ends (read to its end, failed, or left early). */
+  onEnd?: () => void,
+): AsyncGenerator<T>;
+export async function* readSse<T>(
+  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+  map?: (ev: EventSourceMessage) => T | undefined,
+  onEnd?: () => void,
+): AsyncGenerator<T | EventSourceMessage> {
+  const queue: Array<T | EventSourceMessage> = [];
+  // A map that throws fails the stream once the events before that one are read, in their order.
+  let failed = null as { err: unknown } | null;
+  const parser = createParser({
+    onEvent: map
+      ? (ev) => {
+          if (failed) return;
+          try {
+            const out = map(ev);
+            if (out !== undefined) queue.push(out);
+          } catch (err) {
+            failed = { err };
+          }
+        }
+      : (ev) => queue.push(ev),
+  });
   // A fetch body (WHATWG stream) is read with its reader; a node:http body (http-stream.ts) by iteration,
   // which leaves its end to this reader (letGo) rather than destroying it on an early stop.
   const reader =
@@ -46,16 +78,19 @@ export async function* readSse(
         ended = true;
         parser.feed(decoder.decode());
         while (queue.length) yield queue.shift()!;
+        if (failed) throw failed.err;
         return;
       }
       parser.feed(decoder.decode(chunk.value, { stream: true }));
       while (queue.length) yield queue.shift()!;
+      if (failed) throw failed.err;
     }
   } finally {
     // Lets go of the connection when the consumer stops early (return, abort) or the body failed.
     if (reader instanceof ReadableStreamDefaultReader) reader.cancel().catch(() => {});
     else if (isNodeBody(body)) letGo(body, reader, ended, signal);
     else void Promise.resolve(reader.return?.()).catch(() => {});
+    onEnd?.();
   }
 }
 
@@ -103,18 +138,15 @@ function letGo(body: NodeBody, reader: AsyncIterator<Uint8Array>, ended: boolean
 }
 
 /** The JSON messages of an SSE body, one per event with data; an event whose data is not JSON is skipped. */
-export async function* readSseJson(
-  body: ReadableStream<Uint8Array>,
-  signal: AbortSignal,
-): AsyncGenerator<unknown> {
-  for await (const ev of readSse(body, signal)) {
-    if (!ev.data) continue;
-    let msg: unknown;
-    try {
-      msg = JSON.parse(ev.data);
-    } catch {
-      continue;
-    }
-    yield msg;
+export function readSseJson(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncGenerator<unknown> {
+  return readSse(body, signal, jsonOrSkip);
+}
+
+function jsonOrSkip(ev: EventSourceMessage): unknown {
+  if (!ev.data) return undefined;
+  try {
+    return JSON.parse(ev.data) as unknown;
+  } catch {
+    return undefined;
   }
 }

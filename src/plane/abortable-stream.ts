@@ -1,3 +1,18 @@
+import type { Connector } from '../connectors/connector.ts';
+
+/**
+ * A connector's stream as the engine reads it: as it is when the connector promises to end its streams
+ * on abort (`abortEndsStreams`), else through untilAborted. Each read through untilAborted costs a promise
+ * and its callbacks, live until the next frame arrives (docs/performance.md, "Streams read directly").
+ */
+export function abortable<T>(
+  connector: Pick<Connector, 'abortEndsStreams'>,
+  stream: AsyncIterable<T>,
+  signal: AbortSignal,
+): AsyncIterable<T> {
+  return connector.abortEndsStreams ? stream : untilAborted(stream, signal);
+}
+
 /**
  * A connector's stream that ends when `signal` aborts, whatever the connector does. stop() waits for every
  * watcher, so a stream whose next() never settles would hold stop() for ever: a connector that checks its

@@ -1,4 +1,4 @@
-import { untilAborted } from './abortable-stream.ts';
+import { abortable } from './abortable-stream.ts';
 import { inStreamSpan } from './tracing.ts';
 import type { Envelope } from '../core/envelope.ts';
 import { isTaskplaneError } from '../core/errors.ts';
@@ -322,7 +322,7 @@ export class JobWatcher {
       cut = this.attach(null);
       const signal = cut.signal;
       const stream = connector.startStream!(startRequest(env, push), signal);
-      for await (const snap of inStreamSpan('start', env, untilAborted(stream, signal))) {
+      for await (const snap of inStreamSpan('start', env, abortable(connector, stream, signal))) {
         const result = await this.observeOwn(snap, bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
@@ -438,7 +438,7 @@ export class JobWatcher {
         ctx.counters.request('subscribe', env);
         const signal = cut.signal;
         const stream = connector.observe!(remoteId, env.streamCursor, signal);
-        for await (const snap of inStreamSpan('subscribe', env, untilAborted(stream, signal))) {
+        for await (const snap of inStreamSpan('subscribe', env, abortable(connector, stream, signal))) {
           attempt = 0;
           if (droppedAt !== null) ctx.counters.recovered(ctx.clock.now() - droppedAt);
           droppedAt = null;

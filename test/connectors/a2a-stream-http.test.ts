@@ -109,6 +109,24 @@ describe('A2A event streams over node:http', () => {
     expect((err as TaskplaneError).code).toBe('not_found');
   });
 
+  it('a frame that is not JSON fails the stream after the frames before it, even in the same write', async () => {
+    const url = await serve((_req, _body, res) => {
+      sse(res);
+      // Events without data (a comment, a bare id) are skipped, not failures.
+      res.end(`: hello\n\n${rpcFrame(1, { task })}id: 2\n\ndata: {not json\n\n${rpcFrame(3, { task })}`);
+    });
+    for (const t of [jsonRpcTransport({ url, timeoutMs: 5000 }), restTransport({ url, timeoutMs: 5000 })]) {
+      const frames: StreamFrame[] = [];
+      const err = await (async () => {
+        for await (const f of t.stream('SubscribeToTask', { id: 't1' }, new AbortController().signal))
+          frames.push(f);
+      })().catch((e: unknown) => e);
+      expect(frames.map((f) => f.eventId)).toEqual(['1']);
+      expect(err).toBeInstanceOf(TaskplaneError);
+      expect(err).toMatchObject({ code: 'remote_error', message: 'remote: invalid SSE frame' });
+    }
+  });
+
   it('follows a 307 to the new address with the same method and body, as fetch would', async () => {
     let bodyAtTarget = '';
     const target = await serve((_req, body, res) => {

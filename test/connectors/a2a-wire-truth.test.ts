@@ -112,4 +112,34 @@ describe('agent card cache', () => {
     expect(c.revision).not.toBe(before);
     expect(c.revision).toContain('http://agent/new');
   });
+
+  it('a stream answered with a page before its first frame moves to the interface the card lists now', async () => {
+    let url = 'http://agent/old';
+    const frames = [
+      { task: { id: 't1', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } } },
+      { statusUpdate: { taskId: 't1', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } },
+    ];
+    const streamed: string[] = [];
+    const base = fakeFetch(() => cardFor(url, true), 'max-age=3600');
+    const c = new A2AConnector({
+      target: 'a',
+      baseUrl: 'http://agent',
+      fetch: (async (input: RequestInfo | URL, init?: RequestInit) => {
+        const to = String(input);
+        if (to.endsWith('/.well-known/agent-card.json') || to.includes('/old')) return base(input, init);
+        streamed.push(to);
+        const sse = frames.map(
+          (result, i) => `id: ${i + 1}\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result })}\n\n`,
+        );
+        return new Response(sse.join(''), { headers: { 'content-type': 'text/event-stream' } });
+      }) as typeof fetch,
+    });
+    await c.prepare(never);
+    url = 'http://agent/new';
+    const states: string[] = [];
+    for await (const snap of c.observe('t1', null, never)) states.push(snap.state);
+    expect(states).toEqual(['running', 'succeeded']);
+    expect(streamed).toEqual(['http://agent/new']);
+    expect(reads).toBe(2);
+  });
 });

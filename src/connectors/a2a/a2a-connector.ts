@@ -25,7 +25,7 @@ import type {
   WebhookSignal,
 } from '../connector.ts';
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
-import { jsonRpcTransport, restTransport, type A2ATransport } from './transports.ts';
+import { jsonRpcTransport, restTransport, type A2ATransport, type StreamFrame } from './transports.ts';
 import { lazyGrpcTransport } from './grpc-lazy.ts';
 import { jsonRpcV03Transport } from './v03-transport.ts';
 import { restV03Transport } from './v03-rest-transport.ts';
@@ -237,6 +237,12 @@ const STALE_RETRY_MS = 5_000;
 
 export class A2AConnector implements Connector {
   readonly kind = 'a2a';
+  /**
+   * Every binding ends its streams on abort: the HTTP ones destroy the request or the body being read
+   * (http-stream.ts, or the caller's fetch with the signal), gRPC cancels the call, each also when the
+   * signal was aborted before the stream opened (test/connectors/a2a-stream-abort.test.ts).
+   */
+  readonly abortEndsStreams = true;
   readonly target: string;
   /** Until the card is read these are the optimistic defaults; reading the card makes them truthful. */
   readonly capabilities: ConnectorCapabilities;
@@ -442,27 +448,43 @@ export class A2AConnector implements Connector {
     return now && now.revision !== before ? now.transport : null;
   }
 
-  /** A stream on the current interface, moved like `onRoute` when it fails before its first frame. */
-  private async *streamOnRoute(
+  /**
+   * A stream on the current interface, moved like `onRoute` when it fails before its first frame. Once
+   * a frame has come, reads go straight to the transport's stream (no generator of its own between:
+   * transports.ts, openedStream).
+   */
+  private streamOnRoute(
     method: 'SubscribeToTask' | 'SendStreamingMessage',
     params: Record<string, unknown>,
     signal: AbortSignal,
-  ): AsyncGenerator<{ frame: unknown; eventId: string | null }> {
-    let transport = await this.ready(signal);
-    for (let tries = 0; ; tries++) {
-      let framed = false;
-      try {
-        for await (const f of transport.stream(method, params, signal)) {
+  ): AsyncIterableIterator<StreamFrame> {
+    let stream: AsyncIterator<StreamFrame> | null = null;
+    let framed = false;
+    const first = async (): Promise<IteratorResult<StreamFrame>> => {
+      let transport = await this.ready(signal);
+      for (let tries = 0; ; tries++) {
+        stream = transport.stream(method, params, signal)[Symbol.asyncIterator]();
+        try {
+          const r = await stream.next();
           framed = true;
-          yield f;
+          return r;
+        } catch (err) {
+          const moved = tries > 0 ? null : await this.movedAfter(err, signal);
+          if (!moved) throw err;
+          transport = moved;
         }
-        return;
-      } catch (err) {
-        const moved = framed || tries > 0 ? null : await this.movedAfter(err, signal);
-        if (!moved) throw err;
-        transport = moved;
       }
-    }
+    };
+    return {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      next: () => (framed ? stream!.next() : first()),
+      async return() {
+        await stream?.return?.();
+        return { done: true, value: undefined };
+      },
+    };
   }
 
   async start(request: StartRequest, signal: AbortSignal): Promise<RemoteSnapshot> {

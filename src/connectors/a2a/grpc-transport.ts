@@ -170,6 +170,8 @@ export function grpcTransport(o: TransportOptions): A2ATransport {
       call.once('metadata', () => clearTimeout(timer));
       const onAbort = () => call.cancel();
       signal.addEventListener('abort', onAbort, { once: true });
+      // A signal aborted before the call was made fires no 'abort' event.
+      if (signal.aborted) call.cancel();
       try {
         for await (const frame of call) yield { frame: fromWire(T(res), frame), eventId: null };
       } catch (err) {

@@ -6,6 +6,7 @@ import {
   type A2AMethod,
 } from '../../protocols/a2a/types.ts';
 import type { HttpAnswer, StreamRequest } from '../http-stream.ts';
+import type { EventSourceMessage } from 'eventsource-parser';
 import { readSse } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
 import { transportError } from '../transport-errors.ts';
@@ -130,29 +131,66 @@ export function isSse(response: HttpAnswer): boolean {
 function rpcResult(body: unknown, httpStatus: number): unknown {
   const b = body as { result?: unknown; error?: { code?: number; message?: string; data?: unknown } } | null;
   if (b && b.error)
-    return Promise.reject(
-      a2aWireError({ rpcCode: b.error.code, message: b.error.message, details: b.error.data, httpStatus }),
-    );
+    throw a2aWireError({
+      rpcCode: b.error.code,
+      message: b.error.message,
+      details: b.error.data,
+      httpStatus,
+    });
   if (!b || !('result' in b)) throw a2aWireError({ httpStatus, message: 'not a JSON-RPC response' });
   return b.result;
 }
 
 /** The JSON frames of an event stream (events without data skipped); a frame that is not JSON fails it. */
-export async function* sseFrames(
+export function sseFrames(
   response: HttpAnswer,
   signal: AbortSignal,
 ): AsyncGenerator<{ frame: unknown; event: string | undefined; eventId: string | null }> {
+  return readSse(sseBody(response), signal, sseFrame);
+}
+
+function sseBody(response: HttpAnswer): NonNullable<HttpAnswer['body']> {
   if (!response.body) throw new TaskplaneError('remote_error', 'remote: event stream without a body');
-  for await (const ev of readSse(response.body, signal)) {
-    if (!ev.data) continue;
-    let frame: unknown;
-    try {
-      frame = JSON.parse(ev.data);
-    } catch {
-      throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
-    }
-    yield { frame, event: ev.event, eventId: ev.id ?? null };
+  return response.body;
+}
+
+/**
+ * A stream read straight from the iterator `open` resolves to: the first read waits for it (the request
+ * sent, its answer checked), every later read is that iterator's own, with no generator of the transport
+ * between it and the reader: each layer costs a promise and its callbacks per frame, alive while the
+ * stream waits for its next frame (docs/performance.md, "Streams read directly").
+ */
+function openedStream<T>(open: () => Promise<AsyncIterator<T>>): AsyncIterableIterator<T> {
+  let opening: Promise<AsyncIterator<T>> | null = null;
+  let inner: AsyncIterator<T> | null = null;
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    next() {
+      if (inner) return inner.next();
+      opening ??= open().then((it) => (inner = it));
+      return opening.then((it) => it.next());
+    },
+    async return() {
+      const it = inner ?? (await opening?.catch(() => null)) ?? null;
+      await it?.return?.();
+      return { done: true, value: undefined };
+    },
+  };
+}
+
+function sseFrame(
+  ev: EventSourceMessage,
+): { frame: unknown; event: string | undefined; eventId: string | null } | undefined {
+  if (!ev.data) return undefined;
+  let frame: unknown;
+  try {
+    frame = JSON.parse(ev.data);
+  } catch {
+    throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
   }
+  return { frame, event: ev.event, eventId: ev.id ?? null };
 }
 
 export function jsonRpcTransport(o: TransportOptions): A2ATransport {
@@ -180,20 +218,26 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
         done();
       }
     },
-    async *stream(method, params, signal) {
-      const { response, done } = await post(method, params, signal, EVENT_STREAM);
-      try {
-        if (!isSse(response)) {
-          // Pre-stream errors come back as a plain JSON-RPC error (A2A 1.0, streaming).
-          await rpcResult(await readJson(response), response.status);
-          throw a2aWireError({ httpStatus: response.status, message: 'expected an event stream' });
+    stream(method, params, signal) {
+      return openedStream(async () => {
+        const { response, done } = await post(method, params, signal, EVENT_STREAM);
+        try {
+          if (!isSse(response)) {
+            // Pre-stream errors come back as a plain JSON-RPC error (A2A 1.0, streaming).
+            rpcResult(await readJson(response), response.status);
+            throw a2aWireError({ httpStatus: response.status, message: 'expected an event stream' });
+          }
+          const status = response.status;
+          const frame = (ev: EventSourceMessage): StreamFrame | undefined => {
+            const f = sseFrame(ev);
+            return f && { frame: rpcResult(f.frame, status), eventId: f.eventId };
+          };
+          return readSse(sseBody(response), signal, frame, done);
+        } catch (err) {
+          done();
+          throw err;
         }
-        for await (const { frame, eventId } of sseFrames(response, signal)) {
-          yield { frame: await rpcResult(frame, response.status), eventId };
-        }
-      } finally {
-        done();
-      }
+      });
     },
   };
 }
@@ -269,17 +313,22 @@ export function restTransport(o: TransportOptions): A2ATransport {
         done();
       }
     },
-    async *stream(method, params, signal) {
-      const { response, done } = await request(route(method, params), signal, EVENT_STREAM);
-      try {
-        if (!response.ok || !isSse(response)) throw restError(await readJson(response), response.status);
-        for await (const { frame, event, eventId } of sseFrames(response, signal)) {
-          if (event === 'error') throw restError(frame, 500);
-          yield { frame, eventId };
+    stream(method, params, signal) {
+      return openedStream(async () => {
+        const { response, done } = await request(route(method, params), signal, EVENT_STREAM);
+        try {
+          if (!response.ok || !isSse(response)) throw restError(await readJson(response), response.status);
+          const frame = (ev: EventSourceMessage): StreamFrame | undefined => {
+            const f = sseFrame(ev);
+            if (f?.event === 'error') throw restError(f.frame, 500);
+            return f && { frame: f.frame, eventId: f.eventId };
+          };
+          return readSse(sseBody(response), signal, frame, done);
+        } catch (err) {
+          done();
+          throw err;
         }
-      } finally {
-        done();
-      }
+      });
     },
   };
 }

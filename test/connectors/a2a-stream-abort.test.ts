@@ -1,0 +1,179 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentCard, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
+import * as grpc from '@grpc/grpc-js';
+import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
+import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
+import { startHost, type RunningHost } from '../../src/host/start-host.ts';
+
+/**
+ * The A2A connector promises `abortEndsStreams`: a read of its streams that is waiting for the agent's
+ * next frame settles when the signal aborts, and a stream opened with a signal already aborted never
+ * waits at all. The plane then reads its streams without racing each read against the signal, so a
+ * broken promise here would hold the plane's stop() for as long as the agent stays silent. Proven on all
+ * three bindings against our own host and the official @a2a-js/sdk server, each with a task that stays
+ * silent once it is working. A read that hangs fails the test at its own timeout.
+ */
+const HANG_MS = 10_000;
+let host: RunningHost;
+let sdkServer: http.Server;
+let sdkGrpc: grpc.Server;
+let sdkBase = '';
+/** Resolves the SDK executor's silent tasks at the end, so the server can shut down. */
+const release: Array<() => void> = [];
+
+/** Works, then stays silent until released. */
+const silentExecutor: AgentExecutor = {
+  async execute(ctx, bus) {
+    const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
+    const at = () => new Date().toISOString();
+    bus.publish(
+      AgentEvent.task(
+        Task.fromJSON({
+          ...{ id: ctx.taskId, contextId: ctx.contextId },
+          status: { state: 'TASK_STATE_SUBMITTED', timestamp: at() },
+        }),
+      ),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate(
+        TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_WORKING', timestamp: at() } }),
+      ),
+    );
+    await new Promise<void>((r) => release.push(r));
+    bus.finished();
+  },
+  async cancelTask(_taskId, bus) {
+    bus.finished();
+  },
+};
+
+beforeAll(async () => {
+  host = await startHost({ port: 0, grpcPort: 0, db: 'memory:', logger: pino({ level: 'silent' }) });
+
+  const app = express();
+  sdkServer = http.createServer(app);
+  await new Promise<void>((r) => sdkServer.listen(0, '127.0.0.1', () => r()));
+  sdkBase = `http://127.0.0.1:${(sdkServer.address() as AddressInfo).port}`;
+  sdkGrpc = new grpc.Server();
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    sdkGrpc.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+      e ? reject(e) : resolve(p),
+    ),
+  );
+  const card = AgentCard.fromJSON({
+    name: 'silent sdk peer',
+    description: 'official SDK server whose tasks stay silent once working',
+    version: '1.0.0',
+    capabilities: { streaming: true, pushNotifications: false },
+    supportedInterfaces: [
+      { url: `${sdkBase}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: `${sdkBase}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      { url: `127.0.0.1:${grpcPort}`, protocolBinding: 'GRPC', protocolVersion: '1.0' },
+    ],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['application/json'],
+    skills: [{ id: 's', name: 's', description: 's', tags: ['t'] }],
+  });
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), silentExecutor);
+  const users = { userBuilder: UserBuilder.noAuthentication };
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, ...users }));
+  app.use('/a2a/rest', restHandler({ requestHandler: handler, ...users }));
+  sdkGrpc.addService(A2AService, grpcService({ requestHandler: handler, ...users }));
+});
+
+afterAll(async () => {
+  for (const r of release.splice(0)) r();
+  sdkGrpc?.forceShutdown();
+  sdkServer?.closeAllConnections();
+  await new Promise((r) => sdkServer?.close(r));
+  await host?.close();
+});
+
+/** Our host's demo agent: working, then its one step an hour later. */
+const SILENT_DEMO = { durationMs: 3_600_000, steps: 1 };
+
+const peers = [
+  { name: 'taskplane host', base: () => host.url, input: SILENT_DEMO },
+  { name: 'official SDK server', base: () => sdkBase, input: 'go' },
+];
+
+let n = 0;
+const request = (input: unknown) => ({
+  envelopeId: `e${++n}`,
+  messageId: `abort-${process.pid}-${n}`,
+  contextId: null,
+  input,
+});
+
+/** Reads until the task is working: the agent then sends nothing more. */
+async function untilWorking(it: AsyncIterator<RemoteSnapshot>): Promise<RemoteSnapshot> {
+  for (;;) {
+    const r = await it.next();
+    if (r.done) throw new Error('the stream ended before the task was working');
+    if (r.value.state === 'running') return r.value;
+  }
+}
+
+for (const peer of peers)
+  for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const)
+    describe(`A2A streams end on abort: ${peer.name} over ${binding}`, () => {
+      const connect = () =>
+        A2AConnector.connect({ target: 'silent', baseUrl: peer.base(), preferBinding: binding });
+
+      it(
+        'a streaming start waiting for the next frame ends when its signal aborts',
+        async () => {
+          const c = await connect();
+          expect(c.transport.binding).toBe(binding);
+          expect(c.abortEndsStreams).toBe(true);
+          const cut = new AbortController();
+          const it = c.startStream!(request(peer.input), cut.signal)[Symbol.asyncIterator]();
+          const working = await untilWorking(it);
+          const waiting = it.next();
+          cut.abort(new Error('stopping'));
+          await expect(waiting).rejects.toBeTruthy();
+          // The task itself goes on at the agent: aborting a read is not a cancel.
+          expect((await c.get(working.remoteId, new AbortController().signal)).state).toBe('running');
+        },
+        HANG_MS,
+      );
+
+      it(
+        'a subscription waiting for the next frame ends when its signal aborts',
+        async () => {
+          const c = await connect();
+          const started = await c.start(request(peer.input), new AbortController().signal);
+          const cut = new AbortController();
+          const it = c.observe!(started.remoteId, null, cut.signal)[Symbol.asyncIterator]();
+          await untilWorking(it);
+          const waiting = it.next();
+          cut.abort(new Error('stopping'));
+          await expect(waiting).rejects.toBeTruthy();
+        },
+        HANG_MS,
+      );
+
+      it(
+        'a stream opened with a signal already aborted never waits for the agent',
+        async () => {
+          const c = await connect();
+          const started = await c.start(request(peer.input), new AbortController().signal);
+          const aborted = AbortSignal.abort(new Error('stopped before it opened'));
+          await expect(
+            c.observe!(started.remoteId, null, aborted)[Symbol.asyncIterator]().next(),
+          ).rejects.toBeTruthy();
+          await expect(
+            c.startStream!(request(peer.input), aborted)[Symbol.asyncIterator]().next(),
+          ).rejects.toBeTruthy();
+        },
+        HANG_MS,
+      );
+    });
