@@ -11,7 +11,7 @@ import type { AgentTaskStore } from '../store/store.ts';
 import type { Authenticate } from '../protocols/a2a/handler.ts';
 import { hostname } from 'node:os';
 import { A2AService } from './a2a-service.ts';
-import { BufferedRandom } from './buffered-random.ts';
+import { BufferedRandom } from '../core/buffered-random.ts';
 import { isAgentDefinition, type AgentDefinition } from './agent-api.ts';
 import { JSONRPC_PATH, REST_PATH, buildAgentCard, grpcInterface } from './agent-card.ts';
 import type { GrpcListener } from './grpc-server.ts';

@@ -6,6 +6,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { TaskplaneError } from '../core/errors.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
+import { BufferedRandom } from '../core/buffered-random.ts';
 import { CryptoRandom, type Random } from '../core/random.ts';
 import { newId } from '../core/ids.ts';
 import { openStore } from '../store/open-store.ts';
@@ -142,7 +143,8 @@ function listenError(err: NodeJS.ErrnoException, bind: string, port: number): Er
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? silentLogger;
   const clock = options.clock ?? new SystemClock();
-  const random = options.random ?? new CryptoRandom();
+  // Ids, message ids and webhook tokens draw a few bytes each: 4 KiB at a time, as the host does.
+  const random = options.random ?? new BufferedRandom(new CryptoRandom());
   // Before anything is opened: a directory that cannot be made stops the start with nothing to undo.
   const beforePurge = options.exportBeforePurge
     ? exportBeforePurge(options.exportBeforePurge, clock)

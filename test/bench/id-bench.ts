@@ -6,7 +6,7 @@
 import { randomFillSync } from 'node:crypto';
 import { SystemClock } from '../../src/core/clock.ts';
 import { newId } from '../../src/core/ids.ts';
-import { BufferedRandom } from '../../src/host/buffered-random.ts';
+import { BufferedRandom } from '../../src/core/buffered-random.ts';
 
 const random = new BufferedRandom({ next: Math.random, bytes: (n) => randomFillSync(new Uint8Array(n)) });
 const clock = new SystemClock();

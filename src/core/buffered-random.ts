@@ -1,9 +1,9 @@
-import type { Random } from '../core/random.ts';
+import type { Random } from './random.ts';
 
 /**
  * Draws random bytes from `source` 4 KiB at a time. Every task, message, artifact and delivery id takes
- * 17 random bytes; one getRandomValues call per id showed up in host profiles
- * under load (docs/performance.md, "Random bytes").
+ * 17 random bytes; one getRandomValues call per id showed up in host and plane profiles under load
+ * (docs/performance.md, "Random bytes"). Used by `taskplane host` and `taskplane serve`.
  */
 export class BufferedRandom implements Random {
   private pool: Uint8Array = new Uint8Array(0);
