@@ -23,7 +23,9 @@
  *                                                          and the plane's event-loop delay; BENCH_ALLOC=1
  *                                                          counts what the plane allocates per task (V8's
  *                                                          sampling heap profiler, collected objects
- *                                                          included); BENCH_HEAP=file
+ *                                                          included; =survivors: only what outlived a
+ *                                                          scavenge); BENCH_FROM=dist runs the plane
+ *                                                          from dist/; BENCH_HEAP=file
  *                                                          writes a heap snapshot at the end of a setup)
  */
 import { readFileSync } from 'node:fs';
@@ -32,12 +34,20 @@ import { PerformanceObserver, constants, monitorEventLoopDelay } from 'node:perf
 import pino from 'pino';
 import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './create-latency.ts';
 import { spawnHost } from '../support/process.ts';
-import { startServer, type RunningServer } from '../../src/server/start-server.ts';
+import type { RunningServer } from '../../src/server/start-server.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import type { Envelope, EnvelopeEvent } from '../../src/core/envelope.ts';
 import { isTerminal } from '../../src/core/states.ts';
 import { over, percentile, spread } from './stats.ts';
-import { YOUNG_RESULT_PREFIX } from './young-generation.ts';
+import { YOUNG_RESULT_PREFIX, YOUNG_ROUND_2 } from './young-generation.ts';
+
+// BENCH_FROM=dist runs the plane as it ships (dist/, compiled by tsc: `npm run build` first) rather than
+// from the TypeScript sources through tsx, whose transform adds a helper call per named closure.
+const { startServer } = (
+  process.env.BENCH_FROM === 'dist'
+    ? await import('../../dist/server/start-server.js' as string)
+    : await import('../../src/server/start-server.ts')
+) as typeof import('../../src/server/start-server.ts');
 
 const TASKS = Number(process.argv[2] ?? 40);
 /** BENCH_RATE: creates per second, sent on a fixed schedule (0: one after another, each awaited). */
@@ -93,7 +103,8 @@ async function allocated<T>(fn: () => Promise<T>): Promise<{ result: T; bytes: n
     await session.post('HeapProfiler.startSampling', {
       samplingInterval: 4096,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
+      // BENCH_ALLOC=survivors: only what outlived a scavenge, which is what a scavenge spends its pause copying.
+      includeObjectsCollectedByMinorGC: process.env.BENCH_ALLOC !== 'survivors',
     });
     const result = await fn();
     const { profile } = await session.post('HeapProfiler.stopSampling');
@@ -247,7 +258,9 @@ async function run(
     });
     const { reports, envs } = ran;
     if (allocatedBytes !== null)
-      console.log(`plane allocated: ${(allocatedBytes / TASKS / 1024).toFixed(0)} KiB per task`);
+      console.log(
+        `plane allocated${process.env.BENCH_ALLOC === 'survivors' ? ' (outlived a scavenge)' : ''}: ${(allocatedBytes / TASKS / 1024).toFixed(0)} KiB per task`,
+      );
     // Delay per transition from the event log: the envelope's update time minus the host's status
     // timestamp. "live" leaves out each task's first transition, which the host makes while the
     // start request itself is still in flight (it measures start-up, not change propagation).
@@ -382,9 +395,12 @@ const only = process.env.BENCH_SETUPS?.split(',');
 // pools the live samples of all but the first: one run's p99 rests on its few slowest samples.
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const rows: Row[] = [];
-for (let round = 0; round < ROUNDS; round++)
+for (let round = 0; round < ROUNDS; round++) {
+  if (round === 1 && process.env.BENCH_YOUNG_CHILD)
+    console.log(`${YOUNG_ROUND_2}${performance.now().toFixed(0)}`);
   for (const s of SETUPS)
     if (!only || only.includes(s.name)) rows.push(await run(s.setup, s.mechanism, s.plane, s.publicUrl));
+}
 
 console.log(
   `plane bench: ${TASKS} demo tasks per setup (${JSON.stringify(INPUT)}), plane in this process, host in its own, loopback HTTP`,

@@ -16,6 +16,12 @@ import { over, spread } from './stats.ts';
 
 /** The line a child prints its figures on (JSON after the prefix). */
 export const YOUNG_RESULT_PREFIX = 'young-generation result: ';
+/**
+ * The line a child prints as its second round starts, with the time since it started (ms): the
+ * scavenges counted are those after it. (V8 prints its trace through C stdio, buffered apart from
+ * console.log, so the order of lines on a pipe says nothing about when each was written.)
+ */
+export const YOUNG_ROUND_2 = 'young-generation round 2 starts at ms ';
 
 interface ChildResult {
   live: number[];
@@ -23,6 +29,31 @@ interface ChildResult {
   minor: number[];
   major: number[];
   planeCpuPerTask: number[];
+  /** Bytes the plane's scavenges copied in rounds 2..k (kept in the young generation, or promoted). */
+  copied: number;
+}
+
+/**
+ * What the scavenges of a child's rounds 2..k copied, from V8's `--trace-gc-nvp` lines (one per
+ * collection, `gc=s` for a scavenge): the bytes that survived into the young generation's other half plus
+ * those promoted to the old one. A scavenge's pause is mostly this copying, so per task it is the figure
+ * that tells whether a change shortens pauses, with far less spread than the delays themselves.
+ */
+function scavengeCopied(out: string): number {
+  const from = Number(out.split(YOUNG_ROUND_2)[1]?.split('\n')[0] ?? 0);
+  // `[pid:isolate]  <ms since the isolate started> ms: pause=… gc=s …`. tsx's module loader runs on a
+  // thread with an isolate of its own: the plane's is the one that collects most.
+  const scavenges = new Map<string, number[]>();
+  for (const line of out.split('\n')) {
+    const m = /^\[\d+:(0x[0-9a-f]+)\]\s+(\d+) ms: .* gc=s /.exec(line);
+    if (!m || Number(m[2]) < from) continue;
+    const copied =
+      Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0) +
+      Number(/ new_space_survived=(\d+)/.exec(line)?.[1] ?? 0);
+    scavenges.set(m[1]!, [...(scavenges.get(m[1]!) ?? []), copied]);
+  }
+  const plane = [...scavenges.values()].sort((a, b) => b.length - a.length)[0] ?? [];
+  return sum(plane);
 }
 
 function flagsFor(setting: string): string[] {
@@ -34,7 +65,7 @@ function flagsFor(setting: string): string[] {
 
 function runChild(setting: string): Promise<ChildResult> {
   const script = fileURLToPath(new URL('./plane-bench.ts', import.meta.url));
-  const args = [...flagsFor(setting), '--import', 'tsx', script, ...process.argv.slice(2)];
+  const args = [...flagsFor(setting), '--trace-gc-nvp', '--import', 'tsx', script, ...process.argv.slice(2)];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, BENCH_YOUNG_CHILD: '1', BENCH_ROUNDS: process.env.BENCH_ROUNDS ?? '4' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -46,12 +77,17 @@ function runChild(setting: string): Promise<ChildResult> {
     child.on('close', (code) => {
       const line = out.split('\n').find((l) => l.startsWith(YOUNG_RESULT_PREFIX));
       if (code !== 0 || !line) reject(new Error(`bench child (${setting}) exited ${code}:\n${out}`));
-      else resolve(JSON.parse(line.slice(YOUNG_RESULT_PREFIX.length)) as ChildResult);
+      else
+        resolve({
+          ...(JSON.parse(line.slice(YOUNG_RESULT_PREFIX.length)) as Omit<ChildResult, 'copied'>),
+          copied: scavengeCopied(out),
+        });
     });
   });
 }
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const TASKS = Number(process.argv[2] ?? 40);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? 0;
 
 export async function compareYoungGenerations(list: string): Promise<void> {
@@ -67,7 +103,7 @@ export async function compareYoungGenerations(list: string): Promise<void> {
     `plane live stream delay by young generation (--max-semi-space-size, MiB), ${process.argv[2] ?? 40} tasks, BENCH_RATE=${process.env.BENCH_RATE ?? 0}, rounds 2..${process.env.BENCH_ROUNDS ?? 4} of ${order.length / settings.length} runs each:`,
   );
   console.log(
-    'young gen   live p50/p95/p99 ms (n)    over 10 ms   visible p50/p95/p99, over 10 ms   scavenges/round  median/max ms  GC ms/round  major/round  plane CPU ms/task',
+    'young gen   live p50/p95/p99 ms (n)    over 10 ms   visible p50/p95/p99, over 10 ms   scavenges/round  median/max ms  copied KiB/task  GC ms/round  major/round  plane CPU ms/task',
   );
   for (const [setting, results] of pooled) {
     const live = results.flatMap((r) => r.live).sort((a, b) => a - b);
@@ -82,6 +118,7 @@ export async function compareYoungGenerations(list: string): Promise<void> {
       `${spread(visible)}, ${over(visible, 10).share} %`.padEnd(30),
       (minor.length / rounds).toFixed(0).padEnd(15),
       `${median(minor).toFixed(1)}/${Math.max(0, ...minor).toFixed(1)}`.padEnd(13),
+      (sum(results.map((r) => r.copied)) / rounds / TASKS / 1024).toFixed(1).padEnd(15),
       ((sum(minor) + sum(major)) / rounds).toFixed(0).padEnd(11),
       (major.length / rounds).toFixed(1).padEnd(11),
       median(results.flatMap((r) => r.planeCpuPerTask)).toFixed(2),
