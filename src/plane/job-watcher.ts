@@ -6,7 +6,6 @@ import { isTerminal } from '../core/states.ts';
 import { nextBackoff } from '../core/backoff.ts';
 import type { Connector, RemoteSnapshot } from '../connectors/connector.ts';
 import {
-  childSignal,
   connectorFor,
   describeError,
   isRetryable,
@@ -89,7 +88,11 @@ export class JobWatcher {
     /** Start the job with connector.startStream and report how the start went. */
     startFirst?: (outcome: StartOutcome) => void,
   ) {
-    const ctx = (this.ctx = { ...parent, signal: childSignal(parent.signal, this.stopper.signal) });
+    // Its own signal, not one linked to the plane's (AbortSignal.any keeps a signal, a weak reference and
+    // a registry entry per link alive as long as the watcher): the plane's stop() stops every watcher
+    // itself (plane.ts), and one made after that is stopped from the start.
+    if (parent.signal.aborted) this.stopper.abort(parent.signal.reason);
+    const ctx = (this.ctx = { ...parent, signal: this.stopper.signal });
     this.firstRead = new Promise<void>((resolve) => (this.markRead = resolve));
     this.wakeSignal = new WakeSignal(ctx.clock, ctx.signal);
     let reported = false;
@@ -111,9 +114,12 @@ export class JobWatcher {
       });
   }
 
-  /** Ends this watcher (another plane took its watch lease); the plane's other work goes on. */
-  stop(): void {
-    this.stopper.abort();
+  /**
+   * Ends this watcher: another plane took its watch lease (the plane's other work goes on), or the plane
+   * stops (`reason`: the plane's own, so the watcher's calls fail as every other call of a stopping plane).
+   */
+  stop(reason?: unknown): void {
+    this.stopper.abort(reason);
   }
 
   wake(): void {

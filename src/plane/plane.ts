@@ -210,6 +210,8 @@ export class Plane {
   private readonly ctx: PlaneContext;
   private readonly controller = new AbortController();
   private readonly watchers = new Map<string, JobWatcher>();
+  /** Every watcher not yet done, also one a newer watcher of its job replaced in `watchers`: stop() stops each. */
+  private readonly live = new Set<JobWatcher>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly reconciler: Reconciler;
   private reconcileLoop: WorkerLoop<string> | null = null;
@@ -293,9 +295,9 @@ export class Plane {
   }
 
   /**
-   * Aborted by stop(). Every watcher, wait and call is linked to it through AbortSignal.any
-   * (context.ts childSignal), never by a listener of its own, so its listener count stays flat however
-   * many jobs are in flight and no caller needs to lift Node's MaxListeners warning.
+   * Aborted by stop(). Every wait and call is linked to it through AbortSignal.any (context.ts
+   * childSignal), never by a listener of its own, so its listener count stays flat however many jobs are
+   * in flight and no caller needs to lift Node's MaxListeners warning; stop() stops each watcher itself.
    */
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -363,6 +365,7 @@ export class Plane {
    */
   async stop(options: { abandon?: boolean } = {}): Promise<void> {
     this.controller.abort(new TaskplaneError('unavailable', 'plane stopped'));
+    for (const watcher of this.live) watcher.stop(this.controller.signal.reason);
     this.stopNotices?.();
     this.stopNotices = null;
     this.timeouts.clear();
@@ -854,7 +857,9 @@ export class Plane {
   private startWatcher(id: string, mechanism: Mechanism, startFirst?: (outcome: StartOutcome) => void): void {
     const watcher = new JobWatcher(this.ctx, id, mechanism, startFirst);
     this.watchers.set(id, watcher);
+    this.live.add(watcher);
     void watcher.done.finally(() => {
+      this.live.delete(watcher);
       if (this.watchers.get(id) !== watcher) return;
       this.watchers.delete(id);
       // Done watching (terminal, or a poll deadline): let the lease go unless we are stopping (stop()
