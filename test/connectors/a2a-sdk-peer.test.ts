@@ -1,22 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { AgentCard, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
-import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
-import * as grpc from '@grpc/grpc-js';
+import { Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import { connectionsInUse } from '../support/http-pool.ts';
+import { startSdkA2APeer, type SdkA2APeer } from '../support/sdk-a2a-peer.ts';
 import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 
 /**
  * Interop: the connector against the official @a2a-js/sdk 1.3 server, an independent implementation
  * of A2A 1.0, on all three bindings (gRPC through the SDK's own gRPC server). The peer's executor works in two beats then completes with an artifact.
  */
-let server: http.Server;
-let grpcServer: grpc.Server;
+let peer: SdkA2APeer;
 let base = '';
 /** The connections event-stream requests arrived on. */
 const streamSockets = new Set<object>();
@@ -75,51 +69,19 @@ const executor: AgentExecutor = {
 };
 
 beforeAll(async () => {
-  const app = express();
-  server = http.createServer(app);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  grpcServer = new grpc.Server();
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
-      e ? reject(e) : resolve(p),
-    ),
-  );
-  const card = AgentCard.fromJSON({
+  peer = await startSdkA2APeer({
     name: 'sdk peer',
-    description: 'official SDK server',
-    version: '1.0.0',
-    capabilities: { streaming: true, pushNotifications: false },
-    supportedInterfaces: [
-      { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-      { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
-      { url: `127.0.0.1:${grpcPort}`, protocolBinding: 'GRPC', protocolVersion: '1.0' },
-    ],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['application/json'],
-    skills: [{ id: 's', name: 's', description: 's', tags: ['t'] }],
+    executor,
+    before: (req, _res, next) => {
+      if (req.headers.accept?.includes('text/event-stream')) streamSockets.add(req.socket);
+      next();
+    },
   });
-  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-  app.use((req, _res, next) => {
-    if (req.headers.accept?.includes('text/event-stream')) streamSockets.add(req.socket);
-    next();
-  });
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
-  app.use(
-    '/a2a/jsonrpc',
-    jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
-  );
-  app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  grpcServer.addService(
-    A2AService,
-    grpcService({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }),
-  );
+  base = peer.base;
 });
 
 afterAll(async () => {
-  grpcServer?.forceShutdown();
-  server?.closeAllConnections();
-  await new Promise((r) => server?.close(r));
+  await peer?.close();
 });
 
 const never = new AbortController().signal;

@@ -1,16 +1,11 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentCard, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
-import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
-import * as grpc from '@grpc/grpc-js';
+import { Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
+import { startSdkA2APeer, type SdkA2APeer } from '../support/sdk-a2a-peer.ts';
 
 /**
  * The A2A connector promises `abortEndsStreams`: a read of its streams that is waiting for the agent's
@@ -22,9 +17,7 @@ import { startHost, type RunningHost } from '../../src/host/start-host.ts';
  */
 const HANG_MS = 10_000;
 let host: RunningHost;
-let sdkServer: http.Server;
-let sdkGrpc: grpc.Server;
-let sdkBase = '';
+let sdk: SdkA2APeer;
 /** Resolves the SDK executor's silent tasks at the end, so the server can shut down. */
 const release: Array<() => void> = [];
 
@@ -56,44 +49,12 @@ const silentExecutor: AgentExecutor = {
 
 beforeAll(async () => {
   host = await startHost({ port: 0, grpcPort: 0, db: 'memory:', logger: pino({ level: 'silent' }) });
-
-  const app = express();
-  sdkServer = http.createServer(app);
-  await new Promise<void>((r) => sdkServer.listen(0, '127.0.0.1', () => r()));
-  sdkBase = `http://127.0.0.1:${(sdkServer.address() as AddressInfo).port}`;
-  sdkGrpc = new grpc.Server();
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    sdkGrpc.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
-      e ? reject(e) : resolve(p),
-    ),
-  );
-  const card = AgentCard.fromJSON({
-    name: 'silent sdk peer',
-    description: 'official SDK server whose tasks stay silent once working',
-    version: '1.0.0',
-    capabilities: { streaming: true, pushNotifications: false },
-    supportedInterfaces: [
-      { url: `${sdkBase}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-      { url: `${sdkBase}/a2a/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
-      { url: `127.0.0.1:${grpcPort}`, protocolBinding: 'GRPC', protocolVersion: '1.0' },
-    ],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['application/json'],
-    skills: [{ id: 's', name: 's', description: 's', tags: ['t'] }],
-  });
-  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), silentExecutor);
-  const users = { userBuilder: UserBuilder.noAuthentication };
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, ...users }));
-  app.use('/a2a/rest', restHandler({ requestHandler: handler, ...users }));
-  sdkGrpc.addService(A2AService, grpcService({ requestHandler: handler, ...users }));
+  sdk = await startSdkA2APeer({ name: 'silent sdk peer', executor: silentExecutor });
 });
 
 afterAll(async () => {
   for (const r of release.splice(0)) r();
-  sdkGrpc?.forceShutdown();
-  sdkServer?.closeAllConnections();
-  await new Promise((r) => sdkServer?.close(r));
+  await sdk?.close();
   await host?.close();
 });
 
@@ -102,7 +63,7 @@ const SILENT_DEMO = { durationMs: 3_600_000, steps: 1 };
 
 const peers = [
   { name: 'taskplane host', base: () => host.url, input: SILENT_DEMO },
-  { name: 'official SDK server', base: () => sdkBase, input: 'go' },
+  { name: 'official SDK server', base: () => sdk.base, input: 'go' },
 ];
 
 let n = 0;
