@@ -1,9 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import { connectionsInUse } from '../support/http-pool.ts';
-import { startSdkA2APeer, type SdkA2APeer } from '../support/sdk-a2a-peer.ts';
+import {
+  publishStatus,
+  publishSubmitted,
+  startSdkA2APeer,
+  type SdkA2APeer,
+} from '../support/sdk-a2a-peer.ts';
 import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 
 /**
@@ -18,22 +23,9 @@ const streamSockets = new Set<object>();
 const executor: AgentExecutor = {
   async execute(ctx, bus) {
     const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
-    const at = () => new Date().toISOString();
-    bus.publish(
-      AgentEvent.task(
-        Task.fromJSON({
-          id: ctx.taskId,
-          contextId: ctx.contextId,
-          status: { state: 'TASK_STATE_SUBMITTED', timestamp: at() },
-        }),
-      ),
-    );
+    publishSubmitted(ctx, bus);
     await new Promise((r) => setTimeout(r, 30));
-    bus.publish(
-      AgentEvent.statusUpdate(
-        TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_WORKING', timestamp: at() } }),
-      ),
-    );
+    publishStatus(ctx, bus, 'TASK_STATE_WORKING');
     await new Promise((r) => setTimeout(r, 30));
     bus.publish(
       AgentEvent.artifactUpdate(
@@ -44,14 +36,7 @@ const executor: AgentExecutor = {
         }),
       ),
     );
-    bus.publish(
-      AgentEvent.statusUpdate(
-        TaskStatusUpdateEvent.fromJSON({
-          ...ids,
-          status: { state: 'TASK_STATE_COMPLETED', timestamp: at() },
-        }),
-      ),
-    );
+    publishStatus(ctx, bus, 'TASK_STATE_COMPLETED');
     bus.finished();
   },
   async cancelTask(taskId, bus) {

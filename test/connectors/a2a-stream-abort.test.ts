@@ -1,11 +1,15 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
-import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
+import type { AgentExecutor } from '@a2a-js/sdk/server';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
-import { startSdkA2APeer, type SdkA2APeer } from '../support/sdk-a2a-peer.ts';
+import {
+  publishStatus,
+  publishSubmitted,
+  startSdkA2APeer,
+  type SdkA2APeer,
+} from '../support/sdk-a2a-peer.ts';
 
 /**
  * The A2A connector promises `abortEndsStreams`: a read of its streams that is waiting for the agent's
@@ -24,21 +28,8 @@ const release: Array<() => void> = [];
 /** Works, then stays silent until released. */
 const silentExecutor: AgentExecutor = {
   async execute(ctx, bus) {
-    const ids = { taskId: ctx.taskId, contextId: ctx.contextId };
-    const at = () => new Date().toISOString();
-    bus.publish(
-      AgentEvent.task(
-        Task.fromJSON({
-          ...{ id: ctx.taskId, contextId: ctx.contextId },
-          status: { state: 'TASK_STATE_SUBMITTED', timestamp: at() },
-        }),
-      ),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate(
-        TaskStatusUpdateEvent.fromJSON({ ...ids, status: { state: 'TASK_STATE_WORKING', timestamp: at() } }),
-      ),
-    );
+    publishSubmitted(ctx, bus);
+    publishStatus(ctx, bus, 'TASK_STATE_WORKING');
     await new Promise<void>((r) => release.push(r));
     bus.finished();
   },

@@ -1,8 +1,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler } from 'express';
-import { AgentCard } from '@a2a-js/sdk';
-import { DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
+import { AgentCard, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+} from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
@@ -63,4 +70,30 @@ export async function startSdkA2APeer(options: {
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** An executor's first event, the task as SUBMITTED, stamped now. */
+export function publishSubmitted(ctx: RequestContext, bus: ExecutionEventBus): void {
+  bus.publish(
+    AgentEvent.task(
+      Task.fromJSON({
+        id: ctx.taskId,
+        contextId: ctx.contextId,
+        status: { state: 'TASK_STATE_SUBMITTED', timestamp: new Date().toISOString() },
+      }),
+    ),
+  );
+}
+
+/** A status update of the executor's task, stamped now. */
+export function publishStatus(ctx: RequestContext, bus: ExecutionEventBus, state: string): void {
+  bus.publish(
+    AgentEvent.statusUpdate(
+      TaskStatusUpdateEvent.fromJSON({
+        taskId: ctx.taskId,
+        contextId: ctx.contextId,
+        status: { state, timestamp: new Date().toISOString() },
+      }),
+    ),
+  );
 }
