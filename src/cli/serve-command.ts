@@ -229,9 +229,9 @@ export function registerServeCommand(program: Command): void {
     .addHelpText(
       'after',
       `
-Node.js flags go in NODE_OPTIONS. A plane following many streams at once may keep stream events faster
-with a smaller V8 young generation (NODE_OPTIONS=--max-semi-space-size=4: shorter collector pauses, more
-collector CPU); measure it first (docs/deploy.md, "Young generation").`,
+Node.js flags go in NODE_OPTIONS. A smaller V8 young generation (--max-semi-space-size) shortens the
+collector's pauses of a plane following many streams, for more collector CPU; it helped in some
+measurements and hurt in others, so it is not a default: docs/deploy.md, "Young generation".`,
     )
     .action(async (opts: Record<string, unknown>) => {
       // Commander has read LOG_LEVEL into the flag's value already, and checked it.

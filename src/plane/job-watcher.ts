@@ -59,7 +59,7 @@ export class JobWatcher {
   private readonly ctx: PlaneContext;
   private readonly stopper = new AbortController();
   /** The stream this watcher reads now and the job it follows (null before the create names it). */
-  private attached: { remoteId: string | null; cut: AbortController; unlink: () => void } | null = null;
+  private attached: { remoteId: string | null; cut: AbortController } | null = null;
   private checking = false;
   private recheckSettled = false;
   /**
@@ -120,6 +120,7 @@ export class JobWatcher {
    */
   stop(reason?: unknown): void {
     this.stopper.abort(reason);
+    this.attached?.cut.abort(this.stopper.signal.reason);
   }
 
   wake(): void {
@@ -198,25 +199,15 @@ export class JobWatcher {
 
   /**
    * Marks a stream open; the check right after covers a change written between our read and now. The
-   * stream reads with `cut.signal`, which this watcher's stop also aborts through a listener on the
-   * watcher's own signal (not the plane's: a watcher runs one stream at a time, so it holds one listener
-   * at most), removed by detach().
+   * stream reads with `cut.signal`, which a settled job aborts (cutIfSettled) and so does stop(), which
+   * cuts whatever stream is attached; one attached after stop() starts cut.
    */
   private attach(remoteId: string | null): AbortController {
     const cut = new AbortController();
-    const signal = this.ctx.signal;
-    const stop = () => cut.abort(signal.reason);
-    if (signal.aborted) stop();
-    else signal.addEventListener('abort', stop, { once: true });
-    this.attached = { remoteId, cut, unlink: () => signal.removeEventListener('abort', stop) };
+    if (this.stopper.signal.aborted) cut.abort(this.stopper.signal.reason);
+    this.attached = { remoteId, cut };
     this.noticeChange();
     return cut;
-  }
-
-  /** The stream ended: nothing is attached, and the watcher's signal no longer holds its listener. */
-  private detach(): void {
-    this.attached?.unlink();
-    this.attached = null;
   }
 
   /**
@@ -378,7 +369,7 @@ export class JobWatcher {
       await noteStartFailed(ctx, env.id, err, wasNotSent(err) ? maybeSentBefore : true);
       report({ kind: 'retry', error: describeError(err) });
     } finally {
-      this.detach();
+      this.attached = null;
     }
     // Outcome unknown: the job may exist. Recover with the same messageId (or find it by contextId).
     ctx.spawn(ensureStarted(ctx, env.id, { waitFirst: true }));
@@ -464,7 +455,7 @@ export class JobWatcher {
         droppedAt ??= ctx.clock.now();
         last = 'dropped';
       } finally {
-        this.detach();
+        this.attached = null;
       }
     }
   }

@@ -210,8 +210,6 @@ export class Plane {
   private readonly ctx: PlaneContext;
   private readonly controller = new AbortController();
   private readonly watchers = new Map<string, JobWatcher>();
-  /** Every watcher not yet done, also one a newer watcher of its job replaced in `watchers`: stop() stops each. */
-  private readonly live = new Set<JobWatcher>();
   private readonly background = new Set<Promise<unknown>>();
   private readonly reconciler: Reconciler;
   private reconcileLoop: WorkerLoop<string> | null = null;
@@ -365,7 +363,8 @@ export class Plane {
    */
   async stop(options: { abandon?: boolean } = {}): Promise<void> {
     this.controller.abort(new TaskplaneError('unavailable', 'plane stopped'));
-    for (const watcher of this.live) watcher.stop(this.controller.signal.reason);
+    // A job's watcher is replaced in the map only once it is done, so the map holds every one running.
+    for (const watcher of this.watchers.values()) watcher.stop(this.controller.signal.reason);
     this.stopNotices?.();
     this.stopNotices = null;
     this.timeouts.clear();
@@ -857,9 +856,7 @@ export class Plane {
   private startWatcher(id: string, mechanism: Mechanism, startFirst?: (outcome: StartOutcome) => void): void {
     const watcher = new JobWatcher(this.ctx, id, mechanism, startFirst);
     this.watchers.set(id, watcher);
-    this.live.add(watcher);
     void watcher.done.finally(() => {
-      this.live.delete(watcher);
       if (this.watchers.get(id) !== watcher) return;
       this.watchers.delete(id);
       // Done watching (terminal, or a poll deadline): let the lease go unless we are stopping (stop()

@@ -213,7 +213,7 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
         if (!response.ok && (json === null || typeof json !== 'object' || !('error' in json))) {
           throw a2aWireError({ httpStatus: response.status });
         }
-        return await rpcResult(json, response.status);
+        return rpcResult(json, response.status);
       } finally {
         done();
       }
