@@ -50,7 +50,9 @@ function scavengeCopied(out: string): number {
     const copied =
       Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0) +
       Number(/ new_space_survived=(\d+)/.exec(line)?.[1] ?? 0);
-    scavenges.set(m[1]!, [...(scavenges.get(m[1]!) ?? []), copied]);
+    const isolate = scavenges.get(m[1]!) ?? [];
+    isolate.push(copied);
+    scavenges.set(m[1]!, isolate);
   }
   const plane = [...scavenges.values()].sort((a, b) => b.length - a.length)[0] ?? [];
   return sum(plane);
