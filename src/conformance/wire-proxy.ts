@@ -243,7 +243,11 @@ export class WireProxy {
   ): Promise<void> {
     const cut = () => {
       upstream.destroy();
-      res.socket?.destroy();
+      // A response's writes wait in the socket until the next tick: destroying it now would drop the frames passed
+      // on in this tick (for a cut after the first frame, the whole answer). Close it once they are out.
+      const socket = res.socket;
+      if (socket && res.headersSent) socket.end(() => socket.destroy());
+      else socket?.destroy();
       if (fault) this.fired(fault, call);
     };
     if (fault?.kind !== 'lose-response') res.writeHead(upstream.statusCode ?? 200, upstream.headers);
