@@ -16,79 +16,100 @@ export const SSE_DRAIN_MS = 2_000;
  * which the engine treats as a drop and answers by reattaching (A2A SubscribeToTask, MCP listen), never
  * with a resend. Shared by the connectors that read SSE themselves (A2A, MCP).
  *
- * `map` turns each event into what the caller reads (undefined skips it; a throw fails the stream): the
- * readers below decode frames here rather than in a generator of their own around this one, which
- * would cost a promise and its callbacks per frame, kept alive as long as the stream waits for its next
- * frame (docs/performance.md, "Streams read directly").
+ * `map` turns each event into what the caller reads (undefined skips it; a throw fails the stream once
+ * the events before it are read): the readers decode frames here rather than in a generator of their
+ * own around this one, which would cost a promise and its callbacks per frame, kept alive as long as
+ * the stream waits for its next frame (docs/performance.md, "Streams read directly").
+ *
+ * A node:http body (http-stream.ts, the plane's streams) is read from its events by NodeSseStream: a
+ * read that waits holds one promise, not the chain of generators that iterating the body would (the
+ * body's own iterator, then this reader's). Other bodies (fetch's, the lab's in the browser) are read
+ * by a generator.
  */
 export function readSse(
   body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
   signal: AbortSignal,
-): AsyncGenerator<EventSourceMessage>;
+): AsyncIterableIterator<EventSourceMessage>;
 export function readSse<T>(
   body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
   signal: AbortSignal,
   map: (ev: EventSourceMessage) => T | undefined,
   /** Called once when the stream ends, however it ends (read to its end, failed, or left early). */
   onEnd?: () => void,
-): AsyncGenerator<T>;
-export async function* readSse<T>(
+): AsyncIterableIterator<T>;
+export function readSse<T>(
   body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
   signal: AbortSignal,
   map?: (ev: EventSourceMessage) => T | undefined,
   onEnd?: () => void,
-): AsyncGenerator<T | EventSourceMessage> {
-  const queue: Array<T | EventSourceMessage> = [];
-  // A map that throws fails the stream once the events before that one are read, in their order.
-  let failed = null as { err: unknown } | null;
-  const parser = createParser({
-    onEvent: map
-      ? (ev) => {
-          if (failed) return;
-          try {
-            const out = map(ev);
-            if (out !== undefined) queue.push(out);
-          } catch (err) {
-            failed = { err };
-          }
+): AsyncIterableIterator<T | EventSourceMessage> {
+  const decode: (ev: EventSourceMessage) => T | EventSourceMessage | undefined = map ?? ((ev) => ev);
+  if (!(body instanceof ReadableStream) && isNodeBody(body))
+    return new NodeSseStream(body, signal, decode, onEnd);
+  return readGeneric(body, signal, decode, onEnd);
+}
+
+/** Events turned into what the reader hands out, queued in order; a map that throws stops the queue there. */
+class FrameQueue<T> {
+  readonly items: T[] = [];
+  /** What the map threw: thrown once the items before it are read. */
+  failed: { err: unknown } | null = null;
+  private readonly parser;
+  private readonly decoder = new TextDecoder();
+
+  constructor(map: (ev: EventSourceMessage) => T | undefined) {
+    this.parser = createParser({
+      onEvent: (ev) => {
+        if (this.failed) return;
+        try {
+          const out = map(ev);
+          if (out !== undefined) this.items.push(out);
+        } catch (err) {
+          this.failed = { err };
         }
-      : (ev) => queue.push(ev),
-  });
-  // A fetch body (WHATWG stream) is read with its reader; a node:http body (http-stream.ts) by iteration,
-  // which leaves its end to this reader (letGo) rather than destroying it on an early stop.
-  const reader =
-    body instanceof ReadableStream
-      ? body.getReader()
-      : isNodeBody(body)
-        ? body.iterator({ destroyOnReturn: false })
-        : body[Symbol.asyncIterator]();
-  const decoder = new TextDecoder();
-  let ended = false;
+      },
+    });
+  }
+
+  feed(chunk: Uint8Array): void {
+    if (!this.failed) this.parser.feed(this.decoder.decode(chunk, { stream: true }));
+  }
+
+  /** The body ended: what is left of the last event is read. */
+  flush(): void {
+    if (!this.failed) this.parser.feed(this.decoder.decode());
+  }
+}
+
+function dropped(signal: AbortSignal, cause: unknown): TaskplaneError {
+  return new TaskplaneError('unavailable', signal.aborted ? 'stream aborted' : 'stream dropped', { cause });
+}
+
+async function* readGeneric<T>(
+  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+  map: (ev: EventSourceMessage) => T | undefined,
+  onEnd?: () => void,
+): AsyncGenerator<T> {
+  const frames = new FrameQueue(map);
+  const reader = body instanceof ReadableStream ? body.getReader() : body[Symbol.asyncIterator]();
   try {
     for (;;) {
       let chunk: IteratorResult<Uint8Array, unknown>;
       try {
         chunk = await (reader instanceof ReadableStreamDefaultReader ? reader.read() : reader.next());
       } catch (err) {
-        throw new TaskplaneError('unavailable', signal.aborted ? 'stream aborted' : 'stream dropped', {
-          cause: err,
-        });
+        throw dropped(signal, err);
       }
-      if (chunk.done) {
-        ended = true;
-        parser.feed(decoder.decode());
-        while (queue.length) yield queue.shift()!;
-        if (failed) throw failed.err;
-        return;
-      }
-      parser.feed(decoder.decode(chunk.value, { stream: true }));
-      while (queue.length) yield queue.shift()!;
-      if (failed) throw failed.err;
+      if (chunk.done) frames.flush();
+      else frames.feed(chunk.value);
+      while (frames.items.length) yield frames.items.shift()!;
+      if (frames.failed) throw frames.failed.err;
+      if (chunk.done) return;
     }
   } finally {
     // Lets go of the connection when the consumer stops early (return, abort) or the body failed.
     if (reader instanceof ReadableStreamDefaultReader) reader.cancel().catch(() => {});
-    else if (isNodeBody(body)) letGo(body, reader, ended, signal);
     else void Promise.resolve(reader.return?.()).catch(() => {});
     onEnd?.();
   }
@@ -99,46 +120,165 @@ export async function* readSse<T>(
  * the lab's browser bundle, which has no node: modules.
  */
 interface NodeBody extends AsyncIterable<Uint8Array> {
-  iterator(options: { destroyOnReturn: boolean }): AsyncIterator<Uint8Array>;
-  resume(): unknown;
-  destroy(): unknown;
+  on(event: 'data', listener: (chunk: Uint8Array) => void): unknown;
+  on(event: 'end' | 'close', listener: () => void): unknown;
+  on(event: 'error', listener: (err: unknown) => void): unknown;
+  off(event: 'data', listener: (chunk: Uint8Array) => void): unknown;
+  off(event: 'end' | 'close', listener: () => void): unknown;
+  off(event: 'error', listener: (err: unknown) => void): unknown;
   once(event: 'close', listener: () => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+  isPaused(): boolean;
+  destroy(): unknown;
   readonly destroyed: boolean;
   readonly errored: unknown;
 }
 
 function isNodeBody(body: object): body is NodeBody {
   const b = body as Partial<NodeBody>;
-  return (
-    typeof b.iterator === 'function' && typeof b.resume === 'function' && typeof b.destroy === 'function'
-  );
+  return typeof b.on === 'function' && typeof b.resume === 'function' && typeof b.destroy === 'function';
 }
 
+/** Events parsed ahead of the reader before the body is paused (a reader slower than its server). */
+const READ_AHEAD = 64;
+
+type Waiter<T> = { resolve: (r: IteratorResult<T>) => void; reject: (err: unknown) => void };
+
 /**
- * A node:http body the reader is done with. Stopped early without an abort (the consumer had what it
- * needed): its rest is read and dropped for up to SSE_DRAIN_MS so that, once the server ends it, the
- * connection goes back to the keep-alive pool. Aborted, or failed: destroyed at once.
+ * An event stream read from a node:http body's 'data' events: each chunk is parsed as it comes and a
+ * waiting read is answered from the queue. When the reader stops early without an abort (it had what it
+ * needed: the task's terminal event), the body's rest is read and dropped for up to SSE_DRAIN_MS so that,
+ * once the server ends it, the connection goes back to the keep-alive pool; aborted, or failed, the body
+ * is destroyed at once.
  */
-function letGo(body: NodeBody, reader: AsyncIterator<Uint8Array>, ended: boolean, signal: AbortSignal): void {
-  if (ended || body.destroyed) return;
-  if (signal.aborted || body.errored) {
-    body.destroy();
-    return;
+class NodeSseStream<T> implements AsyncIterableIterator<T> {
+  private readonly frames: FrameQueue<T>;
+  private waiter: Waiter<T> | null = null;
+  /** Set once the body ended (true) or failed (the error to throw once the queue is read). */
+  private end: true | TaskplaneError | null = null;
+  private released = false;
+
+  constructor(
+    private readonly body: NodeBody,
+    private readonly signal: AbortSignal,
+    map: (ev: EventSourceMessage) => T | undefined,
+    private readonly onEnd: (() => void) | undefined,
+  ) {
+    this.frames = new FrameQueue(map);
+    body.on('data', this.onData);
+    body.on('end', this.onBodyEnd);
+    body.on('error', this.onError);
+    body.on('close', this.onClose);
+    if (body.errored || body.destroyed) this.onError(body.errored ?? new Error('stream closed'));
   }
-  // The iterator's return takes its 'readable' listener off (a body with one ignores resume()).
-  void Promise.resolve(reader.return?.()).then(
-    () => {
-      const timer = setTimeout(() => body.destroy(), SSE_DRAIN_MS);
-      timer.unref();
-      body.once('close', () => clearTimeout(timer));
-      body.resume();
-    },
-    () => body.destroy(),
-  );
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.waiter) return Promise.reject(new Error('readSse: one read at a time'));
+    try {
+      const ready = this.take();
+      if (ready) return Promise.resolve(ready);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    this.release();
+    return Promise.resolve({ done: true, value: undefined });
+  }
+
+  /** What a read gets now (null: it waits for the body); throws the stream's failure once the queue is read. */
+  private take(): IteratorResult<T> | null {
+    const { items, failed } = this.frames;
+    if (items.length) {
+      const value = items.shift()!;
+      if (items.length === 0 && !failed && !this.end && this.body.isPaused()) this.body.resume();
+      return { done: false, value };
+    }
+    if (failed) {
+      this.release();
+      throw failed.err;
+    }
+    if (!this.end) return null;
+    this.release();
+    if (this.end === true) return { done: true, value: undefined };
+    throw this.end;
+  }
+
+  /** Answers the waiting read, if there is one and it has an answer. */
+  private wake(): void {
+    const w = this.waiter;
+    if (!w) return;
+    this.waiter = null;
+    let ready: IteratorResult<T> | null;
+    try {
+      ready = this.take();
+    } catch (err) {
+      return w.reject(err);
+    }
+    if (ready) w.resolve(ready);
+    else this.waiter = w;
+  }
+
+  private readonly onData = (chunk: Uint8Array): void => {
+    this.frames.feed(chunk);
+    if (this.frames.items.length >= READ_AHEAD || this.frames.failed) this.body.pause();
+    this.wake();
+  };
+
+  private readonly onBodyEnd = (): void => {
+    this.frames.flush();
+    this.end ??= true;
+    this.wake();
+  };
+
+  private readonly onError = (err: unknown): void => {
+    this.end ??= dropped(this.signal, err);
+    this.wake();
+  };
+
+  /** Closed before its end (a cut with no error reported): a drop. */
+  private readonly onClose = (): void => {
+    this.end ??= dropped(this.signal, new Error('stream closed before its end'));
+    this.wake();
+  };
+
+  /** Done reading: the listeners go, the body is let go of (see the class), the waiting read ends. */
+  private release(): void {
+    if (this.released) return;
+    this.released = true;
+    const body = this.body;
+    body.off('data', this.onData);
+    body.off('end', this.onBodyEnd);
+    body.off('error', this.onError);
+    body.off('close', this.onClose);
+    const w = this.waiter;
+    this.waiter = null;
+    w?.resolve({ done: true, value: undefined });
+    if (this.end !== true && !body.destroyed) {
+      if (this.signal.aborted || body.errored || this.end) body.destroy();
+      else {
+        const timer = setTimeout(() => body.destroy(), SSE_DRAIN_MS);
+        timer.unref();
+        body.once('close', () => clearTimeout(timer));
+        body.resume();
+      }
+    }
+    this.onEnd?.();
+  }
 }
 
 /** The JSON messages of an SSE body, one per event with data; an event whose data is not JSON is skipped. */
-export function readSseJson(body: ReadableStream<Uint8Array>, signal: AbortSignal): AsyncGenerator<unknown> {
+export function readSseJson(
+  body: ReadableStream<Uint8Array>,
+  signal: AbortSignal,
+): AsyncIterableIterator<unknown> {
   return readSse(body, signal, jsonOrSkip);
 }
 

@@ -282,4 +282,31 @@ describe('A2A event streams over node:http', () => {
     const err = await frames.next().catch((e: unknown) => e);
     expect((err as TaskplaneError).code).toBe('unavailable');
   });
+
+  it('a reader slower than its server gets every frame, in order, as the server writes hundreds', async () => {
+    // More frames waiting than the reader parses ahead: it pauses the body, then resumes it as it reads.
+    const count = 500;
+    const url = await serve((_req, _body, res) => {
+      sse(res);
+      const update = { statusUpdate: { taskId: 't1', status: { state: 'TASK_STATE_WORKING' } } };
+      const write = (from: number) => {
+        let batch = '';
+        for (let i = from; i < from + 50; i++) batch += rpcFrame(i, update);
+        if (from + 50 > count) return void res.end(batch);
+        res.write(batch);
+        setImmediate(write, from + 50);
+      };
+      write(1);
+    });
+    const ids: string[] = [];
+    for await (const f of jsonRpcTransport({ url, timeoutMs: 5000 }).stream(
+      'SubscribeToTask',
+      { id: 't1' },
+      new AbortController().signal,
+    )) {
+      ids.push(f.eventId!);
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(ids).toEqual(Array.from({ length: count }, (_, i) => String(i + 1)));
+  });
 });

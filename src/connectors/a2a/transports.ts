@@ -145,7 +145,7 @@ function rpcResult(body: unknown, httpStatus: number): unknown {
 export function sseFrames(
   response: HttpAnswer,
   signal: AbortSignal,
-): AsyncGenerator<{ frame: unknown; event: string | undefined; eventId: string | null }> {
+): AsyncIterableIterator<{ frame: unknown; event: string | undefined; eventId: string | null }> {
   return readSse(sseBody(response), signal, sseFrame);
 }
 
