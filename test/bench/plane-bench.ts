@@ -18,6 +18,8 @@
  *                                                          (p50/p95/p99, share over 10 ms);
  *                                                          BENCH_RATE=n sends n creates a second on a fixed
  *                                                          schedule, so builds compared get the same load;
+ *                                                          BENCH_TASK_MS=ms sets each task's run time (1500):
+ *                                                          about rate × time tasks are open at once;
  *                                                          BENCH_PLANE_DB=sqlite:/tmp/p.db puts the plane on
  *                                                          SQLite; BENCH_DEBUG=1 prints the slowest samples
  *                                                          and the plane's event-loop delay; BENCH_ALLOC=1
@@ -54,7 +56,11 @@ const TASKS = Number(process.argv[2] ?? 40);
 const RATE = Number(process.env.BENCH_RATE ?? 0);
 const CREATES = Number(process.argv[3] ?? 200);
 const silent = pino({ level: 'silent' });
-const INPUT = { durationMs: 1500, steps: 5, artifactChunks: 1 };
+/**
+ * BENCH_TASK_MS: how long each demo task runs (its 5 steps spread over it). With BENCH_RATE, about
+ * rate × duration tasks are open at once: 150 a second for 7,000 ms holds ~1,000 streams open together.
+ */
+const INPUT = { durationMs: Number(process.env.BENCH_TASK_MS ?? 1500), steps: 5, artifactChunks: 1 };
 
 interface Row {
   setup: string;
