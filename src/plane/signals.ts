@@ -251,7 +251,11 @@ export class SignalCounters {
 
   /** Per-job entries held (a test's view of the memory bound). */
   retainedJobs(): number {
-    return Math.max(this.tenantOf.size, this.perEnvelope.size + this.finishedRequests.size, this.process.open.size);
+    return Math.max(
+      this.tenantOf.size,
+      this.perEnvelope.size + this.finishedRequests.size,
+      this.process.open.size,
+    );
   }
 
   delay(source: ObservationSource, ms: number, job: CountedJob = null): void {

@@ -72,5 +72,4 @@ export function registerWorkflowRoutes(
     await plane.setWorkflowBudget(tenant, id, await jsonBody(c));
     return c.json((await plane.workflow(tenant, id)).budget);
   });
-
 }

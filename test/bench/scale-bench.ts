@@ -387,8 +387,8 @@ async function scrapeCost(make: () => Promise<Backend>, stored: number): Promise
     const mid = (k: 0 | 1) =>
       runs
         .map((r) => r[k])
-        .sort((a, b) => a - b)[runs.length >> 1]!
-        .toFixed(1);
+        .sort((a, b) => a - b)
+        [runs.length >> 1]!.toFixed(1);
     return `${mid(0)} ms CPU / ${mid(1)} ms wall`;
   };
   await registry.metrics(); // the first scrape waits for the first usage and open-job reads
@@ -464,8 +464,8 @@ async function adoptionRounds(make: () => Promise<Backend>, n: number): Promise<
   const mid = (k: 'cpu' | 'wall') =>
     runs
       .map((r) => r[k])
-      .sort((a, b) => a - b)[runs.length >> 1]!
-      .toFixed(0);
+      .sort((a, b) => a - b)
+      [runs.length >> 1]!.toFixed(0);
   row(
     `adopt ${backend.name}`,
     `${n} open, every lease a live peer's`,
