@@ -2,6 +2,7 @@ import {
   context,
   propagation,
   trace,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -27,6 +28,22 @@ import type { Envelope } from '../core/envelope.ts';
  * links to it.
  */
 const TRACER = 'taskplane';
+
+/** The API's own no-op provider: what the global provider hands spans to until an SDK is registered. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/**
+ * True when a span would reach nothing: no SDK registered to record it and no propagator to send its
+ * context to an agent. Then a remote call runs without one: deriving the task's trace context (a SHA-256
+ * of its id) and building a span's options cost ~0.1 ms a task for nothing (docs/performance.md,
+ * "Tracing when nothing traces"). A provider of another copy of the API, or one wrapped by the
+ * application, counts as an SDK.
+ */
+function tracingOff(): boolean {
+  if (propagation.fields().length > 0) return false;
+  const provider = trace.getTracerProvider() as Partial<ProxyTracerProvider>;
+  return typeof provider.getDelegate === 'function' && provider.getDelegate() === NOOP_PROVIDER;
+}
 
 /** The context of a task's trace. */
 export function taskTraceContext(envelopeId: string, parent: Context = context.active()): Context {
@@ -75,6 +92,7 @@ function failed(span: Span, err: unknown): void {
  * the task's trace, spanning them all.
  */
 export function recordTaskSpan(envelope: Envelope, endedAt: number): void {
+  if (tracingOff()) return;
   const span = trace.getTracer(TRACER).startSpan(
     'taskplane task',
     {
@@ -105,6 +123,7 @@ export function recordTaskSpan(envelope: Envelope, endedAt: number): void {
  * `traceparent` (connectors/trace-headers.ts).
  */
 export function inRemoteCallSpan<T>(name: string, envelope: TracedJob, fn: () => Promise<T>): Promise<T> {
+  if (tracingOff()) return fn();
   const { parent, options } = spanStart(envelope);
   return trace.getTracer(TRACER).startActiveSpan(`taskplane ${name}`, options, parent, async (span) => {
     try {
@@ -129,6 +148,7 @@ export function inStreamSpan<T>(
   envelope: TracedJob,
   source: AsyncIterable<T>,
 ): AsyncIterable<T> {
+  if (tracingOff()) return source;
   const { parent, options } = spanStart(envelope);
   const span = trace.getTracer(TRACER).startSpan(`taskplane ${name}`, options, parent);
   if (!span.isRecording() && propagation.fields().length === 0) {
