@@ -12,8 +12,7 @@ import {
   type Span,
   type SpanOptions,
 } from '@opentelemetry/api';
-import { sha256 } from '@noble/hashes/sha2.js';
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import { sha256Hex } from '../core/canonical-json.ts';
 import type { Envelope } from '../core/envelope.ts';
 
 /**
@@ -47,7 +46,7 @@ function tracingOff(): boolean {
 
 /** The context of a task's trace. */
 export function taskTraceContext(envelopeId: string, parent: Context = context.active()): Context {
-  const hex = bytesToHex(sha256(utf8ToBytes(`taskplane-trace:${envelopeId}`)));
+  const hex = sha256Hex(`taskplane-trace:${envelopeId}`);
   return trace.setSpanContext(parent, {
     traceId: hex.slice(0, 32),
     spanId: hex.slice(32, 48),

@@ -1,3 +1,5 @@
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { backoffPolicy, nextBackoff } from '../../src/core/backoff.ts';
@@ -14,6 +16,16 @@ describe('canonical JSON and the input hash', () => {
     expect(inputHash({ a: 1 })).not.toBe(inputHash({ a: 2 }));
     expect(sha256Hex('')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     expect(inputHash('x')).toBe('sha256:' + sha256Hex('"x"'));
+  });
+
+  it("hashes as the pure-JS SHA-256 does (Node's own is used where the runtime has it), strings as UTF-8", () => {
+    const pureJs = (bytes: Uint8Array) => bytesToHex(sha256(bytes));
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.uint8Array(), (text, bytes) => {
+        expect(sha256Hex(text)).toBe(pureJs(utf8ToBytes(text)));
+        expect(sha256Hex(bytes)).toBe(pureJs(bytes));
+      }),
+    );
   });
 
   it('round-trips through JSON.parse for any JSON value', () => {
