@@ -196,6 +196,11 @@ class NodeSseStream<T> implements AsyncIterableIterator<T> {
   /** What a read gets now (null: it waits for the body); throws the stream's failure once the queue is read. */
   private take(): IteratorResult<T> | null {
     const { items, failed } = this.frames;
+    if (this.signal.aborted && this.end !== true) {
+      // The reader asked to stop: events parsed ahead of it are not handed out after that.
+      items.length = 0;
+      this.end ??= dropped(this.signal, this.signal.reason);
+    }
     if (items.length) {
       const value = items.shift()!;
       if (items.length === 0 && !failed && !this.end && this.body.isPaused()) this.body.resume();

@@ -283,6 +283,21 @@ describe('A2A event streams over node:http', () => {
     expect((err as TaskplaneError).code).toBe('unavailable');
   });
 
+  it('an abort ends the stream at the next read even with frames parsed ahead of the reader', async () => {
+    const url = await serve((_req, _body, res) => {
+      sse(res);
+      res.write(rpcFrame(1, { task }) + rpcFrame(2, { task }) + rpcFrame(3, { task }));
+    });
+    const controller = new AbortController();
+    const frames = jsonRpcTransport({ url, timeoutMs: 5000 })
+      .stream('SubscribeToTask', { id: 't1' }, controller.signal)
+      [Symbol.asyncIterator]();
+    expect((await frames.next()).value).toMatchObject({ eventId: '1' });
+    controller.abort(new Error('plane stopped'));
+    const err = await frames.next().catch((e: unknown) => e);
+    expect((err as TaskplaneError).code).toBe('unavailable');
+  });
+
   it('a reader slower than its server gets every frame, in order, as the server writes hundreds', async () => {
     // More frames waiting than the reader parses ahead: it pauses the body, then resumes it as it reads.
     const count = 500;
