@@ -243,8 +243,9 @@ export class WireProxy {
   ): Promise<void> {
     const cut = () => {
       upstream.destroy();
-      // A response's writes wait in the socket until the next tick: destroying it now would drop the frames passed
-      // on in this tick (for a cut after the first frame, the whole answer). Close it once they are out.
+      // A response's writes wait in the socket until the next tick: destroying it now would drop the
+      // frames passed on in this tick (for a cut after the first frame, the whole answer). Close it once
+      // they are out.
       const socket = res.socket;
       if (socket && res.headersSent) socket.end(() => socket.destroy());
       else socket?.destroy();

@@ -41,6 +41,7 @@ import { fileURLToPath } from 'node:url';
 import type { VirtualClock } from '../../src/core/clock.ts';
 import type { Envelope } from '../../src/core/envelope.ts';
 import { FakeRemote, SEEDED_TS } from '../plane/fake-remote.ts';
+import { percentile } from './stats.ts';
 import { createMetrics } from '../../src/server/metrics.ts';
 import { CachedReadsByKey } from '../../src/server/cached-read.ts';
 import { spawnHost, spawnProcess, type TestProcess } from '../support/process.ts';
@@ -384,11 +385,7 @@ async function scrapeCost(make: () => Promise<Backend>, stored: number): Promise
       await fn();
       runs.push([cpuMs(cpu0), performance.now() - w0]);
     }
-    const mid = (k: 0 | 1) =>
-      runs
-        .map((r) => r[k])
-        .sort((a, b) => a - b)
-        [runs.length >> 1]!.toFixed(1);
+    const mid = (k: 0 | 1) => median(runs.map((r) => r[k])).toFixed(1);
     return `${mid(0)} ms CPU / ${mid(1)} ms wall`;
   };
   await registry.metrics(); // the first scrape waits for the first usage and open-job reads
@@ -461,11 +458,7 @@ async function adoptionRounds(make: () => Promise<Backend>, n: number): Promise<
       claims: counted.calls.get('acquireLeases') ?? 0,
     });
   }
-  const mid = (k: 'cpu' | 'wall') =>
-    runs
-      .map((r) => r[k])
-      .sort((a, b) => a - b)
-      [runs.length >> 1]!.toFixed(0);
+  const mid = (k: 'cpu' | 'wall') => median(runs.map((r) => r[k])).toFixed(0);
   row(
     `adopt ${backend.name}`,
     `${n} open, every lease a live peer's`,
@@ -622,3 +615,11 @@ async function main(): Promise<void> {
 
 await main();
 process.exit(0);
+
+/** The middle of the samples (nearest rank). */
+function median(samples: number[]): number {
+  return percentile(
+    samples.sort((a, b) => a - b),
+    50,
+  )!;
+}

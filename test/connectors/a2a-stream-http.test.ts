@@ -265,38 +265,28 @@ describe('A2A event streams over node:http', () => {
     expect((err as TaskplaneError).code).toBe('timeout');
   });
 
-  it('an abort while nobody is reading ends the stream as unavailable at its next read', async () => {
-    const url = await serve((_req, _body, res) => {
-      sse(res);
-      res.write(rpcFrame(1, { task }));
+  // The consumer is busy elsewhere (no next() pending) when the plane stops, with nothing more written
+  // or with frames already parsed ahead of it: either way its next read fails. (An abort that lands
+  // after the body ended is covered against the official SDK's server: test/server/targets.test.ts.)
+  for (const [ahead, written] of [
+    ['nothing', rpcFrame(1, { task })],
+    ['frames', rpcFrame(1, { task }) + rpcFrame(2, { task }) + rpcFrame(3, { task })],
+  ] as const)
+    it(`an abort while nobody is reading ends the stream as unavailable at its next read (${ahead} parsed ahead)`, async () => {
+      const url = await serve((_req, _body, res) => {
+        sse(res);
+        res.write(written);
+      });
+      const controller = new AbortController();
+      const frames = jsonRpcTransport({ url, timeoutMs: 5000 })
+        .stream('SubscribeToTask', { id: 't1' }, controller.signal)
+        [Symbol.asyncIterator]();
+      expect((await frames.next()).value).toMatchObject({ eventId: '1' });
+      controller.abort(new Error('plane stopped'));
+      await new Promise((r) => setImmediate(r));
+      const err = await frames.next().catch((e: unknown) => e);
+      expect((err as TaskplaneError).code).toBe('unavailable');
     });
-    const controller = new AbortController();
-    const frames = jsonRpcTransport({ url, timeoutMs: 5000 })
-      .stream('SubscribeToTask', { id: 't1' }, controller.signal)
-      [Symbol.asyncIterator]();
-    expect((await frames.next()).value).toMatchObject({ eventId: '1' });
-    // The consumer is busy elsewhere (no next() pending) when the plane stops. (An abort that lands
-    // after the body ended is covered against the official SDK's server: test/server/targets.test.ts.)
-    controller.abort(new Error('plane stopped'));
-    await new Promise((r) => setTimeout(r, 20));
-    const err = await frames.next().catch((e: unknown) => e);
-    expect((err as TaskplaneError).code).toBe('unavailable');
-  });
-
-  it('an abort ends the stream at the next read even with frames parsed ahead of the reader', async () => {
-    const url = await serve((_req, _body, res) => {
-      sse(res);
-      res.write(rpcFrame(1, { task }) + rpcFrame(2, { task }) + rpcFrame(3, { task }));
-    });
-    const controller = new AbortController();
-    const frames = jsonRpcTransport({ url, timeoutMs: 5000 })
-      .stream('SubscribeToTask', { id: 't1' }, controller.signal)
-      [Symbol.asyncIterator]();
-    expect((await frames.next()).value).toMatchObject({ eventId: '1' });
-    controller.abort(new Error('plane stopped'));
-    const err = await frames.next().catch((e: unknown) => e);
-    expect((err as TaskplaneError).code).toBe('unavailable');
-  });
 
   it('a reader slower than its server gets every frame, in order, as the server writes hundreds', async () => {
     // More frames waiting than the reader parses ahead: it pauses the body, then resumes it as it reads.
