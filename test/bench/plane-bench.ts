@@ -21,18 +21,23 @@
  *                                                          BENCH_TASK_MS=ms sets each task's run time (1500):
  *                                                          about rate × time tasks are open at once;
  *                                                          BENCH_PLANE_DB=sqlite:/tmp/p.db puts the plane on
- *                                                          SQLite; BENCH_DEBUG=1 prints the slowest samples
- *                                                          and the plane's event-loop delay; BENCH_ALLOC=1
+ *                                                          SQLite; BENCH_DEBUG=1 prints the slowest samples,
+ *                                                          the plane's event-loop delay, what the slow
+ *                                                          samples waited through (either process's
+ *                                                          collector or held loop: stall-probe.ts) and how
+ *                                                          long each main thread waited for a CPU; BENCH_ALLOC=1
  *                                                          counts what the plane allocates per task (V8's
  *                                                          sampling heap profiler, collected objects
  *                                                          included; =survivors: only what outlived a
- *                                                          scavenge); BENCH_FROM=dist runs the plane
+ *                                                          scavenge; BENCH_ALLOC_TOP=n also prints the n
+ *                                                          largest allocation sites); BENCH_FROM=dist runs the plane
  *                                                          from dist/; BENCH_HEAP=file
  *                                                          writes a heap snapshot at the end of a setup)
  */
 import { readFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { PerformanceObserver, constants, monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './create-latency.ts';
 import { spawnHost } from '../support/process.ts';
@@ -42,6 +47,9 @@ import type { Envelope, EnvelopeEvent } from '../../src/core/envelope.ts';
 import { isTerminal } from '../../src/core/states.ts';
 import { over, percentile, spread } from './stats.ts';
 import { YOUNG_RESULT_PREFIX, YOUNG_ROUND_2 } from './young-generation.ts';
+import { parseStallLines, startStallProbe, type StallSpan } from './stall-probe.ts';
+
+const STALL_PROBE = fileURLToPath(new URL('./stall-probe.ts', import.meta.url));
 
 // BENCH_FROM=dist runs the plane as it ships (dist/, compiled by tsc: `npm run build` first) rather than
 // from the TypeScript sources through tsx, whose transform adds a helper call per named closure.
@@ -100,6 +108,12 @@ function childCpuMs(pid: number | undefined): number | null {
  * whose error is far below the differences it is used to show). What the young generation must absorb,
  * and so how often it is scavenged, follows from it.
  */
+interface AllocationNode {
+  selfSize: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children: AllocationNode[];
+}
+
 async function allocated<T>(fn: () => Promise<T>): Promise<{ result: T; bytes: number | null }> {
   if (!process.env.BENCH_ALLOC) return { result: await fn(), bytes: null };
   const session = new Session();
@@ -115,11 +129,22 @@ async function allocated<T>(fn: () => Promise<T>): Promise<{ result: T; bytes: n
     const result = await fn();
     const { profile } = await session.post('HeapProfiler.stopSampling');
     let bytes = 0;
-    const visit = (node: { selfSize: number; children: (typeof node)[] }): void => {
+    const bySite = new Map<string, number>();
+    const visit = (node: AllocationNode): void => {
       bytes += node.selfSize;
+      if (node.selfSize > 0) {
+        const f = node.callFrame;
+        const site = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(src|node_modules)\//, '$1/')}:${f.lineNumber + 1}`;
+        bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+      }
       node.children.forEach(visit);
     };
     visit(profile.head as never);
+    if (process.env.BENCH_ALLOC_TOP) {
+      const top = [...bySite].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.BENCH_ALLOC_TOP));
+      for (const [site, n] of top)
+        console.log(`  ${(n / TASKS / 1024).toFixed(1).padStart(6)} KiB/task  ${site}`);
+    }
     return { result, bytes };
   } finally {
     session.disconnect();
@@ -137,6 +162,65 @@ async function* eventPages(server: RunningServer, afterSeq: number): AsyncGenera
     yield page;
     after = page.at(-1)!.seq;
   }
+}
+
+/**
+ * Each process's main thread: ms on a CPU and ms runnable but waiting for one (Linux's schedstat), or
+ * null where /proc has no such file.
+ */
+function mainThreadTimes(pids: number[]): Array<[onCpu: number, waiting: number]> | null {
+  try {
+    return pids.map((pid) => {
+      const [onCpu, waiting] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8')
+        .split(' ')
+        .map(Number);
+      return [onCpu! / 1e6, waiting! / 1e6];
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** BENCH_DEBUG: how long the plane's and the host's main threads waited for a CPU while the tasks ran. */
+function runQueueWait(
+  pids: [plane: number, host: number],
+  before: ReturnType<typeof mainThreadTimes>,
+): string | null {
+  const after = before && mainThreadTimes(pids);
+  if (!before || !after) return null;
+  const part = (name: string, i: number) =>
+    `${name} ${(after[i]![0] - before[i]![0]).toFixed(0)} ms on a CPU, ${(after[i]![1] - before[i]![1]).toFixed(0)} ms runnable and waiting for one`;
+  return `main threads while the tasks ran: ${part('plane', 0)}; ${part('host', 1)}`;
+}
+
+/**
+ * BENCH_DEBUG: of the samples over 10 ms (each a wait from the host's status stamp to the plane's decision,
+ * epoch ms), how many waited through a collector pause of the plane's or the host's, or a hold of either's
+ * event loop with no pause in it (other work, or the process not scheduled). A sample can count under several.
+ */
+function stallReport(
+  late: Array<[delay: number, stamp: number]>,
+  plane: StallSpan[],
+  host: StallSpan[],
+): string {
+  const overlaps = (a: [number, number], b: [number, number]) => a[0] < b[1] && b[0] < a[1];
+  const busy = (spans: StallSpan[]) =>
+    spans.filter(
+      ([kind, start, end]) =>
+        kind === 'loop' && !spans.some(([k, s, e]) => k !== 'loop' && overlaps([s, e], [start, end])),
+    );
+  const classes: Array<[string, StallSpan[]]> = [
+    ['plane scavenge', plane.filter(([k]) => k === 'minor')],
+    ['plane major GC', plane.filter(([k]) => k === 'major')],
+    ['plane loop held, no GC', busy(plane)],
+    ['host GC', host.filter(([k]) => k !== 'loop')],
+    ['host loop held, no GC', busy(host)],
+  ];
+  const hit = (spans: StallSpan[], [delay, stamp]: [number, number]) =>
+    spans.some(([, s, e]) => overlaps([s, e], [stamp, stamp + delay]));
+  const counts = classes.map(([name, spans]) => `${name} ${late.filter((w) => hit(spans, w)).length}`);
+  const none = late.filter((w) => !classes.some(([, spans]) => hit(spans, w))).length;
+  return `samples over 10 ms: ${late.length}; in their wait: ${counts.join(', ')}; none of these: ${none} (host probe: ${host.length} spans)`;
 }
 
 /** When the first write notice at or after `seq` arrived (notices sorted by seq), or undefined. */
@@ -184,7 +268,15 @@ async function run(
   // collection) does not sit on the plane's event loop and inflate the plane's figures.
   const { proc: host, url: hostUrl } = await spawnHost(
     ['--port', '0', '--db', 'memory:', '--allow-private-webhooks'],
-    { env: { LOG_LEVEL: 'warn' } },
+    {
+      env: {
+        LOG_LEVEL: 'warn',
+        // BENCH_DEBUG: the host reports its own pauses and loop holds (stall-probe.ts) on stderr.
+        ...(process.env.BENCH_DEBUG
+          ? { BENCH_STALL_PROBE: 'stderr', NODE_OPTIONS: `--import tsx --import ${STALL_PROBE}` }
+          : {}),
+      },
+    },
   );
   const server = await startServer({
     port: 0,
@@ -201,19 +293,13 @@ async function run(
   // the run reads only the events after it, so earlier rounds never weigh on its figures.
   let seq0 = 0;
   for await (const page of eventPages(server, 0)) seq0 = page.at(-1)!.seq;
-  // Collector pauses on the plane's thread while the tasks ran: minor (scavenge) and major.
-  const gcPauses = { minor: [] as number[], major: [] as number[] };
-  // When each pause was (ms since this process started): BENCH_DEBUG counts the slow samples that waited through one.
-  const gcSpans: Array<[start: number, end: number, minor: boolean]> = [];
-  const gcObserver = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      const minor =
-        (e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR;
-      (minor ? gcPauses.minor : gcPauses.major).push(e.duration);
-      gcSpans.push([e.startTime, e.startTime + e.duration, minor]);
-    }
+  // Collector pauses on the plane's thread while the tasks ran, minor (scavenge) and major, and with
+  // BENCH_DEBUG each hold of its event loop: BENCH_DEBUG tells which of them the slow samples waited through.
+  const planeStalls: StallSpan[] = [];
+  const stopProbe = startStallProbe((span) => planeStalls.push(span), {
+    loop: Boolean(process.env.BENCH_DEBUG),
   });
-  gcObserver.observe({ entryTypes: ['gc'] });
+  const hostStderrFrom = host.stderr.length;
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
   // When each event became visible to the plane's readers (its change notice: on the durable stores, after
@@ -226,6 +312,8 @@ async function run(
     if (n.kind === 'envelope') notices.push([n.seq, performance.timeOrigin + performance.now()]);
   });
   const planeCpu0 = process.cpuUsage();
+  const pids: [number, number] = [process.pid, host.child.pid!];
+  const sched0 = process.env.BENCH_DEBUG ? mainThreadTimes(pids) : null;
   const hostCpu0 = childCpuMs(host.child.pid);
   try {
     // Tasks start one after another (each create returns once the remote has the job), then run together.
@@ -294,25 +382,26 @@ async function run(
       live.push(e.at - e.data.remoteVersion);
       const shown = noticeAt(notices, e.seq);
       if (shown !== undefined) visible.push(Math.round(shown - e.data.remoteVersion));
-      if (process.env.BENCH_DEBUG)
-        slow.push([e.at - e.data.remoteVersion, e.data.remoteVersion - performance.timeOrigin]);
+      if (process.env.BENCH_DEBUG) slow.push([e.at - e.data.remoteVersion, e.data.remoteVersion]);
     }
     if (process.env.BENCH_DEBUG) {
       console.log(
         'slowest (delay ms, host stamp ms since process start):',
-        JSON.stringify(slow.sort((a, b) => b[0] - a[0]).slice(0, 12)),
+        JSON.stringify(
+          slow
+            .sort((a, b) => b[0] - a[0])
+            .slice(0, 12)
+            .map(([delay, stamp]) => [delay, Math.round(stamp - performance.timeOrigin)]),
+        ),
       );
-      // Of the samples over 10 ms, those whose wait (host stamp → decision) held a collector pause of the plane's.
-      const late = slow.filter(([delay]) => delay > 10);
-      const held = (minor: boolean) =>
-        late.filter(([delay, stamp]) =>
-          gcSpans.some(([start, end, m]) => m === minor && start < stamp + delay && end > stamp),
-        ).length;
-      const either = late.filter(([delay, stamp]) =>
-        gcSpans.some(([start, end]) => start < stamp + delay && end > stamp),
-      ).length;
+      const waited = runQueueWait(pids, sched0);
+      if (waited) console.log(waited);
       console.log(
-        `samples over 10 ms: ${late.length}; a scavenge in their wait: ${held(true)}, a major collection: ${held(false)}, neither: ${late.length - either}`,
+        stallReport(
+          slow.filter(([delay]) => delay > 10),
+          planeStalls,
+          parseStallLines(host.stderr.slice(hostStderrFrom)),
+        ),
       );
     }
     live.sort((a, b) => a - b);
@@ -322,7 +411,9 @@ async function run(
     if (process.env.BENCH_HEAP)
       console.log('heap snapshot', (await import('node:v8')).writeHeapSnapshot(process.env.BENCH_HEAP));
     loopDelay.disable();
-    gcObserver.disconnect();
+    stopProbe();
+    const gcPauses = { minor: [] as number[], major: [] as number[] };
+    for (const [kind, start, end] of planeStalls) if (kind !== 'loop') gcPauses[kind].push(end - start);
     if (process.env.BENCH_DEBUG)
       for (const [kind, pauses] of Object.entries(gcPauses)) {
         const sorted = [...pauses].sort((a, b) => a - b);
