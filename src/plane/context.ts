@@ -8,6 +8,7 @@ import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
 import type { HeardLog } from './heard-log.ts';
+import type { NextTurn } from './start-queue.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
 import { inRemoteCallSpan } from './tracing.ts';
 
@@ -66,6 +67,8 @@ export interface PlaneContext {
    * policy reaches the start path without importing it.
    */
   startAgain(envelope: Envelope): Promise<StartOutcome>;
+  /** Runs a function on a later turn of the event loop (PlanePorts.nextTurn), or null: never wait. */
+  nextTurn: NextTurn | null;
   /** Compiles acceptance schemas off the event loop, when the plane was given one (PlanePorts). */
   schemaCompiler?: SchemaCompiler;
   /**

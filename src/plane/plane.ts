@@ -125,7 +125,8 @@ export interface PlanePorts {
   /**
    * Runs a function on a later turn of the event loop: new jobs' starts wait for it, so a create's answer
    * is written before its start's work runs, and a burst of starts is spread over several turns
-   * (plane/start-queue.ts). The server passes one built on setImmediate. @default none: starts run at once
+   * (plane/start-queue.ts); a reconciliation pass observes a listed page a few jobs a turn. The server
+   * passes one built on setImmediate. @default none: starts run at once, a page in one go
    */
   nextTurn?: NextTurn;
   /**
@@ -247,6 +248,7 @@ export class Plane {
       startsInFlight: new Set(),
       mayStart: (id) => this.leases.fresh(id),
       heard: new HeardLog(),
+      nextTurn: ports.nextTurn ?? null,
       ...(ports.schemaCompiler ? { schemaCompiler: ports.schemaCompiler } : {}),
       onRevision: (target, from, to) => this.spawn(recordCardChanged(this.ctx, target, from, to)),
       onVerificationDue: (id) => this.verify(id),
@@ -280,7 +282,7 @@ export class Plane {
     this.deadlines = new WorkflowDeadlines(this.ctx, (tenant, workflowId) =>
       this.enforceWorkflow(tenant, workflowId),
     );
-    this.startQueue = new StartQueue(ports.nextTurn ?? null);
+    this.startQueue = new StartQueue(this.ctx.nextTurn);
     this.retention = new RetentionSweeper({
       clock: ports.clock,
       store: ports.store,

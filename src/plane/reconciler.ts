@@ -18,6 +18,7 @@ import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { HeardLog } from './heard-log.ts';
 import { handleLost } from './lost-policy.ts';
 import { ensureStarted } from './start-remote.ts';
+import { turnPacer } from './start-queue.ts';
 
 /**
  * Reconciliation: the slow path that catches everything the fast path dropped (docs/a2a-notes.md,
@@ -36,6 +37,9 @@ import { ensureStarted } from './start-remote.ts';
  * timeout, unacknowledged cancel, recorded answer, unconfirmed start, expected duration, or the default
  * one). Without a list, or when it failed, every open job is looked at, as then each quiet one is due.
  */
+
+/** Listed jobs observed per turn of the event loop in a reconciliation pass (with PlanePorts.nextTurn). */
+export const OBSERVES_PER_TURN = 8;
 
 export const ACTIVE_STATES: NormalizedState[] = NORMALIZED_STATES.filter((s) => !isTerminal(s));
 
@@ -190,6 +194,9 @@ export class Reconciler {
       const since =
         (this.lastRound.get(target) ?? open.oldestCreatedAt ?? roundStart) - ctx.config.reconcile.sinceSkewMs;
       let cursor: string | undefined;
+      // A page's observations take turns with the streams' frames (a page of 100 in one turn held the
+      // loop ~20–60 ms with 1,000 jobs streaming: docs/performance.md, "A reconciliation page a few jobs a turn").
+      const pace = turnPacer(ctx.nextTurn, OBSERVES_PER_TURN);
       try {
         do {
           const page = await remoteCall(ctx, 'list', null, (signal) =>
@@ -204,6 +211,7 @@ export class Reconciler {
             const env =
               byRemote.get(snap.remoteId) ?? (snap.contextId ? byContext.get(snap.contextId) : undefined);
             if (!env || seen.has(env.id)) continue;
+            await pace();
             try {
               const result = await observe(ctx, env.id, snap, 'reconcile');
               seen.add(env.id);

@@ -16,6 +16,21 @@ export type NextTurn = (fn: () => void) => void;
  */
 export const STARTS_PER_TURN = 8;
 
+/**
+ * For a loop of many short steps that would otherwise run in one turn (a store that answers without
+ * I/O resolves every await in the same turn): called before each step, it lets `perTurn` steps go and
+ * then returns a promise of a later turn, so stream frames and requests that arrived meanwhile run
+ * between the batches. Without `nextTurn` (the lab, the engine tests) it never waits.
+ */
+export function turnPacer(nextTurn: NextTurn | null, perTurn: number): () => Promise<void> | undefined {
+  let steps = 0;
+  return () => {
+    if (!nextTurn || ++steps <= perTurn) return undefined;
+    steps = 1;
+    return new Promise((resolve) => nextTurn(resolve));
+  };
+}
+
 export class StartQueue {
   private readonly waiting: Array<() => void> = [];
   private scheduled = false;

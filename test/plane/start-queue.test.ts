@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ConnectorCapabilities } from '../../src/connectors/connector.ts';
+import { OBSERVES_PER_TURN } from '../../src/plane/reconciler.ts';
 import { STARTS_PER_TURN } from '../../src/plane/start-queue.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import { harness, type Harness } from './harness.ts';
@@ -18,9 +20,13 @@ const T = 'tenant-a';
 const starts = () => h!.remote.calls.filter((c) => c.method === 'start' || c.method === 'startStream').length;
 
 /** A harness whose plane defers starts to turns this test runs with `turn()`. */
-async function withTurns(options: PlaneOptions = {}, startStream = false) {
+async function withTurns(
+  options: PlaneOptions = {},
+  startStream = false,
+  caps: Partial<ConnectorCapabilities> = {},
+) {
   const turns: Array<() => void> = [];
-  h = await harness(options, {}, 1, { startStream }, { nextTurn: (fn) => turns.push(fn) });
+  h = await harness(options, caps, 1, { startStream }, { nextTurn: (fn) => turns.push(fn) });
   return {
     async turn() {
       for (const fn of turns.splice(0)) fn();
@@ -120,4 +126,35 @@ describe('stop right after a create', () => {
         h = undefined;
       }
     });
+
+  it(`a reconciliation pass observes a listed page ${OBSERVES_PER_TURN} jobs a turn, and every one of them`, async () => {
+    // With a store that answers without I/O, a page observed in one go holds the event loop for the whole
+    // page, and every stream frame that arrives meanwhile waits for it.
+    const turns = await withTurns(
+      { delivery: { stream: false, push: false, poll: false }, reconcile: { enabled: false } },
+      false,
+      { list: true },
+    );
+    const n = OBSERVES_PER_TURN * 2 + 3;
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++)
+      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
+    while (turns.waiting() > 0) await turns.turn();
+    await h!.advance(60_000);
+    for (const job of h!.remote.jobs.values()) h!.remote.set(job.id, 'succeeded');
+    const succeeded = async () =>
+      (await Promise.all(ids.map((id) => h!.plane.get(T, id)))).filter((e) => e.state === 'succeeded').length;
+
+    let report: unknown;
+    const pass = h!.plane.reconcileNow('fake').then(([r]) => (report = r));
+    await h!.settle();
+    const perTurn = [await succeeded()];
+    while (turns.waiting() > 0) {
+      await turns.turn();
+      perTurn.push((await succeeded()) - perTurn.reduce((a, b) => a + b, 0));
+    }
+    await pass;
+    expect(perTurn).toEqual([OBSERVES_PER_TURN, OBSERVES_PER_TURN, 3]);
+    expect(report).toMatchObject({ target: 'fake', listed: n, changed: n });
+  });
 });
