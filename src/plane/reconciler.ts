@@ -195,7 +195,7 @@ export class Reconciler {
         (this.lastRound.get(target) ?? open.oldestCreatedAt ?? roundStart) - ctx.config.reconcile.sinceSkewMs;
       let cursor: string | undefined;
       // A page's observations take turns with the streams' frames (a page of 100 in one turn held the
-      // loop ~20–60 ms with 1,000 jobs streaming: docs/performance.md, "A reconciliation page a few jobs a turn").
+      // loop 30–67 ms with 1,000 jobs streaming: docs/performance.md, "A reconciliation page a few jobs a turn").
       const pace = turnPacer(ctx.nextTurn, OBSERVES_PER_TURN);
       try {
         do {
