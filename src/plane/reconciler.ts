@@ -194,8 +194,9 @@ export class Reconciler {
       const since =
         (this.lastRound.get(target) ?? open.oldestCreatedAt ?? roundStart) - ctx.config.reconcile.sinceSkewMs;
       let cursor: string | undefined;
-      // A page's observations take turns with the streams' frames (a page of 100 in one turn held the
-      // loop 30–67 ms with 1,000 jobs streaming: docs/performance.md, "A reconciliation page a few jobs a turn").
+      // A page's observations take turns with the streams' frames: on a store that answers without I/O a
+      // whole page would otherwise be observed in one turn, every frame waiting behind it
+      // (docs/performance.md, "A reconciliation page a few jobs a turn").
       const pace = turnPacer(ctx.nextTurn, OBSERVES_PER_TURN);
       try {
         do {

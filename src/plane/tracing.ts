@@ -34,8 +34,8 @@ const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
 /**
  * True when a span would reach nothing: no SDK registered to record it and no propagator to send its
  * context to an agent. Then a remote call runs without one, rather than derive the task's trace context
- * (a SHA-256 of its id) and build a span for nothing (docs/performance.md, "Tracing when nothing traces"). A provider of another copy of the API, or one wrapped by the
- * application, counts as an SDK.
+ * (a SHA-256 of its id) and build a span for nothing (docs/performance.md, "Tracing when nothing
+ * traces"). A provider of another copy of the API, or one wrapped by the application, counts as an SDK.
  */
 function tracingOff(): boolean {
   if (propagation.fields().length > 0) return false;

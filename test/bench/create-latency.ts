@@ -20,7 +20,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { spawnProcess, type TestProcess } from '../support/process.ts';
-import { percentile } from './stats.ts';
+import { median, percentile } from './stats.ts';
 
 export interface CreateLatency {
   p50: number;
@@ -157,7 +157,6 @@ async function main(): Promise<void> {
   } finally {
     await agent.close();
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   console.log('medians over rounds: p99 ms, event-loop CPU µs per create');
   for (const [k, xs] of p99s)
     console.log(

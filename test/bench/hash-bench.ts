@@ -7,7 +7,7 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { sha256Hex } from '../../src/core/canonical-json.ts';
-import { percentile } from './stats.ts';
+import { median } from './stats.ts';
 
 const pureJs = (text: string) => bytesToHex(sha256(utf8ToBytes(text)));
 const contenders = [
@@ -26,12 +26,7 @@ for (const size of [200, 1 << 20]) {
       for (let i = 0; i < calls; i++) hash(text);
       rounds.get(name)!.push(((performance.now() - t0) / calls) * 1000);
     }
-  const median = (name: string) =>
-    percentile(
-      rounds.get(name)!.sort((a, b) => a - b),
-      50,
-    )!;
-  const [anchor, ours] = contenders.map(([name]) => median(name));
+  const [anchor, ours] = contenders.map(([name]) => median(rounds.get(name)!));
   console.log(
     `${size} bytes: pure JS ${anchor!.toFixed(1)} µs, sha256Hex ${ours!.toFixed(1)} µs (${(anchor! / ours!).toFixed(1)}×)`,
   );

@@ -28,6 +28,7 @@ import http from 'node:http';
 import { spawnProcess, spawnTaskplane, type TestProcess } from '../support/process.ts';
 import { closedLoop } from './closed-loop.ts';
 import { grpcLoad, type GrpcLoad } from './grpc-load.ts';
+import { median } from './stats.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000);
@@ -303,8 +304,6 @@ function cpuMs(pid: number | undefined): number {
     return NaN;
   }
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface Sample {
   sendRps: number;

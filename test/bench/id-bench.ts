@@ -7,6 +7,7 @@ import { randomFillSync } from 'node:crypto';
 import { SystemClock } from '../../src/core/clock.ts';
 import { newId } from '../../src/core/ids.ts';
 import { BufferedRandom } from '../../src/core/buffered-random.ts';
+import { median } from './stats.ts';
 
 const random = new BufferedRandom({ next: Math.random, bytes: (n) => randomFillSync(new Uint8Array(n)) });
 const clock = new SystemClock();
@@ -49,5 +50,5 @@ for (let round = 0; round < 5; round++) {
   before.push(perId(() => appendedId('task_')));
   now.push(perId(() => newId(clock, random, 'task_')));
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[2]!.toFixed(2);
-console.log(`newId ${median(now)} µs per id; string append ${median(before)} µs (medians of 5 × ${N})`);
+const mid = (xs: number[]) => median(xs).toFixed(2);
+console.log(`newId ${mid(now)} µs per id; string append ${mid(before)} µs (medians of 5 × ${N})`);

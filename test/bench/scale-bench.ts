@@ -41,7 +41,7 @@ import { fileURLToPath } from 'node:url';
 import type { VirtualClock } from '../../src/core/clock.ts';
 import type { Envelope } from '../../src/core/envelope.ts';
 import { FakeRemote, SEEDED_TS } from '../plane/fake-remote.ts';
-import { percentile } from './stats.ts';
+import { median } from './stats.ts';
 import { createMetrics } from '../../src/server/metrics.ts';
 import { CachedReadsByKey } from '../../src/server/cached-read.ts';
 import { spawnHost, spawnProcess, type TestProcess } from '../support/process.ts';
@@ -615,11 +615,3 @@ async function main(): Promise<void> {
 
 await main();
 process.exit(0);
-
-/** The middle of the samples (nearest rank). */
-function median(samples: number[]): number {
-  return percentile(
-    samples.sort((a, b) => a - b),
-    50,
-  )!;
-}

@@ -5,6 +5,11 @@ export function percentile(sorted: readonly number[], p: number): number | null 
     : null;
 }
 
+/** The middle sample (for an even count, the upper of the two middle ones); `samples` is left as it is. */
+export function median(samples: readonly number[]): number {
+  return [...samples].sort((a, b) => a - b)[samples.length >> 1]!;
+}
+
 /** How many samples exceed `limit`, and their share in percent ('-' when there are none), for a report. */
 export function over(samples: readonly number[], limit: number): { count: number; share: string } {
   const count = samples.filter((d) => d > limit).length;

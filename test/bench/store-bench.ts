@@ -15,6 +15,7 @@ import { newEnvelope, type Envelope } from '../../src/core/envelope.ts';
 import { PostgresStore } from '../../src/store/postgres/pg-store.ts';
 import { SqliteStore, type SqliteStoreOptions } from '../../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../../src/store/store.ts';
+import { median } from './stats.ts';
 
 const RUNS = 5;
 const SINGLE_MS = 250;
@@ -74,11 +75,6 @@ async function batched(store: Store): Promise<number> {
     Array.from({ length: CONCURRENCY }, () => transitions(store, Number.MAX_SAFE_INTEGER, deadline)),
   );
   return counts.reduce((a, b) => a + b, 0) / ((performance.now() - start) / 1000);
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function measure(open: () => Promise<Store>): Promise<{ single: number; batched: number }> {
