@@ -3,6 +3,7 @@ import { cancelTask } from './answer-and-cancel.ts';
 import { describeError, type PlaneContext, jobFields } from './context.ts';
 import { updateLocal } from './observe.ts';
 import { listActiveEnvelopes } from './reconciler.ts';
+import { WRITES_PER_TURN, turnPacer } from './turns.ts';
 
 export interface ActorRevokedReport {
   keyId: string;
@@ -24,9 +25,13 @@ export async function onActorRevoked(
   tenant: string,
 ): Promise<ActorRevokedReport> {
   const policy = ctx.config.onActorRevoked;
-  const affected = (await listActiveEnvelopes(ctx.store, { tenant })).filter((e) => e.keyId === keyId);
+  const affected = (await listActiveEnvelopes(ctx.store, { tenant }, ctx.nextTurn)).filter(
+    (e) => e.keyId === keyId,
+  );
   const done: string[] = [];
+  const pace = turnPacer(ctx.nextTurn, WRITES_PER_TURN);
   for (const env of affected) {
+    await pace();
     // One job's failure is logged and the rest still get their decision.
     try {
       const { written } = await updateLocal(ctx, env.id, (current) =>

@@ -8,7 +8,7 @@ import type { EnvelopeStore } from '../store/store.ts';
 import type { Connector } from '../connectors/connector.ts';
 import type { PlaneConfig } from './options.ts';
 import type { HeardLog } from './heard-log.ts';
-import type { NextTurn } from './start-queue.ts';
+import type { NextTurn } from './turns.ts';
 import type { RequestKind, SignalCounters } from './signals.ts';
 import { inRemoteCallSpan } from './tracing.ts';
 

@@ -100,7 +100,8 @@ import {
 import type { TargetActivitySnapshot } from './target-activity.ts';
 import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
-import { StartQueue, type NextTurn } from './start-queue.ts';
+import { StartQueue } from './start-queue.ts';
+import type { NextTurn } from './turns.ts';
 import { noteStartFailed, prepareConnector } from './start-attempts.ts';
 import { handleWebhook, type WebhookResult } from './webhook-ingress.ts';
 import { TimeoutTimers } from './timeouts.ts';

@@ -18,7 +18,7 @@ import { cancelUndelivered, sendCancel } from './cancel-delivery.ts';
 import { HeardLog } from './heard-log.ts';
 import { handleLost } from './lost-policy.ts';
 import { ensureStarted } from './start-remote.ts';
-import { turnPacer } from './start-queue.ts';
+import { WRITES_PER_TURN, turnPacer, type NextTurn } from './turns.ts';
 
 /**
  * Reconciliation: the slow path that catches everything the fast path dropped (docs/a2a-notes.md,
@@ -38,8 +38,11 @@ import { turnPacer } from './start-queue.ts';
  * one). Without a list, or when it failed, every open job is looked at, as then each quiet one is due.
  */
 
-/** Listed jobs observed per turn of the event loop in a reconciliation pass (with PlanePorts.nextTurn). */
-export const OBSERVES_PER_TURN = 8;
+/**
+ * Jobs a reconciliation pass looks over per turn for their own deadlines (reconcileJob). Most need
+ * nothing and cost microseconds; a target that cannot list has every open job looked over each pass.
+ */
+export const DUE_CHECKS_PER_TURN = 64;
 
 export const ACTIVE_STATES: NormalizedState[] = NORMALIZED_STATES.filter((s) => !isTerminal(s));
 
@@ -55,14 +58,21 @@ export interface ReconcileReport {
   deferred: number;
 }
 
-/** Every non-terminal envelope, optionally of one target and/or tenant, oldest first. */
+/**
+ * Every non-terminal envelope, optionally of one target and/or tenant, oldest first. With `nextTurn`
+ * each page after the first is read on a turn of its own (a page of 500 copied out of the memory store
+ * holds the loop a few milliseconds).
+ */
 export async function listActiveEnvelopes(
   store: EnvelopeStore,
   filter: { target?: string; tenant?: string } = {},
+  nextTurn: NextTurn | null = null,
 ): Promise<Envelope[]> {
   const out: Envelope[] = [];
+  const pace = turnPacer(nextTurn, 1);
   let cursor: string | undefined;
   do {
+    await pace();
     const page = await store.listEnvelopes({
       states: ACTIVE_STATES,
       order: 'asc',
@@ -88,9 +98,11 @@ export async function recordCardChanged(
   from: string | null,
   to: string | null,
 ): Promise<void> {
-  const active = await listActiveEnvelopes(ctx.store, { target });
+  const active = await listActiveEnvelopes(ctx.store, { target }, ctx.nextTurn);
   ctx.logger.info({ target, from, to, jobs: active.length }, 'agent card changed');
+  const pace = turnPacer(ctx.nextTurn, WRITES_PER_TURN);
   for (const env of active) {
+    await pace();
     try {
       await updateLocal(ctx, env.id, (cur) =>
         isTerminal(cur.state)
@@ -197,7 +209,7 @@ export class Reconciler {
       // A page's observations take turns with the streams' frames: on a store that answers without I/O a
       // whole page would otherwise be observed in one turn, every frame waiting behind it
       // (docs/performance.md, "A reconciliation page a few jobs a turn").
-      const pace = turnPacer(ctx.nextTurn, OBSERVES_PER_TURN);
+      const pace = turnPacer(ctx.nextTurn, WRITES_PER_TURN);
       try {
         do {
           const page = await remoteCall(ctx, 'list', null, (signal) =>
@@ -254,9 +266,11 @@ export class Reconciler {
           defaultOrphanCreatedBefore:
             now - ctx.config.reconcile.defaultExpectedDurationMs - ctx.config.reconcile.orphanMarginMs,
         })
-      : await listActiveEnvelopes(ctx.store, { target });
+      : await listActiveEnvelopes(ctx.store, { target }, ctx.nextTurn);
     const due: Envelope[] = [];
+    const paceChecks = turnPacer(ctx.nextTurn, DUE_CHECKS_PER_TURN);
     for (const env of candidates) {
+      await paceChecks();
       if (ctx.signal.aborted) break;
       try {
         if (await this.reconcileJob(env, now, { seen, listFailed, report })) due.push(env);

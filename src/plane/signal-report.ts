@@ -49,7 +49,7 @@ export type OpenJobSignals = Pick<PlaneSignals, 'orphans' | 'inputRequiredByAge'
  */
 export async function collectOpenJobSignals(ctx: PlaneContext, tenant?: string): Promise<OpenJobSignals> {
   const now = ctx.clock.now();
-  const active = await listActiveEnvelopes(ctx.store, tenant === undefined ? {} : { tenant });
+  const active = await listActiveEnvelopes(ctx.store, tenant === undefined ? {} : { tenant }, ctx.nextTurn);
   const inputRequiredByAge = emptyBuckets();
   const authRequiredByAge = emptyBuckets();
   let orphans = 0;

@@ -9,7 +9,7 @@ import type { ConnectorCapabilities } from '../../src/connectors/connector.ts';
 import { Plane } from '../../src/plane/plane.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
-import type { NextTurn } from '../../src/plane/start-queue.ts';
+import type { NextTurn } from '../../src/plane/turns.ts';
 import { FakeRemote, drain } from './fake-remote.ts';
 import type { VerifierPort } from '../../src/plane/verifier.ts';
 

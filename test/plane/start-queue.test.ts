@@ -1,14 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConnectorCapabilities } from '../../src/connectors/connector.ts';
-import { OBSERVES_PER_TURN } from '../../src/plane/reconciler.ts';
 import { STARTS_PER_TURN } from '../../src/plane/start-queue.ts';
+import { DUE_CHECKS_PER_TURN } from '../../src/plane/reconciler.ts';
+import { WRITES_PER_TURN } from '../../src/plane/turns.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import { harness, type Harness } from './harness.ts';
 
 /**
  * New jobs' starts wait in the start queue for a later turn of the event loop (the server's is
  * setImmediate; here the test runs each turn by hand): a create answers before its start's work runs,
- * a burst of starts is spread over turns, and stop() never waits on a start that has not begun.
+ * a burst of starts is spread over turns, and stop() never waits on a start that has not begun. The
+ * plane's long loops over jobs (a reconciliation pass, a revoked key's jobs) take turns the same way.
  */
 let h: Harness | undefined;
 afterEach(async () => {
@@ -126,8 +128,12 @@ describe('stop right after a create', () => {
         h = undefined;
       }
     });
+});
 
-  it(`a reconciliation pass observes a listed page ${OBSERVES_PER_TURN} jobs a turn, and every one of them`, async () => {
+// Loops over many jobs take turns too (plane/turns.ts): on a store that answers without I/O every await
+// of such a loop resolves in one turn, and a stream frame that arrives meanwhile would wait for its end.
+describe('long loops take turns', () => {
+  it(`a reconciliation pass observes a listed page ${WRITES_PER_TURN} jobs a turn, and every one of them`, async () => {
     // With a store that answers without I/O, a page observed in one go holds the event loop for the whole
     // page, and every stream frame that arrives meanwhile waits for it.
     const turns = await withTurns(
@@ -135,7 +141,7 @@ describe('stop right after a create', () => {
       false,
       { list: true },
     );
-    const n = OBSERVES_PER_TURN * 2 + 3;
+    const n = WRITES_PER_TURN * 2 + 3;
     const ids: string[] = [];
     for (let i = 0; i < n; i++)
       ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
@@ -154,7 +160,77 @@ describe('stop right after a create', () => {
       perTurn.push((await succeeded()) - perTurn.reduce((a, b) => a + b, 0));
     }
     await pass;
-    expect(perTurn).toEqual([OBSERVES_PER_TURN, OBSERVES_PER_TURN, 3]);
+    expect(perTurn).toEqual([WRITES_PER_TURN, WRITES_PER_TURN, 3]);
     expect(report).toMatchObject({ target: 'fake', listed: n, changed: n });
+  });
+
+  it(`a pass over a target that cannot list looks its open jobs over ${DUE_CHECKS_PER_TURN} a turn, then reads the quiet ones`, async () => {
+    // Without a list every open job is looked over for its own deadlines each pass; on a store that
+    // answers without I/O a long loop of them would hold the event loop as a listed page did.
+    const turns = await withTurns(
+      {
+        delivery: { stream: false, push: false, poll: false },
+        reconcile: { enabled: false, intervalMs: 1_000 },
+      },
+      false,
+      { list: false },
+    );
+    const n = DUE_CHECKS_PER_TURN * 2 + 3;
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++)
+      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
+    while (turns.waiting() > 0) await turns.turn();
+    await h!.advance(600_000);
+    for (const job of h!.remote.jobs.values()) h!.remote.set(job.id, 'succeeded');
+    const reads = () => h!.remote.calls.filter((c) => c.method === 'get').length;
+    const before = reads();
+
+    let report: unknown;
+    const pass = h!.plane.reconcileNow('fake').then(([r]) => (report = r));
+    await h!.settle();
+    const readsPerTurn = [reads() - before];
+    let turnsTaken = 0;
+    while (turns.waiting() > 0) {
+      await turns.turn();
+      turnsTaken++;
+      readsPerTurn.push(reads() - before);
+    }
+    await pass;
+    // Two turns pass with the loop still looking the jobs over, none read yet; then every quiet one is.
+    expect(turnsTaken).toBe(2);
+    expect(readsPerTurn).toEqual([0, 0, n]);
+    expect(report).toMatchObject({ target: 'fake', fetched: n, changed: n });
+    for (const id of ids) expect((await h!.plane.get(T, id)).state).toBe('succeeded');
+  });
+
+  it(`a revoked key's open jobs get their actor_revoked events ${WRITES_PER_TURN} a turn, every one of them`, async () => {
+    const turns = await withTurns({ delivery: { stream: false, push: false, poll: false } });
+    const n = WRITES_PER_TURN * 2 + 3;
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++)
+      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i, keyId: 'key-1' })).envelope.id);
+    await h!.plane.create({ tenant: T, target: 'fake', input: 'other', keyId: 'key-2' });
+    while (turns.waiting() > 0) await turns.turn();
+    const marked = async () => {
+      let count = 0;
+      for (const id of ids)
+        if (
+          (await h!.store.listEvents({ afterSeq: 0, envelopeId: id })).some((e) => e.type === 'actor_revoked')
+        )
+          count++;
+      return count;
+    };
+
+    let report: { envelopes: string[] } | undefined;
+    const handled = h!.plane.onActorRevoked('key-1', T).then((r) => (report = r));
+    await h!.settle();
+    const perTurn = [await marked()];
+    while (turns.waiting() > 0) {
+      await turns.turn();
+      perTurn.push((await marked()) - perTurn.reduce((a, b) => a + b, 0));
+    }
+    await handled;
+    expect(perTurn).toEqual([WRITES_PER_TURN, WRITES_PER_TURN, 3]);
+    expect(report!.envelopes.sort()).toEqual([...ids].sort());
   });
 });
