@@ -659,6 +659,11 @@ function encodeRequestState(answers: InputResponses): string {
   return Buffer.from(JSON.stringify(answers), 'utf8').toString('base64url');
 }
 
+/**
+ * The answers of the rounds before, as encodeRequestState wrote them: the client's own answers and
+ * nothing the server vouches for, so a state the client made itself is as good as one echoed back (it
+ * could send the same answers as inputResponses). What does not decode to an answers object is refused.
+ */
 function decodeRequestState(state: string | undefined): InputResponses {
   if (state === undefined || state === '') return {};
   try {
@@ -667,5 +672,8 @@ function decodeRequestState(state: string | undefined): InputResponses {
   } catch {
     // falls through to the refusal
   }
-  throw invalidParams('params.requestState', 'is not a state this server issued');
+  throw invalidParams(
+    'params.requestState',
+    "is not a request state: send back the previous round's requestState unchanged, or leave it out to start over",
+  );
 }

@@ -284,9 +284,24 @@ describe('MCP 2026-07-28 at /mcp', () => {
     const stored = await store.getAgentTask(round2.taskId);
     expect(leaves(stored)).not.toContain(round1.requestState);
     expect(leaves(stored)).not.toContain('requestState');
-    // A state this server did not issue is refused, naming the field.
-    const forged = await mcp(h.mcpUrl, 'tools/call', { name: 'test_tool_with_task', requestState: '%%%' });
-    expect(forged.body.error).toMatchObject({ code: -32602, data: { field: 'params.requestState' } });
+    // A state that does not decode to the answers of earlier rounds is refused, naming the field; one
+    // that does is the client's own answers (it could send them as inputResponses), read as such.
+    for (const bad of [
+      '%%%',
+      Buffer.from('[1]').toString('base64url'),
+      Buffer.from('{x').toString('base64url'),
+    ]) {
+      const refused = await mcp(h.mcpUrl, 'tools/call', { name: 'test_tool_with_task', requestState: bad });
+      expect(refused.body.error).toMatchObject({ code: -32602, data: { field: 'params.requestState' } });
+      expect(refused.body.error.message).toContain('requestState');
+    }
+    const own = Buffer.from(
+      JSON.stringify({ user_name: { action: 'accept', content: { name: 'Bob' } } }),
+    ).toString('base64url');
+    const made = (await mcp(h.mcpUrl, 'tools/call', { name: 'test_tool_with_task', requestState: own })).body
+      .result;
+    expect(made.resultType).toBe('task');
+    expect((await pollTask(h.mcpUrl, made.taskId, terminal)).result.content[0].text).toContain('Bob');
   });
 
   it('cancel is an empty acknowledgement, ends a running task cancelled, and is acknowledged again once terminal', async () => {
