@@ -141,7 +141,7 @@ function isNodeBody(body: object): body is NodeBody {
 }
 
 /** Events parsed ahead of the reader before the body is paused (a reader slower than its server). */
-const READ_AHEAD = 64;
+export const READ_AHEAD = 64;
 
 type Waiter<T> = { resolve: (r: IteratorResult<T>) => void; reject: (err: unknown) => void };
 

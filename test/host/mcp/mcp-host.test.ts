@@ -293,7 +293,7 @@ describe('MCP 2026-07-28 at /mcp', () => {
     ]) {
       const refused = await mcp(h.mcpUrl, 'tools/call', { name: 'test_tool_with_task', requestState: bad });
       expect(refused.body.error).toMatchObject({ code: -32602, data: { field: 'params.requestState' } });
-      expect(refused.body.error.message).toContain('requestState');
+      expect(refused.body.error?.message).toContain('requestState');
     }
     const own = Buffer.from(
       JSON.stringify({ user_name: { action: 'accept', content: { name: 'Bob' } } }),
