@@ -10,7 +10,6 @@ export interface HttpAnswer {
   readonly headers: { get(name: string): string | null };
   /** The body as it arrives (read as SSE by sse-reader.ts); null when there is none. */
   readonly body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | null;
-  text(): Promise<string>;
 }
 
 export interface StreamRequest {
@@ -103,11 +102,5 @@ class NodeAnswer implements HttpAnswer {
         return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
       },
     };
-  }
-
-  async text(): Promise<string> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of this.body) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString('utf8');
   }
 }

@@ -1,5 +1,6 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { TaskplaneError } from '../core/errors.ts';
+import { MAX_REMOTE_MESSAGE_BYTES, tooLarge } from './remote-limits.ts';
 
 /**
  * How long a node:http stream the reader stopped reading early (the consumer had what it needed: the
@@ -49,30 +50,71 @@ export function readSse<T>(
   return readGeneric(body, signal, decode, onEnd);
 }
 
-/** Events turned into what the reader hands out, queued in order; a map that throws stops the queue there. */
+/**
+ * Events turned into what the reader hands out, queued in order; a map that throws stops the queue there,
+ * and so does a stream that goes MAX_REMOTE_MESSAGE_BYTES without ending an event (remote-limits.ts).
+ */
 class FrameQueue<T> {
-  readonly items: T[] = [];
-  /** What the map threw: thrown once the items before it are read. */
+  private readonly items: T[] = [];
+  /** The data size of each queued item: what is parsed ahead is bounded in bytes as well as in events. */
+  private readonly sizes: number[] = [];
+  /** The data bytes of the events queued. */
+  bytes = 0;
+  /** What the map threw, or the limit passed: thrown once the items before it are read. */
   failed: { err: unknown } | null = null;
+  /** Bytes fed since an event or a comment last ended. */
+  private sinceEvent = 0;
+  private ended = false;
   private readonly parser;
   private readonly decoder = new TextDecoder();
 
   constructor(map: (ev: EventSourceMessage) => T | undefined) {
     this.parser = createParser({
       onEvent: (ev) => {
+        this.ended = true;
         if (this.failed) return;
         try {
           const out = map(ev);
-          if (out !== undefined) this.items.push(out);
+          if (out !== undefined) {
+            this.items.push(out);
+            this.sizes.push(ev.data.length);
+            this.bytes += ev.data.length;
+          }
         } catch (err) {
           this.failed = { err };
         }
       },
+      onComment: () => {
+        this.ended = true;
+      },
     });
   }
 
+  get length(): number {
+    return this.items.length;
+  }
+
+  /** The next item (the queue is not empty). */
+  shift(): T {
+    this.bytes -= this.sizes.shift()!;
+    return this.items.shift()!;
+  }
+
+  /** Drops what is queued (the reader stopped). */
+  clear(): void {
+    this.items.length = 0;
+    this.sizes.length = 0;
+    this.bytes = 0;
+  }
+
   feed(chunk: Uint8Array): void {
-    if (!this.failed) this.parser.feed(this.decoder.decode(chunk, { stream: true }));
+    if (this.failed) return;
+    this.ended = false;
+    this.parser.feed(this.decoder.decode(chunk, { stream: true }));
+    // Counted from the chunk an event last ended in: an event may run over by less than one chunk.
+    this.sinceEvent = this.ended ? 0 : this.sinceEvent + chunk.byteLength;
+    if (this.sinceEvent > MAX_REMOTE_MESSAGE_BYTES && !this.failed)
+      this.failed = { err: tooLarge('event stream went without ending an event', MAX_REMOTE_MESSAGE_BYTES) };
   }
 
   /** The body ended: what is left of the last event is read. */
@@ -103,7 +145,7 @@ async function* readGeneric<T>(
       }
       if (chunk.done) frames.flush();
       else frames.feed(chunk.value);
-      while (frames.items.length) yield frames.items.shift()!;
+      while (frames.length) yield frames.shift();
       if (frames.failed) throw frames.failed.err;
       if (chunk.done) return;
     }
@@ -142,6 +184,8 @@ function isNodeBody(body: object): body is NodeBody {
 
 /** Events parsed ahead of the reader before the body is paused (a reader slower than its server). */
 export const READ_AHEAD = 64;
+/** The same in bytes of event data: 64 large events would otherwise be held in full. */
+export const READ_AHEAD_BYTES = 1024 * 1024;
 
 type Waiter<T> = { resolve: (r: IteratorResult<T>) => void; reject: (err: unknown) => void };
 
@@ -195,15 +239,16 @@ class NodeSseStream<T> implements AsyncIterableIterator<T> {
 
   /** What a read gets now (null: it waits for the body); throws the stream's failure once the queue is read. */
   private take(): IteratorResult<T> | null {
-    const { items, failed } = this.frames;
+    const frames = this.frames;
+    const { failed } = frames;
     if (this.signal.aborted && this.end !== true) {
       // The reader asked to stop: events parsed ahead of it are not handed out after that.
-      items.length = 0;
+      frames.clear();
       this.end ??= dropped(this.signal, this.signal.reason);
     }
-    if (items.length) {
-      const value = items.shift()!;
-      if (items.length === 0 && !failed && !this.end && this.body.isPaused()) this.body.resume();
+    if (frames.length) {
+      const value = frames.shift();
+      if (frames.length === 0 && !failed && !this.end && this.body.isPaused()) this.body.resume();
       return { done: false, value };
     }
     if (failed) {
@@ -232,8 +277,9 @@ class NodeSseStream<T> implements AsyncIterableIterator<T> {
   }
 
   private readonly onData = (chunk: Uint8Array): void => {
-    this.frames.feed(chunk);
-    if (this.frames.items.length >= READ_AHEAD || this.frames.failed) this.body.pause();
+    const frames = this.frames;
+    frames.feed(chunk);
+    if (frames.length >= READ_AHEAD || frames.bytes >= READ_AHEAD_BYTES || frames.failed) this.body.pause();
     this.wake();
   };
 
@@ -267,7 +313,7 @@ class NodeSseStream<T> implements AsyncIterableIterator<T> {
     this.waiter = null;
     w?.resolve({ done: true, value: undefined });
     if (this.end !== true && !body.destroyed) {
-      if (this.signal.aborted || body.errored || this.end) body.destroy();
+      if (this.signal.aborted || body.errored || this.end || this.frames.failed) body.destroy();
       else {
         const timer = setTimeout(() => body.destroy(), SSE_DRAIN_MS);
         timer.unref();

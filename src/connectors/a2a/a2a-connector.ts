@@ -1,7 +1,7 @@
 import type { Webhook } from 'standardwebhooks';
 import { sha256Hex } from '../../core/canonical-json.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
-import { TaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError, isTaskplaneError } from '../../core/errors.ts';
 import { signingKey, verifySignature } from '../../protocols/standard-webhooks.ts';
 import {
   AGENT_CARD_PATH,
@@ -35,6 +35,7 @@ import { eventFromV03 } from '../../protocols/a2a/v03/wire.ts';
 import type { Logger } from '../../core/logger.ts';
 import { a2aWireError, isRouteError, routeError } from './wire-errors.ts';
 import { transportError } from '../transport-errors.ts';
+import { readBoundedText } from '../remote-limits.ts';
 
 /**
  * The A2A 1.0 client connector. Chooses JSON-RPC, HTTP+JSON or gRPC from the agent card (first usable
@@ -193,8 +194,12 @@ export async function readAgentCard(
   }
   if (!response.ok) throw a2aWireError({ httpStatus: response.status, message: 'agent card' });
   let card: unknown;
+  const text = await readBoundedText(response, 'agent card').catch((err: unknown) => {
+    if (isTaskplaneError(err)) throw err;
+    throw transportError(err, signal, () => timeout.aborted);
+  });
   try {
-    card = await response.json();
+    card = JSON.parse(text);
   } catch {
     throw routeError(response.status, 'agent card is not JSON');
   }

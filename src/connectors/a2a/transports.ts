@@ -1,4 +1,4 @@
-import { TaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError, isTaskplaneError } from '../../core/errors.ts';
 import {
   A2A_CONTENT_TYPE,
   A2A_PROTOCOL_VERSION,
@@ -7,6 +7,7 @@ import {
 } from '../../protocols/a2a/types.ts';
 import type { HttpAnswer, StreamRequest } from '../http-stream.ts';
 import type { EventSourceMessage } from 'eventsource-parser';
+import { readBoundedText } from '../remote-limits.ts';
 import { readSse } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
 import { transportError } from '../transport-errors.ts';
@@ -110,7 +111,8 @@ export async function send(
 }
 
 export async function readJson(response: HttpAnswer): Promise<unknown> {
-  const text = await response.text().catch((err: unknown) => {
+  const text = await readBoundedText(response, 'answer').catch((err: unknown) => {
+    if (isTaskplaneError(err)) throw err;
     throw new TaskplaneError('unavailable', 'response body interrupted', { cause: err });
   });
   if (text === '') return null;

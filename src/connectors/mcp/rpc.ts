@@ -1,6 +1,7 @@
-import { TaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError, isTaskplaneError } from '../../core/errors.ts';
 import { requestHeaders } from '../../protocols/mcp/headers.ts';
 import type { JsonObject, JsonRpcErrorObject, JsonValue } from '../../protocols/mcp/types.ts';
+import { readBoundedText } from '../remote-limits.ts';
 import { readSseJson } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
 import { transportError } from '../transport-errors.ts';
@@ -127,8 +128,9 @@ export async function rpcCall(
     }
     let text: string;
     try {
-      text = await response.text();
+      text = await readBoundedText(response, `${method} answer`);
     } catch (err) {
+      if (isTaskplaneError(err)) throw err;
       throw transportError(err, signal, () => timeout.aborted);
     }
     let msg: unknown;
@@ -258,8 +260,12 @@ export async function* rpcListen(
   const type = (response.headers.get('content-type') ?? '').toLowerCase();
   if (!type.includes('text/event-stream') || !response.body) {
     let msg: unknown;
+    const text = await readBoundedText(response, `${method} answer`).catch((err: unknown) => {
+      if (isTaskplaneError(err)) throw err;
+      throw transportError(err, signal, () => false);
+    });
     try {
-      msg = JSON.parse(await response.text());
+      msg = JSON.parse(text);
     } catch {
       throw notProtocol(response.status, 'body is not JSON');
     }

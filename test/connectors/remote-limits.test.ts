@@ -1,0 +1,174 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readAgentCard } from '../../src/connectors/a2a/a2a-connector.ts';
+import { jsonRpcTransport, restTransport, type StreamFrame } from '../../src/connectors/a2a/transports.ts';
+import { rpcCall } from '../../src/connectors/mcp/rpc.ts';
+import { MAX_REMOTE_MESSAGE_BYTES } from '../../src/connectors/remote-limits.ts';
+import { TaskplaneError } from '../../src/core/errors.ts';
+
+/**
+ * What the plane reads of one remote answer is bounded (src/connectors/remote-limits.ts): a JSON answer
+ * or an event over MAX_REMOTE_MESSAGE_BYTES is given up as it passes the limit, the connection closed,
+ * and the call fails `unavailable` (retryable: the remote may have done the work, so it is never an
+ * outcome). Against plain HTTP servers that send more than the limit, with and without Content-Length.
+ */
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+/** What a server saw of one answer: the bytes it wrote, and the client closing the connection. */
+interface Sent {
+  written: number;
+  closed: Promise<void>;
+}
+
+async function serve(answer: (req: IncomingMessage, res: ServerResponse, sent: Sent) => void): Promise<{
+  url: string;
+  sent: Sent[];
+}> {
+  const sent: Sent[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      let closed!: () => void;
+      const s: Sent = { written: 0, closed: new Promise((r) => (closed = r)) };
+      res.on('close', () => closed());
+      sent.push(s);
+      answer(req, res, s);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, sent };
+}
+
+const OVER = MAX_REMOTE_MESSAGE_BYTES + 1024 * 1024;
+const MiB = 'x'.repeat(1024 * 1024);
+
+/** Writes `prefix`, then MiB after MiB up to `total` bytes, waiting for drain: stops once the client closes. */
+function writeMiBs(res: ServerResponse, sent: Sent, prefix: string, total: number, suffix = ''): void {
+  res.write(prefix);
+  sent.written += prefix.length;
+  const more = () => {
+    while (sent.written < total && !res.destroyed) {
+      sent.written += MiB.length;
+      if (!res.write(MiB)) return void res.once('drain', more);
+    }
+    if (!res.destroyed) res.end(suffix);
+  };
+  more();
+}
+
+function expectTooLarge(err: unknown): void {
+  expect(err).toBeInstanceOf(TaskplaneError);
+  expect((err as TaskplaneError).code).toBe('unavailable');
+  expect((err as TaskplaneError).retryable).toBe(true);
+  expect((err as TaskplaneError).message).toContain(`over ${MAX_REMOTE_MESSAGE_BYTES} bytes`);
+}
+
+const never = () => new AbortController().signal;
+
+describe('a remote answer over the limit', () => {
+  for (const declared of [true, false])
+    it(`a JSON-RPC answer is given up ${declared ? 'at once by its Content-Length' : 'as it passes the limit'}`, async () => {
+      const { url, sent } = await serve((_req, res, s) => {
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          ...(declared ? { 'content-length': String(OVER + 2) } : {}),
+        });
+        writeMiBs(res, s, '{"jsonrpc":"2.0","id":1,"result":{"id":"t1","x":"', OVER, '"}}');
+      });
+      const t = jsonRpcTransport({ url, timeoutMs: 10_000 });
+      const err = await t.call('GetTask', { id: 't1' }, never()).catch((e: unknown) => e);
+      expectTooLarge(err);
+      await sent[0]!.closed;
+    });
+
+  it('an HTTP+JSON answer is given up as it passes the limit', async () => {
+    const { url, sent } = await serve((_req, res, s) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      writeMiBs(res, s, '{"id":"t1","x":"', OVER, '"}');
+    });
+    const err = await restTransport({ url, timeoutMs: 10_000 })
+      .call('GetTask', { id: 't1' }, never())
+      .catch((e: unknown) => e);
+    expectTooLarge(err);
+    await sent[0]!.closed;
+  });
+
+  it('an event that does not end within the limit fails the stream after the frames before it, and closes it', async () => {
+    const { url, sent } = await serve((_req, res, s) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const first = `id: 1\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 't1', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } } } })}\n\n`;
+      writeMiBs(res, s, `${first}data: {"x":"`, OVER, '"}\n\n');
+    });
+    const frames: StreamFrame[] = [];
+    const err = await (async () => {
+      for await (const f of jsonRpcTransport({ url, timeoutMs: 10_000 }).stream(
+        'SubscribeToTask',
+        { id: 't1' },
+        never(),
+      ))
+        frames.push(f);
+    })().catch((e: unknown) => e);
+    expect(frames.map((f) => f.eventId)).toEqual(['1']);
+    expectTooLarge(err);
+    expect((err as Error).message).toContain('without ending an event');
+    await sent[0]!.closed;
+  });
+
+  it('many events each within the limit are all read, however long the stream', async () => {
+    // The bound is per event: a stream that keeps ending its events is read to its end.
+    const frame = (i: number) =>
+      `id: ${i}\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { statusUpdate: { taskId: 't1', status: { state: 'TASK_STATE_WORKING', message: { parts: [{ text: MiB }] } } } } })}\n\n`;
+    const count = Math.ceil(OVER / MiB.length) + 2;
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      let i = 0;
+      const more = () => {
+        while (i < count) if (!res.write(frame(++i))) return void res.once('drain', more);
+        res.end();
+      };
+      more();
+    });
+    let n = 0;
+    for await (const f of jsonRpcTransport({ url, timeoutMs: 10_000 }).stream(
+      'SubscribeToTask',
+      { id: 't1' },
+      never(),
+    ))
+      if (f.eventId === String(n + 1)) n++;
+    expect(n).toBe(count);
+  });
+
+  it('an agent card is given up as it passes the limit', async () => {
+    const { url, sent } = await serve((_req, res, s) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      writeMiBs(res, s, '{"name":"', OVER, '"}');
+    });
+    const err = await readAgentCard(url, never()).catch((e: unknown) => e);
+    expectTooLarge(err);
+    await sent[0]!.closed;
+  });
+
+  it('an MCP answer is given up as it passes the limit', async () => {
+    const { url, sent } = await serve((_req, res, s) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      writeMiBs(res, s, '{"jsonrpc":"2.0","id":1,"result":{"x":"', OVER, '"}}');
+    });
+    const err = await rpcCall(
+      { url, headers: {}, timeoutMs: 10_000, fetch },
+      'tasks/get',
+      { taskId: 't1' },
+      { protocolVersion: '2025-11-25', modern: false },
+      never(),
+    ).catch((e: unknown) => e);
+    expectTooLarge(err);
+    await sent[0]!.closed;
+  });
+});
