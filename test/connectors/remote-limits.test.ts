@@ -73,6 +73,19 @@ function expectTooLarge(err: unknown): void {
 
 const never = () => new AbortController().signal;
 
+/**
+ * A server answering JSON of OVER bytes (`open` + filler + `close`, no Content-Length), and `call` made
+ * to it: it must fail as too large, and the server must see its connection closed.
+ */
+async function refusedJson(open: string, close: string, call: (url: string) => Promise<unknown>) {
+  const { url, sent } = await serve((_req, res, s) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    writeMiBs(res, s, open, OVER, close);
+  });
+  expectTooLarge(await call(url).catch((e: unknown) => e));
+  await sent[0]!.closed;
+}
+
 describe('a remote answer over the limit', () => {
   for (const declared of [true, false])
     it(`a JSON-RPC answer is given up ${declared ? 'at once by its Content-Length' : 'as it passes the limit'}`, async () => {
@@ -89,17 +102,10 @@ describe('a remote answer over the limit', () => {
       await sent[0]!.closed;
     });
 
-  it('an HTTP+JSON answer is given up as it passes the limit', async () => {
-    const { url, sent } = await serve((_req, res, s) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      writeMiBs(res, s, '{"id":"t1","x":"', OVER, '"}');
-    });
-    const err = await restTransport({ url, timeoutMs: 10_000 })
-      .call('GetTask', { id: 't1' }, never())
-      .catch((e: unknown) => e);
-    expectTooLarge(err);
-    await sent[0]!.closed;
-  });
+  it('an HTTP+JSON answer is given up as it passes the limit', () =>
+    refusedJson('{"id":"t1","x":"', '"}', (url) =>
+      restTransport({ url, timeoutMs: 10_000 }).call('GetTask', { id: 't1' }, never()),
+    ));
 
   it('an event that does not end within the limit fails the stream after the frames before it, and closes it', async () => {
     const { url, sent } = await serve((_req, res, s) => {
@@ -146,29 +152,17 @@ describe('a remote answer over the limit', () => {
     expect(n).toBe(count);
   });
 
-  it('an agent card is given up as it passes the limit', async () => {
-    const { url, sent } = await serve((_req, res, s) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      writeMiBs(res, s, '{"name":"', OVER, '"}');
-    });
-    const err = await readAgentCard(url, never()).catch((e: unknown) => e);
-    expectTooLarge(err);
-    await sent[0]!.closed;
-  });
+  it('an agent card is given up as it passes the limit', () =>
+    refusedJson('{"name":"', '"}', (url) => readAgentCard(url, never())));
 
-  it('an MCP answer is given up as it passes the limit', async () => {
-    const { url, sent } = await serve((_req, res, s) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      writeMiBs(res, s, '{"jsonrpc":"2.0","id":1,"result":{"x":"', OVER, '"}}');
-    });
-    const err = await rpcCall(
-      { url, headers: {}, timeoutMs: 10_000, fetch },
-      'tasks/get',
-      { taskId: 't1' },
-      { protocolVersion: '2025-11-25', modern: false },
-      never(),
-    ).catch((e: unknown) => e);
-    expectTooLarge(err);
-    await sent[0]!.closed;
-  });
+  it('an MCP answer is given up as it passes the limit', () =>
+    refusedJson('{"jsonrpc":"2.0","id":1,"result":{"x":"', '"}}', (url) =>
+      rpcCall(
+        { url, headers: {}, timeoutMs: 10_000, fetch },
+        'tasks/get',
+        { taskId: 't1' },
+        { protocolVersion: '2025-11-25', modern: false },
+        never(),
+      ),
+    ));
 });

@@ -21,6 +21,8 @@ afterEach(async () => {
 const T = 'tenant-a';
 const starts = () => h!.remote.calls.filter((c) => c.method === 'start' || c.method === 'startStream').length;
 
+type Turns = Awaited<ReturnType<typeof withTurns>>;
+
 /** A harness whose plane defers starts to turns this test runs with `turn()`. */
 async function withTurns(
   options: PlaneOptions = {},
@@ -133,6 +135,31 @@ describe('stop right after a create', () => {
 // Loops over many jobs take turns too (plane/turns.ts): on a store that answers without I/O every await
 // of such a loop resolves in one turn, and a stream frame that arrives meanwhile would wait for its end.
 describe('long loops take turns', () => {
+  /**
+   * Lets the work settle, then runs the waiting turns one by one: how many more `done` counts after the
+   * settling and after each turn.
+   */
+  async function donePerTurn(turns: Turns, done: () => Promise<number>): Promise<number[]> {
+    await h!.settle();
+    const perTurn = [await done()];
+    while (turns.waiting() > 0) {
+      await turns.turn();
+      perTurn.push((await done()) - perTurn.reduce((a, b) => a + b, 0));
+    }
+    return perTurn;
+  }
+
+  /** `n` jobs created and started, `quietMs` later all succeeded on the remote, which nobody has told the plane. */
+  async function startedThenDone(turns: Turns, n: number, quietMs: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++)
+      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
+    while (turns.waiting() > 0) await turns.turn();
+    await h!.advance(quietMs);
+    for (const job of h!.remote.jobs.values()) h!.remote.set(job.id, 'succeeded');
+    return ids;
+  }
+
   it(`a reconciliation pass observes a listed page ${WRITES_PER_TURN} jobs a turn, and every one of them`, async () => {
     // With a store that answers without I/O, a page observed in one go holds the event loop for the whole
     // page, and every stream frame that arrives meanwhile waits for it.
@@ -142,23 +169,13 @@ describe('long loops take turns', () => {
       { list: true },
     );
     const n = WRITES_PER_TURN * 2 + 3;
-    const ids: string[] = [];
-    for (let i = 0; i < n; i++)
-      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
-    while (turns.waiting() > 0) await turns.turn();
-    await h!.advance(60_000);
-    for (const job of h!.remote.jobs.values()) h!.remote.set(job.id, 'succeeded');
+    const ids = await startedThenDone(turns, n, 60_000);
     const succeeded = async () =>
       (await Promise.all(ids.map((id) => h!.plane.get(T, id)))).filter((e) => e.state === 'succeeded').length;
 
     let report: unknown;
     const pass = h!.plane.reconcileNow('fake').then(([r]) => (report = r));
-    await h!.settle();
-    const perTurn = [await succeeded()];
-    while (turns.waiting() > 0) {
-      await turns.turn();
-      perTurn.push((await succeeded()) - perTurn.reduce((a, b) => a + b, 0));
-    }
+    const perTurn = await donePerTurn(turns, succeeded);
     await pass;
     expect(perTurn).toEqual([WRITES_PER_TURN, WRITES_PER_TURN, 3]);
     expect(report).toMatchObject({ target: 'fake', listed: n, changed: n });
@@ -176,28 +193,15 @@ describe('long loops take turns', () => {
       { list: false },
     );
     const n = DUE_CHECKS_PER_TURN * 2 + 3;
-    const ids: string[] = [];
-    for (let i = 0; i < n; i++)
-      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
-    while (turns.waiting() > 0) await turns.turn();
-    await h!.advance(600_000);
-    for (const job of h!.remote.jobs.values()) h!.remote.set(job.id, 'succeeded');
+    const ids = await startedThenDone(turns, n, 600_000);
     const reads = () => h!.remote.calls.filter((c) => c.method === 'get').length;
     const before = reads();
 
     let report: unknown;
     const pass = h!.plane.reconcileNow('fake').then(([r]) => (report = r));
-    await h!.settle();
-    const readsPerTurn = [reads() - before];
-    let turnsTaken = 0;
-    while (turns.waiting() > 0) {
-      await turns.turn();
-      turnsTaken++;
-      readsPerTurn.push(reads() - before);
-    }
+    const readsPerTurn = await donePerTurn(turns, async () => reads() - before);
     await pass;
-    // Two turns pass with the loop still looking the jobs over, none read yet; then every quiet one is.
-    expect(turnsTaken).toBe(2);
+    // Two more turns pass with the loop still looking the jobs over, none read yet; then every quiet one is.
     expect(readsPerTurn).toEqual([0, 0, n]);
     expect(report).toMatchObject({ target: 'fake', fetched: n, changed: n });
     for (const id of ids) expect((await h!.plane.get(T, id)).state).toBe('succeeded');
@@ -223,12 +227,7 @@ describe('long loops take turns', () => {
 
     let report: { envelopes: string[] } | undefined;
     const handled = h!.plane.onActorRevoked('key-1', T).then((r) => (report = r));
-    await h!.settle();
-    const perTurn = [await marked()];
-    while (turns.waiting() > 0) {
-      await turns.turn();
-      perTurn.push((await marked()) - perTurn.reduce((a, b) => a + b, 0));
-    }
+    const perTurn = await donePerTurn(turns, marked);
     await handled;
     expect(perTurn).toEqual([WRITES_PER_TURN, WRITES_PER_TURN, 3]);
     expect(report!.envelopes.sort()).toEqual([...ids].sort());
