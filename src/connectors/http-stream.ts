@@ -1,5 +1,6 @@
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { ResponseBody } from './body-reader.ts';
 
 /**
  * An HTTP answer as the connectors read it: a fetch Response fits, and so does openStream's.
@@ -9,7 +10,7 @@ export interface HttpAnswer {
   readonly ok: boolean;
   readonly headers: { get(name: string): string | null };
   /** The body as it arrives (read as SSE by sse-reader.ts); null when there is none. */
-  readonly body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | null;
+  readonly body: ResponseBody | null;
 }
 
 export interface StreamRequest {

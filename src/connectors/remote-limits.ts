@@ -1,4 +1,5 @@
 import { TaskplaneError } from '../core/errors.ts';
+import { chunkReader, type ResponseBody } from './body-reader.ts';
 
 /**
  * The most the plane reads of one answer from a remote agent over HTTP: a JSON body (a task, a page of
@@ -13,49 +14,53 @@ import { TaskplaneError } from '../core/errors.ts';
  */
 export const MAX_REMOTE_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-export function tooLarge(what: string, limit: number): TaskplaneError {
-  return new TaskplaneError('unavailable', `remote: ${what} over ${limit} bytes; not read further`, {
-    details: { limitBytes: limit },
-  });
+export function tooLarge(what: string): TaskplaneError {
+  return new TaskplaneError(
+    'unavailable',
+    `remote: ${what} over ${MAX_REMOTE_MESSAGE_BYTES} bytes; not read further`,
+    { details: { limitBytes: MAX_REMOTE_MESSAGE_BYTES } },
+  );
 }
 
 /** The parts of a fetch Response or of http-stream.ts's answer that a bounded read uses. */
-interface Body {
+interface Answer {
   readonly headers: { get(name: string): string | null };
-  readonly body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | null;
+  readonly body: ResponseBody | null;
 }
 
 /**
- * The body as UTF-8 text, read chunk by chunk and given up (the body cancelled, its connection closed)
- * as soon as it passes `limit` bytes, or at once when its Content-Length says it will.
+ * The body as UTF-8 text, read chunk by chunk and given up (the body let go of, its connection closed)
+ * as soon as it passes MAX_REMOTE_MESSAGE_BYTES, or at once when its Content-Length says it will. A read
+ * that fails on its own (the connection cut, the call aborted) throws what `readFailed` makes of it.
  */
 export async function readBoundedText(
-  response: Body,
+  answer: Answer,
   what: string,
-  limit = MAX_REMOTE_MESSAGE_BYTES,
+  readFailed: (err: unknown) => Error,
 ): Promise<string> {
-  const body = response.body;
-  const declared = Number(response.headers.get('content-length') ?? NaN);
-  if (body === null) return '';
-  if (declared > limit) {
-    await stop(body);
-    throw tooLarge(what, limit);
+  if (answer.body === null) return '';
+  const reader = chunkReader(answer.body);
+  if (Number(answer.headers.get('content-length')) > MAX_REMOTE_MESSAGE_BYTES) {
+    reader.release();
+    throw tooLarge(what);
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = body instanceof ReadableStream ? body.getReader() : body[Symbol.asyncIterator]();
-  try {
-    for (;;) {
-      const chunk = await (reader instanceof ReadableStreamDefaultReader ? reader.read() : reader.next());
-      if (chunk.done) break;
-      size += chunk.value.byteLength;
-      if (size > limit) throw tooLarge(what, limit);
-      chunks.push(chunk.value);
+  for (;;) {
+    let chunk: IteratorResult<Uint8Array, unknown>;
+    try {
+      chunk = await reader.next();
+    } catch (err) {
+      reader.release();
+      throw readFailed(err);
     }
-  } catch (err) {
-    if (reader instanceof ReadableStreamDefaultReader) reader.cancel().catch(() => {});
-    else void Promise.resolve(reader.return?.()).catch(() => {});
-    throw err;
+    if (chunk.done) break;
+    size += chunk.value.byteLength;
+    if (size > MAX_REMOTE_MESSAGE_BYTES) {
+      reader.release();
+      throw tooLarge(what);
+    }
+    chunks.push(chunk.value);
   }
   const all = new Uint8Array(size);
   let at = 0;
@@ -65,9 +70,4 @@ export async function readBoundedText(
   }
   // TextDecoder, not Buffer: the connectors are also part of the lab's browser bundle.
   return new TextDecoder().decode(all);
-}
-
-async function stop(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
-  if (body instanceof ReadableStream) await body.cancel().catch(() => {});
-  else await Promise.resolve(body[Symbol.asyncIterator]().return?.()).catch(() => {});
 }

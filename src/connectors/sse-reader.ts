@@ -1,5 +1,6 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { TaskplaneError } from '../core/errors.ts';
+import { chunkReader, type ResponseBody } from './body-reader.ts';
 import { MAX_REMOTE_MESSAGE_BYTES, tooLarge } from './remote-limits.ts';
 
 /**
@@ -27,19 +28,16 @@ export const SSE_DRAIN_MS = 2_000;
  * body's own iterator, then this reader's). Other bodies (fetch's, the lab's in the browser) are read
  * by a generator.
  */
-export function readSse(
-  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
-  signal: AbortSignal,
-): AsyncIterableIterator<EventSourceMessage>;
+export function readSse(body: ResponseBody, signal: AbortSignal): AsyncIterableIterator<EventSourceMessage>;
 export function readSse<T>(
-  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  body: ResponseBody,
   signal: AbortSignal,
   map: (ev: EventSourceMessage) => T | undefined,
   /** Called once when the stream ends, however it ends (read to its end, failed, or left early). */
   onEnd?: () => void,
 ): AsyncIterableIterator<T>;
 export function readSse<T>(
-  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  body: ResponseBody,
   signal: AbortSignal,
   map?: (ev: EventSourceMessage) => T | undefined,
   onEnd?: () => void,
@@ -114,7 +112,7 @@ class FrameQueue<T> {
     // Counted from the chunk an event last ended in: an event may run over by less than one chunk.
     this.sinceEvent = this.ended ? 0 : this.sinceEvent + chunk.byteLength;
     if (this.sinceEvent > MAX_REMOTE_MESSAGE_BYTES && !this.failed)
-      this.failed = { err: tooLarge('event stream went without ending an event', MAX_REMOTE_MESSAGE_BYTES) };
+      this.failed = { err: tooLarge('event stream went without ending an event') };
   }
 
   /** The body ended: what is left of the last event is read. */
@@ -128,18 +126,18 @@ function dropped(signal: AbortSignal, cause: unknown): TaskplaneError {
 }
 
 async function* readGeneric<T>(
-  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  body: ResponseBody,
   signal: AbortSignal,
   map: (ev: EventSourceMessage) => T | undefined,
   onEnd?: () => void,
 ): AsyncGenerator<T> {
   const frames = new FrameQueue(map);
-  const reader = body instanceof ReadableStream ? body.getReader() : body[Symbol.asyncIterator]();
+  const reader = chunkReader(body);
   try {
     for (;;) {
       let chunk: IteratorResult<Uint8Array, unknown>;
       try {
-        chunk = await (reader instanceof ReadableStreamDefaultReader ? reader.read() : reader.next());
+        chunk = await reader.next();
       } catch (err) {
         throw dropped(signal, err);
       }
@@ -151,8 +149,7 @@ async function* readGeneric<T>(
     }
   } finally {
     // Lets go of the connection when the consumer stops early (return, abort) or the body failed.
-    if (reader instanceof ReadableStreamDefaultReader) reader.cancel().catch(() => {});
-    else void Promise.resolve(reader.return?.()).catch(() => {});
+    reader.release();
     onEnd?.();
   }
 }

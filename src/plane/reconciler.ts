@@ -40,7 +40,8 @@ import { WRITES_PER_TURN, turnPacer, type NextTurn } from './turns.ts';
 
 /**
  * Jobs a reconciliation pass looks over per turn for their own deadlines (reconcileJob). Most need
- * nothing and cost microseconds; a target that cannot list has every open job looked over each pass.
+ * nothing but a few comparisons, so more go per turn than writes do; a target that cannot list has every
+ * open job looked over each pass.
  */
 export const DUE_CHECKS_PER_TURN = 64;
 
@@ -60,8 +61,8 @@ export interface ReconcileReport {
 
 /**
  * Every non-terminal envelope, optionally of one target and/or tenant, oldest first. With `nextTurn`
- * each page after the first is read on a turn of its own (a page of 500 copied out of the memory store
- * holds the loop a few milliseconds).
+ * each page after the first is read on a turn of its own: the memory store copies a whole page out in
+ * the turn it is asked.
  */
 export async function listActiveEnvelopes(
   store: EnvelopeStore,

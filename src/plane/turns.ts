@@ -8,8 +8,8 @@
 
 /**
  * Jobs written per turn by a loop that writes each (a reconciliation page's observations, a card change's
- * or a revoked key's events): a write with its events costs a few hundred microseconds on the memory
- * store, so eight keep a turn to a few milliseconds.
+ * or a revoked key's events): a store write with its events is the heaviest step these loops take, as
+ * heavy as a start's first step, and as many go per turn as starts do (start-queue.ts, STARTS_PER_TURN).
  */
 export const WRITES_PER_TURN = 8;
 

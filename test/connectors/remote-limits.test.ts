@@ -1,17 +1,27 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { readAgentCard } from '../../src/connectors/a2a/a2a-connector.ts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { TaskArtifactUpdateEvent } from '@a2a-js/sdk';
+import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
+import { A2AConnector, readAgentCard } from '../../src/connectors/a2a/a2a-connector.ts';
+import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 import { jsonRpcTransport, restTransport, type StreamFrame } from '../../src/connectors/a2a/transports.ts';
 import { rpcCall } from '../../src/connectors/mcp/rpc.ts';
 import { MAX_REMOTE_MESSAGE_BYTES } from '../../src/connectors/remote-limits.ts';
 import { TaskplaneError } from '../../src/core/errors.ts';
+import {
+  publishStatus,
+  publishSubmitted,
+  startSdkA2APeer,
+  type SdkA2APeer,
+} from '../support/sdk-a2a-peer.ts';
 
 /**
  * What the plane reads of one remote answer is bounded (src/connectors/remote-limits.ts): a JSON answer
  * or an event over MAX_REMOTE_MESSAGE_BYTES is given up as it passes the limit, the connection closed,
  * and the call fails `unavailable` (retryable: the remote may have done the work, so it is never an
- * outcome). Against plain HTTP servers that send more than the limit, with and without Content-Length.
+ * outcome). Against plain HTTP servers that send more than the limit, with and without Content-Length,
+ * and against the official @a2a-js/sdk server holding a task larger than the limit.
  */
 const servers: Server[] = [];
 afterEach(async () => {
@@ -74,11 +84,22 @@ function expectTooLarge(err: unknown): void {
 const never = () => new AbortController().signal;
 
 /**
- * A server answering JSON of OVER bytes (`open` + filler + `close`, no Content-Length), and `call` made
- * to it: it must fail as too large, and the server must see its connection closed.
+ * A server answering JSON of OVER bytes (`open` + filler + `close`), and `call` made to it: it must fail
+ * as too large, and the server must see its connection closed. `declared`: the answer says its length
+ * and sends only `open`, waiting; the call must fail from the Content-Length alone (or it would wait).
  */
-async function refusedJson(open: string, close: string, call: (url: string) => Promise<unknown>) {
+async function refusedJson(
+  open: string,
+  close: string,
+  call: (url: string) => Promise<unknown>,
+  declared = false,
+) {
   const { url, sent } = await serve((_req, res, s) => {
+    if (declared) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(OVER) });
+      res.write(open);
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json' });
     writeMiBs(res, s, open, OVER, close);
   });
@@ -88,19 +109,13 @@ async function refusedJson(open: string, close: string, call: (url: string) => P
 
 describe('a remote answer over the limit', () => {
   for (const declared of [true, false])
-    it(`a JSON-RPC answer is given up ${declared ? 'at once by its Content-Length' : 'as it passes the limit'}`, async () => {
-      const { url, sent } = await serve((_req, res, s) => {
-        res.writeHead(200, {
-          'content-type': 'application/json',
-          ...(declared ? { 'content-length': String(OVER + 2) } : {}),
-        });
-        writeMiBs(res, s, '{"jsonrpc":"2.0","id":1,"result":{"id":"t1","x":"', OVER, '"}}');
-      });
-      const t = jsonRpcTransport({ url, timeoutMs: 10_000 });
-      const err = await t.call('GetTask', { id: 't1' }, never()).catch((e: unknown) => e);
-      expectTooLarge(err);
-      await sent[0]!.closed;
-    });
+    it(`a JSON-RPC answer is given up ${declared ? 'at once by its Content-Length' : 'as it passes the limit'}`, () =>
+      refusedJson(
+        '{"jsonrpc":"2.0","id":1,"result":{"id":"t1","x":"',
+        '"}}',
+        (url) => jsonRpcTransport({ url, timeoutMs: 10_000 }).call('GetTask', { id: 't1' }, never()),
+        declared,
+      ));
 
   it('an HTTP+JSON answer is given up as it passes the limit', () =>
     refusedJson('{"id":"t1","x":"', '"}', (url) =>
@@ -165,4 +180,66 @@ describe('a remote answer over the limit', () => {
         never(),
       ),
     ));
+});
+
+describe('against the official @a2a-js/sdk server, a task with an artifact over the limit', () => {
+  // The SDK agent works, then publishes one artifact larger than the limit, and completes. Its server
+  // sends that artifact whole: in one stream event, and in every answer that returns the task.
+  let peer: SdkA2APeer;
+  const executor: AgentExecutor = {
+    async execute(ctx, bus) {
+      publishSubmitted(ctx, bus);
+      publishStatus(ctx, bus, 'TASK_STATE_WORKING');
+      bus.publish(
+        AgentEvent.artifactUpdate(
+          TaskArtifactUpdateEvent.fromJSON({
+            taskId: ctx.taskId,
+            contextId: ctx.contextId,
+            artifact: { artifactId: 'big', parts: [{ text: 'x'.repeat(OVER) }] },
+            lastChunk: true,
+          }),
+        ),
+      );
+      publishStatus(ctx, bus, 'TASK_STATE_COMPLETED');
+      bus.finished();
+    },
+    async cancelTask(_taskId, bus) {
+      bus.finished();
+    },
+  };
+  beforeAll(async () => {
+    peer = await startSdkA2APeer({ name: 'sdk peer, large artifact', executor });
+  });
+  afterAll(async () => {
+    await peer?.close();
+  });
+
+  for (const binding of ['JSONRPC', 'HTTP+JSON'] as const)
+    it(`over ${binding}: the stream fails at that event after the ones before it, and reading the task fails too`, async () => {
+      const c = await A2AConnector.connect({ target: 'peer', baseUrl: peer.base, preferBinding: binding });
+      const seen: RemoteSnapshot[] = [];
+      const err = await (async () => {
+        for await (const snap of c.startStream!(
+          { envelopeId: 'e1', messageId: `big-${binding}-${Date.now()}`, contextId: null, input: 'go' },
+          never(),
+        ))
+          seen.push(snap);
+      })().catch((e: unknown) => e);
+      expectTooLarge(err);
+      expect(seen.map((x) => x.state)).toEqual(['accepted', 'running']);
+      // The task is done on the agent, but no answer that says so can be read: never an outcome.
+      expectTooLarge(await c.get(seen[0]!.remoteId, never()).catch((e: unknown) => e));
+    });
+
+  it('over gRPC: the client refuses the message past its own receive limit, as unavailable', async () => {
+    const c = await A2AConnector.connect({ target: 'peer', baseUrl: peer.base, preferBinding: 'GRPC' });
+    const err = await c
+      .start({ envelopeId: 'e2', messageId: `big-grpc-${Date.now()}`, contextId: null, input: 'go' }, never())
+      .then((snap) => c.get(snap.remoteId, never()))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskplaneError);
+    expect((err as TaskplaneError).code).toBe('unavailable');
+    // 8: RESOURCE_EXHAUSTED, from @grpc/grpc-js's 4 MiB receive limit.
+    expect((err as TaskplaneError).message).toContain('gRPC 8 ');
+  });
 });

@@ -4,6 +4,7 @@ import { STARTS_PER_TURN } from '../../src/plane/start-queue.ts';
 import { DUE_CHECKS_PER_TURN } from '../../src/plane/reconciler.ts';
 import { WRITES_PER_TURN } from '../../src/plane/turns.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
+import type { CreateTaskRequest } from '../../src/plane/plane.ts';
 import { harness, type Harness } from './harness.ts';
 
 /**
@@ -135,6 +136,12 @@ describe('stop right after a create', () => {
 // Loops over many jobs take turns too (plane/turns.ts): on a store that answers without I/O every await
 // of such a loop resolves in one turn, and a stream frame that arrives meanwhile would wait for its end.
 describe('long loops take turns', () => {
+  /** A plane that learns of its jobs only from the passes a test asks for: no stream, push, poll or rounds. */
+  const ASKED_ONLY: PlaneOptions = {
+    delivery: { stream: false, push: false, poll: false },
+    reconcile: { enabled: false },
+  };
+
   /**
    * Lets the work settle, then runs the waiting turns one by one: how many more `done` counts after the
    * settling and after each turn.
@@ -149,27 +156,36 @@ describe('long loops take turns', () => {
     return perTurn;
   }
 
-  /** `n` jobs created and started, `quietMs` later all succeeded on the remote, which nobody has told the plane. */
-  async function startedThenDone(turns: Turns, n: number, quietMs: number): Promise<string[]> {
+  /** `n` jobs created (each request with `extra`) and their starts run. */
+  async function started(turns: Turns, n: number, extra: Partial<CreateTaskRequest> = {}): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i++)
-      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i })).envelope.id);
+      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i, ...extra })).envelope.id);
     while (turns.waiting() > 0) await turns.turn();
+    return ids;
+  }
+
+  /** `quietMs` later every job has succeeded on the remote, which nobody has told the plane. */
+  async function doneQuietly(quietMs: number): Promise<void> {
     await h!.advance(quietMs);
     for (const job of h!.remote.jobs.values()) h!.remote.set(job.id, 'succeeded');
-    return ids;
+  }
+
+  /** How many of `ids` have an event of `type`. */
+  async function withEvent(ids: string[], type: string): Promise<number> {
+    let count = 0;
+    for (const id of ids)
+      if ((await h!.store.listEvents({ afterSeq: 0, envelopeId: id })).some((e) => e.type === type)) count++;
+    return count;
   }
 
   it(`a reconciliation pass observes a listed page ${WRITES_PER_TURN} jobs a turn, and every one of them`, async () => {
     // With a store that answers without I/O, a page observed in one go holds the event loop for the whole
     // page, and every stream frame that arrives meanwhile waits for it.
-    const turns = await withTurns(
-      { delivery: { stream: false, push: false, poll: false }, reconcile: { enabled: false } },
-      false,
-      { list: true },
-    );
+    const turns = await withTurns(ASKED_ONLY, false, { list: true });
     const n = WRITES_PER_TURN * 2 + 3;
-    const ids = await startedThenDone(turns, n, 60_000);
+    const ids = await started(turns, n);
+    await doneQuietly(60_000);
     const succeeded = async () =>
       (await Promise.all(ids.map((id) => h!.plane.get(T, id)))).filter((e) => e.state === 'succeeded').length;
 
@@ -185,15 +201,13 @@ describe('long loops take turns', () => {
     // Without a list every open job is looked over for its own deadlines each pass; on a store that
     // answers without I/O a long loop of them would hold the event loop as a listed page did.
     const turns = await withTurns(
-      {
-        delivery: { stream: false, push: false, poll: false },
-        reconcile: { enabled: false, intervalMs: 1_000 },
-      },
+      { ...ASKED_ONLY, reconcile: { enabled: false, intervalMs: 1_000 } },
       false,
       { list: false },
     );
     const n = DUE_CHECKS_PER_TURN * 2 + 3;
-    const ids = await startedThenDone(turns, n, 600_000);
+    const ids = await started(turns, n);
+    await doneQuietly(600_000);
     const reads = () => h!.remote.calls.filter((c) => c.method === 'get').length;
     const before = reads();
 
@@ -208,28 +222,29 @@ describe('long loops take turns', () => {
   });
 
   it(`a revoked key's open jobs get their actor_revoked events ${WRITES_PER_TURN} a turn, every one of them`, async () => {
-    const turns = await withTurns({ delivery: { stream: false, push: false, poll: false } });
+    const turns = await withTurns(ASKED_ONLY);
     const n = WRITES_PER_TURN * 2 + 3;
-    const ids: string[] = [];
-    for (let i = 0; i < n; i++)
-      ids.push((await h!.plane.create({ tenant: T, target: 'fake', input: i, keyId: 'key-1' })).envelope.id);
-    await h!.plane.create({ tenant: T, target: 'fake', input: 'other', keyId: 'key-2' });
-    while (turns.waiting() > 0) await turns.turn();
-    const marked = async () => {
-      let count = 0;
-      for (const id of ids)
-        if (
-          (await h!.store.listEvents({ afterSeq: 0, envelopeId: id })).some((e) => e.type === 'actor_revoked')
-        )
-          count++;
-      return count;
-    };
+    const ids = await started(turns, n, { keyId: 'key-1' });
+    await started(turns, 1, { keyId: 'key-2' });
 
     let report: { envelopes: string[] } | undefined;
     const handled = h!.plane.onActorRevoked('key-1', T).then((r) => (report = r));
-    const perTurn = await donePerTurn(turns, marked);
+    const perTurn = await donePerTurn(turns, () => withEvent(ids, 'actor_revoked'));
     await handled;
     expect(perTurn).toEqual([WRITES_PER_TURN, WRITES_PER_TURN, 3]);
     expect(report!.envelopes.sort()).toEqual([...ids].sort());
+  });
+
+  it(`a card change's events go to the target's open jobs ${WRITES_PER_TURN} a turn, every one of them`, async () => {
+    // The agent was redeployed behind another interface: the next remote call notices, and each open job
+    // gets a card_changed event saying why its route changed.
+    const turns = await withTurns(ASKED_ONLY, false, { list: true });
+    const n = WRITES_PER_TURN * 2 + 3;
+    const ids = await started(turns, n);
+    h!.remote.revision = 'v2';
+    const pass = h!.plane.reconcileNow('fake');
+    const perTurn = await donePerTurn(turns, () => withEvent(ids, 'card_changed'));
+    await pass;
+    expect(perTurn).toEqual([WRITES_PER_TURN, WRITES_PER_TURN, 3]);
   });
 });

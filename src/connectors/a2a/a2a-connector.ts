@@ -1,7 +1,7 @@
 import type { Webhook } from 'standardwebhooks';
 import { sha256Hex } from '../../core/canonical-json.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
-import { TaskplaneError, isTaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError } from '../../core/errors.ts';
 import { signingKey, verifySignature } from '../../protocols/standard-webhooks.ts';
 import {
   AGENT_CARD_PATH,
@@ -194,10 +194,9 @@ export async function readAgentCard(
   }
   if (!response.ok) throw a2aWireError({ httpStatus: response.status, message: 'agent card' });
   let card: unknown;
-  const text = await readBoundedText(response, 'agent card').catch((err: unknown) => {
-    if (isTaskplaneError(err)) throw err;
-    throw transportError(err, signal, () => timeout.aborted);
-  });
+  const text = await readBoundedText(response, 'agent card', (err) =>
+    transportError(err, signal, () => timeout.aborted),
+  );
   try {
     card = JSON.parse(text);
   } catch {

@@ -1,4 +1,4 @@
-import { TaskplaneError, isTaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError } from '../../core/errors.ts';
 import {
   A2A_CONTENT_TYPE,
   A2A_PROTOCOL_VERSION,
@@ -111,10 +111,11 @@ export async function send(
 }
 
 export async function readJson(response: HttpAnswer): Promise<unknown> {
-  const text = await readBoundedText(response, 'answer').catch((err: unknown) => {
-    if (isTaskplaneError(err)) throw err;
-    throw new TaskplaneError('unavailable', 'response body interrupted', { cause: err });
-  });
+  const text = await readBoundedText(
+    response,
+    'answer',
+    (err) => new TaskplaneError('unavailable', 'response body interrupted', { cause: err }),
+  );
   if (text === '') return null;
   try {
     return JSON.parse(text) as unknown;

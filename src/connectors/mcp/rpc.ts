@@ -1,4 +1,4 @@
-import { TaskplaneError, isTaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError } from '../../core/errors.ts';
 import { requestHeaders } from '../../protocols/mcp/headers.ts';
 import type { JsonObject, JsonRpcErrorObject, JsonValue } from '../../protocols/mcp/types.ts';
 import { readBoundedText } from '../remote-limits.ts';
@@ -126,13 +126,9 @@ export async function rpcCall(
       if (both.aborted) throw transportError(new Error('aborted'), signal, () => timeout.aborted);
       throw new TaskplaneError('unavailable', `remote: ${method} stream ended without a response`);
     }
-    let text: string;
-    try {
-      text = await readBoundedText(response, `${method} answer`);
-    } catch (err) {
-      if (isTaskplaneError(err)) throw err;
-      throw transportError(err, signal, () => timeout.aborted);
-    }
+    const text = await readBoundedText(response, `${method} answer`, (err) =>
+      transportError(err, signal, () => timeout.aborted),
+    );
     let msg: unknown;
     try {
       msg = JSON.parse(text);
@@ -260,10 +256,10 @@ export async function* rpcListen(
   const type = (response.headers.get('content-type') ?? '').toLowerCase();
   if (!type.includes('text/event-stream') || !response.body) {
     let msg: unknown;
-    const text = await readBoundedText(response, `${method} answer`).catch((err: unknown) => {
-      if (isTaskplaneError(err)) throw err;
-      throw transportError(err, signal, () => false);
-    });
+    // The headers' timeout is over once they came: only an abort can cut this read.
+    const text = await readBoundedText(response, `${method} answer`, (err) =>
+      transportError(err, signal, () => false),
+    );
     try {
       msg = JSON.parse(text);
     } catch {
