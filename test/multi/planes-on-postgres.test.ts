@@ -142,8 +142,15 @@ describe('planes sharing one PostgreSQL', () => {
     const single = vi.spyOn(b.store, 'acquireLease');
     const batched = vi.spyOn(b.store, 'acquireLeases');
     const unwatched = vi.spyOn(b.store, 'listUnwatchedEnvelopes');
-    // Past B's adoption interval (= ttl), short of A's leases expiring (renewed every ttl/3).
-    await c.clock.advance(CLUSTER_OPTIONS.watch!.leaseTtlMs! + 1);
+    // Past B's adoption interval (= ttl), short of A's leases expiring (renewed every ttl/3). Virtual time
+    // does not wait for PostgreSQL: a renewal round is three statements, and A's must have committed
+    // before B's round reads, as it would have in real time, so time stops short of B's round until then.
+    const renewals = vi.spyOn(a.store, 'acquireLeases');
+    const ttl = CLUSTER_OPTIONS.watch!.leaseTtlMs!;
+    await c.clock.advance(ttl - 1);
+    await until([a.store], () => renewals.mock.calls.length > 0, "A's leases renewed");
+    await Promise.all(renewals.mock.results.map((r) => r.value as Promise<unknown>));
+    await c.clock.advance(2);
     await until([b.store], () => unwatched.mock.results.length > 0, 'B ran an adoption round');
     const [round] = unwatched.mock.results;
     expect((await (round!.value as ReturnType<typeof b.store.listUnwatchedEnvelopes>)).items).toEqual([]);
