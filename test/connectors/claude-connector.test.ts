@@ -268,6 +268,24 @@ describe('Claude connector under the engine', () => {
     );
   });
 
+  it('a create answered with something that is not a session is no refusal: found by listing, one session', async () => {
+    emu.control.garbleNextResponses({ type: 'message', content: [] });
+    const env = await create('hello again');
+    const bound = await until(env.id, (e) => e.remoteId !== null || isTerminal(e.state), 'bound');
+    expect(bound.state).not.toBe('failed');
+    const done = await terminal(env.id);
+    expect(done.state).toBe('succeeded');
+    expect(done.remoteId).toMatch(/^sesn_/);
+    // The create's answer was unreadable: the attempt is on record, and the session was found, not made again.
+    const changes = (await store.listEvents({ afterSeq: 0, envelopeId: env.id, tenant: 't', limit: 100 }))
+      .filter((e) => e.type === 'state_changed')
+      .map((e) => e.data.to);
+    expect(changes).not.toContain('failed');
+    expect(emu.control.requests.filter((r) => r.method === 'POST' && r.path === '/v1/sessions')).toHaveLength(
+      1,
+    );
+  });
+
   it('a session deleted by someone else is unknown, never resubmitted', async () => {
     const open = await create('custom_tool waiting');
     const w = await waiting(open.id);

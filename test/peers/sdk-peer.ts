@@ -23,9 +23,22 @@ import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a
  *   answers for a path it does not serve: an HTML 404 page or a gateway's JSON 404;
  * - `startDelayMs`: SendMessage / SendStreamingMessage answer only after this long (the executor
  *   publishes the task late), so a cancel or a timeout can land while the start is in flight;
+ * - `garbleFirstStart`: the first start request is handled by the SDK as any other (its task is
+ *   created), but what comes back to the client is not what the SDK said (see Garble);
  * - every task works until `finish()` (or `autoFinishMs`) and records each CancelTask it receives.
  */
 export type Binding = 'JSONRPC' | 'HTTP+JSON';
+
+/**
+ * What the client gets instead of the SDK's answer to the first start, as a broken proxy or a buggy
+ * agent would send it; or a refusal in the protocol's own words, which never reaches the SDK.
+ * - `frame-not-json`: an event stream whose first event is an HTML page, then its end;
+ * - `frame-not-jsonrpc`: an event stream whose first event is JSON but no JSON-RPC response;
+ * - `no-stream`: 200 `application/json` with the stream's first answer, where an event stream was asked;
+ * - `result-not-task`: a unary start's 200 answer with a result that is not a task;
+ * - `refused`: a JSON-RPC error (-32602 invalid params; REST: 400 with a google.rpc.Status).
+ */
+export type Garble = 'frame-not-json' | 'frame-not-jsonrpc' | 'no-stream' | 'result-not-task' | 'refused';
 
 export interface PeerOptions {
   streaming?: boolean;
@@ -36,6 +49,8 @@ export interface PeerOptions {
   autoFinishMs?: number;
   /** Card max-age in seconds (SDK card handler). @default 3600 */
   cardMaxAgeS?: number;
+  /** The first start request's answer, as the client gets it (see Garble). */
+  garbleFirstStart?: Garble;
 }
 
 export interface SdkPeer {
@@ -163,6 +178,15 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
       cache: { maxAge: options.cardMaxAgeS ?? 3600 },
     }),
   );
+  let garble = options.garbleFirstStart;
+  app.use((req, res, next) => {
+    if (!garble || req.headers[PASS] || req.method !== 'POST' || !req.path.startsWith(path)) return next();
+    const kind = garble;
+    garble = undefined;
+    garbled(kind, req, res, base, binding).then((done) => {
+      if (!done) garble = kind;
+    }, next);
+  });
   app.use((req, res, next) => {
     for (const [old, kind] of retired) {
       if (req.path === old || req.path.startsWith(old + '/')) {
@@ -217,4 +241,93 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** Marks the peer's own forward of a garbled request, which the SDK answers as any other. */
+const PASS = 'x-peer-pass';
+
+async function readBody(req: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Answers the first start request of a `garbleFirstStart` peer: the request goes on to the SDK (a
+ * forward to the peer itself, marked PASS), so its task is created as usual; the client gets `kind`
+ * instead of the SDK's answer. Any other request is passed through unchanged. Returns false when the
+ * request was not a start (the garble is still to come).
+ */
+async function garbled(
+  kind: Garble,
+  req: express.Request,
+  res: express.Response,
+  base: string,
+  binding: Binding,
+): Promise<boolean> {
+  const body = await readBody(req);
+  const rpc = binding === 'JSONRPC' ? (JSON.parse(body) as { id?: unknown; method?: string }) : null;
+  const streaming = rpc ? rpc.method === 'SendStreamingMessage' : req.path.endsWith('/message:stream');
+  const start = rpc ? streaming || rpc.method === 'SendMessage' : /\/message:(send|stream)$/.test(req.path);
+  const headers: Record<string, string> = { [PASS]: '1' };
+  for (const [k, v] of Object.entries(req.headers))
+    if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v;
+  if (start && kind === 'refused') {
+    if (rpc)
+      res.json({
+        jsonrpc: '2.0',
+        id: rpc.id ?? null,
+        error: { code: -32602, message: 'message.parts: empty' },
+      });
+    else
+      res
+        .status(400)
+        .json({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'message.parts: empty' } });
+    return true;
+  }
+  const upstream = await fetch(base + req.originalUrl, { method: 'POST', headers, body });
+  if (!start) {
+    res.status(upstream.status);
+    upstream.headers.forEach((v, k) => {
+      if (k !== 'content-length' && k !== 'transfer-encoding' && k !== 'connection') res.setHeader(k, v);
+    });
+    for await (const chunk of (upstream.body ?? []) as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
+    res.end();
+    return false;
+  }
+  const reader = upstream.body!.getReader();
+  let text = '';
+  // The SDK's whole answer (unary) or its first event (a stream), as it sent them.
+  while (streaming ? !text.includes('\n\n') : true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += Buffer.from(value).toString('utf8');
+  }
+  // The stream goes on being read, as a client that stays would, so the SDK runs its task as usual.
+  if (streaming)
+    void (async () => {
+      while (!(await reader.read().catch(() => ({ done: true }))).done);
+    })();
+  const first = streaming
+    ? text
+        .split('\n')
+        .find((l) => l.startsWith('data:'))!
+        .slice(5)
+        .trim()
+    : text;
+  switch (kind) {
+    case 'frame-not-json':
+      res.type('text/event-stream').send('data: <html><body>502 Bad Gateway</body></html>\n\n');
+      break;
+    case 'frame-not-jsonrpc':
+      res.type('text/event-stream').send('data: {"status":"ok"}\n\n');
+      break;
+    case 'no-stream':
+      res.type('application/json').send(first);
+      break;
+    case 'result-not-task':
+      res.json(rpc ? { jsonrpc: '2.0', id: rpc.id ?? null, result: { accepted: true } } : { accepted: true });
+      break;
+  }
+  return true;
 }

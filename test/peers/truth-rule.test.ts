@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTerminal } from '../../src/core/states.ts';
 import { peerPlane, type PeerPlane } from './peer-plane.ts';
-import { startSdkPeer, type SdkPeer } from './sdk-peer.ts';
+import { startSdkPeer, type Binding, type Garble, type SdkPeer } from './sdk-peer.ts';
 
 /**
  * The truth rule against agents built on the official @a2a-js/sdk server: the plane records a terminal
@@ -112,4 +112,49 @@ describe('what the agent says it is doing', () => {
     peer.finish();
     expect((await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal')).state).toBe('succeeded');
   });
+});
+
+/**
+ * A start whose answer cannot be read is no refusal: the agent may have created the task (here it did).
+ * The job stays open, is found by its contextId (or started again with the same messageId) and is bound
+ * to that one task; only the protocol's own error answer is a refusal.
+ */
+describe('a start answered with something that is not an A2A answer', () => {
+  const cases: Array<{ garble: Garble; binding: Binding; streaming: boolean }> = [
+    { garble: 'frame-not-json', binding: 'JSONRPC', streaming: true },
+    { garble: 'frame-not-json', binding: 'HTTP+JSON', streaming: true },
+    { garble: 'frame-not-jsonrpc', binding: 'JSONRPC', streaming: true },
+    { garble: 'no-stream', binding: 'JSONRPC', streaming: true },
+    { garble: 'no-stream', binding: 'HTTP+JSON', streaming: true },
+    { garble: 'result-not-task', binding: 'JSONRPC', streaming: false },
+    { garble: 'result-not-task', binding: 'HTTP+JSON', streaming: false },
+  ];
+  for (const { garble, binding, streaming } of cases)
+    it(`${garble} over ${binding}: the job is bound to the task the agent made and ends as it does`, async () => {
+      const { peer, p } = await setup({ streaming, binding, garbleFirstStart: garble });
+      const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+      const bound = await p.until(envelope.id, (e) => e.remoteId !== null || isTerminal(e.state), 'bound');
+      expect(bound.state).not.toBe('failed');
+      // One task on the agent, the one the garbled start made: not refused, not started twice.
+      expect(peer.received).toEqual([bound.remoteId]);
+      peer.finish();
+      // Without a stream the outcome is read by a poll or a reconciliation pass: asked for here.
+      if (!streaming) await p.plane.reconcileNow('peer');
+      const done = await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal');
+      expect(done.state).toBe('succeeded');
+      expect(done.startAttempts).toBe(1);
+      const changes = (await p.events(envelope.id)).filter((e) => e.type === 'state_changed');
+      expect(changes.map((e) => e.data.to)).not.toContain('failed');
+    });
+
+  for (const binding of ['JSONRPC', 'HTTP+JSON'] as const)
+    it(`a JSON-RPC or REST error answer over ${binding} is a refusal: failed, the agent's reason kept`, async () => {
+      const { peer, p } = await setup({ streaming: true, binding, garbleFirstStart: 'refused' });
+      const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+      const done = await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal');
+      expect(done.state).toBe('failed');
+      expect(done.nativeState).toBe('start_refused');
+      expect(done.error?.message).toContain('message.parts: empty');
+      expect(peer.received).toEqual([]);
+    });
 });

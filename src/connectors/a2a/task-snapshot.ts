@@ -1,5 +1,5 @@
 import type { ContentPart } from '../../core/envelope.ts';
-import { TaskplaneError } from '../../core/errors.ts';
+import { unreadableAnswer } from '../transport-errors.ts';
 import type { NormalizedState } from '../../core/states.ts';
 import { decodeTaskState, normalizeKeys } from '../../protocols/a2a/decode.ts';
 import type { Artifact, Part, Task, TaskState } from '../../protocols/a2a/types.ts';
@@ -29,11 +29,14 @@ export function normalizeState(state: TaskState | undefined): NormalizedState {
   return STATE_MAP[state ?? 'TASK_STATE_UNSPECIFIED'];
 }
 
-/** Lenient ProtoJSON → Task (snake_case, enum ints accepted); throws remote_error when it is not a task. */
+/**
+ * Lenient ProtoJSON → Task (snake_case, enum ints accepted); not a task is an unreadable answer
+ * (transport-errors.ts), never a verdict on the job.
+ */
 export function decodeTask(raw: unknown): Task {
   const o = normalizeKeys(raw);
   if (!isObj(o) || typeof o.id !== 'string' || !isObj(o.status)) {
-    throw new TaskplaneError('remote_error', 'remote: response is not an A2A Task');
+    throw unreadableAnswer('response is not an A2A Task');
   }
   const status = o.status;
   let state: TaskState | undefined;

@@ -10,7 +10,7 @@ import type { EventSourceMessage } from 'eventsource-parser';
 import { readBoundedText } from '../remote-limits.ts';
 import { readSse } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
-import { transportError } from '../transport-errors.ts';
+import { transportError, unreadableAnswer } from '../transport-errors.ts';
 import { a2aWireError, routeError } from './wire-errors.ts';
 
 /**
@@ -54,6 +54,8 @@ interface Sent {
 }
 
 const EVENT_STREAM = 'text/event-stream';
+/** A success that is not the event stream asked for: the start may have been taken all the same. */
+const NO_STREAM = 'answered a stream request without an event stream';
 
 /**
  * node:http's stream opener, imported on first use: this module is also part of the lab's browser
@@ -140,7 +142,10 @@ function rpcResult(body: unknown, httpStatus: number): unknown {
       details: b.error.data,
       httpStatus,
     });
-  if (!b || !('result' in b)) throw a2aWireError({ httpStatus, message: 'not a JSON-RPC response' });
+  if (!b || !('result' in b))
+    throw httpStatus < 300
+      ? unreadableAnswer('not a JSON-RPC response')
+      : a2aWireError({ httpStatus, message: 'not a JSON-RPC response' });
   return b.result;
 }
 
@@ -153,7 +158,7 @@ export function sseFrames(
 }
 
 function sseBody(response: HttpAnswer): NonNullable<HttpAnswer['body']> {
-  if (!response.body) throw new TaskplaneError('remote_error', 'remote: event stream without a body');
+  if (!response.body) throw unreadableAnswer('event stream without a body');
   return response.body;
 }
 
@@ -191,7 +196,7 @@ function sseFrame(
   try {
     frame = JSON.parse(ev.data);
   } catch {
-    throw new TaskplaneError('remote_error', 'remote: invalid SSE frame');
+    throw unreadableAnswer('invalid SSE frame');
   }
   return { frame, event: ev.event, eventId: ev.id ?? null };
 }
@@ -228,7 +233,9 @@ export function jsonRpcTransport(o: TransportOptions): A2ATransport {
           if (!isSse(response)) {
             // Pre-stream errors come back as a plain JSON-RPC error (A2A 1.0, streaming).
             rpcResult(await readJson(response), response.status);
-            throw a2aWireError({ httpStatus: response.status, message: 'expected an event stream' });
+            throw response.ok
+              ? unreadableAnswer(NO_STREAM)
+              : a2aWireError({ httpStatus: response.status, message: 'expected an event stream' });
           }
           const status = response.status;
           const frame = (ev: EventSourceMessage): StreamFrame | undefined => {
@@ -320,7 +327,10 @@ export function restTransport(o: TransportOptions): A2ATransport {
       return openedStream(async () => {
         const { response, done } = await request(route(method, params), signal, EVENT_STREAM);
         try {
-          if (!response.ok || !isSse(response)) throw restError(await readJson(response), response.status);
+          if (!response.ok || !isSse(response)) {
+            const json = await readJson(response);
+            throw response.ok ? unreadableAnswer(NO_STREAM) : restError(json, response.status);
+          }
           const frame = (ev: EventSourceMessage): StreamFrame | undefined => {
             const f = sseFrame(ev);
             if (f?.event === 'error') throw restError(f.frame, 500);

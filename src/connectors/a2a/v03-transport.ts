@@ -8,6 +8,7 @@ import {
   sendParamsToV03,
   taskFromV03,
 } from '../../protocols/a2a/v03/wire.ts';
+import { unreadableAnswer } from '../transport-errors.ts';
 import { jsonRpcTransport, type A2ATransport, type TransportOptions } from './transports.ts';
 import { type Obj, isObj } from '../../core/json-object.ts';
 
@@ -26,15 +27,12 @@ interface V03Call {
   decode: (result: unknown) => unknown;
 }
 
-/** A 0.3 answer the translation cannot read is the remote's error, as a malformed 1.0 answer is. */
+/** A 0.3 answer the translation cannot read is unreadable, as a malformed 1.0 answer is. */
 function fromRemote<T>(fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    throw new TaskplaneError(
-      'remote_error',
-      `remote: not an A2A 0.3 answer (${err instanceof Error ? err.message : 'unreadable'})`,
-    );
+    throw unreadableAnswer(`not an A2A 0.3 answer (${err instanceof Error ? err.message : 'unreadable'})`);
   }
 }
 
@@ -107,7 +105,7 @@ export function jsonRpcV03Transport(o: TransportOptions): A2ATransport {
       let first = true;
       for await (const { frame, eventId } of inner.stream(name as typeof method, p, signal)) {
         const event = fromRemote(() => eventFromV03(frame));
-        if (!event) throw new TaskplaneError('remote_error', 'remote: stream frame is not an A2A 0.3 event');
+        if (!event) throw unreadableAnswer('stream frame is not an A2A 0.3 event');
         // 0.3 did not say a resubscribe starts with the Task, and many 0.3 servers start with the next
         // update: the current Task is read first, so the stream's reader never misses the state.
         if (first && method === 'SubscribeToTask' && !('task' in event)) {

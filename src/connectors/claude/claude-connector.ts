@@ -16,6 +16,7 @@ import type {
   WebhookSignal,
 } from '../connector.ts';
 import { claudeError, loadSdk, type AnthropicClient } from './sdk-errors.ts';
+import { unreadableAnswer } from '../transport-errors.ts';
 import {
   META_ARCHIVE,
   META_CANCEL,
@@ -208,6 +209,9 @@ export class ClaudeConnector implements Connector {
     const session = await this.call('create session', (c) =>
       c.beta.sessions.create(params as never, { signal, maxRetries: 0 }),
     );
+    // A 200 that names no session (a proxy's page, another API's object) may still have created one.
+    if (typeof (session as { id?: unknown } | null)?.id !== 'string')
+      throw unreadableAnswer('create session: the answer names no session');
     return new SessionFold(session as unknown as SessionObject, contextOf(session)).snapshot();
   }
 

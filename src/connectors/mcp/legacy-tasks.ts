@@ -25,6 +25,7 @@ import {
   type ServerRequest,
 } from './rpc.ts';
 import { asJsonObject, inputRequestsOf, legacySnapshot } from './task-snapshot.ts';
+import { unreadableAnswer } from '../transport-errors.ts';
 
 /**
  * The 2025-11-25 side of the MCP connector (mcp-connector.ts): the installed base of
@@ -50,8 +51,7 @@ export function decoded<T>(fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof McpError)
-      throw new TaskplaneError('remote_error', `remote: ${err.message}`, { retryable: true });
+    if (err instanceof McpError) throw unreadableAnswer(err.message, err);
     throw err;
   }
 }

@@ -72,6 +72,8 @@ export interface ClaudeEmulatorControl {
   holdTurns(held: boolean): void;
   /** The next `times` API requests take effect, but their answers are lost with the connection. */
   loseNextResponses(times?: number): void;
+  /** The next `times` API requests take effect, but answer 200 with `body` instead (a broken proxy). */
+  garbleNextResponses(body: unknown, times?: number): void;
   /** The next `times` API requests answer `status` with the error envelope. */
   failNext(status: number, times?: number, headers?: Record<string, string>): void;
   readonly requests: RecordedRequest[];
@@ -103,6 +105,7 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
   const streams = new Map<string, Set<Subscriber>>();
   const requests: RecordedRequest[] = [];
   let losing = 0;
+  let garbling: { body: unknown; times: number } | null = null;
   let turnsHeld = false;
   let failures: { status: number; times: number; headers: Record<string, string> } | null = null;
 
@@ -419,6 +422,11 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
         res.socket?.destroy();
         return;
       }
+      if (body !== undefined && garbling && garbling.times > 0) {
+        garbling.times--;
+        sendJson(res, 200, garbling.body, requestId);
+        return;
+      }
       if (body !== undefined) sendJson(res, 200, body, requestId);
     };
     answer().catch((err: unknown) => {
@@ -451,6 +459,9 @@ export async function startClaudeEmulator(options: ClaudeEmulatorOptions = {}): 
     },
     loseNextResponses(times = 1) {
       losing = times;
+    },
+    garbleNextResponses(body, times = 1) {
+      garbling = { body, times };
     },
     failNext(status, times = 1, headers = {}) {
       failures = { status, times, headers };
