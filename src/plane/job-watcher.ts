@@ -21,6 +21,7 @@ import { handleLost } from './lost-policy.ts';
 import { ensureStarted, startOnce } from './start-remote.ts';
 import {
   assertMayStart,
+  namingTheJob,
   noteStartAttempt,
   noteStartFailed,
   noteStarted,
@@ -320,7 +321,7 @@ export class JobWatcher {
       const signal = cut.signal;
       const stream = connector.startStream!(startRequest(env, push), signal);
       for await (const snap of inStreamSpan('start', env, abortable(connector, stream, signal))) {
-        const result = await this.observeOwn(snap, bound ? 'stream' : 'create');
+        const result = await this.observeOwn(bound ? snap : namingTheJob(snap), bound ? 'stream' : 'create');
         if (!bound) {
           bound = true;
           if (this.attached) this.attached.remoteId = result.envelope.remoteId;

@@ -2,6 +2,7 @@ import type { Envelope } from '../core/envelope.ts';
 import { isTerminal } from '../core/states.ts';
 import {
   assertMayStart,
+  namingTheJob,
   noteStartAttempt,
   noteStartFailed,
   noteStarted,
@@ -53,8 +54,8 @@ export async function startOnce(
   ctx.startsInFlight.add(env.id);
   try {
     assertMayStart(ctx, env.id);
-    snapshot = await remoteCall(ctx, 'start', env, (signal) =>
-      connector.start(startRequest(env, push), signal),
+    snapshot = namingTheJob(
+      await remoteCall(ctx, 'start', env, (signal) => connector.start(startRequest(env, push), signal)),
     );
   } catch (err) {
     ctx.startsInFlight.delete(env.id);

@@ -58,7 +58,11 @@ export class FakeRemote {
    * Every start fails in transport: `refused` before anything was sent (the agent never got it),
    * `in_doubt` after sending (a timeout), null to accept starts.
    */
-  startFault: 'refused' | 'in_doubt' | null = null;
+  /**
+   * `refused`: refused before sending; `in_doubt`: a timeout after sending; `nameless`: the job is made
+   * but the answer's snapshot names it with an empty id (a connector that let an answer through unread).
+   */
+  startFault: 'refused' | 'in_doubt' | 'nameless' | null = null;
   /** A start answers this long after it arrives (on the clock): a slow agent. */
   startDelayMs = 0;
   /** A get answers this long after it arrives (on the clock): a slow read. */
@@ -224,6 +228,7 @@ export class FakeRemote {
         };
         remote.jobs.set(job.id, job);
         remote.maybeFail('start-after');
+        if (remote.startFault === 'nameless') return { ...remote.snapshot(job), remoteId: '' };
         return remote.snapshot(job);
       },
       async get(id: string) {

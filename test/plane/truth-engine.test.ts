@@ -66,6 +66,35 @@ describe('a start that cannot reach its target', () => {
   });
 });
 
+describe('a start answer that names no job', () => {
+  for (const startStream of [false, true])
+    it(`${startStream ? 'streaming' : 'plain'}: a failed attempt that may have been sent; the job is found by its contextId, not bound to nothing`, async () => {
+      h = await harness(
+        { ...quiet, delivery: { stream: startStream, push: false, poll: true } },
+        { idempotentStart: false },
+        1,
+        { startStream },
+      );
+      h.remote.startFault = 'nameless';
+      const { envelope } = await h.plane.create({ tenant: T, target: 'fake', input: 'w' });
+      await h.advance(1);
+      let env = await h.plane.get(T, envelope.id);
+      expect(env.remoteId).toBeNull();
+      expect(env.state).toBe('accepted');
+      expect(env.lastError).toMatchObject({ code: 'remote_error', during: 'start' });
+      expect(env.startMaybeSent).toBe(true);
+      h.remote.startFault = null;
+      await h.advance(70_000);
+      env = await h.plane.get(T, envelope.id);
+      const [made] = [...h.remote.jobs.keys()];
+      expect(env.remoteId).toBe(made);
+      expect(h.remote.jobs.size).toBe(1);
+      h.remote.set(made!, 'succeeded');
+      await h.plane.reconcileNow('fake');
+      expect((await h.plane.get(T, envelope.id)).state).toBe('succeeded');
+    });
+});
+
 describe('reconciliation isolates each job', () => {
   it("one job's failure is logged and retried next round; the pass goes on with the others", async () => {
     h = await harness(quiet);
