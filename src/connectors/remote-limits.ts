@@ -5,8 +5,8 @@ import { chunkReader, type ResponseBody } from './body-reader.ts';
  * The most the plane reads of one answer from a remote agent over HTTP: a JSON body (a task, a page of
  * tasks, an agent card, a JSON-RPC answer) or one event of an event stream. A remote that sends more
  * (a bug, or a hostile agent) would otherwise have the plane hold all of it in memory at once, and one
- * target's answer could take the process, and every tenant's work with it, down. gRPC answers have
- * their own bound, @grpc/grpc-js's 4 MiB receive limit.
+ * target's answer could take the process, and every tenant's work with it, down. A gRPC message has
+ * the same bound, as the client's receive limit (grpc-transport.ts).
  *
  * Going over is `unavailable` (retryable) and never an outcome: the request may have done its work on
  * the remote (a start may have created the task), so the job keeps its state, says why in its last
@@ -70,4 +70,81 @@ export async function readBoundedText(
   }
   // TextDecoder, not Buffer: the connectors are also part of the lab's browser bundle.
   return new TextDecoder().decode(all);
+}
+
+/**
+ * A fetch whose answers are bounded as every other remote answer is, for the vendors' SDKs (OpenAI,
+ * Anthropic), which read whatever comes: a body that is not an event stream may be at most
+ * MAX_REMOTE_MESSAGE_BYTES (a declared Content-Length over it fails at the first read), and one event of
+ * an event stream may be at most that many bytes without an empty line. Past either, the body's read
+ * fails with tooLarge and the connection is let go of; the SDK's parse throws that error, and the
+ * connector passes a TaskplaneError through as it is.
+ */
+export function boundedFetch(inner: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await inner(input, init);
+    if (!response.body) return response;
+    const events = (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+    const declared = Number(response.headers.get('content-length'));
+    const body =
+      !events && declared > MAX_REMOTE_MESSAGE_BYTES
+        ? failing(response.body, tooLarge('answer'))
+        : response.body.pipeThrough(events ? eventBound() : totalBound());
+    const bounded = new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+    Object.defineProperty(bounded, 'url', { value: response.url });
+    return bounded;
+  };
+}
+
+/** A body that fails at its first read, the original let go of. */
+function failing(original: ReadableStream<Uint8Array>, err: Error): ReadableStream<Uint8Array> {
+  void original.cancel().catch(() => {});
+  return new ReadableStream({ start: (controller) => controller.error(err) });
+}
+
+function totalBound(): TransformStream<Uint8Array, Uint8Array> {
+  let size = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      size += chunk.byteLength;
+      if (size > MAX_REMOTE_MESSAGE_BYTES) controller.error(tooLarge('answer'));
+      else controller.enqueue(chunk);
+    },
+  });
+}
+
+const LF = 10;
+const CR = 13;
+
+/** Counts the bytes since the last empty line (an event's end: LF LF, CR CR, or CRLF CRLF). */
+function eventBound(): TransformStream<Uint8Array, Uint8Array> {
+  let sinceEnd = 0;
+  let lineLength = 0;
+  let afterCR = false;
+  return new TransformStream({
+    transform(chunk, controller) {
+      for (let i = 0; i < chunk.length; i++) {
+        const b = chunk[i]!;
+        if (b === LF && afterCR) {
+          afterCR = false;
+          continue;
+        }
+        afterCR = b === CR;
+        if (b === LF || b === CR) {
+          if (lineLength === 0) sinceEnd = 0;
+          lineLength = 0;
+        } else {
+          lineLength++;
+          sinceEnd++;
+        }
+      }
+      if (sinceEnd > MAX_REMOTE_MESSAGE_BYTES)
+        controller.error(tooLarge('event stream went without ending an event'));
+      else controller.enqueue(chunk);
+    },
+  });
 }

@@ -1,12 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TaskArtifactUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
 import { A2AConnector, readAgentCard } from '../../src/connectors/a2a/a2a-connector.ts';
 import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
 import { jsonRpcTransport, restTransport, type StreamFrame } from '../../src/connectors/a2a/transports.ts';
 import { rpcCall } from '../../src/connectors/mcp/rpc.ts';
+import { OpenAIConnector } from '../../src/connectors/openai/openai-connector.ts';
+import { ClaudeConnector } from '../../src/connectors/claude/claude-connector.ts';
 import { MAX_REMOTE_MESSAGE_BYTES } from '../../src/connectors/remote-limits.ts';
 import { TaskplaneError } from '../../src/core/errors.ts';
 import {
@@ -58,6 +60,7 @@ async function serve(answer: (req: IncomingMessage, res: ServerResponse, sent: S
 }
 
 const OVER = MAX_REMOTE_MESSAGE_BYTES + 1024 * 1024;
+const MID = 6 * 1024 * 1024;
 const MiB = 'x'.repeat(1024 * 1024);
 
 /** Writes `prefix`, then MiB after MiB up to `total` bytes, waiting for drain: stops once the client closes. */
@@ -186,16 +189,18 @@ describe('against the official @a2a-js/sdk server, a task with an artifact over 
   // The SDK agent works, then publishes one artifact larger than the limit, and completes. Its server
   // sends that artifact whole: in one stream event, and in every answer that returns the task.
   let peer: SdkA2APeer;
+  // Asked `mid`, the artifact is 6 MiB instead: under the limit, over @grpc/grpc-js's default 4 MiB.
   const executor: AgentExecutor = {
     async execute(ctx, bus) {
       publishSubmitted(ctx, bus);
       publishStatus(ctx, bus, 'TASK_STATE_WORKING');
+      const mid = ctx.userMessage.parts.some((p) => p.content?.$case === 'text' && p.content.value === 'mid');
       bus.publish(
         AgentEvent.artifactUpdate(
           TaskArtifactUpdateEvent.fromJSON({
             taskId: ctx.taskId,
             contextId: ctx.contextId,
-            artifact: { artifactId: 'big', parts: [{ text: 'x'.repeat(OVER) }] },
+            artifact: { artifactId: 'big', parts: [{ text: 'x'.repeat(mid ? MID : OVER) }] },
             lastChunk: true,
           }),
         ),
@@ -231,7 +236,7 @@ describe('against the official @a2a-js/sdk server, a task with an artifact over 
       expectTooLarge(await c.get(seen[0]!.remoteId, never()).catch((e: unknown) => e));
     });
 
-  it('over gRPC: the client refuses the message past its own receive limit, as unavailable', async () => {
+  it('over gRPC: a message past the limit is refused as unavailable; one between 4 MiB and the limit reads whole', async () => {
     const c = await A2AConnector.connect({ target: 'peer', baseUrl: peer.base, preferBinding: 'GRPC' });
     const err = await c
       .start({ envelopeId: 'e2', messageId: `big-grpc-${Date.now()}`, contextId: null, input: 'go' }, never())
@@ -239,7 +244,116 @@ describe('against the official @a2a-js/sdk server, a task with an artifact over 
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TaskplaneError);
     expect((err as TaskplaneError).code).toBe('unavailable');
-    // 8: RESOURCE_EXHAUSTED, from @grpc/grpc-js's 4 MiB receive limit.
+    // 8: RESOURCE_EXHAUSTED, from the client's receive limit, set to the same 16 MiB.
     expect((err as TaskplaneError).message).toContain('gRPC 8 ');
+    expect((err as TaskplaneError).message).toContain(`vs ${MAX_REMOTE_MESSAGE_BYTES}`);
+    // Past @grpc/grpc-js's own default of 4 MiB, as over HTTP: read, not refused.
+    const started = await c.start(
+      { envelopeId: 'e3', messageId: `mid-grpc-${Date.now()}`, contextId: null, input: 'mid' },
+      never(),
+    );
+    const task = await vi.waitFor(async () => {
+      const t = await c.get(started.remoteId, never());
+      expect(t.state).toBe('succeeded');
+      return t;
+    });
+    expect(String(task.artifacts?.[0]?.content)).toHaveLength(MID);
+  });
+});
+
+/**
+ * The OpenAI and Anthropic connectors read through the vendors' SDKs, which bound nothing: their fetch
+ * is bounded the same way (boundedFetch), and an SDK's failed parse comes out as the same error.
+ */
+describe("the vendors' SDKs read within the same bounds", () => {
+  const openai = (url: string) =>
+    new OpenAIConnector({ target: 'gpt', baseUrl: `${url}/v1`, apiKey: 'sk', model: 'm', maxRetries: 0 });
+  const claude = (url: string) =>
+    new ClaudeConnector({
+      target: 'claude',
+      baseUrl: url,
+      apiKey: 'sk-ant',
+      agentId: 'agent_1',
+      environmentId: 'env_1',
+      maxRetries: 0,
+    });
+  const start = { envelopeId: 'e', messageId: 'm', contextId: 'c', input: 'go' };
+
+  for (const declared of [true, false]) {
+    it(`OpenAI: a response read is given up ${declared ? 'at once by its Content-Length' : 'as it passes the limit'}`, () =>
+      refusedJson(
+        '{"id":"resp_1","object":"response","x":"',
+        '"}',
+        (url) => openai(url).get('resp_1', never()),
+        declared,
+      ));
+
+    it(`Anthropic: a session create is given up ${declared ? 'at once by its Content-Length' : 'as it passes the limit'}`, () =>
+      refusedJson(
+        '{"id":"sesn_1","type":"session","x":"',
+        '"}',
+        (url) => claude(url).start(start, never()),
+        declared,
+      ));
+  }
+
+  /** An OpenAI create stream: `response.created` naming resp_1, then `tail` (each event within `frame`). */
+  function createdThen(res: ServerResponse, s: Sent, tail: (res: ServerResponse, s: Sent) => void): void {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const response = { id: 'resp_1', object: 'response', status: 'queued', created_at: 1, metadata: {} };
+    res.write(
+      `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response })}\n\n`,
+    );
+    tail(res, s);
+  }
+
+  it('OpenAI: a create stream whose next event does not end within the limit fails after the events before it', async () => {
+    const { url, sent } = await serve((_req, res, s) =>
+      createdThen(res, s, () =>
+        writeMiBs(res, s, 'event: response.in_progress\ndata: {"x":"', OVER, '"}\n\n'),
+      ),
+    );
+    const seen: RemoteSnapshot[] = [];
+    const err = await (async () => {
+      for await (const snap of openai(url).startStream!(start, never())) seen.push(snap);
+    })().catch((e: unknown) => e);
+    expect(seen.map((x) => x.remoteId)).toEqual(['resp_1']);
+    expectTooLarge(err);
+    expect((err as Error).message).toContain('without ending an event');
+    await sent[0]!.closed;
+  });
+
+  it('OpenAI: a create stream of many events each within the limit is read to its end', async () => {
+    const count = Math.ceil(OVER / MiB.length) + 2;
+    const { url } = await serve((_req, res, s) =>
+      createdThen(res, s, () => {
+        let i = 0;
+        const more = () => {
+          while (i < count) {
+            const delta = { type: 'response.output_text.delta', sequence_number: ++i, delta: MiB };
+            // CRLF line ends here: the bound knows every kind of empty line.
+            if (!res.write(`event: response.output_text.delta\r\ndata: ${JSON.stringify(delta)}\r\n\r\n`))
+              return void res.once('drain', more);
+          }
+          const done = {
+            id: 'resp_1',
+            object: 'response',
+            status: 'completed',
+            created_at: 1,
+            completed_at: 2,
+            metadata: {},
+            output: [],
+          };
+          res.end(
+            `data: ${JSON.stringify({ type: 'response.completed', sequence_number: count + 1, response: done })}\n\n`,
+          );
+        };
+        more();
+      }),
+    );
+    const seen: RemoteSnapshot[] = [];
+    for await (const snap of openai(url).startStream!(start, never())) seen.push(snap);
+    expect(seen.at(-1)?.state).toBe('succeeded');
+    expect(seen.at(-1)?.eventId).toBe(String(count + 1));
   });
 });

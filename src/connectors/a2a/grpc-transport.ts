@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { TaskplaneError } from '../../core/errors.ts';
+import { MAX_REMOTE_MESSAGE_BYTES } from '../remote-limits.ts';
 import { A2A_SERVICE, a2aPackageDefinition, fromWire, toWire } from '../../protocols/a2a/grpc/codec.ts';
 import { STATUS_DETAILS_KEY, decodeStatusDetails } from '../../protocols/a2a/grpc/status-details.ts';
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, type A2AMethod } from '../../protocols/a2a/types.ts';
@@ -129,8 +130,12 @@ export function grpcTransport(o: TransportOptions): A2ATransport {
     target,
     tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure(),
     // A transport dropped after a card change is never closed explicitly: an idle channel lets go of
-    // its connection on its own.
-    { 'grpc.client_idle_timeout_ms': 60_000 },
+    // its connection on its own. A message may be as large as an HTTP answer (grpc-js's own default is
+    // 4 MiB), so a task reads the same on every binding.
+    {
+      'grpc.client_idle_timeout_ms': 60_000,
+      'grpc.max_receive_message_length': MAX_REMOTE_MESSAGE_BYTES,
+    },
   ) as unknown as grpc.Client & Record<string, UnaryFn & StreamFn>;
   const request = (type: string, params: Record<string, unknown>) =>
     toWire(T(type), o.tenant ? { tenant: o.tenant, ...params } : params);

@@ -1,6 +1,7 @@
 import type { Webhook } from 'standardwebhooks';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import { TaskplaneError } from '../../core/errors.ts';
+import { boundedFetch } from '../remote-limits.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { isTerminal } from '../../core/states.ts';
 import { signingKey, verifySignature, WEBHOOK_ID_HEADER } from '../../protocols/standard-webhooks.ts';
@@ -162,7 +163,8 @@ export class ClaudeConnector implements Connector {
           baseURL: o.baseUrl ?? 'https://api.anthropic.com',
           timeout: o.timeoutMs ?? 30_000,
           maxRetries: o.maxRetries ?? 2,
-          ...(o.fetch ? { fetch: o.fetch } : {}),
+          // Every answer bounded as the other connectors' are (remote-limits.ts).
+          fetch: boundedFetch(o.fetch),
         }),
     );
     return this.clientLoad;

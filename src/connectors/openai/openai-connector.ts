@@ -1,6 +1,7 @@
 import type { Webhook } from 'standardwebhooks';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import { TaskplaneError } from '../../core/errors.ts';
+import { boundedFetch } from '../remote-limits.ts';
 import { signingKey, verifySignature } from '../../protocols/standard-webhooks.ts';
 import type {
   Connector,
@@ -123,7 +124,8 @@ export class OpenAIConnector implements Connector {
           organization: null,
           project: null,
           webhookSecret: null,
-          ...(o.fetch ? { fetch: o.fetch } : {}),
+          // Every answer bounded as the other connectors' are (remote-limits.ts).
+          fetch: boundedFetch(o.fetch),
         }),
     );
     return this.clientLoad;
