@@ -28,6 +28,7 @@ import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a
  * - every task works until `finish()` (or `autoFinishMs`) and records each CancelTask it receives.
  */
 export type Binding = 'JSONRPC' | 'HTTP+JSON';
+export type OldRoute = 'html404' | 'gateway404' | 'redirect308' | 'redirect302';
 
 /**
  * What the client gets instead of the SDK's answer to the first start, as a broken proxy or a buggy
@@ -65,13 +66,11 @@ export interface SdkPeer {
   finish(taskId?: string): void;
   /** An open task says what it is doing now: a WORKING status update with a message, the state unchanged. */
   say(taskId: string, text: string): void;
-  /** Moves the agent: new binding and/or path; the old path answers `oldRoute` from now on. */
-  redeploy(to: {
-    binding?: Binding;
-    path: string;
-    oldRoute: 'html404' | 'gateway404';
-    streaming?: boolean;
-  }): void;
+  /**
+   * Moves the agent: new binding and/or path; the old path answers `oldRoute` from now on (`redirect…`:
+   * a 308 or a 302 to the same request under the new path, as a web server moving a route would send).
+   */
+  redeploy(to: { binding?: Binding; path: string; oldRoute: OldRoute; streaming?: boolean }): void;
   /** The A2A route the card currently lists. */
   readonly url: string;
   close(): Promise<void>;
@@ -144,7 +143,7 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
   let streaming = options.streaming ?? true;
   let binding: Binding = options.binding ?? 'JSONRPC';
   let path = '/a2a';
-  const retired = new Map<string, 'html404' | 'gateway404'>();
+  const retired = new Map<string, { kind: OldRoute; to: string }>();
   const cardFor = () =>
     AgentCard.fromJSON({
       name: 'sdk peer',
@@ -188,9 +187,11 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
     }, next);
   });
   app.use((req, res, next) => {
-    for (const [old, kind] of retired) {
+    for (const [old, { kind, to }] of retired) {
       if (req.path === old || req.path.startsWith(old + '/')) {
-        if (kind === 'html404')
+        if (kind === 'redirect308' || kind === 'redirect302')
+          res.redirect(kind === 'redirect308' ? 308 : 302, to + req.originalUrl.slice(old.length));
+        else if (kind === 'html404')
           res.status(404).type('text/html').send('<html><body><h1>404 Not Found</h1>nginx</body></html>');
         else res.status(404).json({ message: 'no Route matched with those values', request_id: 'gw-1' });
         return;
@@ -228,7 +229,7 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
       );
     },
     redeploy(to) {
-      retired.set(path, to.oldRoute);
+      retired.set(path, { kind: to.oldRoute, to: to.path });
       path = to.path;
       binding = to.binding ?? binding;
       if (to.streaming !== undefined) streaming = to.streaming;

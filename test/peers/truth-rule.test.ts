@@ -158,3 +158,25 @@ describe('a start answered with something that is not an A2A answer', () => {
       expect(peer.received).toEqual([]);
     });
 });
+
+describe('an agent moved behind a redirect', () => {
+  for (const oldRoute of ['redirect308', 'redirect302'] as const)
+    for (const binding of ['JSONRPC', 'HTTP+JSON'] as const)
+      it(`${oldRoute} over ${binding}: a streaming start at the old route is no refusal; the task runs`, async () => {
+        const { peer, p } = await setup({ streaming: true, binding });
+        const first = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+        await p.until(first.envelope.id, (e) => e.remoteId !== null, 'first bound');
+        // Moved while the plane holds the card (max-age an hour): the next start goes to the old route.
+        peer.redeploy({ path: '/v2/a2a', oldRoute });
+        const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+        const bound = await p.until(envelope.id, (e) => e.remoteId !== null || isTerminal(e.state), 'bound');
+        expect(bound.state).not.toBe('failed');
+        expect(peer.received).toEqual([expect.any(String), bound.remoteId]);
+        peer.finish();
+        const done = await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal');
+        expect(done.state).toBe('succeeded');
+        // A 308 keeps the request and is followed as fetch follows it; a 302 would turn it into a GET,
+        // so it is a route that does not answer as A2A: the card is read again and names the new one.
+        if (oldRoute === 'redirect302') expect(p.connector.revision).toContain(peer.url);
+      });
+});

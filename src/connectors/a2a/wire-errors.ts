@@ -10,7 +10,8 @@ import { TaskplaneError } from '../../core/errors.ts';
  * JSON is a route that does not answer as A2A (the agent moved, a proxy lost its route): that says
  * nothing about the task, so it is a retryable `unavailable` marked `route: not_protocol`, on which the
  * connector re-reads the agent card. Reading it as "the agent does not know this task" made the plane
- * resubmit to a dead URL and record a failure for a task that had completed.
+ * resubmit to a dead URL and record a failure for a task that had completed. A redirect that reaches
+ * the connector (307 and 308 are followed) is the same.
  */
 const BY_REASON: Record<string, TaskplaneError['code']> = {
   TASK_NOT_FOUND: 'not_found',
@@ -64,7 +65,9 @@ export function a2aWireError(info: WireErrorInfo): TaskplaneError {
   if (!code && info.rpcCode !== undefined) code = BY_RPC_CODE[info.rpcCode];
   if (!code && info.httpStatus !== undefined) {
     const s = info.httpStatus;
-    if (s === 404) return routeError(s, info.message);
+    // A redirect left to us (a stream's 301/302/303, which would turn the POST into a GET) is a route
+    // that moved, as a bare 404 is: nothing the agent said about the task.
+    if (s === 404 || (s >= 300 && s < 400)) return routeError(s, info.message);
     code =
       s === 401
         ? 'unauthenticated'
