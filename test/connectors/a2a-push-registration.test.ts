@@ -115,4 +115,12 @@ describe('parseWebhook', () => {
     const signal = await c.parseWebhook({ headers: { 'x-a2a-notification-token': 'listed' }, rawBody: body });
     expect(signal.token).toBeNull();
   });
+
+  it("a body the sender cannot make an A2A task of is the sender's bad input, naming the field", async () => {
+    const c = new A2AConnector({ target: 'demo', baseUrl: host.url });
+    const err = await c
+      .parseWebhook({ headers: {}, rawBody: JSON.stringify({ task: { id: 't1', status: 'done' } }) })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'invalid_argument', field: 'body.task' });
+  });
 });

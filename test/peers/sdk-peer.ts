@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { AgentCard, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { AgentCard, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import {
   AgentEvent,
   DefaultRequestHandler,
@@ -66,6 +66,11 @@ export interface SdkPeer {
   finish(taskId?: string): void;
   /** An open task says what it is doing now: a WORKING status update with a message, the state unchanged. */
   say(taskId: string, text: string): void;
+  /**
+   * An open task's executor publishes updates about another task on its own bus (a sub-task, say),
+   * which the SDK server passes on in the open task's streams: a COMPLETED status and an artifact.
+   */
+  stray(taskId: string, otherTaskId: string): void;
   /**
    * Moves the agent: new binding and/or path; the old path answers `oldRoute` from now on (`redirect…`:
    * a 308 or a 302 to the same request under the new path, as a web server moving a route would send).
@@ -224,6 +229,27 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
               timestamp: new Date().toISOString(),
               message: { messageId: `say-${Date.now()}`, role: 'ROLE_AGENT', parts: [{ text }] },
             },
+          }),
+        ),
+      );
+    },
+    stray(taskId, otherTaskId) {
+      const running = buses.get(taskId);
+      if (!running) throw new Error(`task ${taskId} is not running`);
+      const about = { taskId: otherTaskId, contextId: running.contextId };
+      running.bus.publish(
+        AgentEvent.artifactUpdate(
+          TaskArtifactUpdateEvent.fromJSON({
+            ...about,
+            artifact: { artifactId: 'sub-result', parts: [{ text: 'the sub-task answer' }] },
+          }),
+        ),
+      );
+      running.bus.publish(
+        AgentEvent.statusUpdate(
+          TaskStatusUpdateEvent.fromJSON({
+            ...about,
+            status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() },
           }),
         ),
       );

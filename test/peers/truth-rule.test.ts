@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isTerminal } from '../../src/core/states.ts';
 import { peerPlane, type PeerPlane } from './peer-plane.ts';
 import { startSdkPeer, type Binding, type Garble, type SdkPeer } from './sdk-peer.ts';
@@ -179,4 +179,24 @@ describe('an agent moved behind a redirect', () => {
         // so it is a route that does not answer as A2A: the card is read again and names the new one.
         if (oldRoute === 'redirect302') expect(p.connector.revision).toContain(peer.url);
       });
+});
+
+describe("updates about another task in a task's stream", () => {
+  it("are not this task's: it stays running without the other's artifact, and ends as itself", async () => {
+    const { peer, p } = await setup({ streaming: true });
+    const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    const bound = await p.until(envelope.id, (e) => e.state === 'running', 'running');
+    peer.stray(bound.remoteId!, 'sub-task-1');
+    // The SDK server ends a stream at a final status, whichever task it names: the plane's next
+    // subscription shows it read the stray frames. A status message then comes on that subscription.
+    await vi.waitFor(async () => expect((await p.plane.signals()).requests.byKind.subscribe).toBe(1));
+    peer.say(bound.remoteId!, 'still on it');
+    const after = await p.until(envelope.id, (e) => e.statusMessage === 'still on it', 'said');
+    expect(after.state).toBe('running');
+    expect(after.artifacts).toEqual([]);
+    peer.finish();
+    const done = await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal');
+    expect(done.state).toBe('succeeded');
+    expect(done.artifacts).toEqual([]);
+  });
 });

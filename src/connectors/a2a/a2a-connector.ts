@@ -682,8 +682,18 @@ export class A2AConnector implements Connector {
     const deliveryId = h['a2a-delivery-id'] || h['webhook-id'] || 'sha256:' + sha256Hex(request.rawBody);
     let snapshot: RemoteSnapshot | null = null;
     const b = body as { task?: unknown; statusUpdate?: { status?: { state?: string } } };
-    if (b.task) snapshot = taskToSnapshot(decodeTask(b.task));
-    else if (b.statusUpdate) {
+    if (b.task) {
+      // The sender's request, not an answer of ours: a task it cannot describe is its bad input (400).
+      let task: Task;
+      try {
+        task = decodeTask(b.task);
+      } catch {
+        throw new TaskplaneError('invalid_argument', 'body.task: not an A2A Task (id and status)', {
+          field: 'body.task',
+        });
+      }
+      snapshot = taskToSnapshot(task);
+    } else if (b.statusUpdate) {
       const task = applyFrame(
         { id: remoteId, contextId: '', status: { state: 'TASK_STATE_UNSPECIFIED' } },
         body,

@@ -176,20 +176,28 @@ export function taskToSnapshot(task: Task): RemoteSnapshot {
  * A2A 1.0, streaming). Returns the updated task, or null for frames that change nothing we track (messages).
  * `current` is never changed: the result is a new task sharing what the frame left as it was (a stream
  * applies a frame per event; copying the whole task each time cost more than the rest of the frame).
+ *
+ * A frame about another task changes nothing: the official SDK server passes on whatever its executor
+ * publishes, so an agent that reports a sub-task's progress on its own bus would otherwise have the
+ * sub-task's end recorded as this task's.
  */
 export function applyFrame(current: Task | null, rawFrame: unknown): Task | null {
   const frame = normalizeKeys(rawFrame);
   if (!isObj(frame)) return null;
-  if (isObj(frame.task)) return decodeTask(frame.task);
+  if (isObj(frame.task)) {
+    const task = decodeTask(frame.task);
+    return current && task.id !== current.id ? null : task;
+  }
   if (!current) return null;
   if (isObj(frame.statusUpdate)) {
     const su = frame.statusUpdate;
-    if (!isObj(su.status)) return null;
+    if (!isObj(su.status) || aboutAnother(su, current)) return null;
     const decoded = decodeTask({ id: current.id, contextId: current.contextId, status: su.status });
     return { ...current, status: decoded.status };
   }
   if (isObj(frame.artifactUpdate)) {
     const au = frame.artifactUpdate;
+    if (aboutAnother(au, current)) return null;
     const artifact = sanitizeArtifact(au.artifact);
     if (!artifact) return null;
     const list = [...(current.artifacts ?? [])];
@@ -202,6 +210,11 @@ export function applyFrame(current: Task | null, rawFrame: unknown): Task | null
     return { ...current, artifacts: list };
   }
   return null;
+}
+
+/** An update that names a task, and not this one (one that names none is taken as this task's). */
+function aboutAnother(update: Record<string, unknown>, current: Task): boolean {
+  return typeof update.taskId === 'string' && update.taskId !== '' && update.taskId !== current.id;
 }
 
 /** The task id a StreamResponse (push body) is about. */
