@@ -56,6 +56,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
   private readonly envelopes = new Map<string, Envelope>();
   /** Envelopes per tenant and state (countEnvelopesByState without a pass over every envelope). */
   private readonly stateCounts = new Map<string, Map<NormalizedState, number>>();
+  /** Envelope ids per state (a query by state reads only these). */
+  private readonly idsByState = new Map<NormalizedState, Set<string>>();
   /** `tenant \u0000 key` → envelope id. */
   private readonly idempotencyKeys = new Map<string, string>();
   /** Index seq - 1; a purged event leaves a hole, so seqs are never reused and stay positions. */
@@ -153,7 +155,10 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     const order = query.order ?? 'desc';
     const keyset = decodeCursor(query.cursor);
     const states = query.states && new Set<NormalizedState>(query.states);
-    const matching = [...this.envelopes.values()].filter(
+    // A query by state (the engine's open jobs) looks only at the jobs in those states, however many
+    // have finished: as the SQL stores' index on state does.
+    const candidates = states ? this.inStates(states) : this.envelopes.values();
+    const matching = [...candidates].filter(
       (e) =>
         (query.tenant === undefined || e.tenant === query.tenant) &&
         (query.workflowId === undefined || e.workflowId === query.workflowId) &&
@@ -178,8 +183,20 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     return counts;
   }
 
-  /** Kept on every write, as the SQL backends' envelope_counts: a count is per tenant and state, not per job. */
-  private countState(e: Pick<Envelope, 'tenant' | 'state'>, delta: 1 | -1): void {
+  private *inStates(states: ReadonlySet<NormalizedState>): Iterable<Envelope> {
+    for (const state of states)
+      for (const id of this.idsByState.get(state) ?? []) yield this.envelopes.get(id)!;
+  }
+
+  /**
+   * Kept on every write, as the SQL backends' envelope_counts: a count is per tenant and state, not per
+   * job; and the ids in each state, the index a query by state reads.
+   */
+  private countState(e: Pick<Envelope, 'id' | 'tenant' | 'state'>, delta: 1 | -1): void {
+    let ids = this.idsByState.get(e.state);
+    if (!ids) this.idsByState.set(e.state, (ids = new Set()));
+    if (delta === 1) ids.add(e.id);
+    else ids.delete(e.id);
     let byState = this.stateCounts.get(e.tenant);
     if (!byState) this.stateCounts.set(e.tenant, (byState = new Map()));
     const n = (byState.get(e.state) ?? 0) + delta;
