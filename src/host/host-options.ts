@@ -10,7 +10,7 @@ import type { AgentTaskStore } from '../store/store.ts';
 import { isAgentDefinition, type AgentDefinition } from './agent-api.ts';
 import { parseCardSigningKey, type ParsedCardKey } from './card-signing.ts';
 import type { PushSender } from './push-sender.ts';
-import type { Resolver } from './ssrf.ts';
+import type { Resolver } from '../core/public-address.ts';
 
 /** Options of `startHost`; every default is the CLI's. */
 export interface HostOptions {

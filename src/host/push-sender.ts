@@ -4,7 +4,8 @@ import type { LookupFunction } from 'node:net';
 import type { Clock } from '../core/clock.ts';
 import { A2A_CONTENT_TYPE } from '../protocols/a2a/types.ts';
 import { signatureHeaders, signingKey } from '../protocols/standard-webhooks.ts';
-import { checkWebhookUrl, type Resolver } from './ssrf.ts';
+import type { Resolver } from '../core/public-address.ts';
+import { checkWebhookUrl } from './ssrf.ts';
 
 export interface PushRequest {
   url: string;

@@ -83,8 +83,9 @@ export async function buildLabAssets(
     platform: 'browser',
     target: 'es2022',
     // Node-only, imported lazily by the A2A connector: grpc-js when a card's gRPC interface is used,
-    // node:http for event streams when no fetch of the caller's is given (the lab always gives one).
-    external: ['./grpc-transport.ts', '../http-stream.ts'],
+    // node:http for event streams when no fetch of the caller's is given (the lab always gives one), and
+    // DNS when a card names an interface on another host than its own (the lab's never do).
+    external: ['./grpc-transport.ts', '../http-stream.ts', './interface-reach.ts'],
     // Card signature keys are read with node:crypto when a target configures them, which the lab's
     // simulated targets never do: in the browser the module is a stub that says so if it is ever called.
     plugins: [

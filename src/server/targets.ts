@@ -170,12 +170,14 @@ const a2aTarget: TargetKind = {
       'webhookSigningSecret',
       'inputSchema',
       'cardSignatures',
+      'allowPrivateInterfaces',
     ]);
     const headers = s.strings('headers');
     const timeoutMs = s.int('timeoutMs', 1);
     const preferBinding = s.oneOf('preferBinding', ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const);
     const cardTtlMs = s.int('cardTtlMs', 0);
     const idempotentStart = s.boolean('idempotentStart');
+    const allowPrivateInterfaces = s.boolean('allowPrivateInterfaces');
     const webhookSigningSecret = s.string('webhookSigningSecret');
     const inputSchema = s.schema('inputSchema');
     // Checked (keys imported, a `config` error naming the field) when the connector is built.
@@ -191,7 +193,9 @@ const a2aTarget: TargetKind = {
       ...(idempotentStart !== undefined ? { idempotentStart } : {}),
       ...(webhookSigningSecret ? { webhookSigningSecret } : {}),
       ...(inputSchema ? { inputSchema } : {}),
-      ...(cardSignatures !== undefined ? { cardSignatures, logger: deps.logger } : {}),
+      ...(cardSignatures !== undefined ? { cardSignatures } : {}),
+      ...(allowPrivateInterfaces !== undefined ? { allowPrivateInterfaces } : {}),
+      logger: deps.logger,
     });
   },
 };

@@ -5,7 +5,7 @@ import { VirtualClock } from '../../src/core/clock.ts';
 import type { TaskplaneError } from '../../src/core/errors.ts';
 import { createPushSender } from '../../src/host/push-sender.ts';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
-import type { Resolver } from '../../src/host/ssrf.ts';
+import type { Resolver } from '../../src/core/public-address.ts';
 import { parseTargetSigningSecrets } from '../../src/server/targets.ts';
 import { PushReceiver, type ReceivedPush } from '../host/helpers.ts';
 

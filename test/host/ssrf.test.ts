@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { SystemClock, VirtualClock } from '../../src/core/clock.ts';
 import { Webhook } from 'standardwebhooks';
 import { createPushSender } from '../../src/host/push-sender.ts';
-import { checkWebhookUrl, isPublicAddress, type Resolver } from '../../src/host/ssrf.ts';
+import { isPublicAddress, type Resolver } from '../../src/core/public-address.ts';
+import { checkWebhookUrl } from '../../src/host/ssrf.ts';
 import { PushReceiver } from './helpers.ts';
 
 /**

@@ -33,6 +33,7 @@ import { cardTrust, type CardSignatureOptions, type CardTrust } from './card-tru
 import { interfacesOfV03Card, isV03Card, isV03Version } from '../../protocols/a2a/v03/card.ts';
 import { eventFromV03 } from '../../protocols/a2a/v03/wire.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { Resolver } from '../../core/public-address.ts';
 import { a2aWireError, isRouteError, routeError } from './wire-errors.ts';
 import { transportError } from '../transport-errors.ts';
 import { readBoundedText } from '../remote-limits.ts';
@@ -93,9 +94,25 @@ export interface A2AConnectorOptions {
   cardSignatures?: CardSignatureOptions;
   /** Where a refused card is reported. @default silent */
   logger?: Logger;
+  /**
+   * Lets the card of an agent on public addresses name an interface on a private, loopback or link-local
+   * one (interface-reach.ts). Refused otherwise: such a card could point the plane into its own network.
+   * @default false
+   */
+  allowPrivateInterfaces?: boolean;
+  /** Resolves host names for that check (tests). @default the system resolver */
+  resolve?: Resolver;
 }
 
 const SYSTEM_CLOCK = new SystemClock();
+
+function sameHostName(a: string, b: string): boolean {
+  try {
+    return new URL(a).hostname === new URL(b).hostname;
+  } catch {
+    return false;
+  }
+}
 
 function usable(i: AgentInterface): boolean {
   return (
@@ -224,6 +241,8 @@ function cacheLifetimeMs(headers: Headers): number | null {
 interface Bound {
   card: AgentCard;
   transport: A2ATransport;
+  /** The chosen interface's URL. */
+  url: string;
   /** Which interface we talk to: changes when a redeployed agent's card lists another one. */
   revision: string;
 }
@@ -343,6 +362,7 @@ export class A2AConnector implements Connector {
           : chosen.protocolBinding === 'GRPC'
             ? lazyGrpcTransport(t)
             : restTransport(t),
+      url: chosen.url,
       revision: `${chosen.protocolBinding} ${chosen.url}${chosen.tenant ? ` ${chosen.tenant}` : ''}${v03 ? ' A2A/0.3' : ''}`,
     };
   }
@@ -389,7 +409,7 @@ export class A2AConnector implements Connector {
         const ttl = read.maxAgeMs ?? o.cardTtlMs ?? 300_000;
         this.freshUntil = Date.now() + ttl;
         this.etag = read.etag;
-        if (read.card) this.state = this.bind(read.card);
+        if (read.card) this.state = await this.reachable(this.bind(read.card));
         if (!this.state)
           throw new TaskplaneError('remote_error', 'remote: agent card not modified without a cached copy');
         return this.state;
@@ -398,6 +418,29 @@ export class A2AConnector implements Connector {
         this.loading = null;
       });
     return this.loading;
+  }
+
+  /**
+   * A card of an agent on public addresses that names an interface on a private one is refused like a
+   * card whose signature fails (interface-reach.ts): not bound, reported, the read fails. Judged only
+   * when the interface is on another host name than the base URL (the check is loaded then: the lab's
+   * browser bundle leaves it out).
+   */
+  private async reachable(bound: Bound): Promise<Bound> {
+    const o = this.options;
+    if (o.allowPrivateInterfaces || sameHostName(o.baseUrl, bound.url)) return bound;
+    const { privateInterfaceOfPublicAgent } = await import('./interface-reach.ts');
+    const reason = await privateInterfaceOfPublicAgent(o.baseUrl, bound.url, o.resolve);
+    if (reason === null) return bound;
+    o.logger?.warn(
+      { target: this.target, reason, baseUrl: o.baseUrl },
+      'agent card refused: its interface is on a private address',
+    );
+    throw new TaskplaneError(
+      'permission_denied',
+      `target ${this.target}: agent card refused: ${reason} (the target's allowPrivateInterfaces permits it)`,
+      { retryable: true, details: { notSent: true } },
+    );
   }
 
   /**

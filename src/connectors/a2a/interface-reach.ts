@@ -1,0 +1,54 @@
+import ipaddr from 'ipaddr.js';
+import { isPublicAddress, systemResolver, type Resolver } from '../../core/public-address.ts';
+
+/**
+ * Where an agent card may send the plane. The operator names a target's base URL; the card read there
+ * names the interface every call then goes to, with the job's input. A card of an agent on public
+ * addresses that names an interface on a private, loopback, link-local (the cloud metadata address
+ * 169.254.169.254 among them) or otherwise non-public one would have the plane post into its own network
+ * for whoever wrote the card: a server-side request forgery. Such a card is refused. An agent the operator
+ * placed on a private address may name private interfaces (internal agents talk to internal agents), and
+ * an interface on the base URL's own host name is never judged.
+ *
+ * Judged when the card is bound, by the addresses the names resolve to then (the connection that follows
+ * resolves again: a name that answers public now and private later is not caught here).
+ *
+ * Returns why the interface is refused, or null.
+ */
+export async function privateInterfaceOfPublicAgent(
+  baseUrl: string,
+  interfaceUrl: string,
+  resolve: Resolver = systemResolver,
+): Promise<string | null> {
+  const base = hostOf(baseUrl);
+  const target = hostOf(interfaceUrl);
+  if (base === null || target === null || base === target) return null;
+  const baseAddresses = await addressesOf(base, resolve);
+  // An agent we cannot place is not known to be public: nothing to hold it to.
+  if (baseAddresses.length === 0 || !baseAddresses.every(isPublicAddress)) return null;
+  const targetAddresses = await addressesOf(target, resolve);
+  const inside = targetAddresses.find((a) => !isPublicAddress(a));
+  return inside === undefined
+    ? null
+    : `the agent at ${base} (public) names an interface on ${target}, which is ${
+        target === inside ? 'not a public address' : `${inside}, not a public address`
+      }`;
+}
+
+function hostOf(url: string): string | null {
+  try {
+    const host = new URL(url).hostname;
+    return host.startsWith('[') ? host.slice(1, -1) : host;
+  } catch {
+    return null;
+  }
+}
+
+async function addressesOf(host: string, resolve: Resolver): Promise<string[]> {
+  if (ipaddr.isValid(host)) return [host];
+  try {
+    return (await resolve(host)).map((a) => a.address);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,194 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SystemClock } from '../../src/core/clock.ts';
+import { SeededRandom } from '../../src/core/random.ts';
+import { isTerminal } from '../../src/core/states.ts';
+import type { TaskplaneError } from '../../src/core/errors.ts';
+import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
+import type { Resolver } from '../../src/core/public-address.ts';
+import { Plane } from '../../src/plane/plane.ts';
+import { MemoryStore } from '../../src/store/memory/memory-store.ts';
+import { untilStored } from '../support/until-stored.ts';
+import { recordingLogger } from '../support/recording-logger.ts';
+import { startSdkPeer, type SdkPeer } from '../peers/sdk-peer.ts';
+
+/**
+ * An agent card names where the plane sends every call of its target. The card of an agent on public
+ * addresses may not send it into a private network (interface-reach.ts); an agent placed on a private
+ * address by the operator may, and so may any card on the base URL's own host name.
+ */
+const PUBLIC = '93.184.216.34';
+const NAMES: Record<string, string> = {
+  'agent.example': PUBLIC,
+  'api.example': '93.184.216.35',
+  'internal.example': '10.0.0.5',
+  'agent.internal': '10.1.2.3',
+};
+const resolve: Resolver = async (host) => {
+  const address = NAMES[host];
+  if (!address) throw new Error(`ENOTFOUND ${host}`);
+  return [{ address, family: 4 }];
+};
+
+/** A fetch that serves one card at any base URL and records every URL asked for. */
+function cardFetch(interfaceUrl: string, asked: string[]): typeof fetch {
+  return (async (input: RequestInfo | URL) => {
+    const url = String(input);
+    asked.push(url);
+    if (!url.endsWith('/.well-known/agent-card.json')) return new Response('no', { status: 500 });
+    return Response.json({
+      name: 'a',
+      capabilities: { streaming: true, pushNotifications: false },
+      supportedInterfaces: [{ url: interfaceUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    });
+  }) as typeof fetch;
+}
+
+const never = () => new AbortController().signal;
+
+describe('where an agent card may send the plane', () => {
+  for (const [inside, named] of [
+    ['http://169.254.169.254/latest/meta-data', '169.254.169.254'],
+    ['http://internal.example/a2a', '10.0.0.5'],
+    ['http://[::ffff:127.0.0.1]:8080/a2a', '::ffff:7f00:1'],
+  ] as const)
+    it(`a public agent's card naming ${inside} is refused, and nothing is sent there`, async () => {
+      const asked: string[] = [];
+      const logger = recordingLogger();
+      const c = new A2AConnector({
+        target: 't',
+        baseUrl: 'http://agent.example',
+        fetch: cardFetch(inside, asked),
+        resolve,
+        logger,
+      });
+      const err = (await c.prepare(never()).catch((e: unknown) => e)) as TaskplaneError;
+      expect(err).toMatchObject({ code: 'permission_denied', retryable: true, details: { notSent: true } });
+      expect(err.message).toContain(named);
+      expect(err.message).toContain('allowPrivateInterfaces');
+      expect(asked).toEqual(['http://agent.example/.well-known/agent-card.json']);
+      expect(c.revision).toBeNull();
+      expect(logger.lines.map((l) => l.msg)).toContain(
+        'agent card refused: its interface is on a private address',
+      );
+    });
+
+  it('a public agent may name a public interface on another host', async () => {
+    const c = new A2AConnector({
+      target: 't',
+      baseUrl: 'http://agent.example',
+      fetch: cardFetch('http://api.example/a2a', []),
+      resolve,
+    });
+    await c.prepare(never());
+    expect(c.revision).toBe('JSONRPC http://api.example/a2a');
+  });
+
+  it('an agent the operator placed on a private address may name private interfaces', async () => {
+    const c = new A2AConnector({
+      target: 't',
+      baseUrl: 'http://agent.internal',
+      fetch: cardFetch('http://127.0.0.1:9000/a2a', []),
+      resolve,
+    });
+    await c.prepare(never());
+    expect(c.revision).toBe('JSONRPC http://127.0.0.1:9000/a2a');
+  });
+
+  it("an interface on the base URL's own host name is not judged (nothing is resolved)", async () => {
+    const c = new A2AConnector({
+      target: 't',
+      baseUrl: 'http://agent.example',
+      fetch: cardFetch('http://agent.example:9000/a2a', []),
+      resolve: () => Promise.reject(new Error('resolved')),
+    });
+    await c.prepare(never());
+    expect(c.revision).toBe('JSONRPC http://agent.example:9000/a2a');
+  });
+
+  it('allowPrivateInterfaces lets a public agent name a private interface', async () => {
+    const c = new A2AConnector({
+      target: 't',
+      baseUrl: 'http://agent.example',
+      fetch: cardFetch('http://internal.example/a2a', []),
+      resolve,
+      allowPrivateInterfaces: true,
+    });
+    await c.prepare(never());
+    expect(c.revision).toBe('JSONRPC http://internal.example/a2a');
+  });
+});
+
+describe('against the official @a2a-js/sdk agent, reached by a public name', () => {
+  // The SDK's card names the agent by its loopback address; the target names it agent.example, which
+  // resolves to a public address (its requests are sent to the peer): a public agent naming a loopback
+  // interface.
+  const open: Array<{ close(): Promise<unknown> }> = [];
+  afterEach(async () => {
+    for (const o of open.reverse()) await o.close().catch(() => {});
+    open.length = 0;
+  });
+
+  async function planeOn(peer: SdkPeer, allowPrivateInterfaces: boolean) {
+    const port = new URL(peer.base).port;
+    const toPeer = ((input: RequestInfo | URL, init?: RequestInit) =>
+      fetch(String(input).replace(`http://agent.example:${port}`, peer.base), init)) as typeof fetch;
+    const connector = new A2AConnector({
+      target: 'peer',
+      baseUrl: `http://agent.example:${port}`,
+      fetch: toPeer,
+      resolve,
+      allowPrivateInterfaces,
+    });
+    const store = new MemoryStore();
+    const plane = new Plane({
+      clock: new SystemClock(),
+      random: new SeededRandom(7),
+      store,
+      connectors: (t) => (t === 'peer' ? connector : undefined),
+      options: { startRetry: { initialIntervalMs: 50, maximumIntervalMs: 200 } },
+    });
+    await plane.start();
+    open.push({ close: () => plane.stop() });
+    return { plane, store };
+  }
+
+  it('refused: the job stays unstarted, its last error says why, the agent never hears of it', async () => {
+    const peer = await startSdkPeer({ streaming: true });
+    open.push(peer);
+    const { plane, store } = await planeOn(peer, false);
+    const { envelope } = await plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    // A failed attempt's write carries no event (no change notice): read until it is there.
+    const env = await vi.waitFor(async () => {
+      const e = (await store.getEnvelope(envelope.id))!;
+      expect(e.lastError).toBeTruthy();
+      return e;
+    });
+    expect(env.state).toBe('accepted');
+    expect(env.remoteId).toBeNull();
+    expect(env.lastError).toMatchObject({ code: 'permission_denied' });
+    expect(env.lastError!.message).toContain('127.0.0.1');
+    expect(env.startMaybeSent ?? false).toBe(false);
+    expect(peer.received).toEqual([]);
+  });
+
+  it('allowed by the target: the job runs to its end', async () => {
+    const peer = await startSdkPeer({ streaming: true });
+    open.push(peer);
+    const { plane, store } = await planeOn(peer, true);
+    const { envelope } = await plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    await untilStored(
+      store,
+      envelope.id,
+      async () => (await store.getEnvelope(envelope.id))!.remoteId !== null,
+      'bound',
+    );
+    peer.finish();
+    await untilStored(
+      store,
+      envelope.id,
+      async () => isTerminal((await store.getEnvelope(envelope.id))!.state),
+      'end',
+    );
+    expect((await store.getEnvelope(envelope.id))!.state).toBe('succeeded');
+  });
+});
