@@ -85,7 +85,10 @@ export type TransitionDecision =
  *
  * 1. A terminal record never changes.
  * 2. An observation older than what we hold (smaller remote version) is stale and ignored, so a delayed
- *    webhook never moves a record back.
+ *    webhook never moves a record back. Except a terminal one: a job that ended cannot start again, so its
+ *    end is the last word whatever version it carries (the record keeps the larger version). A2A's version is the status timestamp, and an
+ *    agent run on several machines whose clocks disagree can end a task "before" it last said WORKING:
+ *    read as stale, that end would be ignored for good and the job never finish.
  * 3. At an equal version the observation applies only if it moves the job forward in its life
  *    (rank), so a replayed or duplicated delivery is absorbed.
  * 4. `cancel_requested` is local intent: any remote state other than the plain running/waiting ones
@@ -101,7 +104,8 @@ export function decideTransition(current: StateRecord, obs: Observation): Transi
     return { apply: false, reason: 'stale' };
 
   if (current.remoteVersion !== null && obs.remoteVersion !== null) {
-    if (obs.remoteVersion < current.remoteVersion) return { apply: false, reason: 'stale' };
+    if (obs.remoteVersion < current.remoteVersion && !isTerminal(obs.state))
+      return { apply: false, reason: 'stale' };
     if (obs.remoteVersion === current.remoteVersion) {
       const sameState = obs.state === current.state && obs.nativeState === current.nativeState;
       if (sameState) return { apply: false, reason: 'duplicate' };
@@ -113,7 +117,13 @@ export function decideTransition(current: StateRecord, obs: Observation): Transi
     return { apply: false, reason: 'duplicate' };
   }
 
-  const remoteVersion = obs.remoteVersion ?? current.remoteVersion;
+  // An end stamped earlier than what we hold (rule 2) keeps the larger version: the record's version
+  // never goes back.
+  const remoteVersion =
+    obs.remoteVersion !== null &&
+    (current.remoteVersion === null || obs.remoteVersion >= current.remoteVersion)
+      ? obs.remoteVersion
+      : current.remoteVersion;
   if (current.state === 'cancel_requested' && !isTerminal(obs.state)) {
     // Keep the intent visible until the remote confirms an outcome; remember what it said meanwhile.
     if (obs.nativeState === current.nativeState && remoteVersion === current.remoteVersion) {

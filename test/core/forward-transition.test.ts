@@ -97,6 +97,21 @@ describe('forward-only transition', () => {
     });
   });
 
+  it('an end applies whatever its version: a clock that went back (another replica of the agent) cannot hide it', () => {
+    const working: StateRecord = { state: 'running', nativeState: 'TASK_STATE_WORKING', remoteVersion: 200 };
+    const ended = { state: 'succeeded', nativeState: 'TASK_STATE_COMPLETED', remoteVersion: 150 } as const;
+    expect(decideTransition(working, ended)).toEqual({ apply: true, next: { ...ended, remoteVersion: 200 } });
+    const cancelling: StateRecord = {
+      state: 'cancel_requested',
+      nativeState: 'TASK_STATE_WORKING',
+      remoteVersion: 200,
+    };
+    expect(
+      decideTransition(cancelling, { ...ended, state: 'cancelled', nativeState: 'TASK_STATE_CANCELED' })
+        .apply,
+    ).toBe(true);
+  });
+
   it('cancel_requested keeps the intent until the true outcome, including completion after cancel', () => {
     let record: StateRecord = { state: 'running', nativeState: 'TASK_STATE_WORKING', remoteVersion: 10 };
     const local = decideLocalTransition(record, 'cancel_requested');

@@ -50,6 +50,11 @@ export interface PeerOptions {
   autoFinishMs?: number;
   /** Card max-age in seconds (SDK card handler). @default 3600 */
   cardMaxAgeS?: number;
+  /**
+   * A task's end is stamped this much earlier than its clock says (the agent's replica that ends it runs
+   * behind the one that started it). @default 0
+   */
+  endsClockBehindMs?: number;
   /** The first start request's answer, as the client gets it (see Garble). */
   garbleFirstStart?: Garble;
 }
@@ -121,7 +126,10 @@ export async function startSdkPeer(options: PeerOptions = {}): Promise<SdkPeer> 
         AgentEvent.statusUpdate(
           TaskStatusUpdateEvent.fromJSON({
             ...ids,
-            status: { state: 'TASK_STATE_COMPLETED', timestamp: at() },
+            status: {
+              state: 'TASK_STATE_COMPLETED',
+              timestamp: new Date(Date.now() - (options.endsClockBehindMs ?? 0)).toISOString(),
+            },
           }),
         ),
       );

@@ -200,3 +200,23 @@ describe("updates about another task in a task's stream", () => {
     expect(done.artifacts).toEqual([]);
   });
 });
+
+describe('an agent whose replicas disagree about the time', () => {
+  it('a task ended "before" it last said WORKING (by a clock 5 s behind) is read as ended, not as stale', async () => {
+    const { peer, p } = await setup(
+      { streaming: false, endsClockBehindMs: 5_000 },
+      {
+        delivery: { stream: false, push: false, poll: true },
+        poll: { intervalMs: 50, maximumIntervalMs: 50 },
+      },
+    );
+    const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    const running = await p.until(envelope.id, (e) => e.state === 'running', 'running');
+    peer.finish();
+    const done = await p.until(envelope.id, (e) => isTerminal(e.state), 'terminal');
+    expect(done.state).toBe('succeeded');
+    // Stamped 5 s before the WORKING the plane had read: the record keeps the later version.
+    expect(done.stateTimestamp).toBeLessThan(running.stateTimestamp!);
+    expect(done.remoteVersion).toBe(running.remoteVersion);
+  });
+});
