@@ -72,50 +72,48 @@ describe('where an agent card may send the plane', () => {
       );
     });
 
-  it('a public agent may name a public interface on another host', async () => {
-    const c = new A2AConnector({
-      target: 't',
+  const accepted: Array<{
+    what: string;
+    baseUrl: string;
+    named: string;
+    resolve?: Resolver;
+    allow?: boolean;
+  }> = [
+    {
+      what: 'a public agent may name a public interface on another host',
       baseUrl: 'http://agent.example',
-      fetch: cardFetch('http://api.example/a2a', []),
-      resolve,
-    });
-    await c.prepare(never());
-    expect(c.revision).toBe('JSONRPC http://api.example/a2a');
-  });
-
-  it('an agent the operator placed on a private address may name private interfaces', async () => {
-    const c = new A2AConnector({
-      target: 't',
+      named: 'http://api.example/a2a',
+    },
+    {
+      what: 'an agent the operator placed on a private address may name private interfaces',
       baseUrl: 'http://agent.internal',
-      fetch: cardFetch('http://127.0.0.1:9000/a2a', []),
-      resolve,
-    });
-    await c.prepare(never());
-    expect(c.revision).toBe('JSONRPC http://127.0.0.1:9000/a2a');
-  });
-
-  it("an interface on the base URL's own host name is not judged (nothing is resolved)", async () => {
-    const c = new A2AConnector({
-      target: 't',
+      named: 'http://127.0.0.1:9000/a2a',
+    },
+    {
+      what: "an interface on the base URL's own host name is not judged (nothing is resolved)",
       baseUrl: 'http://agent.example',
-      fetch: cardFetch('http://agent.example:9000/a2a', []),
+      named: 'http://agent.example:9000/a2a',
       resolve: () => Promise.reject(new Error('resolved')),
-    });
-    await c.prepare(never());
-    expect(c.revision).toBe('JSONRPC http://agent.example:9000/a2a');
-  });
-
-  it('allowPrivateInterfaces lets a public agent name a private interface', async () => {
-    const c = new A2AConnector({
-      target: 't',
+    },
+    {
+      what: 'allowPrivateInterfaces lets a public agent name a private interface',
       baseUrl: 'http://agent.example',
-      fetch: cardFetch('http://internal.example/a2a', []),
-      resolve,
-      allowPrivateInterfaces: true,
+      named: 'http://internal.example/a2a',
+      allow: true,
+    },
+  ];
+  for (const a of accepted)
+    it(a.what, async () => {
+      const c = new A2AConnector({
+        target: 't',
+        baseUrl: a.baseUrl,
+        fetch: cardFetch(a.named, []),
+        resolve: a.resolve ?? resolve,
+        ...(a.allow ? { allowPrivateInterfaces: true } : {}),
+      });
+      await c.prepare(never());
+      expect(c.revision).toBe(`JSONRPC ${a.named}`);
     });
-    await c.prepare(never());
-    expect(c.revision).toBe('JSONRPC http://internal.example/a2a');
-  });
 });
 
 describe('against the official @a2a-js/sdk agent, reached by a public name', () => {
