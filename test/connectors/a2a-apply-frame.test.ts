@@ -24,6 +24,20 @@ describe('applyFrame', () => {
     expect(base).toEqual(before);
   });
 
+  it("a frame about another task changes nothing, in any key spelling; one naming no task is this one's", () => {
+    const ended = { state: 'TASK_STATE_COMPLETED' };
+    expect(applyFrame(base, { statusUpdate: { taskId: 'other', status: ended } })).toBeNull();
+    expect(applyFrame(base, { status_update: { task_id: 'other', status: ended } })).toBeNull();
+    expect(
+      applyFrame(base, { artifactUpdate: { taskId: 'other', artifact: { artifactId: 'x', parts: [] } } }),
+    ).toBeNull();
+    expect(applyFrame(base, { task: { id: 'other', status: ended } })).toBeNull();
+    expect(applyFrame(base, { status_update: { task_id: 't1', status: ended } })!.status.state).toBe(
+      'TASK_STATE_COMPLETED',
+    );
+    expect(applyFrame(base, { statusUpdate: { status: ended } })!.status.state).toBe('TASK_STATE_COMPLETED');
+  });
+
   it('artifact updates append to, replace or add an artifact without touching the earlier task', () => {
     const before = structuredClone(base);
     const appended = applyFrame(base, {
