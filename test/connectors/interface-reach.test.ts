@@ -72,6 +72,32 @@ describe('where an agent card may send the plane', () => {
       );
     });
 
+  it('a refused card is judged again on the next read, not taken as "not modified" by its ETag', async () => {
+    let card = { etag: '"v1"', named: 'http://agent.example:9000/a2a' };
+    const conditional: Array<string | null> = [];
+    const fetchCard = (async (_input: RequestInfo | URL, init?: RequestInit) => {
+      const ifNoneMatch = new Headers(init?.headers).get('if-none-match');
+      conditional.push(ifNoneMatch);
+      if (ifNoneMatch === card.etag) return new Response(null, { status: 304, headers: { etag: card.etag } });
+      return Response.json(
+        {
+          name: 'a',
+          capabilities: { streaming: true },
+          supportedInterfaces: [{ url: card.named, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        },
+        { headers: { etag: card.etag } },
+      );
+    }) as typeof fetch;
+    const c = new A2AConnector({ target: 't', baseUrl: 'http://agent.example', fetch: fetchCard, resolve });
+    await c.prepare(never());
+    card = { etag: '"v2"', named: 'http://169.254.169.254/a2a' };
+    for (let i = 0; i < 2; i++)
+      await expect(c.prepare(never(), { fresh: true })).rejects.toMatchObject({ code: 'permission_denied' });
+    // Each read asks as of the card in force (v1), so the refused v2 comes back whole and is judged.
+    expect(conditional).toEqual([null, '"v1"', '"v1"']);
+    expect(c.revision).toBe('JSONRPC http://agent.example:9000/a2a');
+  });
+
   const accepted: Array<{
     what: string;
     baseUrl: string;

@@ -406,10 +406,13 @@ export class A2AConnector implements Connector {
     })
       .then(async (read) => {
         if (read.card) await this.checkSignature(read.card);
+        // Judged before anything of this read is kept: a refused card leaves no ETag behind, which would
+        // have the next read answered "not modified" and the card never judged again.
+        const next = read.card ? await this.reachable(this.bind(read.card)) : null;
         const ttl = read.maxAgeMs ?? o.cardTtlMs ?? 300_000;
         this.freshUntil = Date.now() + ttl;
         this.etag = read.etag;
-        if (read.card) this.state = await this.reachable(this.bind(read.card));
+        if (next) this.state = next;
         if (!this.state)
           throw new TaskplaneError('remote_error', 'remote: agent card not modified without a cached copy');
         return this.state;
