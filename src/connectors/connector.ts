@@ -15,9 +15,9 @@ import type { NormalizedState } from '../core/states.ts';
  * `unavailable`/`timeout` for transport trouble (retryable); `details.notSent = true` when the
  * connection was refused before anything was sent (the remote certainly never got the request).
  * An answer that cannot be read as the protocol's (an event that is not JSON, a result that is not a
- * task, a success without the stream asked for) is `remote_error` marked retryable with
- * `details.unreadable` (transport-errors.ts unreadableAnswer): the request may have been taken, so it is
- * never a refusal. A refusal is the protocol's own error answer (a JSON-RPC error, a 4xx).
+ * task, a success without the stream asked for) is `remote_error` marked retryable (core/errors.ts
+ * unreadableAnswer): the request may have been taken, so it is never a refusal. A refusal is the
+ * protocol's own error answer (a JSON-RPC error, a 4xx).
  * `failed_precondition` for "not in a state that allows this" (A2A UnsupportedOperationError /
  * TaskNotCancelableError). `unsupported` with `details.assumption` when the call relied on a capability
  * the remote turned out not to have: the engine retries the other way, never records it as an outcome.

@@ -1,3 +1,4 @@
+import { createParser } from 'eventsource-parser';
 import { TaskplaneError } from '../core/errors.ts';
 import { chunkReader, type ResponseBody } from './body-reader.ts';
 
@@ -76,7 +77,7 @@ export async function readBoundedText(
  * A fetch whose answers are bounded as every other remote answer is, for the vendors' SDKs (OpenAI,
  * Anthropic), which read whatever comes: a body that is not an event stream may be at most
  * MAX_REMOTE_MESSAGE_BYTES (a declared Content-Length over it fails at the first read), and one event of
- * an event stream may be at most that many bytes without an empty line. Past either, the body's read
+ * an event stream may be at most that many bytes (UnendedEvent). Past either, the body's read
  * fails with tooLarge and the connection is let go of; the SDK's parse throws that error, and the
  * connector passes a TaskplaneError through as it is.
  */
@@ -117,33 +118,35 @@ function totalBound(): TransformStream<Uint8Array, Uint8Array> {
   });
 }
 
-const LF = 10;
-const CR = 13;
+/**
+ * The bytes of an event stream since an event or a comment last ended: one event may be at most
+ * MAX_REMOTE_MESSAGE_BYTES. Told after each chunk whether an event or a comment ended in it, it counts
+ * from the chunk one last ended in, so an event may run over by less than one chunk.
+ */
+export class UnendedEvent {
+  private bytes = 0;
 
-/** Counts the bytes since the last empty line (an event's end: LF LF, CR CR, or CRLF CRLF). */
+  /** After a chunk of `bytes`: the error to fail the stream with once past the limit, else null. */
+  add(bytes: number, ended: boolean): TaskplaneError | null {
+    this.bytes = ended ? 0 : this.bytes + bytes;
+    return this.bytes > MAX_REMOTE_MESSAGE_BYTES
+      ? tooLarge('event stream went without ending an event')
+      : null;
+  }
+}
+
+/** Passes an event stream on as it is, failing it once one event goes past the limit (UnendedEvent). */
 function eventBound(): TransformStream<Uint8Array, Uint8Array> {
-  let sinceEnd = 0;
-  let lineLength = 0;
-  let afterCR = false;
+  let ended = false;
+  const parser = createParser({ onEvent: () => (ended = true), onComment: () => (ended = true) });
+  const decoder = new TextDecoder();
+  const unended = new UnendedEvent();
   return new TransformStream({
     transform(chunk, controller) {
-      for (let i = 0; i < chunk.length; i++) {
-        const b = chunk[i]!;
-        if (b === LF && afterCR) {
-          afterCR = false;
-          continue;
-        }
-        afterCR = b === CR;
-        if (b === LF || b === CR) {
-          if (lineLength === 0) sinceEnd = 0;
-          lineLength = 0;
-        } else {
-          lineLength++;
-          sinceEnd++;
-        }
-      }
-      if (sinceEnd > MAX_REMOTE_MESSAGE_BYTES)
-        controller.error(tooLarge('event stream went without ending an event'));
+      ended = false;
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      const over = unended.add(chunk.byteLength, ended);
+      if (over) controller.error(over);
       else controller.enqueue(chunk);
     },
   });

@@ -1,7 +1,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { TaskplaneError } from '../core/errors.ts';
 import { chunkReader, type ResponseBody } from './body-reader.ts';
-import { MAX_REMOTE_MESSAGE_BYTES, tooLarge } from './remote-limits.ts';
+import { UnendedEvent } from './remote-limits.ts';
 
 /**
  * How long a node:http stream the reader stopped reading early (the consumer had what it needed: the
@@ -50,7 +50,7 @@ export function readSse<T>(
 
 /**
  * Events turned into what the reader hands out, queued in order; a map that throws stops the queue there,
- * and so does a stream that goes MAX_REMOTE_MESSAGE_BYTES without ending an event (remote-limits.ts).
+ * and so does an event over the limit (remote-limits.ts UnendedEvent).
  */
 class FrameQueue<T> {
   private readonly items: T[] = [];
@@ -60,8 +60,8 @@ class FrameQueue<T> {
   bytes = 0;
   /** What the map threw, or the limit passed: thrown once the items before it are read. */
   failed: { err: unknown } | null = null;
-  /** Bytes fed since an event or a comment last ended. */
-  private sinceEvent = 0;
+  private readonly unended = new UnendedEvent();
+  /** Whether an event or a comment ended in the chunk being fed. */
   private ended = false;
   private readonly parser;
   private readonly decoder = new TextDecoder();
@@ -109,10 +109,8 @@ class FrameQueue<T> {
     if (this.failed) return;
     this.ended = false;
     this.parser.feed(this.decoder.decode(chunk, { stream: true }));
-    // Counted from the chunk an event last ended in: an event may run over by less than one chunk.
-    this.sinceEvent = this.ended ? 0 : this.sinceEvent + chunk.byteLength;
-    if (this.sinceEvent > MAX_REMOTE_MESSAGE_BYTES && !this.failed)
-      this.failed = { err: tooLarge('event stream went without ending an event') };
+    const over = this.unended.add(chunk.byteLength, this.ended);
+    if (over && !this.failed) this.failed = { err: over };
   }
 
   /** The body ended: what is left of the last event is read. */

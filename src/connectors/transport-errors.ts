@@ -20,20 +20,6 @@ export function transportError(err: unknown, signal: AbortSignal, timedOut: () =
   });
 }
 
-/**
- * The remote answered, but not in a form the protocol reads: an event that is not JSON, JSON that is not
- * the protocol's answer, a success without the answer asked for. That is no verdict on the job: the
- * request may have been taken (a start may have created the task), so it is `remote_error` marked
- * retryable, never recorded as an outcome; a start is asked again with the same messageId, or found.
- */
-export function unreadableAnswer(what: string, cause?: unknown): TaskplaneError {
-  return new TaskplaneError('remote_error', `remote: ${what}`, {
-    retryable: true,
-    details: { unreadable: true },
-    ...(cause === undefined ? {} : { cause }),
-  });
-}
-
 function connectCode(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
     const code = (e as { code?: unknown }).code;

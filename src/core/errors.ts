@@ -66,6 +66,19 @@ export const configError = (field: string, message: string) =>
 
 export const notFound = (what: string) => new TaskplaneError('not_found', `${what} not found`);
 
+/**
+ * A remote answered, but not in a form its protocol reads: an event that is not JSON, JSON that is not
+ * the protocol's answer, a success without the answer asked for, a start that names no job. That is no
+ * verdict on the job: the request may have been taken (a start may have created the task), so it is
+ * `remote_error` marked retryable, never recorded as an outcome; a start is asked again with the same
+ * messageId, or found (connectors/connector.ts).
+ */
+export const unreadableAnswer = (what: string, cause?: unknown) =>
+  new TaskplaneError('remote_error', `remote: ${what}`, {
+    retryable: true,
+    ...(cause === undefined ? {} : { cause }),
+  });
+
 /** An optimistic-concurrency check failed: someone else wrote the record first. Retry from a fresh read. */
 export class VersionConflictError extends TaskplaneError {
   constructor(what: string) {

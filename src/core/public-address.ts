@@ -1,4 +1,3 @@
-import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
 
 /**
@@ -7,10 +6,11 @@ import ipaddr from 'ipaddr.js';
  * names (connectors/a2a/interface-reach.ts).
  */
 
-/** Resolves a host name to every address it has (inject a fake in tests: no real DNS). */
+/**
+ * Resolves a host name to every address it has: the port through which each of those places asks DNS
+ * (host/ssrf.ts systemResolver is the system's; tests pass a fake, no real DNS).
+ */
 export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
-
-export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
 /**
  * Is `address` a public unicast address? ipaddr.js classifies every special-purpose block (RFC 6890

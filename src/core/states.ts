@@ -85,10 +85,10 @@ export type TransitionDecision =
  *
  * 1. A terminal record never changes.
  * 2. An observation older than what we hold (smaller remote version) is stale and ignored, so a delayed
- *    webhook never moves a record back. Except a terminal one: a job that ended cannot start again, so its
- *    end is the last word whatever version it carries (the record keeps the larger version). A2A's version is the status timestamp, and an
- *    agent run on several machines whose clocks disagree can end a task "before" it last said WORKING:
- *    read as stale, that end would be ignored for good and the job never finish.
+ *    webhook never moves a record back. Except a terminal one: a job that ended cannot start again, so
+ *    its end is the last word whatever version it carries (the record keeps the larger version). A2A's
+ *    version is the status timestamp, and an agent run on several machines whose clocks disagree can end
+ *    a task "before" it last said WORKING: read as stale, that end would be ignored for good.
  * 3. At an equal version the observation applies only if it moves the job forward in its life
  *    (rank), so a replayed or duplicated delivery is absorbed.
  * 4. `cancel_requested` is local intent: any remote state other than the plain running/waiting ones
@@ -117,13 +117,11 @@ export function decideTransition(current: StateRecord, obs: Observation): Transi
     return { apply: false, reason: 'duplicate' };
   }
 
-  // An end stamped earlier than what we hold (rule 2) keeps the larger version: the record's version
-  // never goes back.
+  // An end stamped earlier than what we hold (rule 2) keeps the larger version: it never goes back.
   const remoteVersion =
-    obs.remoteVersion !== null &&
-    (current.remoteVersion === null || obs.remoteVersion >= current.remoteVersion)
-      ? obs.remoteVersion
-      : current.remoteVersion;
+    obs.remoteVersion === null || current.remoteVersion === null
+      ? (obs.remoteVersion ?? current.remoteVersion)
+      : Math.max(obs.remoteVersion, current.remoteVersion);
   if (current.state === 'cancel_requested' && !isTerminal(obs.state)) {
     // Keep the intent visible until the remote confirms an outcome; remember what it said meanwhile.
     if (obs.nativeState === current.nativeState && remoteVersion === current.remoteVersion) {

@@ -1,5 +1,8 @@
+import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
 import { isPublicAddress, type Resolver } from '../core/public-address.ts';
+
+export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
 export type UrlCheck =
   { ok: true; url: URL; address: string; family: number } | { ok: false; reason: string };

@@ -30,7 +30,7 @@ import { McpService } from './mcp-service.ts';
 import { openHostStore } from './host-store.ts';
 import { PushOutbox } from './push-outbox.ts';
 import { createPushSender } from './push-sender.ts';
-import { systemResolver } from '../core/public-address.ts';
+import { systemResolver } from './ssrf.ts';
 import { loadStepKeySecret } from './steps.ts';
 import { TaskFeed } from './task-feed.ts';
 import { TaskStreams } from './task-streams.ts';

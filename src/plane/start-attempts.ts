@@ -1,5 +1,5 @@
 import type { Envelope } from '../core/envelope.ts';
-import { TaskplaneError, isTaskplaneError } from '../core/errors.ts';
+import { TaskplaneError, isTaskplaneError, unreadableAnswer } from '../core/errors.ts';
 import { isTerminal } from '../core/states.ts';
 import type { Connector, PushRegistration, RemoteSnapshot, StartRequest } from '../connectors/connector.ts';
 import { describeError, remoteCall, type PlaneContext } from './context.ts';
@@ -23,16 +23,13 @@ export function startRequest(env: Envelope, push: PushRegistration | undefined):
 }
 
 /**
- * A start's first snapshot must name the remote job. One that does not (a connector that let an answer
- * through unread) may come from a job that exists all the same: a failed attempt that may have been sent
- * (retryable, as an unreadable answer is: connector.ts), never a start bound to nothing.
+ * A start's first snapshot must name the remote job. One that does not (an answer a connector let
+ * through unread) may come from a job that exists all the same: an unreadable answer, a failed attempt
+ * that may have been sent, never a start bound to nothing.
  */
 export function namingTheJob(snapshot: RemoteSnapshot): RemoteSnapshot {
   if (typeof snapshot.remoteId === 'string' && snapshot.remoteId !== '') return snapshot;
-  throw new TaskplaneError('remote_error', 'remote: the start answer names no job', {
-    retryable: true,
-    details: { unreadable: true },
-  });
+  throw unreadableAnswer('the start answer names no job');
 }
 
 /** The remote refused the start outright (not a transport failure): the job failed, with its reason. */

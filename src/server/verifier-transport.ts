@@ -2,8 +2,8 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { TaskplaneError } from '../core/errors.ts';
-import { systemResolver, type Resolver } from '../core/public-address.ts';
-import { checkWebhookUrl } from '../host/ssrf.ts';
+import type { Resolver } from '../core/public-address.ts';
+import { checkWebhookUrl, systemResolver } from '../host/ssrf.ts';
 import type { VerifierPort } from '../plane/verifier.ts';
 
 export interface VerifierTransportOptions {

@@ -1,5 +1,9 @@
+import { lookup } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
-import { isPublicAddress, systemResolver, type Resolver } from '../../core/public-address.ts';
+import { isPublicAddress, type Resolver } from '../../core/public-address.ts';
+
+/** The system's DNS (the connector's own I/O; the host's push check has the same in host/ssrf.ts). */
+const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
 /**
  * Where an agent card may send the plane. The operator names a target's base URL; the card read there

@@ -1,5 +1,5 @@
 import type { ContentPart } from '../../core/envelope.ts';
-import { unreadableAnswer } from '../transport-errors.ts';
+import { unreadableAnswer } from '../../core/errors.ts';
 import type { NormalizedState } from '../../core/states.ts';
 import { decodeTaskState, normalizeKeys } from '../../protocols/a2a/decode.ts';
 import type { Artifact, Part, Task, TaskState } from '../../protocols/a2a/types.ts';
@@ -31,7 +31,7 @@ export function normalizeState(state: TaskState | undefined): NormalizedState {
 
 /**
  * Lenient ProtoJSON → Task (snake_case, enum ints accepted); not a task is an unreadable answer
- * (transport-errors.ts), never a verdict on the job.
+ * (core/errors.ts), never a verdict on the job.
  */
 export function decodeTask(raw: unknown): Task {
   const o = normalizeKeys(raw);

@@ -1,4 +1,4 @@
-import { TaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError, unreadableAnswer } from '../../core/errors.ts';
 import {
   A2A_CONTENT_TYPE,
   A2A_PROTOCOL_VERSION,
@@ -10,7 +10,7 @@ import type { EventSourceMessage } from 'eventsource-parser';
 import { readBoundedText } from '../remote-limits.ts';
 import { readSse } from '../sse-reader.ts';
 import { traceHeaders } from '../trace-headers.ts';
-import { transportError, unreadableAnswer } from '../transport-errors.ts';
+import { transportError } from '../transport-errors.ts';
 import { a2aWireError, routeError } from './wire-errors.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { TaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError, unreadableAnswer } from '../../core/errors.ts';
 import type { A2AMethod, Message, TaskPushNotificationConfig } from '../../protocols/a2a/types.ts';
 import {
   A2A_V03_VERSION,
@@ -8,7 +8,6 @@ import {
   sendParamsToV03,
   taskFromV03,
 } from '../../protocols/a2a/v03/wire.ts';
-import { unreadableAnswer } from '../transport-errors.ts';
 import { jsonRpcTransport, type A2ATransport, type TransportOptions } from './transports.ts';
 import { type Obj, isObj } from '../../core/json-object.ts';
 

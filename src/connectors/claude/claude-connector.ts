@@ -1,6 +1,6 @@
 import type { Webhook } from 'standardwebhooks';
 import { SystemClock, type Clock } from '../../core/clock.ts';
-import { TaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError, unreadableAnswer } from '../../core/errors.ts';
 import { boundedFetch } from '../remote-limits.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { isTerminal } from '../../core/states.ts';
@@ -17,7 +17,6 @@ import type {
   WebhookSignal,
 } from '../connector.ts';
 import { claudeError, loadSdk, type AnthropicClient } from './sdk-errors.ts';
-import { unreadableAnswer } from '../transport-errors.ts';
 import {
   META_ARCHIVE,
   META_CANCEL,

@@ -1,4 +1,4 @@
-import { TaskplaneError, isTaskplaneError } from '../../core/errors.ts';
+import { TaskplaneError, isTaskplaneError, unreadableAnswer } from '../../core/errors.ts';
 import { McpError } from '../../protocols/mcp/errors.ts';
 import { decodeInputRequests } from '../../protocols/mcp/input.ts';
 import {
@@ -25,7 +25,6 @@ import {
   type ServerRequest,
 } from './rpc.ts';
 import { asJsonObject, inputRequestsOf, legacySnapshot } from './task-snapshot.ts';
-import { unreadableAnswer } from '../transport-errors.ts';
 
 /**
  * The 2025-11-25 side of the MCP connector (mcp-connector.ts): the installed base of

@@ -97,7 +97,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     const stored = clone(envelope);
     stored.version = 1;
     this.envelopes.set(stored.id, stored);
-    this.countState(stored, 1);
+    this.indexState(stored, 1);
     if (stored.idempotencyKey !== null)
       this.idempotencyKeys.set(pair(stored.tenant, stored.idempotencyKey), stored.id);
     const appended = this.appendEvents(events);
@@ -143,8 +143,8 @@ export class MemoryStore extends MemoryAgentHost implements Store {
     const stored = clone(next);
     stored.version = expectedVersion + 1;
     this.envelopes.set(stored.id, stored);
-    this.countState(current, -1);
-    this.countState(stored, 1);
+    this.indexState(current, -1);
+    this.indexState(stored, 1);
     const appended = this.appendEvents(events);
     this.hub.emit(envelopeNotices(stored.id, appended));
     return { envelope: clone(stored), events: clone(appended) };
@@ -192,7 +192,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
    * Kept on every write, as the SQL backends' envelope_counts: a count is per tenant and state, not per
    * job; and the ids in each state, the index a query by state reads.
    */
-  private countState(e: Pick<Envelope, 'id' | 'tenant' | 'state'>, delta: 1 | -1): void {
+  private indexState(e: Pick<Envelope, 'id' | 'tenant' | 'state'>, delta: 1 | -1): void {
     let ids = this.idsByState.get(e.state);
     if (!ids) this.idsByState.set(e.state, (ids = new Set()));
     if (delta === 1) ids.add(e.id);
@@ -303,7 +303,7 @@ export class MemoryStore extends MemoryAgentHost implements Store {
       const e = this.envelopes.get(id);
       if (!e || e.retentionUntil === null || e.retentionUntil > now || !isTerminal(e.state)) continue;
       this.envelopes.delete(id);
-      this.countState(e, -1);
+      this.indexState(e, -1);
       if (e.idempotencyKey !== null) this.idempotencyKeys.delete(pair(e.tenant, e.idempotencyKey));
       const lease = this.leases.get(`watch:${id}`);
       if (lease && lease.expiresAt <= now) this.leases.delete(`watch:${id}`);

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { TaskplaneError, VersionConflictError } from '../../../src/core/errors.ts';
 import type { EnvelopeEventType } from '../../../src/core/envelope.ts';
+import type { NormalizedState } from '../../../src/core/states.ts';
 import type { ChangeNotice, EnvelopeStore } from '../../../src/store/store.ts';
 import type { SuiteContext } from '../store-suite.ts';
 import { event, incrementUsage, makeEnvelope, nextChange } from './fixtures.ts';
@@ -167,6 +168,12 @@ export function envelopeCases({ store, peer, test }: SuiteContext<EnvelopeStore>
     expect(await s.countEnvelopesByState('t2')).toEqual({ running: 1 });
     expect(await s.countEnvelopesByState('t3')).toEqual({});
     expect(await s.countEnvelopesByState()).toEqual({ running: 2, succeeded: 1 });
+    // A listing by state follows the same writes (the memory store keeps an index by state for it).
+    const byState = async (state: NormalizedState) =>
+      (await s.listEnvelopes({ states: [state], order: 'asc' })).items.map((e) => e.id).sort();
+    expect(await byState('running')).toEqual([a.id, c.id].sort());
+    expect(await byState('succeeded')).toEqual([b.id]);
+    expect(await byState('accepted')).toEqual([]);
     // Another process on the same database reads the same counts.
     expect(await (await peer()).countEnvelopesByState()).toEqual({ running: 2, succeeded: 1 });
   });
