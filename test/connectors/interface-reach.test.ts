@@ -1,14 +1,10 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SystemClock } from '../../src/core/clock.ts';
-import { SeededRandom } from '../../src/core/random.ts';
+import { afterEach, describe, expect, it } from 'vitest';
 import { isTerminal } from '../../src/core/states.ts';
 import type { TaskplaneError } from '../../src/core/errors.ts';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import type { Resolver } from '../../src/core/public-address.ts';
-import { Plane } from '../../src/plane/plane.ts';
-import { MemoryStore } from '../../src/store/memory/memory-store.ts';
-import { untilStored } from '../support/until-stored.ts';
 import { recordingLogger } from '../support/recording-logger.ts';
+import { peerPlane, type PeerPlane } from '../peers/peer-plane.ts';
 import { startSdkPeer, type SdkPeer } from '../peers/sdk-peer.ts';
 
 /**
@@ -152,41 +148,26 @@ describe('against the official @a2a-js/sdk agent, reached by a public name', () 
     open.length = 0;
   });
 
-  async function planeOn(peer: SdkPeer, allowPrivateInterfaces: boolean) {
+  /** A plane whose target names the peer agent.example: its requests go to the peer. */
+  async function planeOn(peer: SdkPeer, allowPrivateInterfaces: boolean): Promise<PeerPlane> {
     const port = new URL(peer.base).port;
     const toPeer = ((input: RequestInfo | URL, init?: RequestInit) =>
       fetch(String(input).replace(`http://agent.example:${port}`, peer.base), init)) as typeof fetch;
-    const connector = new A2AConnector({
-      target: 'peer',
-      baseUrl: `http://agent.example:${port}`,
-      fetch: toPeer,
-      resolve,
-      allowPrivateInterfaces,
-    });
-    const store = new MemoryStore();
-    const plane = new Plane({
-      clock: new SystemClock(),
-      random: new SeededRandom(7),
-      store,
-      connectors: (t) => (t === 'peer' ? connector : undefined),
-      options: { startRetry: { initialIntervalMs: 50, maximumIntervalMs: 200 } },
-    });
-    await plane.start();
-    open.push({ close: () => plane.stop() });
-    return { plane, store };
+    const p = await peerPlane(
+      `http://agent.example:${port}`,
+      {},
+      { fetch: toPeer, resolve, allowPrivateInterfaces },
+    );
+    open.push(p);
+    return p;
   }
 
   it('refused: the job stays unstarted, its last error says why, the agent never hears of it', async () => {
     const peer = await startSdkPeer({ streaming: true });
     open.push(peer);
-    const { plane, store } = await planeOn(peer, false);
-    const { envelope } = await plane.create({ tenant: 't', target: 'peer', input: 'go' });
-    // A failed attempt's write carries no event (no change notice): read until it is there.
-    const env = await vi.waitFor(async () => {
-      const e = (await store.getEnvelope(envelope.id))!;
-      expect(e.lastError).toBeTruthy();
-      return e;
-    });
+    const p = await planeOn(peer, false);
+    const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    const env = await p.until(envelope.id, (e) => !!e.lastError, 'a failed attempt');
     expect(env.state).toBe('accepted');
     expect(env.remoteId).toBeNull();
     expect(env.lastError).toMatchObject({ code: 'permission_denied' });
@@ -198,21 +179,10 @@ describe('against the official @a2a-js/sdk agent, reached by a public name', () 
   it('allowed by the target: the job runs to its end', async () => {
     const peer = await startSdkPeer({ streaming: true });
     open.push(peer);
-    const { plane, store } = await planeOn(peer, true);
-    const { envelope } = await plane.create({ tenant: 't', target: 'peer', input: 'go' });
-    await untilStored(
-      store,
-      envelope.id,
-      async () => (await store.getEnvelope(envelope.id))!.remoteId !== null,
-      'bound',
-    );
+    const p = await planeOn(peer, true);
+    const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+    await p.until(envelope.id, (e) => e.remoteId !== null, 'bound');
     peer.finish();
-    await untilStored(
-      store,
-      envelope.id,
-      async () => isTerminal((await store.getEnvelope(envelope.id))!.state),
-      'end',
-    );
-    expect((await store.getEnvelope(envelope.id))!.state).toBe('succeeded');
+    expect((await p.until(envelope.id, (e) => isTerminal(e.state), 'end')).state).toBe('succeeded');
   });
 });

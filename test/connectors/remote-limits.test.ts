@@ -5,7 +5,7 @@ import { TaskArtifactUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
 import { A2AConnector, readAgentCard } from '../../src/connectors/a2a/a2a-connector.ts';
 import type { RemoteSnapshot } from '../../src/connectors/connector.ts';
-import { jsonRpcTransport, restTransport, type StreamFrame } from '../../src/connectors/a2a/transports.ts';
+import { jsonRpcTransport, restTransport } from '../../src/connectors/a2a/transports.ts';
 import { rpcCall } from '../../src/connectors/mcp/rpc.ts';
 import { OpenAIConnector } from '../../src/connectors/openai/openai-connector.ts';
 import { ClaudeConnector } from '../../src/connectors/claude/claude-connector.ts';
@@ -77,6 +77,27 @@ function writeMiBs(res: ServerResponse, sent: Sent, prefix: string, total: numbe
   more();
 }
 
+/** Writes `count` frames, waiting for drain, then `end`. */
+function writeFrames(res: ServerResponse, count: number, frame: (i: number) => string, end = ''): void {
+  let i = 0;
+  const more = () => {
+    while (i < count) if (!res.write(frame(++i))) return void res.once('drain', more);
+    res.end(end);
+  };
+  more();
+}
+
+/** What a stream gave before it failed, and its failure. */
+async function readUntilFailure<T>(stream: AsyncIterable<T>): Promise<{ items: T[]; err: unknown }> {
+  const items: T[] = [];
+  try {
+    for await (const item of stream) items.push(item);
+  } catch (err) {
+    return { items, err };
+  }
+  return { items, err: undefined };
+}
+
 function expectTooLarge(err: unknown): void {
   expect(err).toBeInstanceOf(TaskplaneError);
   expect((err as TaskplaneError).code).toBe('unavailable');
@@ -131,15 +152,9 @@ describe('a remote answer over the limit', () => {
       const first = `id: 1\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 't1', contextId: 'c', status: { state: 'TASK_STATE_WORKING' } } } })}\n\n`;
       writeMiBs(res, s, `${first}data: {"x":"`, OVER, '"}\n\n');
     });
-    const frames: StreamFrame[] = [];
-    const err = await (async () => {
-      for await (const f of jsonRpcTransport({ url, timeoutMs: 10_000 }).stream(
-        'SubscribeToTask',
-        { id: 't1' },
-        never(),
-      ))
-        frames.push(f);
-    })().catch((e: unknown) => e);
+    const { items: frames, err } = await readUntilFailure(
+      jsonRpcTransport({ url, timeoutMs: 10_000 }).stream('SubscribeToTask', { id: 't1' }, never()),
+    );
     expect(frames.map((f) => f.eventId)).toEqual(['1']);
     expectTooLarge(err);
     expect((err as Error).message).toContain('without ending an event');
@@ -153,12 +168,7 @@ describe('a remote answer over the limit', () => {
     const count = Math.ceil(OVER / MiB.length) + 2;
     const { url } = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      let i = 0;
-      const more = () => {
-        while (i < count) if (!res.write(frame(++i))) return void res.once('drain', more);
-        res.end();
-      };
-      more();
+      writeFrames(res, count, frame);
     });
     let n = 0;
     for await (const f of jsonRpcTransport({ url, timeoutMs: 10_000 }).stream(
@@ -222,14 +232,12 @@ describe('against the official @a2a-js/sdk server, a task with an artifact over 
   for (const binding of ['JSONRPC', 'HTTP+JSON'] as const)
     it(`over ${binding}: the stream fails at that event after the ones before it, and reading the task fails too`, async () => {
       const c = await A2AConnector.connect({ target: 'peer', baseUrl: peer.base, preferBinding: binding });
-      const seen: RemoteSnapshot[] = [];
-      const err = await (async () => {
-        for await (const snap of c.startStream!(
+      const { items: seen, err } = await readUntilFailure(
+        c.startStream!(
           { envelopeId: 'e1', messageId: `big-${binding}-${Date.now()}`, contextId: null, input: 'go' },
           never(),
-        ))
-          seen.push(snap);
-      })().catch((e: unknown) => e);
+        ),
+      );
       expectTooLarge(err);
       expect(seen.map((x) => x.state)).toEqual(['accepted', 'running']);
       // The task is done on the agent, but no answer that says so can be read: never an outcome.
@@ -313,10 +321,7 @@ describe("the vendors' SDKs read within the same bounds", () => {
         writeMiBs(res, s, 'event: response.in_progress\ndata: {"x":"', OVER, '"}\n\n'),
       ),
     );
-    const seen: RemoteSnapshot[] = [];
-    const err = await (async () => {
-      for await (const snap of openai(url).startStream!(start, never())) seen.push(snap);
-    })().catch((e: unknown) => e);
+    const { items: seen, err } = await readUntilFailure(openai(url).startStream!(start, never()));
     expect(seen.map((x) => x.remoteId)).toEqual(['resp_1']);
     expectTooLarge(err);
     expect((err as Error).message).toContain('without ending an event');
@@ -327,28 +332,23 @@ describe("the vendors' SDKs read within the same bounds", () => {
     const count = Math.ceil(OVER / MiB.length) + 2;
     const { url } = await serve((_req, res, s) =>
       createdThen(res, s, () => {
-        let i = 0;
-        const more = () => {
-          while (i < count) {
-            const delta = { type: 'response.output_text.delta', sequence_number: ++i, delta: MiB };
-            // CRLF line ends here: the bound knows every kind of empty line.
-            if (!res.write(`event: response.output_text.delta\r\ndata: ${JSON.stringify(delta)}\r\n\r\n`))
-              return void res.once('drain', more);
-          }
-          const done = {
-            id: 'resp_1',
-            object: 'response',
-            status: 'completed',
-            created_at: 1,
-            completed_at: 2,
-            metadata: {},
-            output: [],
-          };
-          res.end(
-            `data: ${JSON.stringify({ type: 'response.completed', sequence_number: count + 1, response: done })}\n\n`,
-          );
+        const done = {
+          id: 'resp_1',
+          object: 'response',
+          status: 'completed',
+          created_at: 1,
+          completed_at: 2,
+          metadata: {},
+          output: [],
         };
-        more();
+        // CRLF line ends here: an event ends at any kind of empty line.
+        writeFrames(
+          res,
+          count,
+          (i) =>
+            `event: response.output_text.delta\r\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: i, delta: MiB })}\r\n\r\n`,
+          `data: ${JSON.stringify({ type: 'response.completed', sequence_number: count + 1, response: done })}\n\n`,
+        );
       }),
     );
     const seen: RemoteSnapshot[] = [];

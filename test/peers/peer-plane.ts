@@ -2,7 +2,7 @@ import { SystemClock } from '../../src/core/clock.ts';
 import { SeededRandom } from '../../src/core/random.ts';
 import type { Envelope, EnvelopeEvent } from '../../src/core/envelope.ts';
 import { MemoryStore } from '../../src/store/memory/memory-store.ts';
-import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
+import { A2AConnector, type A2AConnectorOptions } from '../../src/connectors/a2a/a2a-connector.ts';
 import { Plane } from '../../src/plane/plane.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 
@@ -26,9 +26,14 @@ export interface PeerPlane {
 /** Deadline for a condition to come true: only a guard against a hung test, never part of an assert. */
 const GUARD_MS = 15_000;
 
-export async function peerPlane(baseUrl: string, options: PlaneOptions = {}): Promise<PeerPlane> {
+export async function peerPlane(
+  baseUrl: string,
+  options: PlaneOptions = {},
+  /** More of the connector's options (a fetch, a resolver, what the target allows). */
+  connectorOptions: Partial<A2AConnectorOptions> = {},
+): Promise<PeerPlane> {
   const store = new MemoryStore();
-  const connector = new A2AConnector({ target: 'peer', baseUrl, timeoutMs: 5_000 });
+  const connector = new A2AConnector({ target: 'peer', baseUrl, timeoutMs: 5_000, ...connectorOptions });
   const plane = new Plane({
     clock: new SystemClock(),
     random: new SeededRandom(7),

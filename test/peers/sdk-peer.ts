@@ -37,9 +37,11 @@ export type OldRoute = 'html404' | 'gateway404' | 'redirect308' | 'redirect302';
  * - `frame-not-jsonrpc`: an event stream whose first event is JSON but no JSON-RPC response;
  * - `no-stream`: 200 `application/json` with the stream's first answer, where an event stream was asked;
  * - `result-not-task`: a unary start's 200 answer with a result that is not a task;
+ * - `nameless-task`: the answer (or the stream's first event) is the SDK's task with its id emptied;
  * - `refused`: a JSON-RPC error (-32602 invalid params; REST: 400 with a google.rpc.Status).
  */
-export type Garble = 'frame-not-json' | 'frame-not-jsonrpc' | 'no-stream' | 'result-not-task' | 'refused';
+export type Garble =
+  'frame-not-json' | 'frame-not-jsonrpc' | 'no-stream' | 'result-not-task' | 'nameless-task' | 'refused';
 
 export interface PeerOptions {
   streaming?: boolean;
@@ -363,6 +365,14 @@ async function garbled(
     case 'result-not-task':
       res.json(rpc ? { jsonrpc: '2.0', id: rpc.id ?? null, result: { accepted: true } } : { accepted: true });
       break;
+    case 'nameless-task': {
+      // The SDK's own answer with the task's id emptied: `{task}` on its own, or as a JSON-RPC result.
+      const answer = JSON.parse(first) as { result?: { task: { id: string } }; task?: { id: string } };
+      (answer.result ?? answer).task!.id = '';
+      if (streaming) res.type('text/event-stream').send(`data: ${JSON.stringify(answer)}\n\n`);
+      else res.json(answer);
+      break;
+    }
   }
   return true;
 }

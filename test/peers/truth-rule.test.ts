@@ -128,6 +128,9 @@ describe('a start answered with something that is not an A2A answer', () => {
     { garble: 'no-stream', binding: 'HTTP+JSON', streaming: true },
     { garble: 'result-not-task', binding: 'JSONRPC', streaming: false },
     { garble: 'result-not-task', binding: 'HTTP+JSON', streaming: false },
+    // A task with an empty id: the connector reads it, the engine will not bind a job to it.
+    { garble: 'nameless-task', binding: 'JSONRPC', streaming: true },
+    { garble: 'nameless-task', binding: 'HTTP+JSON', streaming: false },
   ];
   for (const { garble, binding, streaming } of cases)
     it(`${garble} over ${binding}: the job is bound to the task the agent made and ends as it does`, async () => {
