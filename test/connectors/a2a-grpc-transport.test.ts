@@ -3,7 +3,7 @@ import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
-import { grpcTarget } from '../../src/connectors/a2a/grpc-transport.ts';
+import { grpcTarget } from '../../src/connectors/a2a/interface-host.ts';
 import { isRouteError } from '../../src/connectors/a2a/wire-errors.ts';
 import { TaskplaneError } from '../../src/core/errors.ts';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';

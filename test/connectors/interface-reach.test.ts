@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isTerminal } from '../../src/core/states.ts';
 import type { TaskplaneError } from '../../src/core/errors.ts';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
+import { grpcDialTarget, interfaceHost } from '../../src/connectors/a2a/interface-host.ts';
 import type { Resolver } from '../../src/core/public-address.ts';
 import { recordingLogger } from '../support/recording-logger.ts';
 import { peerPlane, type PeerPlane } from '../peers/peer-plane.ts';
@@ -18,6 +19,7 @@ const NAMES: Record<string, string> = {
   'api.example': '93.184.216.35',
   'internal.example': '10.0.0.5',
   'agent.internal': '10.1.2.3',
+  localhost: '127.0.0.1',
 };
 const resolve: Resolver = async (host) => {
   const address = NAMES[host];
@@ -26,7 +28,7 @@ const resolve: Resolver = async (host) => {
 };
 
 /** A fetch that serves one card at any base URL and records every URL asked for. */
-function cardFetch(interfaceUrl: string, asked: string[]): typeof fetch {
+function cardFetch(interfaceUrl: string, asked: string[], binding = 'JSONRPC'): typeof fetch {
   return (async (input: RequestInfo | URL) => {
     const url = String(input);
     asked.push(url);
@@ -34,7 +36,7 @@ function cardFetch(interfaceUrl: string, asked: string[]): typeof fetch {
     return Response.json({
       name: 'a',
       capabilities: { streaming: true, pushNotifications: false },
-      supportedInterfaces: [{ url: interfaceUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      supportedInterfaces: [{ url: interfaceUrl, protocolBinding: binding, protocolVersion: '1.0' }],
     });
   }) as typeof fetch;
 }
@@ -64,9 +66,45 @@ describe('where an agent card may send the plane', () => {
       expect(asked).toEqual(['http://agent.example/.well-known/agent-card.json']);
       expect(c.revision).toBeNull();
       expect(logger.lines.map((l) => l.msg)).toContain(
-        'agent card refused: its interface is on a private address',
+        'agent card refused: its interface is not known to be public',
       );
     });
+
+  // gRPC targets are read by grpc-js, which has forms of its own: a DNS server named in the authority
+  // (`dns://agent.example/…` names the agent's own host, yet connects wherever that server says), literal
+  // addresses, Unix sockets. Each is judged by where it connects, or refused when it does not show that.
+  for (const [named, why] of [
+    ['10.0.0.5:50051', 'on 10.0.0.5, which is not a public address'],
+    ['localhost:50051', '127.0.0.1, not a public address'],
+    ['grpc://internal.example:50051', '10.0.0.5, not a public address'],
+    ['dns://agent.example/10.0.0.5:50051', 'does not show the host it connects to'],
+    ['dns:///internal.example:50051', 'does not show the host it connects to'],
+    ['ipv4:10.0.0.5:50051', 'does not show the host it connects to'],
+    ['unix:///var/run/docker.sock', 'does not show the host it connects to'],
+  ] as const)
+    it(`a public agent's card naming the gRPC target ${named} is refused`, async () => {
+      const asked: string[] = [];
+      const c = new A2AConnector({
+        target: 't',
+        baseUrl: 'http://agent.example',
+        fetch: cardFetch(named, asked, 'GRPC'),
+        resolve,
+      });
+      const err = (await c.prepare(never()).catch((e: unknown) => e)) as TaskplaneError;
+      expect(err).toMatchObject({ code: 'permission_denied', retryable: true, details: { notSent: true } });
+      expect(err.message).toContain(why);
+      expect(c.revision).toBeNull();
+    });
+
+  it('a bare host:port gRPC target is dialled as a DNS name, never as a scheme of grpc-js', () => {
+    expect(grpcDialTarget('dns:53')).toBe('dns:dns:53');
+    expect(grpcDialTarget('api.example:50051')).toBe('dns:api.example:50051');
+    expect(grpcDialTarget('[2001:db8::1]:443')).toBe('dns:[2001:db8::1]:443');
+    expect(grpcDialTarget('unix:///run/a.sock')).toBe('unix:///run/a.sock');
+    expect(interfaceHost('dns:53', 'GRPC')).toBe('dns');
+    expect(interfaceHost('grpcs://API.example', 'GRPC')).toBe('api.example');
+    expect(interfaceHost('ftp://api.example/a2a', 'JSONRPC')).toBeNull();
+  });
 
   it('a refused card is judged again on the next read, not taken as "not modified" by its ETag', async () => {
     let card = { etag: '"v1"', named: 'http://agent.example:9000/a2a' };
@@ -100,6 +138,7 @@ describe('where an agent card may send the plane', () => {
     named: string;
     resolve?: Resolver;
     allow?: boolean;
+    binding?: 'GRPC';
   }> = [
     {
       what: 'a public agent may name a public interface on another host',
@@ -118,6 +157,25 @@ describe('where an agent card may send the plane', () => {
       resolve: () => Promise.reject(new Error('resolved')),
     },
     {
+      what: 'a public agent may name a public gRPC host:port on another host',
+      baseUrl: 'http://agent.example',
+      named: 'api.example:50051',
+      binding: 'GRPC',
+    },
+    {
+      what: "a gRPC URL on the base URL's own host name is not judged",
+      baseUrl: 'http://agent.example',
+      named: 'grpcs://agent.example:8443',
+      binding: 'GRPC',
+      resolve: () => Promise.reject(new Error('resolved')),
+    },
+    {
+      what: 'an agent the operator placed on a private address may name a Unix socket',
+      baseUrl: 'http://agent.internal',
+      named: 'unix:///run/agent.sock',
+      binding: 'GRPC',
+    },
+    {
       what: 'allowPrivateInterfaces lets a public agent name a private interface',
       baseUrl: 'http://agent.example',
       named: 'http://internal.example/a2a',
@@ -129,12 +187,12 @@ describe('where an agent card may send the plane', () => {
       const c = new A2AConnector({
         target: 't',
         baseUrl: a.baseUrl,
-        fetch: cardFetch(a.named, []),
+        fetch: cardFetch(a.named, [], a.binding),
         resolve: a.resolve ?? resolve,
         ...(a.allow ? { allowPrivateInterfaces: true } : {}),
       });
       await c.prepare(never());
-      expect(c.revision).toBe(`JSONRPC ${a.named}`);
+      expect(c.revision).toBe(`${a.binding ?? 'JSONRPC'} ${a.named}`);
     });
 });
 

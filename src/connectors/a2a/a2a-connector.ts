@@ -27,6 +27,7 @@ import type {
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport, type StreamFrame } from './transports.ts';
 import { lazyGrpcTransport } from './grpc-lazy.ts';
+import { interfaceHost, urlHost } from './interface-host.ts';
 import { jsonRpcV03Transport } from './v03-transport.ts';
 import { restV03Transport } from './v03-rest-transport.ts';
 import { cardTrust, type CardSignatureOptions, type CardTrust } from './card-trust.ts';
@@ -105,14 +106,6 @@ export interface A2AConnectorOptions {
 }
 
 const SYSTEM_CLOCK = new SystemClock();
-
-function sameHostName(a: string, b: string): boolean {
-  try {
-    return new URL(a).hostname === new URL(b).hostname;
-  } catch {
-    return false;
-  }
-}
 
 function usable(i: AgentInterface): boolean {
   return (
@@ -424,20 +417,22 @@ export class A2AConnector implements Connector {
   }
 
   /**
-   * A card of an agent on public addresses that names an interface on a private one is refused like a
-   * card whose signature fails (interface-reach.ts): not bound, reported, the read fails. Judged only
-   * when the interface is on another host name than the base URL (the check is loaded then: the lab's
-   * browser bundle leaves it out).
+   * A card of an agent on public addresses that names an interface on a private one, or one whose URL
+   * does not show the host it connects to (interface-host.ts), is refused like a card whose signature
+   * fails (interface-reach.ts): not bound, reported, the read fails. Judged only when the interface is on
+   * another host than the base URL (the check is loaded then: the lab's browser bundle leaves it out).
    */
   private async reachable(bound: Bound): Promise<Bound> {
     const o = this.options;
-    if (o.allowPrivateInterfaces || sameHostName(o.baseUrl, bound.url)) return bound;
+    if (o.allowPrivateInterfaces) return bound;
+    const host = interfaceHost(bound.url, bound.transport.binding);
+    if (host !== null && host === urlHost(o.baseUrl)) return bound;
     const { privateInterfaceOfPublicAgent } = await import('./interface-reach.ts');
-    const reason = await privateInterfaceOfPublicAgent(o.baseUrl, bound.url, o.resolve);
+    const reason = await privateInterfaceOfPublicAgent(o.baseUrl, bound.url, host, o.resolve);
     if (reason === null) return bound;
     o.logger?.warn(
       { target: this.target, reason, baseUrl: o.baseUrl },
-      'agent card refused: its interface is on a private address',
+      'agent card refused: its interface is not known to be public',
     );
     throw new TaskplaneError(
       'permission_denied',

@@ -6,6 +6,7 @@ import { STATUS_DETAILS_KEY, decodeStatusDetails } from '../../protocols/a2a/grp
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, type A2AMethod } from '../../protocols/a2a/types.ts';
 import { traceHeaders } from '../trace-headers.ts';
 import type { A2ATransport, StreamFrame, TransportOptions } from './transports.ts';
+import { grpcDialTarget, grpcTarget } from './interface-host.ts';
 import { a2aWireError, routeError } from './wire-errors.ts';
 
 /**
@@ -45,18 +46,6 @@ type StreamFn = (
 ) => grpc.ClientReadableStream<unknown>;
 
 let ClientCtor: grpc.ServiceClientConstructor | undefined;
-
-/** Splits an interface URL into a grpc-js target and whether to use TLS. */
-export function grpcTarget(url: string): { target: string; tls: boolean } {
-  const m = /^(https?|grpcs?):\/\/([^/]+)\/?$/i.exec(url.trim());
-  if (m) {
-    const scheme = m[1]!.toLowerCase();
-    const tls = scheme === 'https' || scheme === 'grpcs';
-    const hostPort = /:\d+$/.test(m[2]!) ? m[2]! : `${m[2]}:${tls ? 443 : 80}`;
-    return { target: hostPort, tls };
-  }
-  return { target: url.trim(), tls: /:443$/.test(url.trim()) };
-}
 
 /** Headers that belong to HTTP/1.1 framing, not to service parameters. */
 const NOT_METADATA = new Set(['content-type', 'accept', 'content-length', 'host', 'connection', 'te']);
@@ -127,7 +116,7 @@ export function grpcTransport(o: TransportOptions): A2ATransport {
   );
   const { target, tls } = grpcTarget(o.url);
   const client = new ClientCtor(
-    target,
+    grpcDialTarget(target),
     tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure(),
     // A transport dropped after a card change is never closed explicitly: an idle channel lets go of
     // its connection on its own. A message may be as large as an HTTP answer (grpc-js's own default is
