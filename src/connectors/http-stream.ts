@@ -1,5 +1,12 @@
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type RequestOptions,
+} from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
 import type { ResponseBody } from './body-reader.ts';
 
 /**
@@ -11,15 +18,26 @@ export interface HttpAnswer {
   readonly headers: { get(name: string): string | null };
   /** The body as it arrives (read as SSE by sse-reader.ts); null when there is none. */
   readonly body: ResponseBody | null;
+  /** The address the answer came from (node:http's socket); absent where it is not known (fetch). */
+  readonly peerAddress?: string | null;
 }
 
 export interface StreamRequest {
   method: string;
   headers: Record<string, string>;
   body?: string | undefined;
+  /**
+   * How each connection looks its host up, asked of an address too (node:net looks up names only), and
+   * again at every redirect hop; a lookup that fails refuses the request before anything is sent. Its
+   * connections are pooled apart from the others. @default the system's, addresses not asked
+   */
+  lookup?: LookupFunction | undefined;
 }
 
-/** Hops a stream request follows on 307/308 (the redirects that keep method and body), as fetch would. */
+/**
+ * Hops a request follows, as fetch would: on 307/308 (the redirects that keep method and body), and for
+ * a GET on 301/302/303 too (a POST would become a GET there: left to the caller).
+ */
 const MAX_REDIRECTS = 5;
 
 /**
@@ -38,7 +56,7 @@ export async function openStream(url: string, req: StreamRequest, signal: AbortS
   for (let hop = 0; ; hop++) {
     const res = await requestOnce(target, req, signal);
     const location = res.headers.location;
-    if ((res.statusCode === 307 || res.statusCode === 308) && location && hop < MAX_REDIRECTS) {
+    if (location && hop < MAX_REDIRECTS && follows(res.statusCode ?? 0, req.method)) {
       res.resume();
       target = new URL(location, target);
       continue;
@@ -47,10 +65,20 @@ export async function openStream(url: string, req: StreamRequest, signal: AbortS
   }
 }
 
-function requestOnce(url: URL, req: StreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
+function follows(status: number, method: string): boolean {
+  return status === 307 || status === 308 || (method === 'GET' && status >= 301 && status <= 303);
+}
+
+async function requestOnce(url: URL, req: StreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
   const send = url.protocol === 'https:' ? httpsRequest : url.protocol === 'http:' ? httpRequest : null;
-  if (!send) return Promise.reject(new TypeError(`unsupported URL scheme ${url.protocol}`));
-  if (signal.aborted) return Promise.reject(abortError(signal));
+  if (!send) throw new TypeError(`unsupported URL scheme ${url.protocol}`);
+  if (signal.aborted) throw abortError(signal);
+  const { lookup } = req;
+  if (lookup && isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0)
+    await new Promise<void>((resolve, reject) =>
+      lookup(url.hostname, { all: true }, (err) => (err ? reject(err) : resolve())),
+    );
+  if (signal.aborted) throw abortError(signal);
   return new Promise<IncomingMessage>((resolve, reject) => {
     const headers: Record<string, string> = { ...req.headers };
     if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
@@ -63,7 +91,10 @@ function requestOnce(url: URL, req: StreamRequest, signal: AbortSignal): Promise
       if (!response) r.destroy(err);
       else if (!response.complete) response.destroy(err);
     };
-    const r = send(url, { method: req.method, headers }, (res) => {
+    const options: RequestOptions = lookup
+      ? { method: req.method, headers, lookup, agent: url.protocol === 'https:' ? guardedHttps : guardedHttp }
+      : { method: req.method, headers };
+    const r = send(url, options, (res) => {
       response = res;
       // Errors of a response nobody is reading at the moment reach its reader at its next read; without
       // a listener here they would be thrown as uncaught.
@@ -82,6 +113,13 @@ function requestOnce(url: URL, req: StreamRequest, signal: AbortSignal): Promise
   });
 }
 
+/**
+ * Keep-alive pools for requests with a lookup of their own: a socket in the shared pool may have been
+ * connected by a lookup other than theirs, to an address theirs would refuse.
+ */
+const guardedHttp = new HttpAgent({ keepAlive: true });
+const guardedHttps = new HttpsAgent({ keepAlive: true });
+
 function abortError(signal: AbortSignal): Error {
   return new Error('aborted', { cause: signal.reason });
 }
@@ -92,9 +130,11 @@ class NodeAnswer implements HttpAnswer {
   readonly status: number;
   readonly ok: boolean;
   readonly headers: { get(name: string): string | null };
+  readonly peerAddress: string | null;
 
   constructor(readonly body: IncomingMessage) {
     this.status = body.statusCode ?? 0;
+    this.peerAddress = body.socket?.remoteAddress ?? null;
     this.ok = this.status >= 200 && this.status < 300;
     const raw: IncomingHttpHeaders = body.headers;
     this.headers = {

@@ -1,8 +1,14 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { LookupAddress } from 'node:dns';
+import { isIP, type AddressInfo, type LookupFunction } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTerminal } from '../../src/core/states.ts';
 import type { TaskplaneError } from '../../src/core/errors.ts';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import { grpcDialTarget, interfaceHost } from '../../src/connectors/a2a/interface-host.ts';
+import { publicOnlyLookup } from '../../src/connectors/a2a/interface-reach.ts';
+import { jsonRpcTransport } from '../../src/connectors/a2a/transports.ts';
+import { openStream } from '../../src/connectors/http-stream.ts';
 import type { Resolver } from '../../src/core/public-address.ts';
 import { recordingLogger } from '../support/recording-logger.ts';
 import { peerPlane, type PeerPlane } from '../peers/peer-plane.ts';
@@ -151,7 +157,7 @@ describe('where an agent card may send the plane', () => {
       named: 'http://127.0.0.1:9000/a2a',
     },
     {
-      what: "an interface on the base URL's own host name is not judged (nothing is resolved)",
+      what: "an interface on the base URL's own host name is not judged (a base that does not resolve is no obstacle)",
       baseUrl: 'http://agent.example',
       named: 'http://agent.example:9000/a2a',
       resolve: () => Promise.reject(new Error('resolved')),
@@ -242,5 +248,228 @@ describe('against the official @a2a-js/sdk agent, reached by a public name', () 
     await p.until(envelope.id, (e) => e.remoteId !== null, 'bound');
     peer.finish();
     expect((await p.until(envelope.id, (e) => isTerminal(e.state), 'end')).state).toBe('succeeded');
+  });
+});
+
+describe('a public agent whose name later answers private (DNS rebinding) or that redirects inward', () => {
+  const open: Array<{ close(): Promise<unknown> }> = [];
+  afterEach(async () => {
+    for (const o of open.reverse()) await o.close().catch(() => {});
+    open.length = 0;
+  });
+
+  /**
+   * The official SDK agent, reached as agent.example: the card is fetched through a fetch that sends the
+   * request to the peer and names agent.example in the card it returns. agent.example answers public the
+   * first time it is asked (when the card is judged) and loopback after that, as a name rebound by
+   * whoever runs its DNS.
+   */
+  async function rebound(streaming: boolean) {
+    const peer = await startSdkPeer({ streaming });
+    open.push(peer);
+    const port = new URL(peer.base).port;
+    const named = `http://agent.example:${port}`;
+    const viaCardFetch: string[] = [];
+    const cardFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      viaCardFetch.push(String(input));
+      const answer = await fetch(String(input).replace(named, peer.base), init);
+      const text = (await answer.text()).replaceAll(peer.base, named);
+      return new Response(text, { status: answer.status, headers: answer.headers });
+    }) as typeof fetch;
+    const asked: string[] = [];
+    const rebinding: Resolver = async (host) => {
+      asked.push(host);
+      return [{ address: asked.length === 1 ? PUBLIC : '127.0.0.1', family: 4 }];
+    };
+    const p = await peerPlane(named, {}, { fetch: cardFetch, resolve: rebinding });
+    open.push(p);
+    return { peer, p, asked, viaCardFetch };
+  }
+
+  for (const streaming of [true, false])
+    it(`the ${streaming ? 'streaming ' : ''}start is refused at the connection, and the agent never hears of it`, async () => {
+      const { peer, p, asked, viaCardFetch } = await rebound(streaming);
+      const { envelope } = await p.plane.create({ tenant: 't', target: 'peer', input: 'go' });
+      const env = await p.until(envelope.id, (e) => !!e.lastError, 'a failed attempt');
+      expect(env.lastError).toMatchObject({ code: 'permission_denied' });
+      expect(env.lastError!.message).toContain('agent.example is at 127.0.0.1, not a public address');
+      expect(env.state).toBe('accepted');
+      expect(env.startMaybeSent ?? false).toBe(false);
+      expect(peer.received).toEqual([]);
+      // The card was judged with the public answer; the connection asked again and was refused.
+      expect(asked.length).toBeGreaterThanOrEqual(2);
+      // Only the card went through the target's fetch: a fetch cannot be given the lookup.
+      expect(viaCardFetch.filter((u) => !u.endsWith('/.well-known/agent-card.json'))).toEqual([]);
+    });
+});
+
+describe('an agent found public stays so', () => {
+  const open: Array<{ close(): Promise<unknown> }> = [];
+  afterEach(async () => {
+    for (const o of open.reverse()) await o.close().catch(() => {});
+    open.length = 0;
+  });
+
+  it('a card read again while its name answers private does not let its connections go inward', async () => {
+    const peer = await startSdkPeer({ streaming: false });
+    open.push(peer);
+    const port = new URL(peer.base).port;
+    const named = `http://agent.example:${port}`;
+    const cardFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const answer = await fetch(String(input).replace(named, peer.base), init);
+      const text = (await answer.text()).replaceAll(peer.base, named);
+      return new Response(text, { status: answer.status, headers: answer.headers });
+    }) as typeof fetch;
+    let answer = PUBLIC;
+    const c = new A2AConnector({
+      target: 't',
+      baseUrl: named,
+      fetch: cardFetch,
+      resolve: async () => [{ address: answer, family: 4 }],
+      timeoutMs: 5_000,
+    });
+    await c.prepare(never());
+    answer = '127.0.0.1';
+    // Read again: the base now resolves to loopback, as an agent placed inside would.
+    await c.prepare(never(), { fresh: true });
+    expect(c.revision).toBe(`JSONRPC ${named}/a2a`);
+    const err = (await c.get('task_x', never()).catch((e: unknown) => e)) as TaskplaneError;
+    expect(err).toMatchObject({ code: 'permission_denied', details: { notSent: true } });
+    expect(peer.received).toEqual([]);
+  });
+
+  it('whether the agent is public is judged by the address its card came from, not by a second lookup', async () => {
+    // The resolver says localhost is public; the card was read from 127.0.0.1 (the system's localhost), so
+    // the agent is one placed inside, which may name private interfaces.
+    const server = createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          name: 'a',
+          capabilities: { streaming: false },
+          supportedInterfaces: [
+            { url: 'http://internal.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          ],
+        }),
+      );
+    });
+    open.push({ close: () => new Promise((r) => server.close(r)) });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const c = new A2AConnector({
+      target: 't',
+      baseUrl: `http://localhost:${port}`,
+      resolve: async (host) => (host === 'localhost' ? [{ address: PUBLIC, family: 4 }] : resolve(host)),
+    });
+    await c.prepare(never());
+    expect(c.revision).toBe('JSONRPC http://internal.example/a2a');
+  });
+});
+
+describe('node:http requests with a lookup of their own', () => {
+  const servers: Server[] = [];
+  afterEach(async () => {
+    for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+  });
+  async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<number> {
+    const server = createServer(handler);
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    return (server.address() as AddressInfo).port;
+  }
+  /** Names resolve to loopback; an address is refused, as publicOnlyLookup refuses a private one. */
+  const namesOnly: LookupFunction = (hostname, options, callback) => {
+    if (isIP(hostname.replace(/^\[|\]$/g, '')) !== 0) {
+      callback(Object.assign(new Error(`${hostname} refused`), { code: 'EREFUSED' }), '', 0);
+      return;
+    }
+    if (options.all)
+      (callback as (e: null, a: LookupAddress[]) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
+    else callback(null, '127.0.0.1', 4);
+  };
+
+  it('a JSON-RPC call connects where the lookup says, not where the system resolves the name', async () => {
+    const heard: string[] = [];
+    const port = await serve((req, res) => {
+      heard.push(String(req.headers.host));
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          result: { id: 'x', status: { state: 'TASK_STATE_WORKING' } },
+        }),
+      );
+    });
+    const t = jsonRpcTransport({
+      url: `http://agent.example:${port}/a2a`,
+      timeoutMs: 5_000,
+      lookup: namesOnly,
+    });
+    await t.call('GetTask', { id: 'x' }, never());
+    expect(heard).toEqual([`agent.example:${port}`]);
+  });
+
+  it('a redirect to an address is asked of the lookup too, and refused there before anything is sent', async () => {
+    const inner: string[] = [];
+    const innerPort = await serve((req, res) => {
+      inner.push(String(req.url));
+      res.end('{}');
+    });
+    const port = await serve((_req, res) => {
+      res.statusCode = 307;
+      res.setHeader('location', `http://127.0.0.1:${innerPort}/latest/meta-data`);
+      res.end();
+    });
+    const err = await openStream(
+      `http://agent.example:${port}/a2a`,
+      { method: 'POST', headers: {}, body: '{}', lookup: namesOnly },
+      never(),
+    ).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'EREFUSED' });
+    expect(inner).toEqual([]);
+  });
+});
+
+describe('publicOnlyLookup', () => {
+  const ask = (lookup: LookupFunction, host: string, all: boolean) =>
+    new Promise<unknown>((resolve, reject) =>
+      lookup(host, { all }, (err, address, family) =>
+        err ? reject(err) : resolve(all ? address : [address, family]),
+      ),
+    );
+  const names: Resolver = async (host) =>
+    host === 'mixed.example'
+      ? [
+          { address: PUBLIC, family: 4 },
+          { address: '127.0.0.1', family: 4 },
+        ]
+      : host === 'six.example'
+        ? [{ address: '2606:2800:220:1::1', family: 6 }]
+        : resolve(host);
+
+  it('answers a name whose every address is public, in either form node:net asks for', async () => {
+    const lookup = publicOnlyLookup(names);
+    expect(await ask(lookup, 'agent.example', true)).toEqual([{ address: PUBLIC, family: 4 }]);
+    expect(await ask(lookup, 'agent.example', false)).toEqual([PUBLIC, 4]);
+    expect(await ask(lookup, 'six.example', false)).toEqual(['2606:2800:220:1::1', 6]);
+    expect(await ask(lookup, PUBLIC, true)).toEqual([{ address: PUBLIC, family: 4 }]);
+  });
+
+  for (const [host, why] of [
+    ['internal.example', 'internal.example is at 10.0.0.5, not a public address'],
+    ['mixed.example', 'mixed.example is at 127.0.0.1, not a public address'],
+    ['169.254.169.254', '169.254.169.254 is not a public address'],
+    ['[::ffff:127.0.0.1]', '::ffff:127.0.0.1 is not a public address'],
+  ] as const)
+    it(`refuses ${host}: permission_denied, retryable, nothing sent`, async () => {
+      const err = await ask(publicOnlyLookup(names), host, true).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'permission_denied', retryable: true, details: { notSent: true } });
+      expect((err as Error).message).toContain(why);
+    });
+
+  it('a name that does not resolve is ENOTFOUND, the network error it is', async () => {
+    const err = await ask(publicOnlyLookup(names), 'nowhere.example', true).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'ENOTFOUND' });
   });
 });

@@ -27,13 +27,16 @@ import type {
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
 import { jsonRpcTransport, restTransport, type A2ATransport, type StreamFrame } from './transports.ts';
 import { lazyGrpcTransport } from './grpc-lazy.ts';
-import { interfaceHost, urlHost } from './interface-host.ts';
+import { interfaceHost } from './interface-host.ts';
 import { jsonRpcV03Transport } from './v03-transport.ts';
 import { restV03Transport } from './v03-rest-transport.ts';
 import { cardTrust, type CardSignatureOptions, type CardTrust } from './card-trust.ts';
 import { interfacesOfV03Card, isV03Card, isV03Version } from '../../protocols/a2a/v03/card.ts';
 import { eventFromV03 } from '../../protocols/a2a/v03/wire.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { LookupFunction } from 'node:net';
+import type { HttpAnswer } from '../http-stream.ts';
+import { chunkReader } from '../body-reader.ts';
 import type { Resolver } from '../../core/public-address.ts';
 import { a2aWireError, isRouteError, routeError } from './wire-errors.ts';
 import { transportError } from '../transport-errors.ts';
@@ -168,8 +171,22 @@ export interface CardRead {
   /** How long the card may be used without asking again (Cache-Control max-age, else Expires). */
   maxAgeMs: number | null;
   etag: string | null;
+  /** The address the card came from; null when a given fetch read it (it does not say). */
+  from: string | null;
 }
 
+/**
+ * node:http's request opener, imported on first use: the lab's browser bundle, whose simulated targets
+ * always pass their own fetch, leaves it out (src/lab/page-assets.ts).
+ */
+let httpStream: Promise<typeof import('../http-stream.ts')> | undefined;
+
+/**
+ * Reads the card over node:http (a given fetch is used instead), so the answer says which address it came
+ * from: whether the agent is on public addresses is judged by the address its card was read from, not by
+ * a second lookup of the name that could answer otherwise (interface-reach.ts). `lookup` is how the
+ * connection looks the host up (an agent found public: publicOnlyLookup).
+ */
 export async function readAgentCard(
   baseUrl: string,
   signal: AbortSignal,
@@ -178,31 +195,39 @@ export async function readAgentCard(
     fetch?: typeof fetch;
     timeoutMs?: number;
     etag?: string | null;
+    lookup?: LookupFunction | undefined;
   } = {},
 ): Promise<CardRead> {
   const url = baseUrl.replace(/\/+$/, '') + AGENT_CARD_PATH;
   const timeout = AbortSignal.timeout(options.timeoutMs ?? 30_000);
-  let response: Response;
+  const headers = {
+    accept: 'application/json',
+    [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
+    ...(options.etag ? { 'if-none-match': options.etag } : {}),
+    ...options.headers,
+  };
+  const both = AbortSignal.any([signal, timeout]);
+  let response: HttpAnswer;
   try {
-    response = await (options.fetch ?? fetch)(url, {
-      headers: {
-        accept: 'application/json',
-        [A2A_VERSION_HEADER]: A2A_PROTOCOL_VERSION,
-        ...(options.etag ? { 'if-none-match': options.etag } : {}),
-        ...options.headers,
-      },
-      signal: AbortSignal.any([signal, timeout]),
-    });
+    response = options.fetch
+      ? await options.fetch(url, { headers, signal: both })
+      : await (
+          await (httpStream ??= import('../http-stream.ts'))
+        ).openStream(url, { method: 'GET', headers, lookup: options.lookup }, both);
   } catch (err) {
     throw transportError(err, signal, () => timeout.aborted);
   }
+  const from = response.peerAddress ?? null;
   const maxAgeMs = cacheLifetimeMs(response.headers);
   const etag = response.headers.get('etag');
   if (response.status === 304) {
-    await response.body?.cancel();
-    return { card: null, maxAgeMs, etag: etag ?? options.etag ?? null };
+    if (response.body) chunkReader(response.body).release();
+    return { card: null, maxAgeMs, etag: etag ?? options.etag ?? null, from };
   }
-  if (!response.ok) throw a2aWireError({ httpStatus: response.status, message: 'agent card' });
+  if (!response.ok) {
+    if (response.body) chunkReader(response.body).release();
+    throw a2aWireError({ httpStatus: response.status, message: 'agent card' });
+  }
   let card: unknown;
   const text = await readBoundedText(response, 'agent card', (err) =>
     transportError(err, signal, () => timeout.aborted),
@@ -213,11 +238,11 @@ export async function readAgentCard(
     throw routeError(response.status, 'agent card is not JSON');
   }
   if (!card || typeof card !== 'object') throw routeError(response.status, 'agent card is not an object');
-  return { card: card as AgentCard, maxAgeMs, etag };
+  return { card: card as AgentCard, maxAgeMs, etag, from };
 }
 
 /** RFC 9111: `no-store`/`no-cache` → 0, `max-age` (or `s-maxage`) in seconds, else `Expires`. */
-function cacheLifetimeMs(headers: Headers): number | null {
+function cacheLifetimeMs(headers: HttpAnswer['headers']): number | null {
   const cc = (headers.get('cache-control') ?? '').toLowerCase();
   if (/(^|[,\s])(no-store|no-cache)\b/.test(cc)) return 0;
   const age = /(?:^|[,\s])(?:s-maxage|max-age)\s*=\s*"?(\d+)/.exec(cc);
@@ -267,6 +292,10 @@ export class A2AConnector implements Connector {
   /** The card is used without asking again until then (epoch ms). */
   private freshUntil = Number.POSITIVE_INFINITY;
   private etag: string | null = null;
+  /** The agent was found on public addresses (interface-reach.ts); it stays so for the connector's life. */
+  private publicAgent = false;
+  /** How its connections look their host up once it was: publicOnlyLookup. */
+  private publicLookup: LookupFunction | undefined;
   private readonly signingKey: Webhook | null;
   private readonly trust: CardTrust | null;
 
@@ -324,7 +353,7 @@ export class A2AConnector implements Connector {
     return this.state.transport;
   }
 
-  private bind(card: AgentCard): Bound {
+  private bind(card: AgentCard, lookup?: LookupFunction): Bound {
     const o = this.options;
     const chosen = chooseInterface(card, o.preferBinding);
     if (!chosen)
@@ -339,6 +368,7 @@ export class A2AConnector implements Connector {
       timeoutMs: o.timeoutMs ?? 30_000,
       ...(chosen.tenant ? { tenant: chosen.tenant } : {}),
       ...(o.fetch ? { fetch: o.fetch } : {}),
+      ...(lookup ? { lookup } : {}),
     };
     this.capabilities.stream = card.capabilities?.streaming === true;
     this.capabilities.push = card.capabilities?.pushNotifications === true;
@@ -396,12 +426,14 @@ export class A2AConnector implements Connector {
       ...(o.fetch ? { fetch: o.fetch } : {}),
       ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
       ...(this.state ? { etag: this.etag } : {}),
+      // An agent found public has its card read again only from public addresses too.
+      ...(this.publicLookup ? { lookup: this.publicLookup } : {}),
     })
       .then(async (read) => {
         if (read.card) await this.checkSignature(read.card);
         // Judged before anything of this read is kept: a refused card leaves no ETag behind, which would
         // have the next read answered "not modified" and the card never judged again.
-        const next = read.card ? await this.reachable(this.bind(read.card)) : null;
+        const next = read.card ? await this.reachable(read.card, read.from) : null;
         const ttl = read.maxAgeMs ?? o.cardTtlMs ?? 300_000;
         this.freshUntil = Date.now() + ttl;
         this.etag = read.etag;
@@ -417,26 +449,40 @@ export class A2AConnector implements Connector {
   }
 
   /**
-   * A card of an agent on public addresses that names an interface on a private one, or one whose URL
-   * does not show the host it connects to (interface-host.ts), is refused like a card whose signature
-   * fails (interface-reach.ts): not bound, reported, the read fails. Judged only when the interface is on
-   * another host than the base URL (the check is loaded then: the lab's browser bundle leaves it out).
+   * The card bound, where it may send the plane (interface-reach.ts). A card of an agent on public
+   * addresses that names an interface on a private one, or one whose URL does not show the host it
+   * connects to (interface-host.ts), is refused like a card whose signature fails: not bound, reported,
+   * the read fails. An agent on public addresses has every connection for its interface looked up anew
+   * and refused unless public (a name that rebinds, a redirect inward). The check is loaded here: the
+   * lab's browser bundle leaves it out.
    */
-  private async reachable(bound: Bound): Promise<Bound> {
+  private async reachable(card: AgentCard, from: string | null): Promise<Bound> {
     const o = this.options;
+    const bound = this.bind(card);
     if (o.allowPrivateInterfaces) return bound;
-    const host = interfaceHost(bound.url, bound.transport.binding);
-    if (host !== null && host === urlHost(o.baseUrl)) return bound;
-    const { privateInterfaceOfPublicAgent } = await import('./interface-reach.ts');
-    const reason = await privateInterfaceOfPublicAgent(o.baseUrl, bound.url, host, o.resolve);
-    if (reason === null) return bound;
+    const { agentIsPublic, interfaceReach } = await import('./interface-reach.ts');
+    // Once public, held to it for the connector's life: a name that answers private at the next read is
+    // not a reason to let its card send the plane inward.
+    this.publicAgent ||= await agentIsPublic(o.baseUrl, from, o.resolve);
+    const reach = await interfaceReach(
+      this.publicAgent,
+      o.baseUrl,
+      bound.url,
+      interfaceHost(bound.url, bound.transport.binding),
+      o.resolve,
+    );
+    if ('lookup' in reach) {
+      if (!reach.lookup) return bound;
+      this.publicLookup = reach.lookup;
+      return this.bind(card, reach.lookup);
+    }
     o.logger?.warn(
-      { target: this.target, reason, baseUrl: o.baseUrl },
+      { target: this.target, reason: reach.refused, baseUrl: o.baseUrl },
       'agent card refused: its interface is not known to be public',
     );
     throw new TaskplaneError(
       'permission_denied',
-      `target ${this.target}: agent card refused: ${reason} (the target's allowPrivateInterfaces permits it)`,
+      `target ${this.target}: agent card refused: ${reach.refused} (the target's allowPrivateInterfaces permits it)`,
       { retryable: true, details: { notSent: true } },
     );
   }

@@ -8,7 +8,17 @@ import type { A2ATransport, TransportOptions } from './transports.ts';
  */
 export function lazyGrpcTransport(o: TransportOptions): A2ATransport {
   let loaded: Promise<A2ATransport> | undefined;
-  const transport = () => (loaded ??= import('./grpc-transport.ts').then((m) => m.grpcTransport(o)));
+  const { lookup } = o;
+  const load = async () => {
+    const m = await import('./grpc-transport.ts');
+    return lookup ? m.pinnedGrpcTransport({ ...o, lookup }) : m.grpcTransport(o);
+  };
+  // A lookup refused (or failed) is asked again at the next call, not remembered for the binding's life.
+  const transport = () =>
+    (loaded ??= load().catch((err: unknown) => {
+      loaded = undefined;
+      throw err;
+    }));
   return {
     binding: 'GRPC',
     async call(method, params, signal) {

@@ -1,10 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
+import type { LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
 import { TaskplaneError } from '../../core/errors.ts';
 import { MAX_REMOTE_MESSAGE_BYTES } from '../remote-limits.ts';
 import { A2A_SERVICE, a2aPackageDefinition, fromWire, toWire } from '../../protocols/a2a/grpc/codec.ts';
 import { STATUS_DETAILS_KEY, decodeStatusDetails } from '../../protocols/a2a/grpc/status-details.ts';
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, type A2AMethod } from '../../protocols/a2a/types.ts';
 import { traceHeaders } from '../trace-headers.ts';
+import { transportError } from '../transport-errors.ts';
 import type { A2ATransport, StreamFrame, TransportOptions } from './transports.ts';
 import { grpcDialTarget, grpcTarget } from './interface-host.ts';
 import { a2aWireError, routeError } from './wire-errors.ts';
@@ -109,14 +112,50 @@ function types(method: A2AMethod): [string, string] {
   return t;
 }
 
-export function grpcTransport(o: TransportOptions): A2ATransport {
+/** Where a channel whose host was looked up by the transport's own lookup dials, and as whom. */
+interface Pinned {
+  /** `ipv4:a.b.c.d:port` or `ipv6:[…]:port`. */
+  dial: string;
+  /** The interface's `host:port`: the channel's authority, its host the name TLS checks. */
+  authority: string;
+  host: string;
+}
+
+/**
+ * The gRPC transport for an interface whose connections must be looked up its own way (`o.lookup`:
+ * interface-reach.ts publicOnlyLookup). grpc-js resolves names itself and takes no lookup, so the host is
+ * looked up here, once, and the channel dials the address found, keeping the host name as its authority
+ * and as the name its TLS certificate must carry. It holds that address until the card is read again and
+ * the interface bound anew (every `cardTtlMs`).
+ */
+export async function pinnedGrpcTransport(
+  o: TransportOptions & { lookup: LookupFunction },
+): Promise<A2ATransport> {
+  const { target } = grpcTarget(o.url);
+  const split = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target);
+  if (!split) throw new TaskplaneError('permission_denied', `gRPC target ${target} shows no host to look up`);
+  const host = split[1]!.replace(/^\[|\]$/g, '');
+  const port = split[2]!;
+  const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
+    o.lookup(host, { all: true }, (err, found) =>
+      err ? reject(err) : resolve(Array.isArray(found) ? found : [{ address: found, family: 4 }]),
+    ),
+  ).catch((err: unknown) => {
+    throw transportError(err, new AbortController().signal, () => false);
+  });
+  const { address, family } = addresses[0]!;
+  const dial = family === 6 ? `ipv6:[${address}]:${port}` : `ipv4:${address}:${port}`;
+  return grpcTransport(o, { dial, authority: target, host });
+}
+
+export function grpcTransport(o: TransportOptions, pinned?: Pinned): A2ATransport {
   ClientCtor ??= grpc.makeGenericClientConstructor(
     a2aPackageDefinition()[A2A_SERVICE] as grpc.ServiceDefinition,
     'A2AService',
   );
   const { target, tls } = grpcTarget(o.url);
   const client = new ClientCtor(
-    grpcDialTarget(target),
+    pinned?.dial ?? grpcDialTarget(target),
     tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure(),
     // A transport dropped after a card change is never closed explicitly: an idle channel lets go of
     // its connection on its own. A message may be as large as an HTTP answer (grpc-js's own default is
@@ -124,6 +163,12 @@ export function grpcTransport(o: TransportOptions): A2ATransport {
     {
       'grpc.client_idle_timeout_ms': 60_000,
       'grpc.max_receive_message_length': MAX_REMOTE_MESSAGE_BYTES,
+      ...(pinned
+        ? {
+            'grpc.default_authority': pinned.authority,
+            ...(tls ? { 'grpc.ssl_target_name_override': pinned.host } : {}),
+          }
+        : {}),
     },
   ) as unknown as grpc.Client & Record<string, UnaryFn & StreamFn>;
   const request = (type: string, params: Record<string, unknown>) =>

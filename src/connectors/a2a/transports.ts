@@ -5,6 +5,7 @@ import {
   A2A_VERSION_HEADER,
   type A2AMethod,
 } from '../../protocols/a2a/types.ts';
+import type { LookupFunction } from 'node:net';
 import type { HttpAnswer, StreamRequest } from '../http-stream.ts';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { readBoundedText } from '../remote-limits.ts';
@@ -46,6 +47,12 @@ export interface TransportOptions {
   fetch?: typeof fetch;
   /** The `A2A-Version` every request carries. @default '1.0' */
   version?: string;
+  /**
+   * How every connection for this interface looks its host up (interface-reach.ts publicOnlyLookup, for
+   * an agent on public addresses): each request then goes over node:http (http-stream.ts), the caller's
+   * fetch included, since fetch cannot be given a lookup.
+   */
+  lookup?: LookupFunction;
 }
 
 interface Sent {
@@ -94,12 +101,18 @@ export async function send(
   try {
     const all = { ...headers, ...(init.headers as Record<string, string>) };
     // An event stream stays open for the task's whole life: node:http keeps far less per open response
-    // than fetch (http-stream.ts). A caller's own fetch is used for everything.
+    // than fetch (http-stream.ts). A caller's own fetch is used for everything else, unless every
+    // connection must be looked up the interface's way.
     const response =
-      accept === EVENT_STREAM && !o.fetch
+      o.lookup || (accept === EVENT_STREAM && !o.fetch)
         ? await openStream(
             url,
-            { method: init.method ?? 'GET', headers: all, body: init.body as string | undefined },
+            {
+              method: init.method ?? 'GET',
+              headers: all,
+              body: init.body as string | undefined,
+              lookup: o.lookup,
+            },
             controller.signal,
           )
         : await (o.fetch ?? fetch)(url, { ...init, headers: all, signal: controller.signal });
