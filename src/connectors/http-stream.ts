@@ -6,6 +6,7 @@ import {
   type RequestOptions,
 } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type { ResponseBody } from './body-reader.ts';
 
@@ -74,11 +75,10 @@ async function requestOnce(url: URL, req: StreamRequest, signal: AbortSignal): P
   if (!send) throw new TypeError(`unsupported URL scheme ${url.protocol}`);
   if (signal.aborted) throw abortError(signal);
   const { lookup } = req;
-  if (lookup && isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0)
-    await new Promise<void>((resolve, reject) =>
-      lookup(url.hostname, { all: true }, (err) => (err ? reject(err) : resolve())),
-    );
-  if (signal.aborted) throw abortError(signal);
+  if (lookup && isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0) {
+    await lookupAll(lookup, url.hostname);
+    if (signal.aborted) throw abortError(signal);
+  }
   return new Promise<IncomingMessage>((resolve, reject) => {
     const headers: Record<string, string> = { ...req.headers };
     if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
@@ -111,6 +111,15 @@ async function requestOnce(url: URL, req: StreamRequest, signal: AbortSignal): P
     });
     r.end(req.body);
   });
+}
+
+/** Every address a node:net lookup gives `host` (it rejects with the lookup's own error). */
+export function lookupAll(lookup: LookupFunction, host: string): Promise<LookupAddress[]> {
+  return new Promise((resolve, reject) =>
+    lookup(host, { all: true }, (err, found, family) =>
+      err ? reject(err) : resolve(Array.isArray(found) ? found : [{ address: found, family: family ?? 4 }]),
+    ),
+  );
 }
 
 /**

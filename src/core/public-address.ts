@@ -13,6 +13,17 @@ import ipaddr from 'ipaddr.js';
 export type Resolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
 
 /**
+ * Every address of `host`: an address stands for itself (nothing asked), a name is asked of `resolve`
+ * (which throws when it does not resolve).
+ */
+export async function hostAddresses(
+  host: string,
+  resolve: Resolver,
+): Promise<Array<{ address: string; family: number }>> {
+  return ipaddr.isValid(host) ? [{ address: host, family: host.includes(':') ? 6 : 4 }] : resolve(host);
+}
+
+/**
  * Is `address` a public unicast address? ipaddr.js classifies every special-purpose block (RFC 6890
  * registries): only `unicast` passes, which refuses loopback 127/8 and ::1, private 10/8, 172.16/12,
  * 192.168/16, link-local 169.254/16 (the cloud metadata address 169.254.169.254) and fe80::/10, unique

@@ -1,6 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import ipaddr from 'ipaddr.js';
-import { isPublicAddress, type Resolver } from '../core/public-address.ts';
+import { hostAddresses, isPublicAddress, type Resolver } from '../core/public-address.ts';
 
 export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
@@ -30,14 +29,10 @@ export async function checkWebhookUrl(
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (host === '') return { ok: false, reason: 'no host' };
   let addresses: Array<{ address: string; family: number }>;
-  if (ipaddr.isValid(host)) {
-    addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
-  } else {
-    try {
-      addresses = await resolve(host);
-    } catch {
-      return { ok: false, reason: 'host name does not resolve' };
-    }
+  try {
+    addresses = await hostAddresses(host, resolve);
+  } catch {
+    return { ok: false, reason: 'host name does not resolve' };
   }
   if (addresses.length === 0) return { ok: false, reason: 'host name does not resolve' };
   if (!allowPrivate) {

@@ -1,12 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { LookupAddress } from 'node:dns';
-import type { LookupFunction } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import { grpcTarget } from '../../src/connectors/a2a/interface-host.ts';
-import { lazyGrpcTransport } from '../../src/connectors/a2a/grpc-lazy.ts';
 import { isRouteError } from '../../src/connectors/a2a/wire-errors.ts';
 import { TaskplaneError } from '../../src/core/errors.ts';
 import { startHost, type RunningHost } from '../../src/host/start-host.ts';
@@ -132,53 +129,5 @@ describe('A2A connector over gRPC', () => {
     } finally {
       empty.forceShutdown();
     }
-  });
-});
-
-describe('a gRPC interface whose connections are looked up the interface way', () => {
-  const grpcPort = () =>
-    grpcTarget(card.supportedInterfaces.find((i) => i.protocolBinding === 'GRPC')!.url)
-      .target.split(':')
-      .at(-1)!;
-  /** agent.example, which no DNS here knows, looked up as the host's loopback address. */
-  const asked: string[] = [];
-  const toLoopback: LookupFunction = (hostname, options, callback) => {
-    asked.push(hostname);
-    if (options.all)
-      (callback as (e: null, a: LookupAddress[]) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
-    else callback(null, '127.0.0.1', 4);
-  };
-
-  it('dials the address its lookup found, with the host name kept as the authority', async () => {
-    const t = lazyGrpcTransport({
-      url: `grpc://agent.example:${grpcPort()}`,
-      headers: { authorization: `Bearer ${KEY}` },
-      timeoutMs: 5_000,
-      lookup: toLoopback,
-    });
-    const err = (await t
-      .call('GetTask', { id: 'task_none' }, never)
-      .catch((e: unknown) => e)) as TaskplaneError;
-    // The host answered (its own not-found for a task it does not have): the call reached it.
-    expect(err.code).toBe('not_found');
-    expect(asked).toEqual(['agent.example']);
-  });
-
-  it('a lookup that refuses fails the call before anything is sent, and is asked again at the next call', async () => {
-    let refusals = 0;
-    const refusing: LookupFunction = (_hostname, _options, callback) => {
-      refusals++;
-      callback(new TaskplaneError('permission_denied', 'not public', { retryable: true }) as never, '', 0);
-    };
-    const t = lazyGrpcTransport({
-      url: `agent.example:${grpcPort()}`,
-      timeoutMs: 5_000,
-      lookup: refusing,
-    });
-    for (let i = 0; i < 2; i++)
-      await expect(t.call('GetTask', { id: 'task_none' }, never)).rejects.toMatchObject({
-        code: 'permission_denied',
-      });
-    expect(refusals).toBe(2);
   });
 });

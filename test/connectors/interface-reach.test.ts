@@ -3,11 +3,13 @@ import type { LookupAddress } from 'node:dns';
 import { isIP, type AddressInfo, type LookupFunction } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isTerminal } from '../../src/core/states.ts';
-import type { TaskplaneError } from '../../src/core/errors.ts';
 import { A2AConnector } from '../../src/connectors/a2a/a2a-connector.ts';
 import { grpcDialTarget, interfaceHost } from '../../src/connectors/a2a/interface-host.ts';
 import { publicOnlyLookup } from '../../src/connectors/a2a/interface-reach.ts';
 import { jsonRpcTransport } from '../../src/connectors/a2a/transports.ts';
+import { lazyGrpcTransport } from '../../src/connectors/a2a/grpc-lazy.ts';
+import { TaskplaneError } from '../../src/core/errors.ts';
+import { startSdkA2APeer } from '../support/sdk-a2a-peer.ts';
 import { openStream } from '../../src/connectors/http-stream.ts';
 import type { Resolver } from '../../src/core/public-address.ts';
 import { recordingLogger } from '../support/recording-logger.ts';
@@ -368,8 +370,10 @@ describe('an agent found public stays so', () => {
 
 describe('node:http requests with a lookup of their own', () => {
   const servers: Server[] = [];
+  const stops: Array<() => Promise<unknown>> = [];
   afterEach(async () => {
     for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+    for (const stop of stops.splice(0)) await stop();
   });
   async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<number> {
     const server = createServer(handler);
@@ -388,26 +392,49 @@ describe('node:http requests with a lookup of their own', () => {
     else callback(null, '127.0.0.1', 4);
   };
 
-  it('a JSON-RPC call connects where the lookup says, not where the system resolves the name', async () => {
-    const heard: string[] = [];
-    const port = await serve((req, res) => {
-      heard.push(String(req.headers.host));
-      res.setHeader('content-type', 'application/json');
-      res.end(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          result: { id: 'x', status: { state: 'TASK_STATE_WORKING' } },
-        }),
-      );
+  it('calls to the official SDK agent connect where the lookup says, over JSON-RPC and gRPC', async () => {
+    // agent.example is known to no DNS here: a call that used the system's lookup would be unreachable.
+    // The SDK's own "task not found" is the answer of a call that reached it.
+    const sdk = await startSdkA2APeer({
+      name: 'sdk peer',
+      executor: { execute: async () => {}, cancelTask: async () => {} },
     });
-    const t = jsonRpcTransport({
-      url: `http://agent.example:${port}/a2a`,
-      timeoutMs: 5_000,
-      lookup: namesOnly,
-    });
-    await t.call('GetTask', { id: 'x' }, never());
-    expect(heard).toEqual([`agent.example:${port}`]);
+    stops.push(() => sdk.close());
+    const card = (await (await fetch(`${sdk.base}/.well-known/agent-card.json`)).json()) as {
+      supportedInterfaces: Array<{ url: string; protocolBinding: string }>;
+    };
+    const at = (binding: string) =>
+      card.supportedInterfaces
+        .find((i) => i.protocolBinding === binding)!
+        .url.replace('127.0.0.1', 'agent.example');
+    const asked: string[] = [];
+    const lookup: LookupFunction = (hostname, options, callback) => {
+      asked.push(hostname);
+      namesOnly(hostname, options, callback);
+    };
+    const options = { timeoutMs: 5_000, lookup };
+    for (const t of [
+      jsonRpcTransport({ ...options, url: at('JSONRPC') }),
+      lazyGrpcTransport({ ...options, url: at('GRPC') }),
+    ])
+      await expect(t.call('GetTask', { id: 'task_none' }, never())).rejects.toMatchObject({
+        code: 'not_found',
+      });
+    expect(asked).toEqual(['agent.example', 'agent.example']);
+  });
+
+  it('a gRPC lookup that refuses fails the call before anything is sent, and is asked again at the next call', async () => {
+    let refusals = 0;
+    const refusing: LookupFunction = (_hostname, _options, callback) => {
+      refusals++;
+      callback(new TaskplaneError('permission_denied', 'not public', { retryable: true }) as never, '', 0);
+    };
+    const t = lazyGrpcTransport({ url: 'agent.example:50051', timeoutMs: 5_000, lookup: refusing });
+    for (let i = 0; i < 2; i++)
+      await expect(t.call('GetTask', { id: 'task_none' }, never())).rejects.toMatchObject({
+        code: 'permission_denied',
+      });
+    expect(refusals).toBe(2);
   });
 
   it('a redirect to an address is asked of the lookup too, and refused there before anything is sent', async () => {

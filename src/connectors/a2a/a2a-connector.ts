@@ -25,7 +25,13 @@ import type {
   WebhookSignal,
 } from '../connector.ts';
 import { applyFrame, decodeTask, frameTaskId, inStreamOrder, taskToSnapshot } from './task-snapshot.ts';
-import { jsonRpcTransport, restTransport, type A2ATransport, type StreamFrame } from './transports.ts';
+import {
+  jsonRpcTransport,
+  openStream,
+  restTransport,
+  type A2ATransport,
+  type StreamFrame,
+} from './transports.ts';
 import { lazyGrpcTransport } from './grpc-lazy.ts';
 import { interfaceHost } from './interface-host.ts';
 import { jsonRpcV03Transport } from './v03-transport.ts';
@@ -176,12 +182,6 @@ export interface CardRead {
 }
 
 /**
- * node:http's request opener, imported on first use: the lab's browser bundle, whose simulated targets
- * always pass their own fetch, leaves it out (src/lab/page-assets.ts).
- */
-let httpStream: Promise<typeof import('../http-stream.ts')> | undefined;
-
-/**
  * Reads the card over node:http (a given fetch is used instead), so the answer says which address it came
  * from: whether the agent is on public addresses is judged by the address its card was read from, not by
  * a second lookup of the name that could answer otherwise (interface-reach.ts). `lookup` is how the
@@ -211,9 +211,7 @@ export async function readAgentCard(
   try {
     response = options.fetch
       ? await options.fetch(url, { headers, signal: both })
-      : await (
-          await (httpStream ??= import('../http-stream.ts'))
-        ).openStream(url, { method: 'GET', headers, lookup: options.lookup }, both);
+      : await openStream(url, { method: 'GET', headers, lookup: options.lookup }, both);
   } catch (err) {
     throw transportError(err, signal, () => timeout.aborted);
   }

@@ -1,5 +1,4 @@
 import * as grpc from '@grpc/grpc-js';
-import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { TaskplaneError } from '../../core/errors.ts';
 import { MAX_REMOTE_MESSAGE_BYTES } from '../remote-limits.ts';
@@ -9,7 +8,8 @@ import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, type A2AMethod } from '../../
 import { traceHeaders } from '../trace-headers.ts';
 import { transportError } from '../transport-errors.ts';
 import type { A2ATransport, StreamFrame, TransportOptions } from './transports.ts';
-import { grpcDialTarget, grpcTarget } from './interface-host.ts';
+import { grpcDialTarget, grpcTarget, splitHostPort } from './interface-host.ts';
+import { lookupAll } from '../http-stream.ts';
 import { a2aWireError, routeError } from './wire-errors.ts';
 
 /**
@@ -132,20 +132,14 @@ export async function pinnedGrpcTransport(
   o: TransportOptions & { lookup: LookupFunction },
 ): Promise<A2ATransport> {
   const { target } = grpcTarget(o.url);
-  const split = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(target);
+  const split = splitHostPort(target);
   if (!split) throw new TaskplaneError('permission_denied', `gRPC target ${target} shows no host to look up`);
-  const host = split[1]!.replace(/^\[|\]$/g, '');
-  const port = split[2]!;
-  const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
-    o.lookup(host, { all: true }, (err, found) =>
-      err ? reject(err) : resolve(Array.isArray(found) ? found : [{ address: found, family: 4 }]),
-    ),
-  ).catch((err: unknown) => {
+  const [first] = await lookupAll(o.lookup, split.host).catch((err: unknown) => {
     throw transportError(err, new AbortController().signal, () => false);
   });
-  const { address, family } = addresses[0]!;
-  const dial = family === 6 ? `ipv6:[${address}]:${port}` : `ipv4:${address}:${port}`;
-  return grpcTransport(o, { dial, authority: target, host });
+  const dial =
+    first!.family === 6 ? `ipv6:[${first!.address}]:${split.port}` : `ipv4:${first!.address}:${split.port}`;
+  return grpcTransport(o, { dial, authority: target, host: split.host });
 }
 
 export function grpcTransport(o: TransportOptions, pinned?: Pinned): A2ATransport {

@@ -39,10 +39,7 @@ export function grpcDialTarget(target: string): string {
  * or anything that is not a URL of its binding's kind.
  */
 export function interfaceHost(url: string, binding: string): string | null {
-  if (binding === 'GRPC') {
-    const m = HOST_PORT.exec(grpcTarget(url).target);
-    return m ? unbracket(m[1]!).toLowerCase() : null;
-  }
+  if (binding === 'GRPC') return splitHostPort(grpcTarget(url).target)?.host.toLowerCase() ?? null;
   try {
     const parsed = new URL(url);
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return null;
@@ -57,6 +54,13 @@ export function urlHost(url: string): string | null {
   return interfaceHost(url, 'HTTP+JSON');
 }
 
-function unbracket(host: string): string {
+/** A `host:port` target's host (an IPv6 address without its brackets) and port; null for any other form. */
+export function splitHostPort(target: string): { host: string; port: string } | null {
+  const m = HOST_PORT.exec(target);
+  return m ? { host: unbracket(m[1]!), port: m[2]! } : null;
+}
+
+/** A URL's host as an address or name: an IPv6 address without the brackets a URL puts round it. */
+export function unbracket(host: string): string {
   return host.startsWith('[') ? host.slice(1, -1) : host;
 }

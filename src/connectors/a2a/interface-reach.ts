@@ -1,9 +1,8 @@
 import { lookup } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
-import ipaddr from 'ipaddr.js';
 import { TaskplaneError } from '../../core/errors.ts';
-import { isPublicAddress, type Resolver } from '../../core/public-address.ts';
-import { urlHost } from './interface-host.ts';
+import { hostAddresses, isPublicAddress, type Resolver } from '../../core/public-address.ts';
+import { unbracket, urlHost } from './interface-host.ts';
 
 /** The system's DNS (the connector's own I/O; the host's push check has the same in host/ssrf.ts). */
 const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
@@ -52,8 +51,8 @@ export async function interfaceReach(
   host: string | null,
   resolve: Resolver = systemResolver,
 ): Promise<Reach> {
-  const base = urlHost(baseUrl);
   if (!agentPublic) return { lookup: null };
+  const base = urlHost(baseUrl);
   const guarded = { lookup: publicOnlyLookup(resolve) };
   if (host !== null && host === base) return guarded;
   if (host === null)
@@ -80,11 +79,8 @@ export async function interfaceReach(
  */
 export function publicOnlyLookup(resolve: Resolver = systemResolver): LookupFunction {
   return (hostname, options, callback) => {
-    const host = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
-    const found = ipaddr.isValid(host)
-      ? Promise.resolve([{ address: host, family: host.includes(':') ? 6 : 4 }])
-      : resolve(host);
-    found.then(
+    const host = unbracket(hostname);
+    hostAddresses(host, resolve).then(
       (addresses) => {
         const inside = addresses.find((a) => !isPublicAddress(a.address));
         const wanted = options.family === 4 || options.family === 6 ? options.family : 0;
@@ -115,9 +111,8 @@ function notFound(host: string, cause?: unknown): NodeJS.ErrnoException {
 }
 
 async function addressesOf(host: string, resolve: Resolver): Promise<string[]> {
-  if (ipaddr.isValid(host)) return [host];
   try {
-    return (await resolve(host)).map((a) => a.address);
+    return (await hostAddresses(host, resolve)).map((a) => a.address);
   } catch {
     return [];
   }

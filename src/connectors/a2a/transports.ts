@@ -70,7 +70,7 @@ const NO_STREAM = 'answered a stream request without an event stream';
  * (src/lab/page-assets.ts).
  */
 let httpStream: Promise<typeof import('../http-stream.ts')> | undefined;
-async function openStream(url: string, req: StreamRequest, signal: AbortSignal): Promise<HttpAnswer> {
+export async function openStream(url: string, req: StreamRequest, signal: AbortSignal): Promise<HttpAnswer> {
   return (await (httpStream ??= import('../http-stream.ts'))).openStream(url, req, signal);
 }
 
