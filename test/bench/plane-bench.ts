@@ -5,12 +5,16 @@
  * envelope's update (p50, p99), which is the engine's per-mechanism observation-delay signal.
  * Reconciliation is on (default 10-min interval) and one round is run while the tasks are in flight.
  *
+ * Beside them, the anchor (`sdk`): the official @a2a-js/sdk client following the same tasks on the same
+ * host with nothing stored, so the plane's delay reads against what Node, HTTP and the machine leave; with
+ * BENCH_ROUNDS, a last line gives the stream setup's p95/p99 as a ratio of the anchor's.
+ *
  * Then the create latency (create-latency.ts): POST /v1/tasks over HTTP on an SQLite plane against an
  * agent on the official SDK server, in its own process, that takes 2 s to answer SendMessage. Create
  * answers once the envelope is durable, so its p50/p99 should not depend on the agent (goal: p99 < 10 ms).
  *
  *   npm run bench:plane -- [tasks=40] [creates=200]        (creates=0 skips the create latency;
- *                                                          BENCH_SETUPS=stream,push,payload picks setups;
+ *                                                          BENCH_SETUPS=stream,push,payload,sdk picks setups;
  *                                                          BENCH_YOUNG=default,2 compares V8 young
  *                                                          generation sizes (young-generation.ts);
  *                                                          BENCH_ROUNDS=k runs each k times in one process
@@ -258,26 +262,141 @@ async function allTerminal(server: RunningServer, ids: string[], afterSeq: numbe
   }
 }
 
+/**
+ * Starts TASKS jobs with `create`: one after another, each awaited (creates back to back), or with
+ * BENCH_RATE at that pace whatever their answers take, so the load offered (tasks in flight) is the same
+ * for every build compared: one after another, a faster start means more tasks running at once, and a
+ * worse tail for a better plane.
+ */
+async function startAll<T>(create: () => Promise<T>): Promise<T[]> {
+  if (RATE <= 0) {
+    const created: T[] = [];
+    for (let i = 0; i < TASKS; i++) created.push(await create());
+    return created;
+  }
+  const t0 = performance.now();
+  const pending: Promise<T>[] = [];
+  for (let i = 0; i < TASKS; i++) {
+    const wait = t0 + (i * 1000) / RATE - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    pending.push(create());
+  }
+  return Promise.all(pending);
+}
+
+/**
+ * The host the tasks run on, as its own process, as it would be in production, so its work (and its
+ * garbage collection) does not sit on the plane's event loop and inflate the plane's figures.
+ */
+function benchHost(): ReturnType<typeof spawnHost> {
+  return spawnHost(['--port', '0', '--db', 'memory:', '--allow-private-webhooks'], {
+    env: {
+      LOG_LEVEL: 'warn',
+      // BENCH_DEBUG: the host reports its own pauses and loop holds (stall-probe.ts) on stderr.
+      ...(process.env.BENCH_DEBUG
+        ? { BENCH_STALL_PROBE: 'stderr', NODE_OPTIONS: `--import tsx --import ${STALL_PROBE}` }
+        : {}),
+    },
+  });
+}
+
+/**
+ * The anchor: the official @a2a-js/sdk client in this process doing what the plane does for the stream
+ * setup, with nothing behind it: the same tasks on the same host, started the same way (each
+ * SendStreamingMessage awaited until its first frame, the Task), every stream then read to its end.
+ * Its delay per state change is the frame's arrival minus the status timestamp, the same clocks as the
+ * plane's; as the plane's "live", each task's first state change is left out.
+ * No store, no record, no reconciliation: what it measures is what Node, HTTP and this machine leave of
+ * the 10 ms before any durable work, so the plane's figures read against it.
+ */
+/** The part of an SDK stream frame the anchor reads. */
+interface AnchorFrame {
+  payload?: { $case: string; value: { status?: { state: number; timestamp?: string } } };
+}
+
+async function runSdkAnchor(setup: string): Promise<Row> {
+  const { proc: host, url: hostUrl } = await benchHost();
+  const { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } = await import('@a2a-js/sdk/client');
+  const { SendMessageRequest, TaskState } = await import('@a2a-js/sdk');
+  const client = await new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory()],
+      preferredTransports: ['JSONRPC'],
+    }),
+  ).createFromUrl(hostUrl);
+  const stalls: StallSpan[] = [];
+  const stopProbe = startStallProbe((span) => stalls.push(span), { loop: false });
+  const live: number[] = [];
+  let completed = 0;
+  const cpu0 = process.cpuUsage();
+  const hostCpu0 = childCpuMs(host.child.pid);
+  try {
+    let n = 0;
+    // Answers once the Task is in, with the rest of the stream still being read (`read`): an async function
+    // answering the reading promise itself would wait for it, and start the tasks one whole task at a time.
+    const follow = async (): Promise<{ read: Promise<void> }> => {
+      const stream = client.sendMessageStream(
+        SendMessageRequest.fromJSON({
+          message: { messageId: `anchor-${process.pid}-${n++}`, role: 'ROLE_USER', parts: [{ data: INPUT }] },
+        }),
+      );
+      // As the plane's record, which starts `accepted` (SUBMITTED) and counts its changes from there.
+      let last: number = TaskState.TASK_STATE_SUBMITTED;
+      let changes = 0;
+      const frame = (r: IteratorResult<unknown>): boolean => {
+        if (r.done) return false;
+        const payload = (r.value as AnchorFrame).payload;
+        const status =
+          payload?.$case === 'task' || payload?.$case === 'statusUpdate' ? payload.value.status : undefined;
+        if (status && status.state !== last) {
+          if (++changes > 1 && status.timestamp) live.push(Date.now() - Date.parse(status.timestamp));
+          last = status.state;
+          if (status.state === TaskState.TASK_STATE_COMPLETED) completed++;
+        }
+        return true;
+      };
+      frame(await stream.next());
+      const read = (async () => {
+        while (frame(await stream.next()));
+      })();
+      return { read };
+    };
+    const reading = await startAll(follow);
+    await Promise.all(reading.map((r) => r.read));
+    const cpu = process.cpuUsage(cpu0);
+    const hostCpu = childCpuMs(host.child.pid);
+    live.sort((a, b) => a - b);
+    const gc = { minor: [] as number[], major: [] as number[] };
+    for (const [kind, start, end] of stalls) if (kind !== 'loop') gc[kind].push(end - start);
+    return {
+      setup,
+      tasks: TASKS,
+      succeeded: completed,
+      requestsPerTask: 1,
+      mechanism: 'stream',
+      p50: percentile(live, 50) ?? null,
+      p99: percentile(live, 99) ?? null,
+      samples: live.length,
+      live,
+      visible: live,
+      reconcilePages: 0,
+      gc,
+      planeCpuPerTask: (cpu.user + cpu.system) / 1000 / TASKS,
+      hostCpuPerTask: hostCpu !== null && hostCpu0 !== null ? (hostCpu - hostCpu0) / TASKS : null,
+    };
+  } finally {
+    stopProbe();
+    await host.stop();
+  }
+}
+
 async function run(
   setup: string,
   mechanism: 'stream' | 'push',
   plane: PlaneOptions,
   publicUrl: 'self' | null,
 ): Promise<Row> {
-  // The host runs as its own process, as it would in production, so its work (and its garbage
-  // collection) does not sit on the plane's event loop and inflate the plane's figures.
-  const { proc: host, url: hostUrl } = await spawnHost(
-    ['--port', '0', '--db', 'memory:', '--allow-private-webhooks'],
-    {
-      env: {
-        LOG_LEVEL: 'warn',
-        // BENCH_DEBUG: the host reports its own pauses and loop holds (stall-probe.ts) on stderr.
-        ...(process.env.BENCH_DEBUG
-          ? { BENCH_STALL_PROBE: 'stderr', NODE_OPTIONS: `--import tsx --import ${STALL_PROBE}` }
-          : {}),
-      },
-    },
-  );
+  const { proc: host, url: hostUrl } = await benchHost();
   const server = await startServer({
     port: 0,
     db: process.env.BENCH_PLANE_DB ?? 'memory:',
@@ -317,25 +436,10 @@ async function run(
   const hostCpu0 = childCpuMs(host.child.pid);
   try {
     // Tasks start one after another (each create returns once the remote has the job), then run together.
-    // With BENCH_RATE the creates go out at that pace whatever their answers take, so the load offered
-    // (tasks in flight) is the same for every build compared: one after another, a faster start means
-    // more tasks running at once, and a worse tail for a better plane.
     const create = () =>
       server.plane.create({ tenant: 'default', target: 'demo', input: INPUT }, { wait: 'started' });
     const { result: ran, bytes: allocatedBytes } = await allocated(async () => {
-      const created = [];
-      if (RATE > 0) {
-        const t0 = performance.now();
-        const pending = [];
-        for (let i = 0; i < TASKS; i++) {
-          const wait = t0 + (i * 1000) / RATE - performance.now();
-          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-          pending.push(create());
-        }
-        created.push(...(await Promise.all(pending)));
-      } else {
-        for (let i = 0; i < TASKS; i++) created.push(await create());
-      }
+      const created = await startAll(create);
       // One reconciliation round while they run: one paged list call for the target, whatever the task count.
       const r0 = performance.now();
       const reports = await server.plane.reconcileNow('demo');
@@ -451,7 +555,7 @@ async function run(
   }
 }
 
-// The delivery configurations compared; BENCH_SETUPS=stream,push,payload runs only those named.
+// The delivery configurations compared; BENCH_SETUPS=stream,push,payload,sdk runs only those named (sdk: the anchor).
 const SETUPS: Array<{
   name: string;
   setup: string;
@@ -488,6 +592,8 @@ if (process.env.BENCH_YOUNG && !process.env.BENCH_YOUNG_CHILD) {
   process.exit(0);
 }
 const only = process.env.BENCH_SETUPS?.split(',');
+/** BENCH_SETUPS name `sdk`: the official SDK client's row, the anchor the stream setup is read against. */
+const ANCHOR = 'anchor: @a2a-js/sdk client, no store';
 // BENCH_ROUNDS=k runs each setup k times (one after the other, each with a fresh host and plane) and
 // pools the live samples of all but the first: one run's p99 rests on its few slowest samples.
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
@@ -495,8 +601,14 @@ const rows: Row[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   if (round === 1 && process.env.BENCH_YOUNG_CHILD)
     console.log(`${YOUNG_ROUND_2}${performance.now().toFixed(0)}`);
-  for (const s of SETUPS)
-    if (!only || only.includes(s.name)) rows.push(await run(s.setup, s.mechanism, s.plane, s.publicUrl));
+  const runs = [
+    ...SETUPS.filter((s) => !only || only.includes(s.name)).map(
+      (s) => () => run(s.setup, s.mechanism, s.plane, s.publicUrl),
+    ),
+    ...(!only || only.includes('sdk') ? [() => runSdkAnchor(ANCHOR)] : []),
+  ];
+  // Every other round in the opposite order, so a machine getting slower or faster weighs on each alike.
+  for (const go of round % 2 === 0 ? runs : runs.reverse()) rows.push(await go());
 }
 
 console.log(
@@ -530,7 +642,26 @@ if (ROUNDS > 1) {
       console.log(
         `${setup.padEnd(42)} ${what.padEnd(7)} p50/p95/p99 ${spread(pooled)} ms of ${pooled.length}; over 10 ms: ${slow.count} (${slow.share} %)`,
       );
+      if (setup === ANCHOR) break; // nothing is stored: what it saw is all there is
     }
+  }
+  const pooled = (setup: string) =>
+    rows
+      .filter((r) => r.setup === setup)
+      .slice(1)
+      .flatMap((r) => r.live)
+      .sort((a, b) => a - b);
+  const anchor = pooled(ANCHOR);
+  const stream = pooled(SETUPS[0]!.setup);
+  if (anchor.length > 0 && stream.length > 0) {
+    const ratio = (p: number) => {
+      const a = percentile(anchor, p)!;
+      const b = percentile(stream, p)!;
+      return a > 0 ? `${(b / a).toFixed(2)}×` : `${b} ms against 0`;
+    };
+    console.log(
+      `stream live against the anchor, same rounds: p95 ${ratio(95)}, p99 ${ratio(99)}; over 10 ms ${over(stream, 10).share} % against ${over(anchor, 10).share} %`,
+    );
   }
 }
 if (process.env.BENCH_YOUNG_CHILD) {
