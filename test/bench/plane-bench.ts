@@ -45,6 +45,8 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { formatCreateLatency, measureCreateLatency, startSlowAgent } from './create-latency.ts';
 import { spawnHost } from '../support/process.ts';
+import { sdkClient } from '../host/helpers.ts';
+import { SendMessageRequest, TaskState } from '@a2a-js/sdk';
 import type { RunningServer } from '../../src/server/start-server.ts';
 import type { PlaneOptions } from '../../src/plane/options.ts';
 import type { Envelope, EnvelopeEvent } from '../../src/core/envelope.ts';
@@ -300,6 +302,11 @@ function benchHost(): ReturnType<typeof spawnHost> {
   });
 }
 
+/** The part of an SDK stream frame the anchor reads. */
+interface AnchorFrame {
+  payload?: { $case: string; value: { status?: { state: number; timestamp?: string } } };
+}
+
 /**
  * The anchor: the official @a2a-js/sdk client in this process doing what the plane does for the stream
  * setup, with nothing behind it: the same tasks on the same host, started the same way (each
@@ -309,21 +316,9 @@ function benchHost(): ReturnType<typeof spawnHost> {
  * No store, no record, no reconciliation: what it measures is what Node, HTTP and this machine leave of
  * the 10 ms before any durable work, so the plane's figures read against it.
  */
-/** The part of an SDK stream frame the anchor reads. */
-interface AnchorFrame {
-  payload?: { $case: string; value: { status?: { state: number; timestamp?: string } } };
-}
-
 async function runSdkAnchor(setup: string): Promise<Row> {
   const { proc: host, url: hostUrl } = await benchHost();
-  const { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } = await import('@a2a-js/sdk/client');
-  const { SendMessageRequest, TaskState } = await import('@a2a-js/sdk');
-  const client = await new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory()],
-      preferredTransports: ['JSONRPC'],
-    }),
-  ).createFromUrl(hostUrl);
+  const client = await sdkClient(hostUrl, 'JSONRPC');
   const stalls: StallSpan[] = [];
   const stopProbe = startStallProbe((span) => stalls.push(span), { loop: false });
   const live: number[] = [];
@@ -435,7 +430,7 @@ async function run(
   const sched0 = process.env.BENCH_DEBUG ? mainThreadTimes(pids) : null;
   const hostCpu0 = childCpuMs(host.child.pid);
   try {
-    // Tasks start one after another (each create returns once the remote has the job), then run together.
+    // Tasks start as startAll paces them (each create returns once the remote has the job), then run together.
     const create = () =>
       server.plane.create({ tenant: 'default', target: 'demo', input: INPUT }, { wait: 'started' });
     const { result: ran, bytes: allocatedBytes } = await allocated(async () => {
@@ -608,7 +603,7 @@ for (let round = 0; round < ROUNDS; round++) {
     ...(!only || only.includes('sdk') ? [() => runSdkAnchor(ANCHOR)] : []),
   ];
   // Every other round in the opposite order, so a machine getting slower or faster weighs on each alike.
-  for (const go of round % 2 === 0 ? runs : runs.reverse()) rows.push(await go());
+  for (const go of round % 2 === 0 ? runs : [...runs].reverse()) rows.push(await go());
 }
 
 console.log(
@@ -631,26 +626,26 @@ if (ROUNDS > 1) {
   console.log(
     `delays pooled over rounds 2–${ROUNDS} (the first warms the plane up; each round's row above):`,
   );
+  // A setup's samples of rounds 2..k, sorted.
+  const pooled = (setup: string, pick: (r: Row) => number[] = (r) => r.live) =>
+    rows
+      .filter((r) => r.setup === setup)
+      .slice(1)
+      .flatMap(pick)
+      .sort((a, b) => a - b);
   for (const setup of [...new Set(rows.map((r) => r.setup))]) {
-    const later = rows.filter((r) => r.setup === setup).slice(1);
     for (const [what, pick] of [
       ['live', (r: Row) => r.live],
       ['visible', (r: Row) => r.visible],
     ] as const) {
-      const pooled = later.flatMap(pick).sort((a, b) => a - b);
-      const slow = over(pooled, 10);
+      const samples = pooled(setup, pick);
+      const slow = over(samples, 10);
       console.log(
-        `${setup.padEnd(42)} ${what.padEnd(7)} p50/p95/p99 ${spread(pooled)} ms of ${pooled.length}; over 10 ms: ${slow.count} (${slow.share} %)`,
+        `${setup.padEnd(42)} ${what.padEnd(7)} p50/p95/p99 ${spread(samples)} ms of ${samples.length}; over 10 ms: ${slow.count} (${slow.share} %)`,
       );
       if (setup === ANCHOR) break; // nothing is stored: what it saw is all there is
     }
   }
-  const pooled = (setup: string) =>
-    rows
-      .filter((r) => r.setup === setup)
-      .slice(1)
-      .flatMap((r) => r.live)
-      .sort((a, b) => a - b);
   const anchor = pooled(ANCHOR);
   const stream = pooled(SETUPS[0]!.setup);
   if (anchor.length > 0 && stream.length > 0) {
